@@ -1,0 +1,528 @@
+"""The per-file facts every rule reads, collected in one syntax-only pass.
+
+No LibCST metadata provider runs here: import aliases, scopes, bindings, calls,
+loops and `with` blocks are recorded by a single visitor, in source order.
+`order` numbers increase with source position, so "was X bound before Y" is a
+comparison of two integers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import libcst as cst
+
+LoopNode = Union[cst.For, cst.While]
+
+
+@dataclass(eq=False)
+class Scope:
+    """A module, function, lambda or class body."""
+
+    node: cst.CSTNode
+    kind: str  # "module" | "function" | "class" | "lambda"
+    name: str
+    parent: Optional["Scope"]
+
+    def chain(self) -> Iterator["Scope"]:
+        scope: Optional[Scope] = self
+        while scope is not None:
+            yield scope
+            scope = scope.parent
+
+    @property
+    def function(self) -> Optional["Scope"]:
+        """The nearest enclosing function scope (itself included), if any."""
+        for scope in self.chain():
+            if scope.kind == "function":
+                return scope
+        return None
+
+
+@dataclass(eq=False)
+class Loop:
+    node: LoopNode
+    scope: Scope
+    parent: Optional["Loop"]
+    order: int
+    end_order: int = 0
+    # Names bound by the `for` target, in order (empty for `while`).
+    targets: Tuple[str, ...] = ()
+
+    @property
+    def iter(self) -> Optional[cst.BaseExpression]:
+        return self.node.iter if isinstance(self.node, cst.For) else None
+
+    def chain(self) -> Iterator["Loop"]:
+        loop: Optional[Loop] = self
+        while loop is not None:
+            yield loop
+            loop = loop.parent
+
+    def contains(self, order: int) -> bool:
+        return self.order <= order <= self.end_order
+
+
+@dataclass(eq=False)
+class Site:
+    """Where a node sits: its scope, innermost loop, enclosing `with` blocks and
+    statement, its parent node, and its position in source order."""
+
+    scope: Scope
+    loop: Optional[Loop]
+    withs: Tuple[cst.With, ...]
+    stmt: Optional[cst.CSTNode]
+    parent: Optional[cst.CSTNode]
+    order: int
+    # Enclosing `if` statements, outermost first.
+    ifs: Tuple[cst.If, ...] = ()
+
+
+@dataclass(eq=False)
+class Call:
+    node: cst.Call
+    site: Site
+    # The callee resolved through the file's imports ("torch.randn"), or None.
+    qualname: Optional[str]
+    # For `x.attr(...)`: "attr", and the receiver `x`.
+    method: Optional[str]
+    receiver: Optional[cst.BaseExpression]
+
+    def keyword(self, name: str) -> Optional[cst.Arg]:
+        for arg in self.node.args:
+            if arg.keyword is not None and arg.keyword.value == name:
+                return arg
+        return None
+
+    @property
+    def positional(self) -> List[cst.Arg]:
+        return [a for a in self.node.args if a.keyword is None and not a.star]
+
+    @property
+    def has_star_kwargs(self) -> bool:
+        return any(a.star == "**" for a in self.node.args)
+
+
+@dataclass(eq=False)
+class Binding:
+    """A name (or dotted attribute target such as `self.model`) bound to a value."""
+
+    name: str
+    value: Optional[cst.BaseExpression]
+    target: cst.CSTNode
+    site: Site
+    # "assign" | "annassign" | "augassign" | "for" | "with" | "param" | "import"
+    # | "def" | "class" | "walrus" | "comprehension" | "except" | "global"
+    kind: str
+    # For tuple unpacking `a, b = f()`: the element index of this name.
+    index: Optional[int] = None
+
+
+@dataclass(eq=False)
+class NameUse:
+    """A `Name` node read (not bound) somewhere in the file."""
+
+    node: cst.Name
+    site: Site
+
+
+@dataclass(eq=False)
+class Function:
+    node: Union[cst.FunctionDef, cst.Lambda]
+    name: str
+    scope: Scope  # the function's own scope
+    decorators: Tuple[cst.Decorator, ...]
+    params: Tuple[str, ...]
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    node: cst.ClassDef
+    name: str
+    site: Site
+    bases: Tuple[cst.BaseExpression, ...]
+
+
+@dataclass
+class Facts:
+    module: cst.Module
+    # alias -> qualified name, from imports at any level ("nn" -> "torch.nn").
+    aliases: Dict[str, str] = field(default_factory=dict)
+    # Names bound by a module-level class/def/assignment after shadowing an import.
+    shadowed: Dict[str, cst.CSTNode] = field(default_factory=dict)
+    calls: List[Call] = field(default_factory=list)
+    bindings: List[Binding] = field(default_factory=list)
+    uses: List[NameUse] = field(default_factory=list)
+    loops: List[Loop] = field(default_factory=list)
+    functions: List[Function] = field(default_factory=list)
+    classes: Dict[str, ClassInfo] = field(default_factory=dict)
+    withs: List[Tuple[cst.With, Site]] = field(default_factory=list)
+    strings: List[Tuple[cst.SimpleString, Site]] = field(default_factory=list)
+    ifs: List[Tuple[cst.If, Site]] = field(default_factory=list)
+    # Statements (small and compound) with their site, in source order.
+    statements: List[Tuple[cst.CSTNode, Site]] = field(default_factory=list)
+    module_scope: Optional[Scope] = None
+    # Lookup tables built once after the pass.
+    _bindings_by_name: Dict[str, List[Binding]] = field(default_factory=dict, repr=False)
+    _uses_by_name: Dict[str, List[NameUse]] = field(default_factory=dict, repr=False)
+    _calls_by_node: Dict[int, Call] = field(default_factory=dict, repr=False)
+    _site_by_stmt: Dict[int, Site] = field(default_factory=dict, repr=False)
+    _function_by_scope_node: Dict[int, Function] = field(default_factory=dict, repr=False)
+
+    # -- name resolution -------------------------------------------------
+
+    def qualname(self, expr: Optional[cst.BaseExpression]) -> Optional[str]:
+        """Resolve `T.nn.Linear` to "torch.nn.Linear" through the file's imports."""
+        if isinstance(expr, cst.Name):
+            if expr.value in self.shadowed:
+                return None
+            return self.aliases.get(expr.value)
+        if isinstance(expr, cst.Attribute):
+            base = self.qualname(expr.value)
+            return f"{base}.{expr.attr.value}" if base else None
+        return None
+
+    def module_alias(self, qualified: str) -> Optional[str]:
+        """The local name bound to module `qualified` ("torch" -> "T"), if any."""
+        for alias, target in sorted(self.aliases.items()):
+            if target == qualified and alias not in self.shadowed:
+                return alias
+        return None
+
+    # -- lookups ---------------------------------------------------------
+
+    def bindings_of(self, name: str) -> List[Binding]:
+        return self._bindings_by_name.get(name, [])
+
+    def uses_of(self, name: str) -> List[NameUse]:
+        return self._uses_by_name.get(name, [])
+
+    def call_for(self, node: cst.CSTNode) -> Optional[Call]:
+        return self._calls_by_node.get(id(node))
+
+    def site_of_statement(self, stmt: cst.CSTNode) -> Optional[Site]:
+        return self._site_by_stmt.get(id(stmt))
+
+    def function_of(self, scope: Scope) -> Optional[Function]:
+        return self._function_by_scope_node.get(id(scope.node))
+
+    def visible_bindings(self, name: str, scope: Scope) -> List[Binding]:
+        """Bindings of `name` in `scope` or, if it binds none there, the nearest
+        enclosing scope that does (Python's lexical rule, class bodies skipped)."""
+        found = self.bindings_of(name)
+        for s in scope.chain():
+            if s is not scope and s.kind == "class":
+                continue
+            here = [b for b in found if b.site.scope is s]
+            if here:
+                return here
+        return []
+
+
+def dotted_name(expr: Optional[cst.BaseExpression]) -> Optional[str]:
+    """`self.model` -> "self.model"; anything but names and attributes -> None."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        base = dotted_name(expr.value)
+        return f"{base}.{expr.attr.value}" if base else None
+    return None
+
+
+def _import_name(node: Union[cst.Attribute, cst.Name]) -> str:
+    return dotted_name(node) or ""
+
+
+def _target_names(target: cst.BaseExpression) -> List[Tuple[str, Optional[int], cst.CSTNode]]:
+    """Names bound by an assignment target: [(name, tuple index or None, node)]."""
+    if isinstance(target, (cst.Name, cst.Attribute)):
+        name = dotted_name(target)
+        return [(name, None, target)] if name else []
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out = []
+        for i, el in enumerate(target.elements):
+            value = el.value
+            if isinstance(el, cst.StarredElement):
+                value = el.value
+            for name, _, node in _target_names(value):
+                out.append((name, i, node))
+        return out
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+class _Collector(cst.CSTVisitor):
+    """The single pass. Keeps stacks of scopes, loops, withs, ifs, statements and parents."""
+
+    def __init__(self, facts: Facts) -> None:
+        self.f = facts
+        self.order = 0
+        self.parents: List[cst.CSTNode] = []
+        self.scopes: List[Scope] = []
+        self.loops: List[Loop] = []
+        self.withs: List[cst.With] = []
+        self.if_stack: List[cst.If] = []
+        self.stmts: List[cst.CSTNode] = []
+        self.store_names: set = set()  # ids of Name nodes that are binding targets
+
+    # -- plumbing --------------------------------------------------------
+
+    def site(self) -> Site:
+        return Site(
+            scope=self.scopes[-1],
+            loop=self.loops[-1] if self.loops else None,
+            withs=tuple(self.withs),
+            stmt=self.stmts[-1] if self.stmts else None,
+            parent=self.parents[-2] if len(self.parents) > 1 else None,
+            order=self.order,
+            ifs=tuple(self.if_stack),
+        )
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.order += 1
+        self.parents.append(node)
+        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            self.stmts.append(node)
+            site = self.site()
+            self.f.statements.append((node, site))
+            self.f._site_by_stmt[id(node)] = site
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        super().on_leave(original_node)
+        if isinstance(original_node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            self.stmts.pop()
+        self.parents.pop()
+
+    def bind(self, name: str, value, target, kind: str, index: Optional[int] = None) -> None:
+        self.f.bindings.append(Binding(name, value, target, self.site(), kind, index))
+        if self.scopes[-1].kind == "module" and kind in ("def", "class", "assign") and name in self.f.aliases:
+            self.f.shadowed[name] = target
+
+    def bind_target(self, target: cst.BaseExpression, value, kind: str) -> None:
+        names = _target_names(target)
+        single = len(names) == 1 and names[0][1] is None
+        for name, index, node in names:
+            if isinstance(node, cst.Name):
+                self.store_names.add(id(node))
+            self.bind(name, value, node, kind, None if single else index)
+
+    # -- scopes ----------------------------------------------------------
+
+    def visit_Module(self, node: cst.Module) -> None:
+        scope = Scope(node, "module", "<module>", None)
+        self.f.module_scope = scope
+        self.scopes.append(scope)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.store_names.add(id(node.name))
+        self.bind(node.name.value, None, node, "class")
+        self.f.classes[node.name.value] = ClassInfo(
+            node, node.name.value, self.site(), tuple(a.value for a in node.bases)
+        )
+        self.scopes.append(Scope(node, "class", node.name.value, self.scopes[-1]))
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.scopes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.store_names.add(id(node.name))
+        self.bind(node.name.value, None, node, "def")
+        scope = Scope(node, "function", node.name.value, self.scopes[-1])
+        params = _param_names(node.params)
+        fn = Function(node, node.name.value, scope, tuple(node.decorators), params)
+        self.f.functions.append(fn)
+        self.f._function_by_scope_node[id(node)] = fn
+        self.scopes.append(scope)
+        # Parameters are bound in the function's own scope.
+        for p in _all_params(node.params):
+            self.store_names.add(id(p.name))
+            self.bind(p.name.value, p.default, p, "param")
+        # A loop outside does not make the function body part of that loop.
+        self._saved_loops = getattr(self, "_saved_loops", [])
+        self._saved_loops.append((self.loops, self.withs, self.if_stack))
+        self.loops, self.withs, self.if_stack = [], [], []
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.scopes.pop()
+        self.loops, self.withs, self.if_stack = self._saved_loops.pop()
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        scope = Scope(node, "lambda", "<lambda>", self.scopes[-1])
+        fn = Function(node, "<lambda>", scope, (), _param_names(node.params))
+        self.f.functions.append(fn)
+        self.f._function_by_scope_node[id(node)] = fn
+        self.scopes.append(scope)
+        for p in _all_params(node.params):
+            self.store_names.add(id(p.name))
+            self.bind(p.name.value, p.default, p, "param")
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self.scopes.pop()
+
+    # -- imports ---------------------------------------------------------
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = _import_name(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+                self.f.aliases[local] = full
+            else:
+                local = full.split(".")[0]
+                self.f.aliases[local] = local
+            self.f.shadowed.pop(local, None)
+            self.bind(local, None, alias, "import")
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        self._import_from(node)
+        return False  # its dotted module path holds no reads
+
+    def _import_from(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        base = _import_name(node.module)
+        for alias in node.names:
+            name = _import_name(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            else:
+                local = name
+            self.f.aliases[local] = f"{base}.{name}"
+            self.f.shadowed.pop(local, None)
+            self.bind(local, None, alias, "import")
+
+    # -- bindings --------------------------------------------------------
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self.bind_target(t.target, node.value, "assign")
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.bind_target(node.target, node.value, "annassign")
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.bind_target(node.target, node.value, "augassign")
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.bind_target(node.target, node.value, "walrus")
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self.bind_target(node.asname.name, node.item, "with")
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None:
+            self.bind_target(node.name.name, None, "except")
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self.bind_target(node.target, node.iter, "comprehension")
+
+    # -- loops, withs, ifs -----------------------------------------------
+
+    def visit_For(self, node: cst.For) -> None:
+        loop = Loop(node, self.scopes[-1], self.loops[-1] if self.loops else None, self.order)
+        loop.targets = tuple(n for n, _, _ in _target_names(node.target))
+        self.f.loops.append(loop)
+        # The target is bound inside the loop.
+        self.loops.append(loop)
+        self.bind_target(node.target, node.iter, "for")
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self.loops[-1].end_order = self.order
+        self.loops.pop()
+
+    def visit_While(self, node: cst.While) -> None:
+        loop = Loop(node, self.scopes[-1], self.loops[-1] if self.loops else None, self.order)
+        self.f.loops.append(loop)
+        self.loops.append(loop)
+
+    def leave_While(self, original_node: cst.While) -> None:
+        self.loops[-1].end_order = self.order
+        self.loops.pop()
+
+    def visit_With(self, node: cst.With) -> None:
+        self.f.withs.append((node, self.site()))
+        self.withs.append(node)
+
+    def leave_With(self, original_node: cst.With) -> None:
+        self.withs.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        self.f.ifs.append((node, self.site()))
+        self.if_stack.append(node)
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.if_stack.pop()
+
+    # -- expressions -----------------------------------------------------
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        method = receiver = None
+        if isinstance(func, cst.Attribute):
+            method, receiver = func.attr.value, func.value
+        call = Call(node, self.site(), self.f.qualname(func), method, receiver)
+        self.f.calls.append(call)
+        self.f._calls_by_node[id(node)] = call
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) in self.store_names:
+            return
+        parent = self.parents[-2] if len(self.parents) > 1 else None
+        # `x.attr`: the attribute name is not a read of a variable called `attr`.
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            return
+        # Keyword names in calls and parameters are not reads either.
+        if isinstance(parent, (cst.Arg, cst.Param)) and getattr(parent, "keyword", None) is node:
+            return
+        self.f.uses.append(NameUse(node, self.site()))
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
+        return False  # dotted module paths in imports are not reads
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.f.strings.append((node, self.site()))
+
+
+def _all_params(params: cst.Parameters) -> List[cst.Param]:
+    out = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+    if isinstance(params.star_arg, cst.Param):
+        out.append(params.star_arg)
+    if params.star_kwarg is not None:
+        out.append(params.star_kwarg)
+    return out
+
+
+def _param_names(params: cst.Parameters) -> Tuple[str, ...]:
+    return tuple(p.name.value for p in _all_params(params))
+
+
+def collect_facts(module: cst.Module) -> Facts:
+    """Walk `module` once and return its facts."""
+    facts = Facts(module)
+    module.visit(_Collector(facts))
+    for b in facts.bindings:
+        facts._bindings_by_name.setdefault(b.name, []).append(b)
+    for u in facts.uses:
+        facts._uses_by_name.setdefault(u.node.value, []).append(u)
+    # Imports seen after a call was recorded (rare) still resolve: re-resolve.
+    for call in facts.calls:
+        if call.qualname is None:
+            call.qualname = facts.qualname(call.node.func)
+    return facts
+
+
+def call_name(call: Call) -> Optional[str]:
+    """The callee's own name: "randn" for `torch.randn(...)`, "f" for `f(...)`."""
+    func = call.node.func
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return None
+
+
+def iter_args(call: Call) -> Sequence[cst.Arg]:
+    return call.node.args

@@ -1,0 +1,67 @@
+"""The library API the CLI, the language server, pre-commit and tests share."""
+from __future__ import annotations
+
+import codecs
+import io
+import tokenize
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from torchlint.config import Settings
+from torchlint.engine import FileResult, check_source, fix_source as _fix_source, syntax_error_finding
+from torchlint.findings import Finding
+
+
+@dataclass(frozen=True)
+class Decoded:
+    text: str
+    encoding: str
+    bom: bool
+
+    def encode(self, text: str) -> bytes:
+        data = text.encode(self.encoding)
+        return codecs.BOM_UTF8 + data if self.bom else data
+
+
+def decode_source(data: bytes) -> Decoded:
+    """Decode Python source as the interpreter would (BOM, PEP 263 cookie).
+    Raises UnicodeDecodeError / SyntaxError / LookupError on undecodable input."""
+    if b"\x00" in data:
+        raise UnicodeDecodeError("utf-8", data, data.index(b"\x00"), data.index(b"\x00") + 1, "NUL byte: not a text file")
+    bom = data.startswith(codecs.BOM_UTF8)
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    if encoding == "utf-8-sig":
+        encoding = "utf-8"
+    body = data[len(codecs.BOM_UTF8):] if bom else data
+    return Decoded(body.decode(encoding), encoding, bom)
+
+
+def lint_source(source: str, path: str = "<stdin>", settings: Optional[Settings] = None) -> List[Finding]:
+    """Findings for one source text, sorted by position."""
+    settings = settings or Settings()
+    return list(check_source(source, path, settings.enabled_for(path)).findings)
+
+
+def check(source: str, path: str = "<stdin>", settings: Optional[Settings] = None) -> FileResult:
+    """Like `lint_source`, also returning problems (crashed rules)."""
+    settings = settings or Settings()
+    return check_source(source, path, settings.enabled_for(path))
+
+
+def fix_source(
+    source: str, path: str = "<stdin>", settings: Optional[Settings] = None, unsafe: bool = False
+) -> Tuple[str, List[Finding]]:
+    """Apply safe (and, with `unsafe`, unsafe) fixes; return the new text and
+    the findings that remain in it."""
+    settings = settings or Settings()
+    result = _fix_source(source, path, settings.enabled_for(path), unsafe=unsafe)
+    return result.fixed_source if result.fixed_source is not None else source, list(result.findings)
+
+
+def lint_bytes(data: bytes, path: str, settings: Optional[Settings] = None) -> FileResult:
+    """Lint raw file contents; undecodable input becomes a TL000 finding."""
+    try:
+        decoded = decode_source(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+        return FileResult(path, (syntax_error_finding(path, f"cannot decode file: {exc}"),))
+    return check(decoded.text, path, settings)

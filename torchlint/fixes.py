@@ -1,0 +1,146 @@
+"""Text edits: derived from node replacements, applied to source, written safely."""
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+from bisect import bisect_right
+from typing import Iterable, List, Mapping, Sequence, Tuple
+
+import libcst as cst
+
+from torchlint.findings import Edit
+
+
+class LineIndex:
+    """Converts between absolute character offsets and 1-based (row, column)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        starts = [0]
+        for i, ch in enumerate(text):
+            if ch == "\n":
+                starts.append(i + 1)
+        self.starts = starts
+
+    def offset(self, row: int, column: int) -> int:
+        row = max(1, min(row, len(self.starts)))
+        return min(self.starts[row - 1] + column - 1, len(self.text))
+
+    def position(self, offset: int) -> Tuple[int, int]:
+        row = bisect_right(self.starts, offset)
+        return row, offset - self.starts[row - 1] + 1
+
+
+def diff_edits(old: str, new: str) -> Tuple[Edit, ...]:
+    """The smallest set of line-grouped edits that turns `old` into `new`."""
+    if old == new:
+        return ()
+    old_lines = old.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
+    index = LineIndex(old)
+    line_offsets = [0]
+    for line in old_lines:
+        line_offsets.append(line_offsets[-1] + len(line))
+    edits: List[Edit] = []
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        start, end = line_offsets[i1], line_offsets[i2]
+        before, after = old[start:end], "".join(new_lines[j1:j2])
+        # Trim what the two chunks share at either end, to keep edits small.
+        p = 0
+        while p < min(len(before), len(after)) and before[p] == after[p]:
+            p += 1
+        s = 0
+        while s < min(len(before), len(after)) - p and before[-1 - s] == after[-1 - s]:
+            s += 1
+        a, b = start + p, end - s
+        content = after[p: len(after) - s]
+        row, col = index.position(a)
+        end_row, end_col = index.position(b)
+        edits.append(Edit(row, col, end_row, end_col, content))
+    return tuple(edits)
+
+
+def apply_edits(text: str, edits: Iterable[Edit]) -> Tuple[str, int]:
+    """Apply non-overlapping edits (later overlapping ones are skipped).
+    Returns the new text and how many edits were applied."""
+    index = LineIndex(text)
+    spans = sorted(((index.offset(e.row, e.column), index.offset(e.end_row, e.end_column), e.content) for e in edits))
+    out: List[str] = []
+    pos = 0
+    applied = 0
+    for start, end, content in spans:
+        if start < pos:
+            continue
+        out.append(text[pos:start])
+        out.append(content)
+        pos = end
+        applied += 1
+    out.append(text[pos:])
+    return "".join(out), applied
+
+
+def apply_fix_groups(text: str, groups: Sequence[Sequence[Edit]]) -> Tuple[str, int]:
+    """Apply whole fixes (each a group of edits) that don't overlap an earlier one.
+    A fix is applied entirely or not at all. Returns (text, fixes applied)."""
+    index = LineIndex(text)
+    taken: List[Tuple[int, int]] = []
+    chosen: List[Edit] = []
+    count = 0
+    for group in groups:
+        spans = [(index.offset(e.row, e.column), index.offset(e.end_row, e.end_column)) for e in group]
+        if any(_overlaps(s, t) for s in spans for t in taken):
+            continue
+        taken.extend(spans)
+        chosen.extend(group)
+        count += 1
+    new, _ = apply_edits(text, chosen)
+    return new, count
+
+
+def _overlaps(a: Tuple[int, int], b: Tuple[int, int]) -> bool:
+    # Two insertions at the same point, or ranges that share any character.
+    if a[0] == a[1] == b[0] == b[1]:
+        return True
+    return (a[0] < b[1] and b[0] < a[1]) or a[0] == b[0]
+
+
+class _Replacer(cst.CSTTransformer):
+    def __init__(self, mapping: Mapping[cst.CSTNode, object]) -> None:
+        self.mapping = {id(k): v for k, v in mapping.items()}
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        replacement = self.mapping.get(id(original_node))
+        if replacement is not None:
+            return replacement
+        return updated_node
+
+
+def replace_nodes(module: cst.Module, mapping: Mapping[cst.CSTNode, object]) -> cst.Module:
+    return module.visit(_Replacer(mapping))
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write via a temp file in the same folder and os.replace, keeping the mode."""
+    folder = os.path.dirname(os.path.abspath(path))
+    mode = None
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except OSError:
+        pass
+    fd, tmp = tempfile.mkstemp(prefix=".torchlint-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,163 @@
+"""TL501 legacy-profiler."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import libcst as cst
+
+from torchlint.analysis.facts import Call, dotted_name
+from torchlint.findings import Applicability
+from torchlint.rules.base import Invalid, Rule, RuleContext
+
+LEGACY = frozenset({"torch.autograd.profiler.profile", "torch.autograd.profile"})
+# Keywords the new profiler accepts with the same meaning.
+_CARRIED = frozenset({"record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules"})
+# Methods of the result whose meaning is the same on both profilers.
+_SAFE_USES = frozenset({"key_averages", "export_chrome_trace"})
+
+
+class LegacyProfiler(Rule):
+    """
+    ## What it does
+    Flags `torch.autograd.profiler.profile(...)`, the legacy autograd profiler.
+
+    ## Why is this bad?
+    The legacy profiler records CPU-side operator events; with `use_cuda=True`
+    it adds CUDA events around each operator, which synchronizes and distorts
+    the very timings you want to see, and it cannot show what the GPU does
+    between kernels. `torch.profiler.profile` with CPU and CUDA activities uses
+    Kineto/CUPTI to trace kernels and copies on the device timeline, which is
+    what you need to find why a GPU sits idle.
+
+    ## Example
+    ```python
+    from torch.autograd import profiler
+
+    with profiler.profile(use_cuda=True) as prof:
+        train_step()
+    print(prof.key_averages().table())
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    with torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    ) as prof:
+        train_step()
+    print(prof.key_averages().table())
+    ```
+
+    ## Fix safety
+    Safe when the profiler's result is used only through `key_averages()` and
+    `export_chrome_trace()`, which both profilers provide with the same
+    meaning; unsafe otherwise (other attributes such as `function_events`
+    differ). The fix needs `torch` imported as a module in the file; without
+    it no fix is offered.
+
+    ## References
+    - [torch.profiler](https://pytorch.org/docs/stable/profiler.html)
+    - [PyTorch profiler recipe](https://pytorch.org/tutorials/recipes/recipes/profiler_recipe.html)
+    """
+
+    CODE = "TL501"
+    NAME = "legacy-profiler"
+    MESSAGE = "Legacy `torch.autograd.profiler.profile`; use `torch.profiler.profile` with CPU and CUDA activities"
+    FIX_TITLE = "Use `torch.profiler.profile(activities=[...])`"
+    APPLICABILITY = Applicability.SAFE
+
+    VALID = (
+        "import torch\nwith torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:\n    pass\n",
+        "from torch.profiler import profile\nwith profile() as p:\n    pass\n",
+        "import profiler\nwith profiler.profile(use_cuda=True) as p:\n    pass\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nfrom torch.autograd import profiler\n\n"
+            "with profiler.profile(use_cuda=True) as prof:\n    run()\n"
+            "print(prof.key_averages().table())\n",
+            fixed="import torch\nfrom torch.autograd import profiler\n\n"
+            "with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, "
+            "torch.profiler.ProfilerActivity.CUDA]) as prof:\n    run()\n"
+            "print(prof.key_averages().table())\n",
+            line=4,
+        ),
+        Invalid(
+            "import torch as T\nwith T.autograd.profiler.profile(record_shapes=True) as prof:\n    run()\n"
+            "prof.export_chrome_trace('t.json')\n",
+            fixed="import torch as T\nwith T.profiler.profile(record_shapes=True, "
+            "activities=[T.profiler.ProfilerActivity.CPU]) as prof:\n    run()\n"
+            "prof.export_chrome_trace('t.json')\n",
+            line=2,
+        ),
+        Invalid(
+            "import torch\nwith torch.autograd.profiler.profile() as prof:\n    run()\n"
+            "events = prof.function_events\n",
+            fixed="import torch\nwith torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:\n"
+            "    run()\nevents = prof.function_events\n",
+            line=2,
+            unsafe=True,
+        ),
+        Invalid("from torch.autograd import profiler\nwith profiler.profile(use_cuda=True):\n    run()\n", line=2),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        torch = ctx.facts.module_alias("torch")
+        for call in ctx.facts.calls:
+            if call.qualname not in LEGACY:
+                continue
+            fixed = self._fixed(call, torch) if torch else None
+            if fixed is None:
+                ctx.report(call.node)
+                continue
+            safe = self._only_safe_uses(ctx, call)
+            ctx.report(
+                call.node,
+                replacements={call.node: fixed},
+                applicability=Applicability.SAFE if safe else Applicability.UNSAFE,
+            )
+
+    @staticmethod
+    def _fixed(call: Call, torch: str) -> Optional[cst.Call]:
+        use_cuda = False
+        kept: List[cst.Arg] = []
+        for arg in call.node.args:
+            name = arg.keyword.value if arg.keyword else None
+            if name == "use_cuda":
+                if not isinstance(arg.value, cst.Name) or arg.value.value not in ("True", "False"):
+                    return None
+                use_cuda = arg.value.value == "True"
+            elif name == "use_device":
+                if not isinstance(arg.value, cst.SimpleString) or arg.value.evaluated_value != "cuda":
+                    return None
+                use_cuda = True
+            elif name in _CARRIED:
+                kept.append(arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
+            else:
+                return None
+        acts = ["CPU", "CUDA"] if use_cuda else ["CPU"]
+        activities = cst.parse_expression(
+            "[" + ", ".join(f"{torch}.profiler.ProfilerActivity.{a}" for a in acts) + "]"
+        )
+        kept.append(cst.Arg(activities, keyword=cst.Name("activities"),
+                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+        return call.node.with_changes(func=cst.parse_expression(f"{torch}.profiler.profile"), args=kept)
+
+    @staticmethod
+    def _only_safe_uses(ctx: RuleContext, call: Call) -> bool:
+        """The result is bound by `with ... as name` and only `name.key_averages()` /
+        `name.export_chrome_trace()` read it."""
+        parent = call.site.parent
+        if not isinstance(parent, cst.WithItem) or parent.asname is None:
+            return parent is not None and isinstance(parent, cst.WithItem)
+        name = dotted_name(parent.asname.name)
+        if name is None or "." in name:
+            return False
+        for use in ctx.facts.uses_of(name):
+            if use.site.order <= call.site.order:
+                continue
+            attr = use.site.parent
+            if not (isinstance(attr, cst.Attribute) and attr.value is use.node and attr.attr.value in _SAFE_USES):
+                return False
+        return True
