@@ -1,0 +1,135 @@
+"""The rule docs under docs/rules/ are generated from the rule classes and must be current."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from torchlint import ruledocs
+from torchlint.rules import all_rules
+
+DOCUMENTED = ruledocs.documented_rules()
+
+
+def test_generated_docs_are_current(root):
+    """Fails when a rule changed without `python scripts/gen_rule_docs.py`."""
+    docs = root / ruledocs.DOCS_DIR
+    want = ruledocs.generated_docs()
+    stale = [n for n, text in sorted(want.items())
+             if not (docs / n).is_file() or (docs / n).read_text(encoding="utf-8") != text]
+    extra = sorted(p.name for p in docs.glob("*.md") if p.name not in want)
+    assert not stale and not extra, (
+        f"stale rule docs {stale}, extra {extra}: run `python scripts/gen_rule_docs.py`"
+    )
+
+
+def test_every_rule_has_a_page_and_an_index_row():
+    files = ruledocs.generated_docs()
+    index = files["README.md"]
+    for r in DOCUMENTED:
+        assert f"{r.NAME}.md" in files
+        assert f"[{r.CODE}]({r.NAME}.md)" in index
+    assert "TL000" in index and "syntax-error.md" in files
+
+
+@pytest.mark.parametrize("rule", DOCUMENTED, ids=[r.CODE for r in DOCUMENTED])
+def test_docstring_has_the_required_sections(rule):
+    assert ruledocs.doc_problems(rule) == []
+    titles = [t for t, _ in ruledocs.doc_sections(rule)]
+    for t in ruledocs.REQUIRED_SECTIONS:
+        assert t in titles
+
+
+@pytest.mark.parametrize("rule", DOCUMENTED, ids=[r.CODE for r in DOCUMENTED])
+def test_page_shape(rule):
+    page = ruledocs.render_rule_markdown(rule)
+    assert page.startswith(f"# {rule.NAME} ({rule.CODE})\n")
+    for title, _ in ruledocs.doc_sections(rule):
+        assert f"\n## {title}\n" in page
+    if rule.APPLICABILITY is None:
+        assert "Fix is" not in page
+    else:
+        assert ruledocs.fix_line(rule) in page
+
+
+def test_fix_availability_wording():
+    # TL104: every invalid example has a fix, all safe.
+    assert ruledocs.fix_line("TL104") == "Fix is always available (safe)."
+    # TL501: one example has no fix, one is unsafe.
+    assert ruledocs.fix_line("TL501") == "Fix is sometimes available (safe or unsafe)."
+    assert ruledocs.fix_line("TL000") is None
+
+
+def test_doc_problems_catches_bad_docstrings():
+    from torchlint.findings import Applicability
+    from torchlint.rules.base import Rule
+
+    class Bad(Rule):
+        """
+        Leading text.
+
+        ## Why is this bad?
+        Because.
+
+        ## What it does
+        Things.
+
+        ## Bogus
+        x
+        """
+        CODE, NAME, MESSAGE = "TL999", "bad", "bad"
+        APPLICABILITY = Applicability.SAFE
+
+    problems = " | ".join(ruledocs.doc_problems(Bad))
+    for needle in ("missing section '## Example'", "missing section '## Fix safety'",
+                   "unknown section '## Bogus'", "out of order", "text before"):
+        assert needle in problems
+
+
+def test_section_parser_ignores_headers_inside_code_fences():
+    from torchlint.rules.base import Rule
+
+    class Fenced(Rule):
+        """
+        ## What it does
+        ```python
+        ## not a section
+        ```
+        """
+        CODE, NAME, MESSAGE = "TL998", "fenced", "m"
+
+    assert [t for t, _ in ruledocs.doc_sections(Fenced)] == ["What it does"]
+
+
+def test_json_forms():
+    entry = ruledocs.render_rule_json("TL104")
+    assert entry["code"] == "TL104" and entry["name"] == "create-then-move"
+    assert entry["fix_availability"] == "always" and entry["fix_applicability"] == ["safe"]
+    assert entry["url"].endswith("/docs/rules/create-then-move.md")
+    assert "## What it does" in entry["explanation"]
+    table = ruledocs.rules_table_json()
+    assert [e["code"] for e in table] == ["TL000"] + [r.CODE for r in all_rules()]
+    json.dumps(table)  # serialisable
+    assert ruledocs.render_rule_json("create-then-move") == entry
+    with pytest.raises(KeyError):
+        ruledocs.render_rule_json("TL777")
+
+
+def test_text_table_lists_every_rule():
+    text = ruledocs.rules_table_text()
+    for r in DOCUMENTED:
+        assert r.CODE in text and r.NAME in text
+
+
+def test_script_check_mode(root, tmp_path):
+    script = str(root / "scripts" / "gen_rule_docs.py")
+    out = tmp_path / "rules"
+    assert subprocess.run([sys.executable, script, "--check", "--docs", str(out)],
+                          capture_output=True).returncode == 1
+    assert subprocess.run([sys.executable, script, "--docs", str(out)], capture_output=True).returncode == 0
+    assert subprocess.run([sys.executable, script, "--check", "--docs", str(out)],
+                          capture_output=True).returncode == 0
+    page = out / "create-then-move.md"
+    page.write_text(page.read_text() + "edited\n")
+    proc = subprocess.run([sys.executable, script, "--check", "--docs", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 1 and "create-then-move.md" in proc.stderr

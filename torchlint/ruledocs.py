@@ -1,0 +1,331 @@
+"""Rule documentation rendered from the rule classes.
+
+One source of truth: a rule's docstring (Ruff's sections), its code, name,
+message and fix metadata. `scripts/gen_rule_docs.py` writes the rendered pages
+to docs/rules/; `torchlint rule CODE` / `torchlint rules` print the same text
+(or the JSON forms below), and the JSON/SARIF reporters link to the pages via
+`rule_url`.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Dict, List, Optional, Sequence, Tuple, Type, Union
+
+from torchlint.findings import Applicability
+from torchlint.rules import TL000, all_rules, rule_by_code
+from torchlint.rules.base import Rule
+
+# Where the generated pages live in the repository, and their public address.
+DOCS_DIR = "docs/rules"
+DOCS_BASE_URL = "https://github.com/torchlint/torchlint/blob/main/docs/rules/"
+
+# Sections a rule's docstring may have, in the order they must appear.
+SECTIONS = (
+    "What it does",
+    "Why is this bad?",
+    "Known problems",
+    "Example",
+    "Use instead",
+    "Fix safety",
+    "Options",
+    "References",
+)
+# Sections every rule must have; "Fix safety" is required too when the rule has a fix.
+REQUIRED_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "References")
+
+CATEGORIES = {
+    "TL0": "the file itself",
+    "TL1": "device placement",
+    "TL2": "inference",
+    "TL3": "batching and data loading",
+    "TL4": "host/device synchronization",
+    "TL5": "profiling",
+}
+
+# TL000 has no Rule class (the engine reports it); its page is written here.
+TL000_DOC = """\
+## What it does
+Reports a file that torchlint cannot analyse. That is Python that does not
+parse, a file whose bytes cannot be decoded (bad PEP 263 cookie, invalid
+UTF-8, NUL bytes), or a notebook (`.ipynb`) that is not valid notebook JSON.
+
+## Why is this bad?
+No other rule can look at a file that does not parse, so every mistake in it
+goes unreported. The run goes on with the other files; the finding says where
+the parser stopped.
+
+## Example
+```python
+for batch in loader
+    model(batch)
+```
+
+## Use instead
+```python
+for batch in loader:
+    model(batch)
+```
+
+## References
+- [Python: Syntax errors](https://docs.python.org/3/tutorial/errors.html#syntax-errors)
+- [The Jupyter notebook format](https://nbformat.readthedocs.io/en/latest/format_description.html)
+"""
+
+RuleLike = Union[str, Type[Rule]]
+
+
+class _SyntaxError:
+    """Stands in for a Rule class for TL000."""
+
+    CODE, NAME = TL000
+    MESSAGE = "The file cannot be parsed or decoded"
+    FIX_TITLE = None
+    APPLICABILITY = None
+    REQUIRES_DEVICE = False
+    INVALID: Sequence = ()
+    __module__ = "torchlint.engine"
+
+    @classmethod
+    def doc(cls) -> str:
+        return TL000_DOC.strip()
+
+
+def _resolve(rule: RuleLike):
+    if isinstance(rule, str):
+        if rule.upper() == TL000[0] or rule == TL000[1]:
+            return _SyntaxError
+        for r in all_rules():
+            if r.NAME == rule:
+                return r
+        return rule_by_code(rule)  # KeyError for an unknown code
+    return rule
+
+
+def documented_rules() -> List:
+    """TL000 followed by every rule class, sorted by code."""
+    return [_SyntaxError] + list(all_rules())
+
+
+def rule_url(rule: RuleLike) -> str:
+    r = _resolve(rule)
+    return f"{DOCS_BASE_URL}{r.NAME}.md"
+
+
+def category(rule: RuleLike) -> str:
+    r = _resolve(rule)
+    return CATEGORIES.get(r.CODE[:3], "other")
+
+
+# ---------------------------------------------------------------------------
+# Docstring sections
+
+
+def doc_sections(rule: RuleLike) -> List[Tuple[str, str]]:
+    """The docstring's `## Title` sections as (title, body) pairs, in order."""
+    r = _resolve(rule)
+    text = r.doc() if hasattr(r, "doc") else inspect.cleandoc(r.__doc__ or "")
+    sections: List[Tuple[str, str]] = []
+    title: Optional[str] = None
+    body: List[str] = []
+    in_fence = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+        if not in_fence and line.startswith("## "):
+            if title is not None:
+                sections.append((title, "\n".join(body).strip("\n")))
+            title, body = line[3:].strip(), []
+        elif title is not None:
+            body.append(line)
+    if title is not None:
+        sections.append((title, "\n".join(body).strip("\n")))
+    return sections
+
+
+def doc_problems(rule: RuleLike) -> List[str]:
+    """What is wrong with a rule's docstring (empty when it is fine)."""
+    r = _resolve(rule)
+    sections = doc_sections(r)
+    titles = [t for t, _ in sections]
+    problems = []
+    required = list(REQUIRED_SECTIONS)
+    if r.APPLICABILITY is not None:
+        required.append("Fix safety")
+    for t in required:
+        if t not in titles:
+            problems.append(f"missing section '## {t}'")
+    for t in titles:
+        if t not in SECTIONS:
+            problems.append(f"unknown section '## {t}' (allowed: {', '.join(SECTIONS)})")
+    known = [t for t in titles if t in SECTIONS]
+    if known != sorted(known, key=SECTIONS.index):
+        problems.append(f"sections out of order: {', '.join(known)} (expected order: {', '.join(SECTIONS)})")
+    if len(set(titles)) != len(titles):
+        problems.append("a section appears twice")
+    for t, body in sections:
+        if not body.strip():
+            problems.append(f"section '## {t}' is empty")
+    text = r.doc() if hasattr(r, "doc") else inspect.cleandoc(r.__doc__ or "")
+    if text.strip() and not text.lstrip().startswith("## "):
+        problems.append("text before the first '## ' section would be lost")
+    return problems
+
+
+def summary(rule: RuleLike) -> str:
+    """One line: the first sentence of "What it does"."""
+    r = _resolve(rule)
+    for title, body in doc_sections(r):
+        if title == "What it does":
+            flat = " ".join(body.split())
+            m = re.match(r"(.+?[.!?])(\s|$)", flat)
+            return m.group(1) if m else flat
+    return r.MESSAGE
+
+
+# ---------------------------------------------------------------------------
+# Fix availability (Ruff's wording)
+
+
+def fix_availability(rule: RuleLike) -> str:
+    """"always", "sometimes" or "none".
+
+    A rule with a fix title/applicability offers a fix; it is "always" available
+    when every INVALID example has an expected fix, "sometimes" otherwise."""
+    r = _resolve(rule)
+    if r.APPLICABILITY is None and r.FIX_TITLE is None:
+        return "none"
+    examples = list(getattr(r, "INVALID", ()))
+    if examples and all(ex.fixed is not None for ex in examples):
+        return "always"
+    return "sometimes"
+
+
+def fix_applicabilities(rule: RuleLike) -> List[str]:
+    """The applicabilities the rule's fixes can have, safe first."""
+    r = _resolve(rule)
+    if fix_availability(r) == "none":
+        return []
+    found = set()
+    if r.APPLICABILITY is not None:
+        found.add(str(r.APPLICABILITY))
+    for ex in getattr(r, "INVALID", ()):
+        if ex.fixed is not None:
+            found.add("unsafe" if ex.unsafe else "safe")
+    if not found:
+        found.add(str(Applicability.SAFE))
+    return [a for a in ("safe", "unsafe") if a in found]
+
+
+def fix_line(rule: RuleLike) -> Optional[str]:
+    """"Fix is always available (safe)." / "Fix is sometimes available (safe or unsafe)." / None."""
+    avail = fix_availability(rule)
+    if avail == "none":
+        return None
+    return f"Fix is {avail} available ({' or '.join(fix_applicabilities(rule))})."
+
+
+def fix_column(rule: RuleLike) -> str:
+    """Short text for tables: "", "safe", "unsafe", "safe/unsafe", with "sometimes" when so."""
+    avail = fix_availability(rule)
+    if avail == "none":
+        return ""
+    text = "/".join(fix_applicabilities(rule))
+    return text if avail == "always" else f"sometimes {text}"
+
+
+# ---------------------------------------------------------------------------
+# Rendering
+
+
+def render_rule_markdown(rule: RuleLike) -> str:
+    """The page `docs/rules/<name>.md` (and `torchlint rule CODE`)."""
+    r = _resolve(rule)
+    lines = [f"# {r.NAME} ({r.CODE})", ""]
+    lines.append(f"Category: {category(r)} ({r.CODE[:3]}xx).")
+    lines.append("")
+    fl = fix_line(r)
+    if fl:
+        lines.append(fl)
+        lines.append("")
+    if getattr(r, "REQUIRES_DEVICE", False):
+        lines.append("Fires only where a device is in play (the file selects or uses an accelerator).")
+        lines.append("")
+    lines.append(f"Message: {r.MESSAGE}")
+    lines.append("")
+    if getattr(r, "FIX_TITLE", None):
+        lines.append(f"Fix title: {r.FIX_TITLE}")
+        lines.append("")
+    for title, body in doc_sections(r):
+        lines.append(f"## {title}")
+        lines.append(body)
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def render_rule_json(rule: RuleLike) -> Dict[str, object]:
+    """`torchlint rule CODE --output-format json` (modelled on Ruff's)."""
+    r = _resolve(rule)
+    explanation = "\n\n".join(f"## {t}\n{b}" for t, b in doc_sections(r)) + "\n"
+    return {
+        "code": r.CODE,
+        "name": r.NAME,
+        "category": category(r),
+        "summary": summary(r),
+        "message": r.MESSAGE,
+        "fix": fix_line(r) or "Fix is not available.",
+        "fix_availability": fix_availability(r),
+        "fix_applicability": fix_applicabilities(r),
+        "fix_title": getattr(r, "FIX_TITLE", None),
+        "requires_device": bool(getattr(r, "REQUIRES_DEVICE", False)),
+        "explanation": explanation,
+        "url": rule_url(r),
+    }
+
+
+def rules_table_json() -> List[Dict[str, object]]:
+    """`torchlint rules --output-format json`: one entry per rule (TL000 first)."""
+    return [render_rule_json(r) for r in documented_rules()]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def rules_table_markdown(link: bool = True) -> str:
+    """The rules index as a markdown table (docs/rules/README.md)."""
+    lines = ["| Code | Name | Fix | Summary |", "|---|---|---|---|"]
+    for r in documented_rules():
+        code = f"[{r.CODE}]({r.NAME}.md)" if link else r.CODE
+        lines.append(f"| {code} | {r.NAME} | {fix_column(r)} | {_cell(summary(r))} |")
+    return "\n".join(lines) + "\n"
+
+
+def rules_table_text() -> str:
+    """`torchlint rules`: a plain aligned table for terminals."""
+    rows = [("CODE", "NAME", "FIX", "SUMMARY")]
+    rows += [(r.CODE, r.NAME, fix_column(r) or "-", summary(r)) for r in documented_rules()]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    out = []
+    for row in rows:
+        out.append("  ".join(row[i].ljust(widths[i]) for i in range(3)) + "  " + row[3])
+    return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+def render_index() -> str:
+    """docs/rules/README.md."""
+    return (
+        "# Rules\n\n"
+        "<!-- Generated by scripts/gen_rule_docs.py from the rule classes; do not edit. -->\n\n"
+        "Fix: `safe` fixes are applied by `--fix`; `unsafe` ones only with `--fix --unsafe-fixes`; "
+        "`sometimes` means some findings of the rule carry no fix.\n\n"
+        + rules_table_markdown()
+    )
+
+
+def generated_docs() -> Dict[str, str]:
+    """Every generated file: relative path under docs/rules -> contents."""
+    files = {"README.md": render_index()}
+    for r in documented_rules():
+        files[f"{r.NAME}.md"] = render_rule_markdown(r)
+    return files
