@@ -1,0 +1,171 @@
+"""Jupyter notebooks: code cells linted as one module, reported and fixed per cell."""
+import json
+
+import pytest
+
+from torchlint.engine import check_source
+from torchlint.notebook import check_notebook, replace_sources
+from torchlint.rules import all_codes
+
+ALL = frozenset(all_codes())
+
+
+def code(source, count=None, outputs=(), metadata=None):
+    return {"cell_type": "code", "execution_count": count, "metadata": metadata or {},
+            "outputs": list(outputs), "source": source}
+
+
+def notebook(*cells, indent=1):
+    nb = {
+        "cells": list(cells),
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                     "language_info": {"name": "python", "version": "3.11.4"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    return (json.dumps(nb, indent=indent, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+OUTPUT = {"name": "stdout", "output_type": "stream", "text": ["tensor([1., 2.]) — ok\n"]}
+IMAGE = {"data": {"image/png": "iVBORw0KGgo=", "text/plain": ["<Figure>"]}, "metadata": {},
+         "output_type": "display_data"}
+
+
+def third_cell_notebook(source_as_list=True):
+    third = ["# build the input\n", "\n", "x = torch.randn(3).to(device)\n", "print(x)"]
+    return notebook(
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Demo\n", "Some text."]},
+        code(["import torch\n", "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')"], 1,
+             metadata={"tags": ["setup"]}),
+        code(third if source_as_list else "".join(third), 2, [OUTPUT, IMAGE], {"collapsed": False}),
+        code(["print('done')\n"], 3, [OUTPUT]),
+    )
+
+
+def test_mistake_in_third_cell_is_reported_at_that_cell():
+    findings, new, problems = check_notebook(third_cell_notebook(), "nb.ipynb", ALL)
+    assert new is None and problems == []
+    assert [(f.code, f.cell, f.row, f.column) for f in findings] == [("TL104", 3, 3, 5)]
+    f = findings[0]
+    assert (f.end_row, f.end_column) == (3, 19)
+    # The fix is expressed in the cell's own rows.
+    assert f.fix is not None and {e.row for e in f.fix.edits} == {3}
+
+
+@pytest.mark.parametrize("as_list", [True, False], ids=["source-list", "source-string"])
+def test_fix_touches_only_that_cells_source(as_list):
+    data = third_cell_notebook(as_list)
+    findings, new, problems = check_notebook(data, "nb.ipynb", ALL, fix=True)
+    assert problems == [] and findings == []
+    assert new is not None
+    before, after = json.loads(data), json.loads(new)
+    fixed_src = after["cells"][2]["source"]
+    assert isinstance(fixed_src, list) is as_list
+    assert "".join(fixed_src) == "# build the input\n\nx = torch.randn(3, device=device)\nprint(x)"
+    # Everything except that cell's source is identical, byte for byte.
+    old_text, new_text = data.decode(), new.decode()
+    old_line = '"x = torch.randn(3).to(device)\\n"'
+    new_line = '"x = torch.randn(3, device=device)\\n"'
+    if not as_list:
+        old_line, new_line = old_line[1:-1], new_line[1:-1]
+    assert old_text.count(old_line) == 1
+    assert new_text == old_text.replace(old_line, new_line)
+    before["cells"][2]["source"] = fixed_src
+    assert before == after
+    # Fixing again changes nothing.
+    assert check_notebook(new, "nb.ipynb", ALL, fix=True)[1] is None
+
+
+def test_formatting_is_preserved_for_other_indents_and_key_orders():
+    cells = [code("import torch\ndevice = 'cuda'\n", 1), code(["z = torch.ones(2).cuda()\n"], 2, [OUTPUT])]
+    nb = {"nbformat_minor": 2, "nbformat": 4, "metadata": {}, "cells": cells}  # odd key order
+    data = json.dumps(nb, indent=4).encode() + b"\r\n" * 0  # ASCII escapes, indent 4, no trailing newline
+    _, new, _ = check_notebook(data, "nb.ipynb", ALL, fix=True)
+    assert new is not None
+    assert new.decode() == data.decode().replace('z = torch.ones(2).cuda()', 'z = torch.ones(2, device=\\"cuda\\")')
+
+
+def test_magics_and_shell_escapes_do_not_cause_syntax_errors():
+    data = notebook(
+        code(["%matplotlib inline\n", "%load_ext autoreload\n", "!pip install -q foo\n", "import torch\n"]),
+        code(["%%bash\n", "echo $HOME | tr a b\n", "for x in (: do\n"]),
+        code(["files = !ls *.pt\n", "t = %timeit -o sum(range(10))\n", "?torch.randn\n", "torch.randn??\n",
+              "for f in files:\n", "    !echo {f}\n", "    print(f)\n", "s = '''\n", "!not a magic in a string\n",
+              "'''\n", "y = torch.zeros(2).cuda()\n"]),
+    )
+    findings, new, problems = check_notebook(data, "nb.ipynb", ALL)
+    assert problems == []
+    assert [(f.code, f.cell, f.row) for f in findings] == [("TL104", 3, 11)]
+    # Fixing restores every magic line exactly.
+    findings, new, problems = check_notebook(data, "nb.ipynb", ALL, fix=True)
+    assert findings == [] and new is not None
+    after = json.loads(new)
+    assert after["cells"][0] == json.loads(data)["cells"][0]
+    assert after["cells"][1] == json.loads(data)["cells"][1]
+    src = after["cells"][2]["source"]
+    assert src[:10] == json.loads(data)["cells"][2]["source"][:10]
+    assert src[10] == 'y = torch.zeros(2, device="cuda")\n'
+
+
+def test_names_flow_across_cells():
+    # `device` is bound in cell 1 and used in cell 2: TL104 needs to know it's a device.
+    data = notebook(code("import torch\ndevice = torch.device('cuda')\n"), code("a = torch.randn(3).to(device)\n"))
+    findings, _, _ = check_notebook(data, "nb.ipynb", ALL)
+    assert [(f.cell, f.row) for f in findings] == [(2, 1)]
+
+
+def test_suppression_comment_in_a_cell():
+    data = notebook(code("import torch\n"), code("a = torch.randn(3).cuda()  # noqa: TL104\n"))
+    assert check_notebook(data, "nb.ipynb", ALL)[0] == []
+
+
+def test_selection_is_honoured():
+    assert check_notebook(third_cell_notebook(), "nb.ipynb", frozenset({"TL501"}))[0] == []
+
+
+def test_syntax_error_in_a_cell_is_tl000_at_that_cell():
+    data = notebook(code("import torch\n"), code("x = 1\n"), code("for x in y\n    pass\n"))
+    findings, new, _ = check_notebook(data, "nb.ipynb", ALL, fix=True)
+    assert new is None
+    alone = check_source("for x in y\n    pass\n", "a.py", ALL).findings
+    assert [(f.code, f.cell, f.row, f.column) for f in findings] == [("TL000", 3, alone[0].row, alone[0].column)]
+
+
+@pytest.mark.parametrize("data,reason", [
+    (b"{not json", "invalid JSON"),
+    (b'{"worksheets": []}', "not a Jupyter notebook"),
+    (b"[1, 2]", "not a Jupyter notebook"),
+    (b'{"cells": [{"cell_type": "code", "source": 3}]}', "neither a string nor a list"),
+    (b"\xff\xfe{}", "not UTF-8"),
+])
+def test_broken_notebook_is_tl000(data, reason):
+    findings, new, problems = check_notebook(data, "nb.ipynb", ALL, fix=True)
+    assert new is None and problems == []
+    assert len(findings) == 1 and findings[0].code == "TL000"
+    assert findings[0].message.startswith("cannot read notebook: ") and reason in findings[0].message
+
+
+def test_non_python_notebook_is_skipped():
+    nb = json.loads(notebook(code("x <- 1\n")))
+    nb["metadata"] = {"kernelspec": {"language": "R", "name": "ir"}, "language_info": {"name": "R"}}
+    assert check_notebook(json.dumps(nb).encode(), "nb.ipynb", ALL) == ([], None, [])
+
+
+def test_cross_cell_fix_is_dropped():
+    from torchlint.findings import Edit
+    from torchlint.notebook import _Layout, _cells
+
+    cells = _cells(json.loads(notebook(code("a = 1\nb = 2\n"), code("c = 3\n"))))
+    layout = _Layout(cells)
+    assert layout.edits_cell([Edit(2, 1, 3, 2, "x")]) is None
+    assert layout.edits_cell([Edit(1, 1, 1, 2, "x"), Edit(3, 1, 3, 2, "y")]) is None
+    assert layout.edits_cell([Edit(3, 1, 3, 2, "y")]) == 1
+    # Deleting cell 1's last line including its newline stays in cell 1.
+    assert layout.edits_cell([Edit(2, 1, 3, 1, "")]) == 0
+
+
+def test_replace_sources_empty_list_source():
+    text = json.dumps({"cells": [code([])], "metadata": {}}, indent=1) + "\n"
+    out = replace_sources(text, {1: ("a = 1\nb = 2", True)})
+    assert json.loads(out)["cells"][0]["source"] == ["a = 1\n", "b = 2"]
+    assert out.replace(' "source": [\n    "a = 1\\n",\n    "b = 2"\n   ]', ' "source": []') == text
