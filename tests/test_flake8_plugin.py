@@ -1,0 +1,72 @@
+"""`flake8 --select TL` reports torchlint's findings through the plugin's entry point."""
+import ast
+import os
+import subprocess
+import sys
+from importlib.metadata import entry_points
+
+import pytest
+
+from torchlint.flake8_plugin import TorchlintChecker
+
+ENTRY = "torchlint.flake8_plugin:TorchlintChecker"
+BAD = "import torch\ndevice = torch.device('cuda')\nx = torch.randn(3).to(device)\n"
+CLEAN = "import torch\ndevice = torch.device('cuda')\nx = torch.randn(3, device=device)\n"
+
+
+def _run(source):
+    lines = source.splitlines(keepends=True)
+    return list(TorchlintChecker(ast.parse(source), "bad.py", lines).run())
+
+
+def test_checker_yields_flake8_tuples():
+    [(row, col, text, kind)] = _run(BAD)
+    assert (row, col) == (3, 4)  # flake8 columns are 0-based
+    assert text.startswith("TL104 ") and kind is TorchlintChecker
+    assert _run(CLEAN) == []
+
+
+def test_checker_honours_torchlint_suppressions():
+    assert _run(BAD.replace("(device)\n", "(device)  # torchlint: ignore[TL104]\n")) == []
+
+
+def _registered() -> bool:
+    eps = entry_points()
+    group = eps.select(group="flake8.extension") if hasattr(eps, "select") else eps.get("flake8.extension", [])
+    return any(ep.value == ENTRY for ep in group)
+
+
+@pytest.fixture
+def plugin_path(tmp_path, root):
+    """PYTHONPATH under which flake8 finds the plugin. An installed torchlint
+    (`pip install -e .`) already registers it; otherwise a throwaway dist-info
+    carries the same entry point."""
+    paths = [str(root)]
+    if not _registered():
+        site = tmp_path / "site"
+        dist = site / "torchlint_flake8_test-0.dist-info"
+        dist.mkdir(parents=True)
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: torchlint-flake8-test\nVersion: 0\n")
+        (dist / "entry_points.txt").write_text(f"[flake8.extension]\nTL = {ENTRY}\n")
+        paths.append(str(site))
+    return os.pathsep.join(paths)
+
+
+@pytest.mark.slow
+def test_flake8_select_tl_reports_findings(tmp_path, plugin_path):
+    work = tmp_path / "proj"
+    work.mkdir()
+    (work / "bad.py").write_text(BAD)
+    (work / "clean.py").write_text(CLEAN)
+    env = dict(os.environ, PYTHONPATH=plugin_path)
+    cmd = [sys.executable, "-m", "flake8", "--isolated", "--select", "TL"]
+    bad = subprocess.run(cmd + ["bad.py"], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1, bad.stderr
+    assert bad.stdout.startswith("bad.py:3:5: TL104 "), bad.stdout + bad.stderr
+    assert bad.stdout.count("\n") == 1
+    clean = subprocess.run(cmd + ["clean.py"], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert (clean.returncode, clean.stdout) == (0, ""), clean.stderr
+    # flake8's own noqa works on TL codes.
+    (work / "bad.py").write_text(BAD.replace("(device)\n", "(device)  # noqa: TL104\n"))
+    quiet = subprocess.run(cmd + ["bad.py"], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert (quiet.returncode, quiet.stdout) == (0, ""), quiet.stderr
