@@ -1,0 +1,115 @@
+"""The pre-commit hooks in .pre-commit-hooks.yaml, run through the real `pre-commit`.
+
+`try-repo` installs torchlint from a git repository into an isolated virtualenv
+(pip, so it needs the package index), once per test session: the session
+fixture snapshots the working tree (committed or not) into one temporary
+repository, so every run uses the same repo and revision and pre-commit's
+cache (a temporary PRE_COMMIT_HOME) is reused.
+"""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+BAD = "import torch\ndevice = torch.device('cuda')\nx = torch.randn(3).to(device)\n"
+CLEAN = "import torch\ndevice = torch.device('cuda')\nx = torch.randn(3, device=device)\n"
+FIXED = "import torch\ndevice = torch.device('cuda')\nx = torch.randn(3, device=device)\n"
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
+}
+
+
+def _git(*args, cwd, env=None):
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True)
+
+
+def _pre_commit(*args, cwd, env):
+    return subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_manifest_is_valid(root):
+    proc = subprocess.run([sys.executable, "-m", "pre_commit", "validate-manifest", ".pre-commit-hooks.yaml"],
+                          cwd=root, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_manifest_declares_both_hooks(root):
+    import yaml  # pre-commit depends on PyYAML
+
+    hooks = {h["id"]: h for h in yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())}
+    assert set(hooks) == {"torchlint", "torchlint-fix"}
+    assert hooks["torchlint"]["entry"] == "torchlint check"
+    assert hooks["torchlint-fix"]["entry"] == "torchlint check --fix"
+    for h in hooks.values():
+        assert h["language"] == "python"
+        assert h["types_or"] == ["python", "pyi", "jupyter"]
+        assert h["require_serial"] is True
+
+
+@pytest.fixture(scope="session")
+def hook_repo(tmp_path_factory):
+    """A one-commit git repository holding this working tree (committed or not)."""
+    root = Path(__file__).resolve().parents[1]
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    env = dict(os.environ, **GIT_ENV)
+    try:
+        listed = _git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=root).stdout
+    except subprocess.CalledProcessError:
+        pytest.skip("not a git checkout: try-repo needs the project in git")
+    snap = tmp_path_factory.mktemp("hook-repo")
+    for rel in filter(None, listed.split("\0")):
+        src = root / rel
+        if src.is_file():
+            (snap / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, snap / rel)
+    _git("init", "-q", cwd=snap, env=env)
+    _git("add", "-A", cwd=snap, env=env)
+    _git("commit", "-q", "-m", "snapshot", cwd=snap, env=env)
+    return snap
+
+
+@pytest.fixture(scope="session")
+def pc_env(tmp_path_factory):
+    env = dict(os.environ, **GIT_ENV)
+    env["PRE_COMMIT_HOME"] = str(tmp_path_factory.mktemp("pre-commit-home"))
+    env.pop("PYTHONPATH", None)  # the hook must run the installed copy, not this checkout
+    return env
+
+
+@pytest.fixture
+def user_repo(tmp_path, pc_env):
+    repo = tmp_path / "user"
+    repo.mkdir()
+    _git("init", "-q", cwd=repo, env=pc_env)
+    (repo / "bad.py").write_text(BAD)
+    (repo / "clean.py").write_text(CLEAN)
+    _git("add", "-A", cwd=repo, env=pc_env)
+    return repo
+
+
+def test_try_repo_fails_on_a_mistake_and_passes_on_clean_code(hook_repo, user_repo, pc_env):
+    bad = _pre_commit("try-repo", str(hook_repo), "torchlint", "--files", "bad.py", cwd=user_repo, env=pc_env)
+    out = bad.stdout + bad.stderr
+    assert bad.returncode == 1, out
+    assert "TL104" in out and "bad.py" in out, out
+    clean = _pre_commit("try-repo", str(hook_repo), "torchlint", "--files", "clean.py", cwd=user_repo, env=pc_env)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert (user_repo / "bad.py").read_text() == BAD  # the lint hook never writes
+
+
+def test_try_repo_fix_hook_rewrites_the_file(hook_repo, user_repo, pc_env):
+    proc = _pre_commit("try-repo", str(hook_repo), "torchlint-fix", "--files", "bad.py", cwd=user_repo, env=pc_env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # pre-commit fails when a hook modifies files
+    assert (user_repo / "bad.py").read_text() == FIXED
+    again = _pre_commit("try-repo", str(hook_repo), "torchlint-fix", "--files", "bad.py", cwd=user_repo, env=pc_env)
+    assert again.returncode == 0, again.stdout + again.stderr
