@@ -169,3 +169,19 @@ def test_replace_sources_empty_list_source():
     out = replace_sources(text, {1: ("a = 1\nb = 2", True)})
     assert json.loads(out)["cells"][0]["source"] == ["a = 1\n", "b = 2"]
     assert out.replace(' "source": [\n    "a = 1\\n",\n    "b = 2"\n   ]', ' "source": []') == text
+
+
+def test_operator_and_continuation_lines_are_not_magics():
+    src = ("import torch\n"
+           "r = (10\n"
+           "     % 3)\n"
+           "ok = 1 \\\n"
+           "    != 2\n"
+           "doc = \"\"\"\n"
+           "%not a magic\n"
+           "\"\"\"\n"
+           "y = torch.zeros(2).cuda()\n")
+    findings, _, problems = check_notebook(notebook(code(src)), "nb.ipynb", ALL, fix=True)
+    assert problems == [] and findings == []
+    findings, _, _ = check_notebook(notebook(code(src)), "nb.ipynb", ALL)
+    assert [(f.code, f.row) for f in findings] == [("TL104", 9)]

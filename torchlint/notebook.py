@@ -64,10 +64,10 @@ def _transform(source: str, number: int, counter: List[int]) -> _Cell:
     first = next((ln for ln in lines if ln.strip()), "")
     whole_cell = first.lstrip().startswith("%%")
     out = []
-    in_string = None  # inside a triple-quoted string: leave lines alone
+    state = _LineState()
     for line in lines:
         body = line.rstrip("\r\n")
-        if in_string is None and (whole_cell or _is_magic_line(body)):
+        if state.at_statement_start() and (whole_cell or _is_magic_line(body)):
             counter[0] += 1
             ident = counter[0]
             indent = "" if whole_cell else body[: len(body) - len(body.lstrip())]
@@ -75,39 +75,55 @@ def _transform(source: str, number: int, counter: List[int]) -> _Cell:
             out.append(f"{indent}pass  {_MAGIC_MARK}{ident}\n")
             continue
         out.append(body + "\n")
-        in_string = _track_triple_quotes(body, in_string)
+        state.feed(body)
     cell.text = "".join(out)
     return cell
 
 
-def _track_triple_quotes(line: str, state: Optional[str]) -> Optional[str]:
-    """Rough tracking of open triple-quoted strings, so magic-looking lines inside
-    docstrings are not blanked. Comments and single-quoted strings are skipped."""
-    i = 0
-    n = len(line)
-    while i < n:
-        if state is not None:
-            j = line.find(state, i)
-            if j < 0:
-                return state
-            i = j + 3
-            state = None
-            continue
-        ch = line[i]
-        if ch == "#":
-            return None
-        if line.startswith('"""', i) or line.startswith("'''", i):
-            state = line[i : i + 3]
-            i += 3
-            continue
-        if ch in "\"'":
-            j = i + 1
-            while j < n and line[j] != ch:
-                j += 2 if line[j] == "\\" else 1
-            i = j + 1
-            continue
-        i += 1
-    return state
+class _LineState:
+    """Rough lexical state between lines: inside a triple-quoted string, inside
+    brackets, or after a backslash continuation. Magic-looking lines there
+    (`%` as an operator, `!=` on a continued line, text in a docstring) are code."""
+
+    def __init__(self) -> None:
+        self.string: Optional[str] = None
+        self.depth = 0
+        self.continued = False
+
+    def at_statement_start(self) -> bool:
+        return self.string is None and self.depth <= 0 and not self.continued
+
+    def feed(self, line: str) -> None:
+        i, n = 0, len(line)
+        self.continued = False
+        while i < n:
+            if self.string is not None:
+                j = line.find(self.string, i)
+                if j < 0:
+                    return
+                i = j + 3
+                self.string = None
+                continue
+            ch = line[i]
+            if ch == "#":
+                return
+            if line.startswith('"""', i) or line.startswith("'''", i):
+                self.string = line[i : i + 3]
+                i += 3
+                continue
+            if ch in "\"'":
+                j = i + 1
+                while j < n and line[j] != ch:
+                    j += 2 if line[j] == "\\" else 1
+                i = j + 1
+                continue
+            if ch in "([{":
+                self.depth += 1
+            elif ch in ")]}":
+                self.depth = max(0, self.depth - 1)
+            elif ch == "\\" and i == n - 1:
+                self.continued = True
+            i += 1
 
 
 def _restore(text: str, cell: _Cell) -> str:
