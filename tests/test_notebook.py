@@ -185,3 +185,39 @@ def test_operator_and_continuation_lines_are_not_magics():
     assert problems == [] and findings == []
     findings, _, _ = check_notebook(notebook(code(src)), "nb.ipynb", ALL)
     assert [(f.code, f.row) for f in findings] == [("TL104", 9)]
+
+
+def test_fix_that_adds_lines_keeps_later_cells_mapped(monkeypatch):
+    """A fix growing cell 1 by a line: later findings still land on their cell rows,
+    and the list-form source of the grown cell is written back line by line."""
+    import libcst as cst
+
+    import torchlint.engine as engine
+    from torchlint.rules import all_rules
+    from torchlint.rules.base import Rule
+
+    class Grow(Rule):
+        CODE, NAME, MESSAGE, FIX_TITLE = "TL998", "grow", "grow", "grow"
+
+        def check(self, ctx):
+            for stmt in ctx.module.body:
+                if ctx.module.code_for_node(stmt) == "grow()\n":
+                    new = cst.FlattenSentinel([cst.parse_statement("grown()\n"), cst.parse_statement("more = 1\n")])
+                    ctx.report(stmt, replacements={stmt: new})
+
+    monkeypatch.setattr(engine, "all_rules", lambda: tuple(all_rules()) + (Grow,))
+    data = notebook(
+        code(["grow()\n", "after = 2"], 1, [OUTPUT]),
+        code(["from torch.autograd import profiler\n", "with profiler.profile(use_cuda=True):\n", "    run()\n"]),
+    )
+    enabled = ALL | {"TL998"}
+    before, _, _ = check_notebook(data, "nb.ipynb", enabled)
+    assert [(f.code, f.cell, f.row) for f in before] == [("TL998", 1, 1), ("TL501", 2, 2)]
+    findings, new, problems = check_notebook(data, "nb.ipynb", enabled, fix=True)
+    assert problems == []
+    assert [(f.code, f.cell, f.row, f.fix) for f in findings] == [("TL501", 2, 2, None)]
+    after = json.loads(new)
+    assert after["cells"][0]["source"] == ["grown()\n", "more = 1\n", "after = 2"]
+    assert after["cells"][0]["outputs"] == [OUTPUT]
+    assert after["cells"][1] == json.loads(data)["cells"][1]
+    assert new.decode() == data.decode().replace('"grow()\\n",\n', '"grown()\\n",\n    "more = 1\\n",\n')

@@ -267,10 +267,15 @@ def render_rule_json(rule: RuleLike) -> Dict[str, object]:
     """`torchlint rule CODE --output-format json` (modelled on Ruff's)."""
     r = _resolve(rule)
     explanation = "\n\n".join(f"## {t}\n{b}" for t, b in doc_sections(r)) + "\n"
+    # Ruff's keys (name, code, linter, summary, message_formats, fix, explanation,
+    # preview) plus torchlint's own.
     return {
         "code": r.CODE,
         "name": r.NAME,
+        "linter": "torchlint",
         "category": category(r),
+        "message_formats": [r.MESSAGE],
+        "preview": False,
         "summary": summary(r),
         "message": r.MESSAGE,
         "fix": fix_line(r) or "Fix is not available.",
