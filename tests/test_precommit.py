@@ -6,6 +6,7 @@ fixture snapshots the working tree (committed or not) into one temporary
 repository, so every run uses the same repo and revision and pre-commit's
 cache (a temporary PRE_COMMIT_HOME) is reused.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -19,6 +20,19 @@ pytestmark = pytest.mark.slow
 BAD = "import torch\ndevice = torch.device('cuda')\nx = torch.randn(3).to(device)\n"
 CLEAN = "import torch\ndevice = torch.device('cuda')\nx = torch.randn(3, device=device)\n"
 FIXED = "import torch\ndevice = torch.device('cuda')\nx = torch.randn(3, device=device)\n"
+
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
+         "source": ["%matplotlib inline\n", "import torch\n", "device = torch.device('cuda')"]},
+        {"cell_type": "markdown", "metadata": {}, "source": ["Noise:"]},
+        {"cell_type": "code", "execution_count": 2, "metadata": {}, "outputs": [],
+         "source": ["!nvidia-smi\n", "x = torch.randn(3).to(device)"]},
+    ],
+    "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
@@ -93,6 +107,7 @@ def user_repo(tmp_path, pc_env):
     _git("init", "-q", cwd=repo, env=pc_env)
     (repo / "bad.py").write_text(BAD)
     (repo / "clean.py").write_text(CLEAN)
+    (repo / "nb.ipynb").write_text(json.dumps(NOTEBOOK, indent=1) + "\n")
     _git("add", "-A", cwd=repo, env=pc_env)
     return repo
 
@@ -113,3 +128,11 @@ def test_try_repo_fix_hook_rewrites_the_file(hook_repo, user_repo, pc_env):
     assert (user_repo / "bad.py").read_text() == FIXED
     again = _pre_commit("try-repo", str(hook_repo), "torchlint-fix", "--files", "bad.py", cwd=user_repo, env=pc_env)
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_try_repo_lints_notebooks(hook_repo, user_repo, pc_env):
+    """`types_or` includes jupyter, so notebooks reach the hook, which lints their cells."""
+    proc = _pre_commit("try-repo", str(hook_repo), "torchlint", "--files", "nb.ipynb", cwd=user_repo, env=pc_env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "TL104" in out and "nb.ipynb" in out and "TL000" not in out, out
