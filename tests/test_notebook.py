@@ -221,3 +221,11 @@ def test_fix_that_adds_lines_keeps_later_cells_mapped(monkeypatch):
     assert after["cells"][0]["outputs"] == [OUTPUT]
     assert after["cells"][1] == json.loads(data)["cells"][1]
     assert new.decode() == data.decode().replace('"grow()\\n",\n', '"grown()\\n",\n    "more = 1\\n",\n')
+
+
+def test_notebook_result_counts_fixes():
+    from torchlint.notebook import notebook_result
+
+    r = notebook_result(third_cell_notebook(), "nb.ipynb", ALL, fix=True)
+    assert r.fixes_applied == 1 and r.new_bytes is not None and r.findings == ()
+    assert notebook_result(third_cell_notebook(), "nb.ipynb", ALL).fixes_applied == 0

@@ -259,6 +259,14 @@ def _map_finding(f: Finding, layout: _Layout) -> Finding:
     )
 
 
+@dataclass(frozen=True)
+class NotebookResult:
+    findings: Tuple[Finding, ...]
+    new_bytes: Optional[bytes]  # the fixed file, when a fix changed something
+    problems: Tuple[Problem, ...]
+    fixes_applied: int = 0
+
+
 def check_notebook(
     data: bytes, path: str, enabled: FrozenSet[str], fix: bool = False, unsafe: bool = False
 ) -> Tuple[List[Finding], Optional[bytes], List[Problem]]:
@@ -266,6 +274,14 @@ def check_notebook(
 
     Returns (findings with `cell` set and cell-relative rows, the new file bytes
     when a fix changed something else None, problems)."""
+    r = notebook_result(data, path, enabled, fix, unsafe)
+    return list(r.findings), r.new_bytes, list(r.problems)
+
+
+def notebook_result(
+    data: bytes, path: str, enabled: FrozenSet[str], fix: bool = False, unsafe: bool = False
+) -> NotebookResult:
+    """`check_notebook`, also counting the fixes applied (for "N fixed" summaries)."""
     from torchlint.engine import check_source, parse
     from torchlint.fixes import apply_fix_groups
     from torchlint.findings import Applicability
@@ -273,16 +289,17 @@ def check_notebook(
     try:
         text, nb, bom = _read(data, path)
     except ValueError as exc:
-        return [_notebook_finding(path, f"cannot read notebook: {exc}")], None, []
+        return NotebookResult((_notebook_finding(path, f"cannot read notebook: {exc}"),), None, ())
     if not _is_python(nb):
-        return [], None, []
+        return NotebookResult((), None, ())
     cells = _cells(nb)
     if not cells:
-        return [], None, []
+        return NotebookResult((), None, ())
     layout = _Layout(cells)
     result = check_source(layout.source, path, enabled)
     problems: List[Problem] = list(result.problems)
     changed = False
+    total = 0
 
     if fix and not any(f.code == "TL000" for f in result.findings):
         allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
@@ -315,6 +332,7 @@ def check_notebook(
                 break
             layout = candidate
             changed = True
+            total += applied
             result = check_source(layout.source, path, enabled)
             problems = [p for p in problems if p not in result.problems] + list(result.problems)
 
@@ -333,7 +351,7 @@ def check_notebook(
                 problems.append(Problem(path, f"cannot write notebook: {exc}"))
             else:
                 new_bytes = (b"\xef\xbb\xbf" if bom else b"") + new_text.encode("utf-8")
-    return findings, new_bytes, problems
+    return NotebookResult(tuple(findings), new_bytes, tuple(problems), total if new_bytes is not None else 0)
 
 
 # ---------------------------------------------------------------------------
