@@ -229,3 +229,20 @@ def test_notebook_result_counts_fixes():
     r = notebook_result(third_cell_notebook(), "nb.ipynb", ALL, fix=True)
     assert r.fixes_applied == 1 and r.new_bytes is not None and r.findings == ()
     assert notebook_result(third_cell_notebook(), "nb.ipynb", ALL).fixes_applied == 0
+
+
+@pytest.mark.parametrize("indent", [1, 2, 4])
+def test_replace_sources_empty_list_follows_the_files_indent(indent):
+    nb = {"cells": [code(["a = 0\n"]), code([])], "metadata": {}}
+    text = json.dumps(nb, indent=indent) + "\n"
+    out = replace_sources(text, {2: ("a = 1\nb = 2", True)})
+    nb["cells"][1]["source"] = ["a = 1\n", "b = 2"]
+    assert out == json.dumps(nb, indent=indent) + "\n"
+
+
+def test_replace_sources_keeps_crlf_layout():
+    nb = {"cells": [code(["a = 0\n", "b = 0\n"])], "metadata": {}}
+    text = (json.dumps(nb, indent=1) + "\n").replace("\n", "\r\n")
+    out = replace_sources(text, {1: ("a = 1\nb = 2\nc = 3\n", True)})
+    nb["cells"][0]["source"] = ["a = 1\n", "b = 2\n", "c = 3\n"]
+    assert out == (json.dumps(nb, indent=1) + "\n").replace("\n", "\r\n")

@@ -419,22 +419,29 @@ def _source_spans(text: str) -> Dict[int, Tuple[int, int]]:
     return spans
 
 
-def _dump_source(new: str, as_list: bool, old_span: str, ensure_ascii: bool, line_start_indent: str) -> str:
+def _dump_source(new: str, as_list: bool, old_span: str, ensure_ascii: bool, key_indent: str, unit: str) -> str:
     if not as_list:
         return json.dumps(new, ensure_ascii=ensure_ascii)
     items = [json.dumps(s, ensure_ascii=ensure_ascii) for s in new.splitlines(keepends=True)]
     if not items:
         return "[]"
+    nl = "\r\n" if "\r\n" in old_span else "\n"
     if "\n" not in old_span:
-        if old_span.strip() == "[]":  # was empty: nbformat's layout, one indent deeper than the key
-            unit = " "
-            return "[\n" + ",\n".join(line_start_indent + unit + it for it in items) + "\n" + line_start_indent + "]"
+        if old_span.strip() == "[]" and unit:  # was empty: the file's layout, one level deeper than the key
+            sep = "," + nl + key_indent + unit
+            return "[" + nl + key_indent + unit + sep.join(items) + nl + key_indent + "]"
         return "[" + ", ".join(items) + "]"
-    m = re.match(r"\[\s*?\n([ \t]*)", old_span)
-    item_indent = m.group(1) if m else line_start_indent + " "
+    m = re.match(r"\[[ \t]*\r?\n([ \t]*)", old_span)
+    item_indent = m.group(1) if m else key_indent + unit
     close = re.search(r"\n([ \t]*)\]$", old_span)
-    close_indent = close.group(1) if close else line_start_indent
-    return "[\n" + ",\n".join(item_indent + it for it in items) + "\n" + close_indent + "]"
+    close_indent = close.group(1) if close else key_indent
+    return "[" + nl + ("," + nl).join(item_indent + it for it in items) + nl + close_indent + "]"
+
+
+def _indent_unit(text: str) -> str:
+    """The file's indentation step: the indentation of its first indented line."""
+    m = re.search(r"\n([ \t]+)\S", text)
+    return m.group(1) if m else ""
 
 
 def replace_sources(text: str, sources: Dict[int, Tuple[str, bool]]) -> str:
@@ -442,6 +449,7 @@ def replace_sources(text: str, sources: Dict[int, Tuple[str, bool]]) -> str:
     the notebook's JSON text, touching no other byte."""
     spans = _source_spans(text)
     ensure_ascii = text.isascii() and "\\u" in text and bool(re.search(r"\\u(00[89a-fA-F]|0[1-9a-fA-F]|[1-9a-fA-F])", text))
+    unit = _indent_unit(text)
     out = []
     pos = 0
     for number in sorted(sources):
@@ -452,7 +460,7 @@ def replace_sources(text: str, sources: Dict[int, Tuple[str, bool]]) -> str:
         indent = re.match(r"[ \t]*", text[line_start:start]).group(0)
         new, as_list = sources[number]
         out.append(text[pos:start])
-        out.append(_dump_source(new, as_list, text[start:end], ensure_ascii, indent))
+        out.append(_dump_source(new, as_list, text[start:end], ensure_ascii, indent, unit))
         pos = end
     out.append(text[pos:])
     return "".join(out)
