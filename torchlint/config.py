@@ -112,7 +112,7 @@ def _enabled(select, extend_select, ignore) -> FrozenSet[str]:
 
 @lru_cache(maxsize=64)
 def _spec(patterns: Tuple[str, ...]) -> pathspec.PathSpec:
-    return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
 def find_pyproject(start: Path) -> Optional[Path]:
