@@ -176,7 +176,7 @@ def _check_stdin(settings, filename, mode, unsafe, output_format, output_file, q
     """Lint source from stdin. With --fix: fixed source on stdout, findings on stderr."""
     from torchlint.runner import run_source
 
-    data = click.get_binary_stream("stdin").read()
+    data = sys.stdin.buffer.read()
     outcome = run_source(data, filename, settings, mode=mode, unsafe=unsafe)
     lines = {(outcome.path, r): t for r, t in outcome.lines}
     if mode == "diff":
@@ -184,7 +184,9 @@ def _check_stdin(settings, filename, mode, unsafe, output_format, output_file, q
         _problems_out(outcome.problems)
         return EXIT_ERROR if outcome.problems else (EXIT_FINDINGS if outcome.diff else EXIT_OK)
     if mode == "fix":
-        click.get_binary_stream("stdout").write(outcome.new_data if outcome.new_data is not None else data)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(outcome.new_data if outcome.new_data is not None else data)
+        sys.stdout.buffer.flush()
         report = _report(outcome.findings, lines, mode, unsafe, outcome.fixes_applied, {}, False, output_format, False, quiet)
         click.echo(report, nl=False, err=True)
     else:

@@ -125,8 +125,14 @@ def find_pyproject(start: Path) -> Optional[Path]:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                raw = candidate.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            try:
+                data = tomllib.loads(raw)
+            except tomllib.TOMLDecodeError:
+                if "tool.torchlint" in raw:
+                    return candidate  # ours but broken: load_settings reports it
                 continue
             if "torchlint" in data.get("tool", {}):
                 return candidate
