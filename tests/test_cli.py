@@ -260,3 +260,17 @@ def test_score_on_seeds_tl104_tl501(tmp_path):
     for code in ("TL104", "TL501"):
         tp, fp, fn = table[code]
         assert tp > 0 and fp == 0 and fn == 0, (code, table[code], r.stdout)
+
+
+def test_output_bytes_do_not_depend_on_hash_seed(tmp_path):
+    for i in range(3):
+        (tmp_path / f"m{i}.py").write_text(TL104_SRC + UNSAFE_SRC.replace("import torch\n", ""))
+    (tmp_path / "bad.py").write_text(BAD_SYNTAX)
+    outputs = set()
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONHASHSEED=seed)
+        r = subprocess.run([sys.executable, "-m", "torchlint", "--output-format", "sarif", "."], cwd=tmp_path, env=env,
+                           capture_output=True, timeout=120)
+        assert r.returncode == 1
+        outputs.add(r.stdout)
+    assert len(outputs) == 1

@@ -182,3 +182,20 @@ def test_custom_mapper_receives_pure_jobs(tmp_path):
     result = run([str(tmp_path)], Settings(root=str(tmp_path)), mapper=mapper)
     assert all(isinstance(i, FileJob) for i in seen)
     assert [os.path.basename(f.path) for f in result.findings] == ["a.py", "b.py"]
+
+
+from hypothesis import given, settings as hsettings, strategies as st
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(st.one_of(st.binary(max_size=200), st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass"))))
+def test_any_bytes_give_findings_not_exceptions(data):
+    for mode in ("lint", "fix"):
+        out = process_bytes(data, FileJob("fuzz.py", ALL, mode))
+        assert all(f.row >= 1 and f.column >= 1 for f in out.findings)
+        if out.new_data is not None:
+            # whatever the fix produced must decode and parse
+            from torchlint.api import decode_source
+            from torchlint.engine import parse
+
+            parse(decode_source(out.new_data).text)
