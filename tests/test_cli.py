@@ -274,3 +274,18 @@ def test_output_bytes_do_not_depend_on_hash_seed(tmp_path):
         assert r.returncode == 1
         outputs.add(r.stdout)
     assert len(outputs) == 1
+
+
+def test_read_only_file_under_fix_exits_2_after_fixing_others(proj):
+    ro, rw = proj / "ro.py", proj / "rw.py"
+    ro.write_text(TL104_SRC)
+    rw.write_text(TL104_SRC)
+    os.chmod(ro, 0o444)
+    try:
+        r = invoke("--fix", "--output-format", "concise", ".")
+    finally:
+        os.chmod(ro, 0o644)
+    assert r.exit_code == 2
+    assert r.stderr == "torchlint: error: ro.py: file is read-only; fixes not written\n"
+    assert "ro.py:3:5: TL104" in r.stdout
+    assert ro.read_text() == TL104_SRC and rw.read_text() == TL104_FIXED

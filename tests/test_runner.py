@@ -96,6 +96,8 @@ def test_read_only_file_is_a_problem_and_others_still_fixed(tmp_path):
     assert ro.read_text() == TL104_SRC and rw.read_text() == TL104_FIXED
     assert [(p.path, p.message) for p in result.problems] == [(str(ro), "file is read-only; fixes not written")]
     assert result.fixes_applied == 1
+    # the unfixed file's findings are still reported
+    assert [(os.path.basename(f.path), f.code) for f in result.findings] == [("ro.py", "TL104")]
 
 
 def test_vanished_file_is_a_problem(tmp_path):

@@ -170,7 +170,11 @@ def process_file(job: FileJob) -> FileOutcome:
     except Exception as exc:  # an internal bug on one file must not stop the run
         return FileOutcome(job.path, problems=(Problem(job.path, f"internal error: {type(exc).__name__}: {exc}"),))
     if job.mode == "fix" and outcome.new_data is not None:
-        return _write(outcome)
+        written = _write(outcome)
+        if not written.written:  # nothing changed on disk: report what is still there
+            original = process_bytes(data, replace(job, mode="lint"))
+            return replace(original, problems=written.problems)
+        return written
     if job.mode == "diff":
         return replace(outcome, new_data=None)
     return outcome
