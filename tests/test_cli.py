@@ -161,8 +161,8 @@ def test_bad_file_is_tl000_others_still_linted(proj):
     (proj / "good.py").write_text(TL104_SRC)
     r = invoke("--output-format", "concise", "--select", "TL104", ".")
     assert r.exit_code == 1
-    lines = [l for l in r.stdout.splitlines() if l.endswith(("directly", "file")) or "TL000" in l]
-    assert [l.split(":")[0] for l in lines] == ["bad.py", "bin.py", "good.py"]
+    lines = [ln for ln in r.stdout.splitlines() if ln.endswith(("directly", "file")) or "TL000" in ln]
+    assert [ln.split(":")[0] for ln in lines] == ["bad.py", "bin.py", "good.py"]
     assert "cannot decode file" in r.stdout and "Traceback" not in r.output
 
 

@@ -5,6 +5,7 @@ import sys
 import types
 
 import pytest
+from hypothesis import given, settings as hsettings, strategies as st
 
 from helpers import BAD_SYNTAX, CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC
 from torchlint import runner
@@ -185,8 +186,6 @@ def test_custom_mapper_receives_pure_jobs(tmp_path):
     assert all(isinstance(i, FileJob) for i in seen)
     assert [os.path.basename(f.path) for f in result.findings] == ["a.py", "b.py"]
 
-
-from hypothesis import given, settings as hsettings, strategies as st
 
 
 @hsettings(max_examples=60, deadline=None)

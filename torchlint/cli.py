@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 import click
@@ -114,88 +115,94 @@ def check_command(paths, select, extend_select, ignore, fix, unsafe_fixes, diff,
         )
     except ConfigError as exc:
         raise fail(str(exc)) from None
-    mode = "diff" if diff else ("fix" if fix else "lint")
+    opts = _Opts(
+        mode="diff" if diff else ("fix" if fix else "lint"), unsafe=unsafe_fixes, output_format=output_format,
+        output_file=output_file, statistics=statistics, show_fixes=show_fixes, quiet=quiet,
+    )
     if use_stdin:
-        code = _check_stdin(settings, stdin_filename or "-", mode, unsafe_fixes, output_format, output_file, quiet)
+        code = _check_stdin(settings, stdin_filename or "-", opts)
     else:
-        code = _check_paths(paths, settings, mode, unsafe_fixes, output_format, output_file, statistics, show_fixes, jobs, force_exclude, quiet)
+        code = _check_paths(paths, settings, opts, jobs, force_exclude)
     if exit_zero and code == EXIT_FINDINGS:
         code = EXIT_OK
     raise click.exceptions.Exit(code)
 
 
-def _report(result_findings, lines, mode, unsafe, fixes_applied, fixed_per_file, show_fixes, output_format, statistics, quiet) -> str:
+@dataclass(frozen=True)
+class _Opts:
+    mode: str
+    unsafe: bool
+    output_format: str
+    output_file: Optional[str]
+    statistics: bool
+    show_fixes: bool
+    quiet: bool
+
+
+def _report(opts: _Opts, findings, lines, fixes_applied=0, fixed_per_file=None) -> str:
     from torchlint.report import ReportData, fixes_summary, render, summary
 
     data = ReportData(
-        findings=result_findings, lines=lines, mode=mode, unsafe_fixes=unsafe, fixes_applied=fixes_applied,
-        fixed_per_file=fixed_per_file, show_fixes=show_fixes,
+        findings=findings, lines=lines, mode=opts.mode, unsafe_fixes=opts.unsafe, fixes_applied=fixes_applied,
+        fixed_per_file=fixed_per_file or {}, show_fixes=opts.show_fixes,
     )
-    if statistics:
+    if opts.statistics:
         from torchlint.report import statistics as stats
 
-        return stats.render(data, as_json=output_format in ("json", "json-lines"))
-    text = render(output_format, data)
-    if output_format in ("full", "concise") and not quiet:
-        text += ("\n" if text and output_format == "concise" else "") + summary(data)
-        if show_fixes:
+        return stats.render(data, as_json=opts.output_format in ("json", "json-lines"))
+    text = render(opts.output_format, data)
+    if opts.output_format in ("full", "concise") and not opts.quiet:
+        text += ("\n" if text and opts.output_format == "concise" else "") + summary(data)
+        if opts.show_fixes:
             text += fixes_summary(data)
     return text
 
 
-def _problems_out(problems) -> None:
+def _problems_out(problems) -> int:
+    """Print problems on stderr (after the report); EXIT_ERROR if any."""
     for p in problems:
         click.echo(f"torchlint: error: {p}", err=True)
+    return EXIT_ERROR if problems else EXIT_OK
 
 
-def _check_paths(paths, settings, mode, unsafe, output_format, output_file, statistics, show_fixes, jobs, force_exclude, quiet) -> int:
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _check_paths(paths, settings, opts: _Opts, jobs: int, force_exclude: bool) -> int:
     from torchlint.runner import run
 
-    result = run(paths, settings, mode=mode, unsafe=unsafe, jobs=jobs, force_exclude=force_exclude)
-    if mode == "diff":
-        text = "".join(d for _, d in result.diffs)
-        _write_output(text, output_file)
+    result = run(paths, settings, mode=opts.mode, unsafe=opts.unsafe, jobs=jobs, force_exclude=force_exclude)
+    if opts.mode == "diff":
+        _write_output("".join(d for _, d in result.diffs), opts.output_file)
         fixes = sum(o.fixes_applied for o in result.outcomes if o.diff)
-        if not quiet:
-            click.echo(f"Would fix {fixes} error{'s' if fixes != 1 else ''} in {len(result.diffs)} file{'s' if len(result.diffs) != 1 else ''}.", err=True)
-        _problems_out(result.problems)
-        if result.problems:
-            return EXIT_ERROR
-        return EXIT_FINDINGS if result.diffs else EXIT_OK
+        if not opts.quiet:
+            click.echo(f"Would fix {_plural(fixes, 'error')} in {_plural(len(result.diffs), 'file')}.", err=True)
+        return _problems_out(result.problems) or (EXIT_FINDINGS if result.diffs else EXIT_OK)
     fixed_per_file = {o.path: o.fixes_applied for o in result.outcomes if o.written and o.fixes_applied}
-    text = _report(result.findings, result.lines, mode, unsafe, result.fixes_applied, fixed_per_file, show_fixes,
-                   output_format, statistics, quiet)
-    _write_output(text, output_file)
-    _problems_out(result.problems)
-    if result.problems:
-        return EXIT_ERROR
-    return EXIT_FINDINGS if result.findings else EXIT_OK
+    _write_output(_report(opts, result.findings, result.lines, result.fixes_applied, fixed_per_file), opts.output_file)
+    return _problems_out(result.problems) or (EXIT_FINDINGS if result.findings else EXIT_OK)
 
 
-def _check_stdin(settings, filename, mode, unsafe, output_format, output_file, quiet) -> int:
+def _check_stdin(settings, filename: str, opts: _Opts) -> int:
     """Lint source from stdin. With --fix: fixed source on stdout, findings on stderr."""
     from torchlint.runner import run_source
 
     data = sys.stdin.buffer.read()
-    outcome = run_source(data, filename, settings, mode=mode, unsafe=unsafe)
+    outcome = run_source(data, filename, settings, mode=opts.mode, unsafe=opts.unsafe)
     lines = {(outcome.path, r): t for r, t in outcome.lines}
-    if mode == "diff":
-        _write_output(outcome.diff or "", output_file)
-        _problems_out(outcome.problems)
-        return EXIT_ERROR if outcome.problems else (EXIT_FINDINGS if outcome.diff else EXIT_OK)
-    if mode == "fix":
+    if opts.mode == "diff":
+        _write_output(outcome.diff or "", opts.output_file)
+        return _problems_out(outcome.problems) or (EXIT_FINDINGS if outcome.diff else EXIT_OK)
+    report = _report(opts, outcome.findings, lines, outcome.fixes_applied)
+    if opts.mode == "fix":
         sys.stdout.flush()
         sys.stdout.buffer.write(outcome.new_data if outcome.new_data is not None else data)
         sys.stdout.buffer.flush()
-        report = _report(outcome.findings, lines, mode, unsafe, outcome.fixes_applied, {}, False, output_format, False, quiet)
         click.echo(report, nl=False, err=True)
     else:
-        report = _report(outcome.findings, lines, mode, unsafe, 0, {}, False, output_format, False, quiet)
-        _write_output(report, output_file)
-    _problems_out(outcome.problems)
-    if outcome.problems:
-        return EXIT_ERROR
-    return EXIT_FINDINGS if outcome.findings else EXIT_OK
+        _write_output(report, opts.output_file)
+    return _problems_out(outcome.problems) or (EXIT_FINDINGS if outcome.findings else EXIT_OK)
 
 
 # --- rules / rule -----------------------------------------------------------
