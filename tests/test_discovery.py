@@ -127,3 +127,27 @@ def test_relative_paths_are_normalised(tmp_path, monkeypatch):
     touch(tmp_path / "pkg" / "a.py")
     assert discover(["."], settings(tmp_path)).files == (os.path.join("pkg", "a.py"),)
     assert discover(["./pkg/"], settings(tmp_path)).files == (os.path.join("pkg", "a.py"),)
+
+
+def test_excludes_above_an_explicit_folder_do_not_apply(tmp_path):
+    project = tmp_path / "project"
+    lib = tmp_path / "venv" / "lib" / "site-packages" / "pkg"
+    touch(lib / "mod.py")
+    touch(lib / "build" / "skip.py")
+    s = settings(project)
+    # outside the root: only what lies below the named folder is matched
+    assert names(discover([str(lib)], s), lib) == ["mod.py"]
+    # inside the root but explicitly named although excluded
+    inner = project / ".venv" / "lib" / "pkg"
+    touch(inner / "m.py")
+    assert names(discover([str(inner)], s), inner) == ["m.py"]
+    # the folder holding it is still excluded when the root is walked
+    assert discover([str(project)], s).files == ()
+
+
+def test_root_anchored_exclude(tmp_path, monkeypatch):
+    touch(tmp_path / "gen" / "a.py")
+    touch(tmp_path / "src" / "gen" / "b.py")
+    s = settings(tmp_path, extend_exclude=("/gen/",))
+    assert names(discover([str(tmp_path)], s), tmp_path) == ["src/gen/b.py"]
+    assert names(discover([str(tmp_path / "src")], s), tmp_path) == ["src/gen/b.py"]

@@ -92,8 +92,12 @@ class Settings:
 
     def is_excluded(self, path: str) -> bool:
         rel = self.relative(path)
-        spec = _spec(self.exclude + self.extend_exclude)
+        spec = self.exclude_spec()
         return spec.match_file(rel) or spec.match_file(rel + "/")
+
+    def exclude_spec(self) -> pathspec.PathSpec:
+        """`exclude` + `extend-exclude` as one gitignore-style spec."""
+        return _spec(self.exclude + self.extend_exclude)
 
     def validate(self) -> "Settings":
         """Raise ConfigError for unknown codes anywhere."""

@@ -86,12 +86,43 @@ def _gitignored(path: str, is_dir: bool, ignores: Iterable[_Ignore]) -> bool:
     return verdict
 
 
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+class _Excluder:
+    """`exclude` patterns for entries found under one walked argument.
+
+    Patterns are matched against paths relative to the settings' root (the
+    configuration's folder), so root-anchored patterns work. When the walked
+    argument lies outside the root, or is itself excluded (the user named it
+    explicitly), they are matched relative to the argument instead: folders
+    above what the user asked for never exclude it (e.g. linting
+    `.../site-packages/torch/nn` lints it, though `site-packages` is excluded).
+    """
+
+    def __init__(self, settings: Settings, arg: str) -> None:
+        self.spec = settings.exclude_spec()
+        root = os.path.abspath(settings.root)
+        arg = os.path.abspath(arg)
+        self.base = arg
+        if _under(arg, root):
+            rel = os.path.relpath(arg, root).replace(os.sep, "/")
+            if rel == "." or not self.spec.match_file(rel + "/"):
+                self.base = root
+
+    def __call__(self, path: str, is_dir: bool) -> bool:
+        rel = os.path.relpath(os.path.abspath(path), self.base).replace(os.sep, "/")
+        return self.spec.match_file(rel + "/" if is_dir else rel)
+
+
 class _Walker:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.files: List[str] = []
         self.problems: List[Problem] = []
         self.seen_dirs: Set[str] = set()
+        self.excluded: _Excluder = _Excluder(settings, ".")
 
     def walk(self, folder: str, ignores: List[_Ignore]) -> None:
         real = os.path.realpath(folder)
@@ -117,11 +148,11 @@ class _Walker:
             if is_dir:
                 if entry.name in ALWAYS_SKIP or os.path.exists(os.path.join(path, "pyvenv.cfg")):
                     continue
-                if self.settings.is_excluded(path) or _gitignored(path, True, ignores):
+                if self.excluded(path, True) or _gitignored(path, True, ignores):
                     continue
                 self.walk(path, ignores)
             elif is_file and is_lintable(entry.name):
-                if self.settings.is_excluded(path) or _gitignored(path, False, ignores):
+                if self.excluded(path, False) or _gitignored(path, False, ignores):
                     continue
                 self.files.append(path)
 
@@ -141,6 +172,7 @@ def discover(paths: Iterable[str], settings: Settings, force_exclude: bool = Fal
     for raw in paths:
         path = os.path.normpath(raw)
         if os.path.isdir(path):
+            walker.excluded = _Excluder(settings, path)
             walker.walk(path, _ancestor_ignores(path))
         elif os.path.isfile(path):
             if force_exclude and _excluded_file(path, settings):
