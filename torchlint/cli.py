@@ -41,6 +41,13 @@ class DefaultGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
             raise
+        except BrokenPipeError:  # `torchlint . | head`: the reader went away
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass
+            raise click.exceptions.Exit(EXIT_FINDINGS) from None
         except KeyboardInterrupt:
             raise fail("interrupted") from None
         except Exception as exc:
