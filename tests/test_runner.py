@@ -200,3 +200,19 @@ def test_any_bytes_give_findings_not_exceptions(data):
             from torchlint.engine import parse
 
             parse(decode_source(out.new_data).text)
+
+
+def test_file_changed_while_fixing_is_not_overwritten(tmp_path, monkeypatch):
+    f = tmp_path / "a.py"
+    f.write_text(TL104_SRC)
+    real = runner.process_bytes
+
+    def edit_meanwhile(data, job):
+        out = real(data, job)
+        f.write_text(TL104_SRC + "# edited\n")
+        return out
+
+    monkeypatch.setattr(runner, "process_bytes", edit_meanwhile)
+    out = process_file(job(f, "fix"))
+    assert f.read_text() == TL104_SRC + "# edited\n"
+    assert out.problems[0].message == "file changed while being fixed; fixes not written"

@@ -140,13 +140,21 @@ def _read(path: str) -> Tuple[Optional[bytes], Optional[Problem]]:
         return None, Problem(path, f"cannot read file: {exc.strerror or exc}")
 
 
-def _write(outcome: FileOutcome) -> FileOutcome:
+def _write(outcome: FileOutcome, original: bytes) -> FileOutcome:
     path = outcome.path
     try:
         st = os.stat(path)
+        with open(path, "rb") as fh:
+            current = fh.read()
     except FileNotFoundError:
         return replace(outcome, new_data=None, fixes_applied=0,
                        problems=outcome.problems + (Problem(path, "file vanished before fixes could be written"),))
+    except OSError as exc:
+        return replace(outcome, new_data=None, fixes_applied=0,
+                       problems=outcome.problems + (Problem(path, f"cannot re-read file: {exc.strerror or exc}"),))
+    if current != original:
+        return replace(outcome, new_data=None, fixes_applied=0,
+                       problems=outcome.problems + (Problem(path, "file changed while being fixed; fixes not written"),))
     if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         return replace(outcome, new_data=None, fixes_applied=0,
                        problems=outcome.problems + (Problem(path, "file is read-only; fixes not written"),))
@@ -170,7 +178,7 @@ def process_file(job: FileJob) -> FileOutcome:
     except Exception as exc:  # an internal bug on one file must not stop the run
         return FileOutcome(job.path, problems=(Problem(job.path, f"internal error: {type(exc).__name__}: {exc}"),))
     if job.mode == "fix" and outcome.new_data is not None:
-        written = _write(outcome)
+        written = _write(outcome, data)
         if not written.written:  # nothing changed on disk: report what is still there
             original = process_bytes(data, replace(job, mode="lint"))
             return replace(original, problems=written.problems)
