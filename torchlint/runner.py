@@ -140,29 +140,31 @@ def _read(path: str) -> Tuple[Optional[bytes], Optional[Problem]]:
         return None, Problem(path, f"cannot read file: {exc.strerror or exc}")
 
 
+def _not_written(outcome: FileOutcome, message: str) -> FileOutcome:
+    problem = Problem(outcome.path, message)
+    return replace(outcome, new_data=None, fixes_applied=0, problems=outcome.problems + (problem,))
+
+
 def _write(outcome: FileOutcome, original: bytes) -> FileOutcome:
+    """Write the fixed bytes atomically, unless the file vanished, changed since
+    it was read, or is read-only."""
     path = outcome.path
     try:
         st = os.stat(path)
         with open(path, "rb") as fh:
             current = fh.read()
     except FileNotFoundError:
-        return replace(outcome, new_data=None, fixes_applied=0,
-                       problems=outcome.problems + (Problem(path, "file vanished before fixes could be written"),))
+        return _not_written(outcome, "file vanished before fixes could be written")
     except OSError as exc:
-        return replace(outcome, new_data=None, fixes_applied=0,
-                       problems=outcome.problems + (Problem(path, f"cannot re-read file: {exc.strerror or exc}"),))
+        return _not_written(outcome, f"cannot re-read file: {exc.strerror or exc}")
     if current != original:
-        return replace(outcome, new_data=None, fixes_applied=0,
-                       problems=outcome.problems + (Problem(path, "file changed while being fixed; fixes not written"),))
+        return _not_written(outcome, "file changed while being fixed; fixes not written")
     if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
-        return replace(outcome, new_data=None, fixes_applied=0,
-                       problems=outcome.problems + (Problem(path, "file is read-only; fixes not written"),))
+        return _not_written(outcome, "file is read-only; fixes not written")
     try:
         write_atomic(path, outcome.new_data or b"")
     except OSError as exc:
-        return replace(outcome, new_data=None, fixes_applied=0,
-                       problems=outcome.problems + (Problem(path, f"cannot write fixes: {exc.strerror or exc}"),))
+        return _not_written(outcome, f"cannot write fixes: {exc.strerror or exc}")
     return replace(outcome, new_data=None, written=True)
 
 
