@@ -2,4 +2,4 @@
 from torchlint.cli import main
 
 if __name__ == "__main__":
-    main()
+    main(prog_name="torchlint")

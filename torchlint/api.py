@@ -65,3 +65,11 @@ def lint_bytes(data: bytes, path: str, settings: Optional[Settings] = None) -> F
     except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
         return FileResult(path, (syntax_error_finding(path, f"cannot decode file: {exc}"),))
     return check(decoded.text, path, settings)
+
+
+def lint_paths(paths, settings: Optional[Settings] = None, fix: bool = False, unsafe: bool = False, jobs: int = 1):
+    """Lint (or, with `fix`, fix in place) files and folders; returns a
+    `torchlint.runner.RunResult` (sorted findings, problems, counts)."""
+    from torchlint.runner import run
+
+    return run(list(paths), settings or Settings(), mode="fix" if fix else "lint", unsafe=unsafe, jobs=jobs)

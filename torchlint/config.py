@@ -92,8 +92,12 @@ class Settings:
 
     def is_excluded(self, path: str) -> bool:
         rel = self.relative(path)
-        spec = _spec(self.exclude + self.extend_exclude)
+        spec = self.exclude_spec()
         return spec.match_file(rel) or spec.match_file(rel + "/")
+
+    def exclude_spec(self) -> pathspec.PathSpec:
+        """`exclude` + `extend-exclude` as one gitignore-style spec."""
+        return _spec(self.exclude + self.extend_exclude)
 
     def validate(self) -> "Settings":
         """Raise ConfigError for unknown codes anywhere."""
@@ -112,7 +116,7 @@ def _enabled(select, extend_select, ignore) -> FrozenSet[str]:
 
 @lru_cache(maxsize=64)
 def _spec(patterns: Tuple[str, ...]) -> pathspec.PathSpec:
-    return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
 def find_pyproject(start: Path) -> Optional[Path]:
@@ -125,8 +129,14 @@ def find_pyproject(start: Path) -> Optional[Path]:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                raw = candidate.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            try:
+                data = tomllib.loads(raw)
+            except tomllib.TOMLDecodeError:
+                if "tool.torchlint" in raw:
+                    return candidate  # ours but broken: load_settings reports it
                 continue
             if "torchlint" in data.get("tool", {}):
                 return candidate

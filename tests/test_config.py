@@ -1,0 +1,72 @@
+import pytest
+
+from torchlint.config import ConfigError, Settings, load_settings
+
+
+def write(tmp_path, body):
+    (tmp_path / "pyproject.toml").write_text("[tool.torchlint]\n" + body)
+    return tmp_path
+
+
+def test_default_selects_every_rule():
+    assert {"TL000", "TL104", "TL501"} <= Settings().enabled()
+
+
+def test_precedence_select_then_extend_then_ignore(tmp_path):
+    write(tmp_path, 'select = ["TL1"]\nextend-select = ["TL501"]\nignore = ["TL104"]\n')
+    s = load_settings(start=str(tmp_path))
+    assert "TL104" not in s.enabled() and "TL501" in s.enabled()
+    # CLI select replaces the file's select; file ignore still applies
+    s = load_settings(start=str(tmp_path), select=["TL104", "TL5"])
+    assert "TL104" not in s.enabled() and "TL501" in s.enabled()
+    # ignore wins over select, whichever is more specific; the file's extend-select still adds
+    s = load_settings(start=str(tmp_path), select=["TL104"], ignore=["TL1"])
+    assert s.enabled() == frozenset({"TL501"})
+
+
+def test_prefixes_and_all_are_case_insensitive():
+    s = Settings(select=("tl1",), extend_select=("all",), ignore=("TL5",))
+    assert "TL104" in s.enabled() and "TL501" not in s.enabled()
+
+
+def test_per_file_ignores(tmp_path):
+    write(tmp_path, '[tool.torchlint.per-file-ignores]\n"tests/*" = ["TL104"]\n"scripts/**/*.py" = ["TL5"]\n')
+    s = load_settings(start=str(tmp_path))
+    assert "TL104" not in s.enabled_for(str(tmp_path / "tests" / "t.py"))
+    assert "TL104" in s.enabled_for(str(tmp_path / "src" / "t.py"))
+    assert "TL501" not in s.enabled_for(str(tmp_path / "scripts" / "a" / "b.py"))
+
+
+def test_excludes_relative_to_config_root(tmp_path):
+    write(tmp_path, 'extend-exclude = ["generated/"]\n')
+    s = load_settings(start=str(tmp_path / "sub"))
+    assert s.is_excluded(str(tmp_path / "generated" / "x.py"))
+    assert not s.is_excluded(str(tmp_path / "src" / "x.py"))
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('selct = ["TL1"]\n', "unknown key 'selct'"),
+        ('select = ["TL9"]\n', "unknown rule selector 'TL9'"),
+        ("select = [1]\n", "`select` must be a list of strings"),
+        ("per-file-ignores = 3\n", "`per-file-ignores` must be a table"),
+        ('[tool.torchlint.per-file-ignores]\n"a.py" = ["NOPE1"]\n', "unknown rule selector 'NOPE1'"),
+    ],
+)
+def test_config_errors(tmp_path, body, message):
+    write(tmp_path, body)
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("`", "`")):
+        load_settings(start=str(tmp_path))
+
+
+def test_pyproject_without_our_table_is_skipped(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nignore = ["TL104"]\n')
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    s = load_settings(start=str(tmp_path / "pkg"))
+    assert "TL104" not in s.enabled()
+
+
+def test_settings_are_hashable():
+    assert hash(Settings()) == hash(Settings())

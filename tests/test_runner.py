@@ -1,0 +1,218 @@
+import codecs
+import os
+import stat
+import sys
+import types
+
+import pytest
+from hypothesis import given, settings as hsettings, strategies as st
+
+from helpers import BAD_SYNTAX, CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC
+from torchlint import runner
+from torchlint.api import lint_paths
+from torchlint.config import Settings
+from torchlint.engine import FileResult
+from torchlint.runner import FileJob, process_bytes, process_file, run
+
+ALL = Settings().enabled()
+
+
+def job(path, mode="lint", unsafe=False):
+    return FileJob(str(path), ALL, mode, unsafe)
+
+
+def test_lint_reports_without_writing(tmp_path):
+    f = tmp_path / "a.py"
+    f.write_text(TL104_SRC)
+    out = process_file(job(f))
+    assert [x.code for x in out.findings] == ["TL104"]
+    assert out.lines == ((3, "x = torch.randn(3).to(device)"),)
+    assert not out.needs_write and f.read_text() == TL104_SRC
+
+
+def test_fix_writes_and_is_idempotent(tmp_path):
+    f = tmp_path / "a.py"
+    f.write_text(TL104_SRC)
+    out = process_file(job(f, "fix"))
+    assert out.written and out.fixes_applied == 1 and out.findings == ()
+    assert f.read_text() == TL104_FIXED
+    again = process_file(job(f, "fix"))
+    assert not again.written and again.fixes_applied == 0 and f.read_text() == TL104_FIXED
+
+
+def test_fix_keeps_bom_crlf_and_mode(tmp_path):
+    f = tmp_path / "a.py"
+    data = codecs.BOM_UTF8 + TL104_SRC.replace("\n", "\r\n").encode()
+    f.write_bytes(data)
+    os.chmod(f, 0o640)
+    process_file(job(f, "fix"))
+    assert f.read_bytes() == codecs.BOM_UTF8 + TL104_FIXED.replace("\n", "\r\n").encode()
+    assert stat.S_IMODE(os.stat(f).st_mode) == 0o640
+
+
+def test_fix_keeps_pep263_encoding(tmp_path):
+    f = tmp_path / "a.py"
+    src = "# -*- coding: latin-1 -*-\n# caf\u00e9\n" + TL104_SRC
+    f.write_bytes(src.encode("latin-1"))
+    process_file(job(f, "fix"))
+    assert f.read_bytes() == ("# -*- coding: latin-1 -*-\n# caf\u00e9\n" + TL104_FIXED).encode("latin-1")
+
+
+@pytest.mark.parametrize("data", [b"x = '\xff\xfe'\n", b"\x89PNG\r\n\x1a\n\x00\x00\x00IHDR", b"# coding: nonsense\nx = 1\n"])
+def test_undecodable_or_binary_is_tl000(data):
+    out = process_bytes(data, FileJob("bin.py", frozenset({"TL104"})))
+    assert [f.code for f in out.findings] == ["TL000"]  # TL000 is reported whatever the selection
+    assert out.findings[0].message.startswith("cannot decode file")
+    assert out.problems == ()
+
+
+def test_diff_mode_writes_nothing(tmp_path):
+    f = tmp_path / "a.py"
+    f.write_text(TL104_SRC)
+    out = process_file(job(f, "diff"))
+    assert f.read_text() == TL104_SRC
+    assert "-x = torch.randn(3).to(device)\n+x = torch.randn(3, device=device)\n" in out.diff
+    assert out.diff.startswith(f"--- {f}\n+++ {f}\n")
+    assert not out.needs_write
+
+
+def test_unsafe_fix_needs_unsafe(tmp_path):
+    f = tmp_path / "a.py"
+    f.write_text(UNSAFE_SRC)
+    assert not process_file(job(f, "fix")).written
+    assert f.read_text() == UNSAFE_SRC
+    assert process_file(job(f, "fix", unsafe=True)).written
+    assert "torch.profiler.profile(" in f.read_text()
+
+
+def test_read_only_file_is_a_problem_and_others_still_fixed(tmp_path):
+    ro, rw = tmp_path / "ro.py", tmp_path / "rw.py"
+    ro.write_text(TL104_SRC)
+    rw.write_text(TL104_SRC)
+    os.chmod(ro, 0o444)
+    try:
+        result = run([str(tmp_path)], Settings(root=str(tmp_path)), mode="fix")
+    finally:
+        os.chmod(ro, 0o644)
+    assert ro.read_text() == TL104_SRC and rw.read_text() == TL104_FIXED
+    assert [(p.path, p.message) for p in result.problems] == [(str(ro), "file is read-only; fixes not written")]
+    assert result.fixes_applied == 1
+    # the unfixed file's findings are still reported
+    assert [(os.path.basename(f.path), f.code) for f in result.findings] == [("ro.py", "TL104")]
+
+
+def test_vanished_file_is_a_problem(tmp_path):
+    out = process_file(job(tmp_path / "gone.py"))
+    assert out.findings == () and "vanished" in out.problems[0].message
+
+
+def test_never_writes_code_that_does_not_parse(tmp_path, monkeypatch):
+    f = tmp_path / "a.py"
+    f.write_text(TL104_SRC)
+
+    def broken_fix(source, path, enabled, unsafe=False):
+        return FileResult(path, (), (), "def (:\n", 1)
+
+    monkeypatch.setattr(runner, "fix_source", broken_fix)
+    out = process_file(job(f, "fix"))
+    assert f.read_text() == TL104_SRC and not out.written
+    assert out.problems[0].message == "fixed code does not parse; not fixed"
+    assert [x.code for x in out.findings] == ["TL104"]
+
+
+def test_internal_error_in_one_file_is_a_problem(tmp_path, monkeypatch):
+    f = tmp_path / "a.py"
+    f.write_text(TL104_SRC)
+
+    def boom(*a, **k):
+        raise RuntimeError("kaput")
+
+    monkeypatch.setattr(runner, "check_source", boom)
+    out = process_file(job(f))
+    assert out.problems[0].message == "internal error: RuntimeError: kaput"
+
+
+def test_run_reports_tl000_and_still_lints_other_files(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD_SYNTAX)
+    (tmp_path / "good.py").write_text(TL104_SRC)
+    (tmp_path / "clean.py").write_text(CLEAN_SRC)
+    result = run([str(tmp_path)], Settings(root=str(tmp_path)))
+    assert [(os.path.basename(f.path), f.code) for f in result.findings] == [("bad.py", "TL000"), ("good.py", "TL104")]
+    assert result.files == 3 and result.problems == ()
+
+
+def test_notebooks_skipped_without_notebook_module(tmp_path, monkeypatch):
+    (tmp_path / "n.ipynb").write_text("{}")
+    monkeypatch.setitem(sys.modules, "torchlint.notebook", None)  # import fails
+    result = run([str(tmp_path)], Settings(root=str(tmp_path)))
+    assert result.findings == () and result.problems == () and result.files == 1
+
+
+def test_notebooks_use_notebook_module(tmp_path, monkeypatch):
+    nb = tmp_path / "n.ipynb"
+    nb.write_bytes(b"{}")
+    calls = []
+    fake = types.ModuleType("torchlint.notebook")
+
+    def check_notebook(data, path, enabled, fix, unsafe):
+        calls.append((data, path, fix, unsafe))
+        return [], (b'{"fixed": 1}' if fix else None), []
+
+    fake.check_notebook = check_notebook
+    monkeypatch.setitem(sys.modules, "torchlint.notebook", fake)
+    run([str(tmp_path)], Settings(root=str(tmp_path)), mode="fix")
+    assert calls == [(b"{}", str(nb), True, False)]
+    assert nb.read_bytes() == b'{"fixed": 1}'
+
+
+def test_lint_paths_api(tmp_path):
+    (tmp_path / "a.py").write_text(TL104_SRC)
+    result = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)))
+    assert [f.code for f in result.findings] == ["TL104"]
+    result = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), fix=True)
+    assert result.fixes_applied == 1 and result.findings == ()
+
+
+def test_custom_mapper_receives_pure_jobs(tmp_path):
+    (tmp_path / "a.py").write_text(TL104_SRC)
+    (tmp_path / "b.py").write_text(TL104_SRC)
+    seen = []
+
+    def mapper(fn, items):
+        seen.extend(items)
+        return [fn(i) for i in reversed(items)]  # order must not matter
+
+    result = run([str(tmp_path)], Settings(root=str(tmp_path)), mapper=mapper)
+    assert all(isinstance(i, FileJob) for i in seen)
+    assert [os.path.basename(f.path) for f in result.findings] == ["a.py", "b.py"]
+
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(st.one_of(st.binary(max_size=200), st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass"))))
+def test_any_bytes_give_findings_not_exceptions(data):
+    for mode in ("lint", "fix"):
+        out = process_bytes(data, FileJob("fuzz.py", ALL, mode))
+        assert all(f.row >= 1 and f.column >= 1 for f in out.findings)
+        if out.new_data is not None:
+            # whatever the fix produced must decode and parse
+            from torchlint.api import decode_source
+            from torchlint.engine import parse
+
+            parse(decode_source(out.new_data).text)
+
+
+def test_file_changed_while_fixing_is_not_overwritten(tmp_path, monkeypatch):
+    f = tmp_path / "a.py"
+    f.write_text(TL104_SRC)
+    real = runner.process_bytes
+
+    def edit_meanwhile(data, job):
+        out = real(data, job)
+        f.write_text(TL104_SRC + "# edited\n")
+        return out
+
+    monkeypatch.setattr(runner, "process_bytes", edit_meanwhile)
+    out = process_file(job(f, "fix"))
+    assert f.read_text() == TL104_SRC + "# edited\n"
+    assert out.problems[0].message == "file changed while being fixed; fixes not written"

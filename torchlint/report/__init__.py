@@ -1,0 +1,116 @@
+"""Output formats: one module per format, each with `render(data) -> str`.
+
+Every reporter receives findings already sorted by path and position and must
+produce deterministic output (no sets, no timestamps).
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Sequence, Tuple
+
+from torchlint.findings import Applicability, Finding
+
+FORMATS = ("full", "concise", "json", "json-lines", "github", "sarif")
+_MODULES = {
+    "full": "full",
+    "concise": "concise",
+    "json": "json_",
+    "json-lines": "json_",
+    "github": "github",
+    "sarif": "sarif",
+}
+DOCS_BASE = "https://github.com/torchlint/torchlint/blob/main/docs/rules/"
+INFORMATION_URI = "https://github.com/torchlint/torchlint"
+
+
+def rule_url(code: str) -> Optional[str]:
+    """Where a rule's documentation lives (docs/rules/<name>.md), or None for unknown codes."""
+    from torchlint.rules import name_of
+
+    try:
+        return f"{DOCS_BASE}{name_of(code)}.md"
+    except KeyError:
+        return None
+
+
+@dataclass
+class ReportData:
+    """Everything a reporter may need; plain data."""
+
+    findings: Sequence[Finding]
+    # (path, row) -> the text of that line, for code frames.
+    lines: Mapping[Tuple[str, int], str] = field(default_factory=dict)
+    mode: str = "lint"  # lint | fix
+    unsafe_fixes: bool = False
+    fixes_applied: int = 0
+    # path -> fixes applied there (for --show-fixes)
+    fixed_per_file: Mapping[str, int] = field(default_factory=dict)
+    show_fixes: bool = False
+    json_lines: bool = False
+    cwd: str = field(default_factory=os.getcwd)
+
+    def applicable(self, finding: Finding) -> bool:
+        """Whether --fix (with the current --unsafe-fixes) would apply this fix."""
+        if finding.fix is None:
+            return False
+        return finding.fix.applicability == Applicability.SAFE or self.unsafe_fixes
+
+    def relpath(self, path: str) -> str:
+        try:
+            rel = os.path.relpath(os.path.abspath(path), self.cwd)
+        except ValueError:  # another drive on Windows
+            return path
+        return path if rel.startswith("..") else rel
+
+
+def render(fmt: str, data: ReportData) -> str:
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown output format {fmt!r}")
+    module = importlib.import_module(f"torchlint.report.{_MODULES[fmt]}")
+    if fmt == "json-lines":
+        data.json_lines = True
+    return module.render(data)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def summary(data: ReportData) -> str:
+    """Ruff-style closing lines for the human formats."""
+    findings = data.findings
+    n = len(findings)
+    lines = []
+    if data.mode == "fix":
+        if n == 0 and data.fixes_applied == 0:
+            return "All checks passed!\n"
+        total = n + data.fixes_applied
+        lines.append(f"Found {plural(total, 'error')} ({data.fixes_applied} fixed, {n} remaining).")
+    elif n == 0:
+        return "All checks passed!\n"
+    else:
+        lines.append(f"Found {plural(n, 'error')}.")
+    fixable = sum(1 for f in findings if data.applicable(f))
+    hidden = sum(1 for f in findings if f.fix is not None and not data.applicable(f))
+    hint = f"{plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option"
+    if fixable:
+        extra = f" ({hint})" if hidden else ""
+        lines.append(f"[*] {fixable} fixable with the `--fix` option{extra}.")
+    elif hidden:
+        lines.append(f"No fixes available ({hint}).")
+    return "\n".join(lines) + "\n"
+
+
+def fixes_summary(data: ReportData) -> str:
+    """--show-fixes: which files got how many fixes."""
+    if not data.fixed_per_file:
+        return ""
+    out = [f"\nFixed {plural(data.fixes_applied, 'error')}:"]
+    for path in sorted(data.fixed_per_file):
+        out.append(f"- {data.relpath(path)}: {plural(data.fixed_per_file[path], 'fix')}")
+    return "\n".join(out) + "\n"
+
+
+__all__ = ["FORMATS", "ReportData", "render", "rule_url", "summary", "fixes_summary"]
