@@ -141,28 +141,25 @@ def test_run_reports_tl000_and_still_lints_other_files(tmp_path):
     assert result.files == 3 and result.problems == ()
 
 
-def test_notebooks_skipped_without_notebook_module(tmp_path, monkeypatch):
-    (tmp_path / "n.ipynb").write_text("{}")
-    monkeypatch.setitem(sys.modules, "torchlint.notebook", None)  # import fails
-    result = run([str(tmp_path)], Settings(root=str(tmp_path)))
-    assert result.findings == () and result.problems == () and result.files == 1
+def _notebook(*cells):
+    import json
+
+    return json.dumps({
+        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                   "source": src} for src in cells],
+        "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }, indent=1) + "\n"
 
 
-def test_notebooks_use_notebook_module(tmp_path, monkeypatch):
+def test_notebooks_are_linted_and_fixed_in_place(tmp_path):
     nb = tmp_path / "n.ipynb"
-    nb.write_bytes(b"{}")
-    calls = []
-    fake = types.ModuleType("torchlint.notebook")
-
-    def check_notebook(data, path, enabled, fix, unsafe):
-        calls.append((data, path, fix, unsafe))
-        return [], (b'{"fixed": 1}' if fix else None), []
-
-    fake.check_notebook = check_notebook
-    monkeypatch.setitem(sys.modules, "torchlint.notebook", fake)
-    run([str(tmp_path)], Settings(root=str(tmp_path)), mode="fix")
-    assert calls == [(b"{}", str(nb), True, False)]
-    assert nb.read_bytes() == b'{"fixed": 1}'
+    nb.write_text(_notebook("import torch\n", "device = 'cuda'\n", "x = torch.randn(3).to(device)\n"))
+    result = run([str(tmp_path)], Settings(root=str(tmp_path)))
+    assert [(f.code, f.cell, f.row) for f in result.findings] == [("TL104", 3, 1)]
+    result = run([str(tmp_path)], Settings(root=str(tmp_path)), mode="fix")
+    assert result.fixes_applied == 1 and result.findings == ()
+    assert "torch.randn(3, device=device)" in nb.read_text()
 
 
 def test_lint_paths_api(tmp_path):

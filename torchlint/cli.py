@@ -214,33 +214,18 @@ def _check_stdin(settings, filename: str, opts: _Opts) -> int:
 
 # --- rules / rule -----------------------------------------------------------
 
-def _rule_rows() -> List[dict]:
-    from torchlint.report import rule_url
-    from torchlint.rules import TL000, all_rules
-
-    rows = [{"code": TL000[0], "name": TL000[1], "fix": "none", "message": "The file cannot be parsed or decoded", "url": rule_url(TL000[0])}]
-    for r in all_rules():
-        rows.append({"code": r.CODE, "name": r.NAME, "fix": r.fix_availability(), "message": r.MESSAGE, "url": rule_url(r.CODE)})
-    return rows
-
-
 @main.command("rules")
 @click.option("--output-format", type=click.Choice(("text", "json")), default="text", show_default=True)
 def rules_command(output_format):
     """List every rule: code, name and fix availability."""
     import json
 
-    rows = _rule_rows()
+    from torchlint import ruledocs
+
     if output_format == "json":
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(json.dumps(ruledocs.rules_table_json(), indent=2))
         return
-    width = max(len(r["name"]) for r in rows)
-    click.echo(f"{'code':<6}  {'name':<{width}}  fix")
-    for r in rows:
-        click.echo(f"{r['code']:<6}  {r['name']:<{width}}  {r['fix']}")
-
-
-_FIX_TEXT = {"safe": "Fix is always available (safe).", "unsafe": "Fix is available with `--unsafe-fixes` (unsafe).", "none": "Fix is not available."}
+    click.echo(ruledocs.rules_table_text())
 
 
 @main.command("rule")
@@ -250,23 +235,12 @@ def rule_command(code, output_format):
     """Print a rule's documentation."""
     import json
 
-    from torchlint.report import rule_url
-    from torchlint.rules import TL000, rule_by_code
+    from torchlint import ruledocs
 
-    code = code.strip().upper()
-    if code == TL000[0]:
-        name, fix, doc = TL000[1], "none", (
-            "## What it does\nReports a file that cannot be parsed or decoded (a syntax error, a binary or "
-            "wrongly encoded file). The run goes on with the other files.\n\nTL000 is always reported, "
-            "whatever the selection."
-        )
-    else:
-        try:
-            rule = rule_by_code(code)
-        except KeyError:
-            raise fail(f"unknown rule code {code!r} (see `torchlint rules`)") from None
-        name, fix, doc = rule.NAME, rule.fix_availability(), rule.doc()
-    if output_format == "json":
-        click.echo(json.dumps({"code": code, "name": name, "fix": fix, "url": rule_url(code), "explanation": doc}, indent=2))
-        return
-    click.echo(f"# {name} ({code})\n\n{_FIX_TEXT[fix]}\n\n{doc}")
+    try:
+        if output_format == "json":
+            click.echo(json.dumps(ruledocs.render_rule_json(code.strip()), indent=2))
+        else:
+            click.echo(ruledocs.render_rule_markdown(code.strip()))
+    except KeyError:
+        raise fail(f"unknown rule code {code.strip()!r} (see `torchlint rules`)") from None

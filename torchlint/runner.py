@@ -65,11 +65,10 @@ def unified_diff(path: str, old: str, new: str) -> str:
 
 
 def _notebook(data: bytes, job: FileJob) -> FileOutcome:
-    try:
-        from torchlint.notebook import check_notebook
-    except ImportError:  # notebook support not installed in this build: skip quietly
-        return FileOutcome(job.path)
-    findings, new_bytes, problems = check_notebook(data, job.path, job.enabled, job.mode != "lint", job.unsafe)
+    from torchlint.notebook import notebook_result
+
+    result = notebook_result(data, job.path, job.enabled, job.mode != "lint", job.unsafe)
+    findings, new_bytes, problems = result.findings, result.new_bytes, result.problems
     diff = None
     if job.mode == "diff" and new_bytes is not None and new_bytes != data:
         diff = unified_diff(job.path, data.decode("utf-8", "replace"), new_bytes.decode("utf-8", "replace"))
@@ -78,7 +77,7 @@ def _notebook(data: bytes, job: FileJob) -> FileOutcome:
         job.path,
         tuple(sorted(findings, key=Finding.sort_key)),
         tuple(problems),
-        fixes_applied=0,
+        fixes_applied=result.fixes_applied,
         new_data=new_bytes if changed else None,
         diff=diff,
     )

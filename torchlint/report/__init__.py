@@ -21,16 +21,15 @@ _MODULES = {
     "github": "github",
     "sarif": "sarif",
 }
-DOCS_BASE = "https://github.com/torchlint/torchlint/blob/main/docs/rules/"
 INFORMATION_URI = "https://github.com/torchlint/torchlint"
 
 
 def rule_url(code: str) -> Optional[str]:
     """Where a rule's documentation lives (docs/rules/<name>.md), or None for unknown codes."""
-    from torchlint.rules import name_of
+    from torchlint import ruledocs
 
     try:
-        return f"{DOCS_BASE}{name_of(code)}.md"
+        return ruledocs.rule_url(code)
     except KeyError:
         return None
 
