@@ -1,0 +1,227 @@
+"""TL201 missing-no-grad."""
+from __future__ import annotations
+
+import re
+from typing import Optional, Tuple
+
+import libcst as cst
+
+from torchlint.analysis.facts import Call, Function, Loop
+from torchlint.analysis.grad import Grad
+from torchlint.findings import Applicability
+from torchlint.rules.base import Invalid, Rule, RuleContext
+
+_TEST_FILE = re.compile(r"(^|[\\/])(test_[^\\/]*|[^\\/]*_test|conftest)\.py$|(^|[\\/])tests?[\\/]")
+
+
+class MissingNoGrad(Rule):
+    """
+    ## What it does
+    Flags a model forward that runs in an inference context -- after
+    `model.eval()` (until `model.train()`), inside a function named like
+    `evaluate`/`test`/`predict`/`infer`/`validate`/`generate`, or in a file
+    that runs a pretrained or checkpointed model and never calls `.backward()`
+    or `optimizer.step()` -- without `torch.no_grad()` or
+    `torch.inference_mode()`.
+
+    A forward is guarded when it sits under `with torch.no_grad():`,
+    `with torch.inference_mode():`, `with torch.set_grad_enabled(False):`, in a
+    function decorated with `@torch.no_grad()` / `@torch.inference_mode()`
+    (with or without parentheses), or in a function only called from such
+    regions in the same file. Forwards whose scope computes gradients
+    (`.backward()`, `torch.autograd.grad`) are not flagged. A freshly built,
+    randomly initialised model that the file never trains is a demo, not
+    inference, and is not flagged unless an explicit context says so.
+
+    ## Why is this bad?
+    With autograd on, every forward records a graph and keeps the
+    activations alive for a backward pass that never comes: more memory
+    (smaller batches fit), more time per step.
+
+    ## Example
+    ```python
+    model.eval()
+    for x in loader:
+        preds = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    model.eval()
+    with torch.inference_mode():
+        for x in loader:
+            preds = model(x)
+    ```
+
+    ## Fix safety
+    The fix is unsafe: tensors created under `inference_mode` cannot later
+    take part in autograd, so code after the region that does need gradients
+    through them would raise. The fix wraps the smallest enclosing loop (or
+    the statement) in `with torch.inference_mode():`, or decorates the
+    enclosing inference function with `@torch.inference_mode()`.
+
+    ## References
+    - [torch.inference_mode](https://pytorch.org/docs/stable/generated/torch.inference_mode.html)
+    - [Autograd mechanics: locally disabling gradient computation](https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation)
+    """
+
+    CODE = "TL201"
+    NAME = "missing-no-grad"
+    MESSAGE = "Model forward in an inference context runs with autograd on; wrap it in `torch.inference_mode()`"
+    FIX_TITLE = "Run it under `torch.inference_mode()`"
+    APPLICABILITY = Applicability.UNSAFE
+
+    VALID = (
+        # Guarded by a with block.
+        "import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m')\n"
+        "with torch.no_grad():\n    out = model(x)\n",
+        # Decorator without parentheses.
+        "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\n@torch.no_grad\ndef evaluate(x):\n"
+        "    return model(x)\n",
+        # A fresh model that is never trained: a demo, not inference.
+        "import torch\nmodel = torch.nn.Linear(10, 2)\nout = model(torch.randn(1, 10))\n",
+        # Gradients are used.
+        "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.eval()\nout = model(x)\n"
+        "out.sum().backward()\n",
+        # Only called from a guarded region.
+        "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\ndef evaluate(x):\n    return model(x)\n"
+        "with torch.inference_mode():\n    evaluate(1)\n",
+        # Back to training before the forward.
+        "import torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.eval()\nmodel.train()\nout = model(x)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.eval()\nfor x in data:\n"
+            "    y = model(x)\n",
+            fixed="import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.eval()\n"
+            "with torch.inference_mode():\n    for x in data:\n        y = model(x)\n",
+            line=6,
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\n\ndef predict(x):\n"
+            "    a = model(x)\n    b = model(a)\n    return b\n",
+            fixed="import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\n\n@torch.inference_mode()\n"
+            "def predict(x):\n    a = model(x)\n    b = model(a)\n    return b\n",
+            line=6,
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m')\n"
+            "# run it\nout = model(**inputs)\n",
+            fixed="import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m')\n"
+            "# run it\nwith torch.inference_mode():\n    out = model(**inputs)\n",
+            line=5,
+            unsafe=True,
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        grad = Grad.of(ctx.sem)
+        is_test_file = bool(_TEST_FILE.search(ctx.path.replace("\\", "/")))
+        for call in ctx.facts.calls:
+            if not grad.is_model_call(call):
+                continue
+            site = call.site
+            if self._inside_module_class(ctx, call):
+                continue  # a submodule call inside a model: the caller's context decides
+            reason = self._context(ctx, grad, call, is_test_file)
+            if reason is None:
+                continue
+            if grad.guarded(site) or grad.scope_uses_grad(site.scope) or self._callers_use_grad(ctx, grad, call):
+                continue
+            fix = self._fix(ctx, grad, call)
+            ctx.report(
+                call.node,
+                f"Model forward runs with autograd on in an inference context ({reason}); "
+                "wrap it in `torch.inference_mode()` or `torch.no_grad()`",
+                replacements=fix,
+            )
+
+    # -- context -------------------------------------------------------------
+
+    @staticmethod
+    def _inside_module_class(ctx: RuleContext, call: Call) -> bool:
+        for s in call.site.scope.chain():
+            if s.kind == "class":
+                return s.name in ctx.sem.module_classes()
+        return False
+
+    @staticmethod
+    def _context(ctx: RuleContext, grad: Grad, call: Call, is_test_file: bool) -> Optional[str]:
+        fn = grad.inference_function(call.site)
+        if fn is not None and not (is_test_file and fn.name.lower().startswith("test")):
+            if not any(_decorator_enables_grad(ctx, d) for d in fn.decorators):
+                return f"function `{fn.name}`"
+        if grad.after_eval(call):
+            return "after `.eval()`"
+        if not grad.file_trains() and grad.has_trained_weights(call):
+            return "a pretrained model in a file that never trains"
+        return None
+
+    @staticmethod
+    def _callers_use_grad(ctx: RuleContext, grad: Grad, call: Call) -> bool:
+        fn_scope = call.site.scope.function
+        if fn_scope is None:
+            return False
+        fn = ctx.facts.function_of(fn_scope)
+        if fn is None:
+            return False
+        for c in ctx.facts.calls:
+            if isinstance(c.node.func, cst.Name) and c.node.func.value == fn.name and grad.scope_uses_grad(c.site.scope):
+                return True
+        return False
+
+    # -- fix -----------------------------------------------------------------
+
+    def _fix(self, ctx: RuleContext, grad: Grad, call: Call):
+        alias = ctx.facts.module_alias("torch")
+        if alias is None:
+            return None
+        expr = cst.parse_expression(f"{alias}.inference_mode()")
+        site = call.site
+        fn = grad.inference_function(site)
+        if fn is not None and site.scope is fn.scope and isinstance(fn.node, cst.FunctionDef):
+            decorators = list(fn.node.decorators) + [cst.Decorator(expr)]
+            return {fn.node: fn.node.with_changes(decorators=decorators)}
+        loop: Optional[Loop] = site.loop if site.loop is not None and site.loop.scope is site.scope else None
+        target = loop.node if loop is not None else _statement_line(ctx.module, site.stmt)
+        if target is None:
+            return None
+        if isinstance(target, (cst.FunctionDef, cst.ClassDef)):
+            return None
+        with_node = cst.With(
+            items=[cst.WithItem(expr)],
+            body=cst.IndentedBlock(body=[target.with_changes(leading_lines=[])]),
+            leading_lines=target.leading_lines,
+        )
+        return {target: with_node}
+
+
+def _decorator_enables_grad(ctx: RuleContext, d: cst.Decorator) -> bool:
+    target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+    return ctx.facts.qualname(target) in ("torch.enable_grad", "torch.autograd.enable_grad")
+
+
+def _statement_line(module: cst.Module, stmt: Optional[cst.CSTNode]):
+    """The line-level statement holding `stmt` (a SimpleStatementLine with that
+    one small statement, or the compound statement itself)."""
+    if stmt is None:
+        return None
+    if isinstance(stmt, cst.BaseCompoundStatement):
+        return stmt
+    found = []
+
+    class _Find(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+            if any(s is stmt for s in node.body):
+                found.append(node)
+            return False
+
+        def visit_FunctionDef(self, node):  # keep walking into bodies
+            return True
+
+    module.visit(_Find())
+    if found and len(found[0].body) == 1:
+        return found[0]
+    return None
