@@ -109,12 +109,12 @@ class Tensors:
             attr = expr.attr.value
             if attr in _NON_TENSOR_ATTRS:
                 return None
-            base = self.place(expr.value, site)
-            if base is not None:
-                return base if attr in _TENSOR_ATTRS else None
             # Attributes of a model output (`outputs.logits`, `out.loss`).
             if self._is_forward_expr(expr.value, site):
                 return TENSOR
+            base = self.place(expr.value, site)
+            if base is not None:
+                return base if attr in _TENSOR_ATTRS else None
             name = dotted_name(expr)
             if name and "." in name and not name.startswith("self."):
                 return self._name_place(name, site)
