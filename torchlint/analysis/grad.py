@@ -169,6 +169,10 @@ class Grad:
         """A forward: a known module, or a name bound to a loaded checkpoint."""
         if self.sem.is_model_forward(call):
             return True
+        from torchlint.analysis.tensors import Tensors
+
+        if Tensors.of(self.sem)._is_module_param_call(call):
+            return True
         name = dotted_name(call.node.func)
         if name is not None:
             for b in self.facts.visible_bindings(name, call.site.scope):

@@ -130,6 +130,14 @@ class Tensors:
             if left == TENSOR or right == TENSOR:
                 return TENSOR
             return left or right
+        if isinstance(expr, cst.Comparison):
+            operands = [expr.left] + [c.comparator for c in expr.comparisons]
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+                return None
+            places = [self.place(o, site) for o in operands]
+            if TENSOR in places:
+                return TENSOR
+            return CPU if CPU in places else None
         if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
             return self.place(expr.expression, site)
         return None
@@ -154,7 +162,7 @@ class Tensors:
             if q == "torch.from_numpy" or call.keyword("device") is None:
                 return CPU
             return TENSOR
-        if self.sem.is_model_forward(call):
+        if self.sem.is_model_forward(call) or self._is_module_param_call(call):
             return TENSOR
         if q and q.startswith("torch."):
             rest = q[len("torch."):]
@@ -162,16 +170,12 @@ class Tensors:
                 if rest in _TORCH_NON_TENSOR or rest[:1].isupper() or rest.startswith(("is_", "get_", "set_")):
                     return None
                 places = [self.place(a.value, site) for a in node.args if a.keyword is None]
-                if TENSOR in places:
+                if TENSOR in places or call.keyword("device") is not None:
                     return TENSOR
-                if CPU in places:
-                    return CPU
-                return TENSOR if call.keyword("device") is not None else None
-            if rest.startswith("nn.functional.") or rest.startswith("linalg.") or rest.startswith("fft."):
+                return CPU if CPU in places and None not in places else TENSOR
+            if rest.startswith(("nn.functional.", "linalg.", "fft.", "special.")):
                 places = [self.place(a.value, site) for a in node.args if a.keyword is None]
-                if TENSOR in places:
-                    return TENSOR
-                return CPU if CPU in places else None
+                return CPU if places and all(p == CPU for p in places) else TENSOR
             return None
         if call.method is not None and call.receiver is not None and q is None:
             if call.method in _NON_TENSOR_METHODS:
@@ -185,6 +189,34 @@ class Tensors:
                 return TENSOR
             return base
         return None
+
+    def _is_module_param_call(self, call: Call) -> bool:
+        """`model(x)` where `model` is a parameter every same-file caller passes
+        a module to."""
+        func = call.node.func
+        if not isinstance(func, cst.Name):
+            return False
+        bindings = self.facts.visible_bindings(func.value, call.site.scope)
+        if len(bindings) != 1 or bindings[0].kind != "param":
+            return False
+        b = bindings[0]
+        fn = self.facts.function_of(b.site.scope)
+        if fn is None or not isinstance(fn.node, cst.FunctionDef):
+            return False
+        params = [p.name.value for p in fn.node.params.params]
+        if b.name not in params or (b.site.scope.parent is not None and b.site.scope.parent.kind == "class"):
+            return False
+        index = params.index(b.name)
+        callers = self.callers(fn.name)
+        if not callers:
+            return False
+        for c in callers:
+            kw = c.keyword(b.name)
+            pos = c.positional
+            arg = kw.value if kw is not None else (pos[index].value if index < len(pos) else None)
+            if arg is None or any(a.star for a in c.node.args) or self.sem.expr_kind(arg, c.site) != "module":
+                return False
+        return True
 
     def _reaching(self, name: str, site: Site) -> List[Binding]:
         """Bindings of `name` visible at `site`: earlier ones in the same scope,

@@ -239,10 +239,23 @@ class SyncInLoop(Rule):
             reads_after.append(use)
         if not reads_after:
             return None
+        init = before[-1].value
+        if before[-1].kind != "assign" or not isinstance(init, (cst.Integer, cst.Float)):
+            return None
+        torch_alias = ctx.facts.module_alias("torch")
+        if isinstance(init, cst.Integer) and torch_alias is None:
+            return None
         replacements = {call.node: call.node.with_changes(
             func=call.node.func.with_changes(attr=cst.Name("detach")))}
         for use in reads_after:
-            replacements[use.node] = cst.Call(cst.Name("float"), [cst.Arg(use.node)])
+            if isinstance(init, cst.Float):
+                # float + floats: convert back to a float.
+                replacements[use.node] = cst.Call(cst.Name("float"), [cst.Arg(use.node)])
+            else:
+                # An int start: the sum's type follows the tensors' dtype, as `.item()` did.
+                replacements[use.node] = cst.parse_expression(f"{torch_alias}.as_tensor(x).item()").with_changes(
+                    func=cst.parse_expression(f"{torch_alias}.as_tensor(x).item").with_changes(
+                        value=cst.Call(cst.parse_expression(f"{torch_alias}.as_tensor"), [cst.Arg(use.node)])))
         return replacements
 
 
