@@ -107,8 +107,9 @@ class Grad:
                     return fn
         return None
 
-    def after_eval(self, call: Call) -> bool:
-        """`model.eval()` earlier in the same scope, no `.train()` in between."""
+    def after_eval(self, call: Call) -> Optional[int]:
+        """The order of a `model.eval()` earlier in the same scope with no
+        `.train()` in between (None when there is none)."""
         site = call.site
         last_eval = last_train = -1
         for c in self.facts.calls:
@@ -119,15 +120,21 @@ class Grad:
             elif c.method == "train" and c.receiver is not None:
                 last_train = max(last_train, c.site.order)
         if last_eval < 0 or last_train > last_eval:
-            return False
-        # A `.train()` later in an enclosing loop runs before this forward on the
-        # next iteration: not an inference context.
+            return None
+        # A `.train()` later in an enclosing loop that does not also re-run the
+        # `.eval()` puts the model back in training mode on the next iteration.
         if site.loop is not None:
-            for c in self.facts.calls:
-                if c.method == "train" and c.site.scope is site.scope and any(
-                        l.contains(c.site.order) for l in site.loop.chain()):
-                    return False
-        return True
+            for loop in site.loop.chain():
+                if loop.contains(last_eval):
+                    break
+                for c in self.facts.calls:
+                    if c.method == "train" and c.site.scope is site.scope and loop.contains(c.site.order):
+                        return None
+        return last_eval
+
+    def grad_used_after(self, scope: Scope, order: int) -> bool:
+        """Gradients computed in `scope` after source position `order`."""
+        return any(c.site.scope is scope and c.site.order > order and self.is_grad_use(c) for c in self.facts.calls)
 
     def has_trained_weights(self, call: Call) -> bool:
         """The called model is loaded with weights (pretrained / checkpoint)."""

@@ -125,10 +125,16 @@ class MissingNoGrad(Rule):
             site = call.site
             if self._inside_module_class(ctx, call):
                 continue  # a submodule call inside a model: the caller's context decides
-            reason = self._context(ctx, grad, call, is_test_file)
+            reason, eval_order = self._context(ctx, grad, call, is_test_file)
             if reason is None:
                 continue
-            if grad.guarded(site) or grad.scope_uses_grad(site.scope) or self._callers_use_grad(ctx, grad, call):
+            if grad.guarded(site) or self._callers_use_grad(ctx, grad, call):
+                continue
+            if eval_order is not None:
+                # Training code before `.eval()` in the same function is not this forward's.
+                if grad.grad_used_after(site.scope, eval_order):
+                    continue
+            elif grad.scope_uses_grad(site.scope):
                 continue
             fix = self._fix(ctx, grad, call)
             ctx.report(
@@ -148,16 +154,18 @@ class MissingNoGrad(Rule):
         return False
 
     @staticmethod
-    def _context(ctx: RuleContext, grad: Grad, call: Call, is_test_file: bool) -> Optional[str]:
+    def _context(ctx: RuleContext, grad: Grad, call: Call, is_test_file: bool):
+        """(reason, order of the `.eval()` call or None), or (None, None)."""
         fn = grad.inference_function(call.site)
         if fn is not None and not (is_test_file and fn.name.lower().startswith("test")):
             if not any(_decorator_enables_grad(ctx, d) for d in fn.decorators):
-                return f"function `{fn.name}`"
-        if grad.after_eval(call):
-            return "after `.eval()`"
+                return f"function `{fn.name}`", None
+        eval_order = grad.after_eval(call)
+        if eval_order is not None:
+            return "after `.eval()`", eval_order
         if not grad.file_trains() and grad.has_trained_weights(call):
-            return "a pretrained model in a file that never trains"
-        return None
+            return "a pretrained model in a file that never trains", None
+        return None, None
 
     @staticmethod
     def _callers_use_grad(ctx: RuleContext, grad: Grad, call: Call) -> bool:
