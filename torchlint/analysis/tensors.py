@@ -214,9 +214,32 @@ class Tensors:
             kw = c.keyword(b.name)
             pos = c.positional
             arg = kw.value if kw is not None else (pos[index].value if index < len(pos) else None)
-            if arg is None or any(a.star for a in c.node.args) or self.sem.expr_kind(arg, c.site) != "module":
+            if arg is None or any(a.star for a in c.node.args) or not self.is_module_expr(arg, c.site):
                 return False
         return True
+
+    def is_module_expr(self, expr: cst.BaseExpression, site: Site, depth: int = 0) -> bool:
+        """A module: what Semantics knows, or the result of a same-file function
+        whose every `return` gives a module (`model = load_model(path)`)."""
+        if self.sem.expr_kind(expr, site) == "module":
+            return True
+        if depth > 3:
+            return False
+        if isinstance(expr, cst.Name):
+            bs = self.facts.visible_bindings(expr.value, site.scope)
+            return len(bs) == 1 and bs[0].kind == "assign" and bs[0].index is None and bs[0].value is not None \
+                and self.is_module_expr(bs[0].value, bs[0].site, depth + 1)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
+            bs = self.facts.visible_bindings(expr.func.value, site.scope)
+            if len(bs) != 1 or bs[0].kind != "def":
+                return False
+            fn = next((f for f in self.facts.functions if f.node is bs[0].target), None)
+            if fn is None:
+                return False
+            returns = [(st, s) for st, s in self.facts.statements if isinstance(st, cst.Return) and s.scope is fn.scope]
+            return bool(returns) and all(st.value is not None and self.is_module_expr(st.value, s, depth + 1)
+                                         for st, s in returns)
+        return False
 
     def _reaching(self, name: str, site: Site) -> List[Binding]:
         """Bindings of `name` visible at `site`: earlier ones in the same scope,

@@ -123,6 +123,8 @@ class MissingNoGrad(Rule):
             if not grad.is_model_call(call):
                 continue
             site = call.site
+            if _is_loss(ctx, call):
+                continue  # the loss is not the model; its forward is cheap and holds no weights
             if self._inside_module_class(ctx, call):
                 continue  # a submodule call inside a model: the caller's context decides
             reason, eval_order = self._context(ctx, grad, call, is_test_file)
@@ -204,6 +206,19 @@ class MissingNoGrad(Rule):
             leading_lines=target.leading_lines,
         )
         return {target: with_node}
+
+
+def _is_loss(ctx: RuleContext, call: Call) -> bool:
+    func = call.node.func
+    q = ctx.facts.qualname(func)
+    if q is None and isinstance(func, (cst.Name, cst.Attribute)):
+        from torchlint.analysis.facts import dotted_name
+
+        name = dotted_name(func)
+        values = [b.value for b in ctx.facts.visible_bindings(name, call.site.scope) if b.value is not None] if name else []
+        qs = [ctx.facts.qualname(v.func) for v in values if isinstance(v, cst.Call)]
+        return bool(qs) and all(x is not None and x.startswith("torch.nn.") and x.endswith("Loss") for x in qs)
+    return bool(q and q.startswith("torch.nn.") and q.endswith("Loss"))
 
 
 def _decorator_enables_grad(ctx: RuleContext, d: cst.Decorator) -> bool:

@@ -111,24 +111,54 @@ class LoaderNoWorkers(Rule):
         if os_alias is None:
             if facts.bindings_of("os"):
                 return None  # `os` means something else here
-            first = _first_import_line(ctx.module)
-            if first is None:
+            anchor = _import_anchor(ctx.module)
+            if anchor is None:
                 return None
-            import_os = cst.SimpleStatementLine(
-                body=[cst.Import(names=[cst.ImportAlias(cst.Name("os"))])], leading_lines=first.leading_lines)
-            replacements[first] = cst.FlattenSentinel([import_os, first.with_changes(leading_lines=[])])
+            stmt, before = anchor
+            import_os = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(cst.Name("os"))])])
+            if before:
+                # Take over the anchor's leading comments/blank lines.
+                import_os = import_os.with_changes(leading_lines=stmt.leading_lines)
+                replacements[stmt] = cst.FlattenSentinel([import_os, stmt.with_changes(leading_lines=[])])
+            else:
+                replacements[stmt] = cst.FlattenSentinel([stmt, import_os])
             os_alias = "os"
         value = cst.parse_expression(_WORKERS.format(os=os_alias))
         replacements[call.node] = with_keyword(call.node, "num_workers", value)
         return replacements
 
 
-def _first_import_line(module: cst.Module):
+def _import_anchor(module: cst.Module):
+    """Where `import os` goes: (statement, insert before it?). In the first run
+    of plain `import x` lines, in alphabetical order; else before the first
+    import (after `from __future__`)."""
+    plain_run = []
+    first_import = None
     for stmt in module.body:
-        if isinstance(stmt, cst.SimpleStatementLine) and stmt.body:
-            small = stmt.body[0]
-            if isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name) and small.module.value == "__future__":
-                continue
-            if isinstance(small, (cst.Import, cst.ImportFrom)):
-                return stmt
-    return None
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None
+        if isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name) and small.module.value == "__future__":
+            continue
+        if isinstance(small, cst.Import):
+            if plain_run and stmt.leading_lines:
+                break  # a blank line or comment ends the block
+            plain_run.append((stmt, _import_name(small)))
+            first_import = first_import or stmt
+            continue
+        if isinstance(small, cst.ImportFrom):
+            first_import = first_import or stmt
+        if plain_run:
+            break
+        if first_import is not None and not isinstance(small, cst.ImportFrom):
+            break
+    if plain_run:
+        for stmt, name in plain_run:
+            if name > "os":
+                return stmt, True
+        return plain_run[-1][0], False
+    return (first_import, True) if first_import is not None else None
+
+
+def _import_name(node: cst.Import) -> str:
+    from torchlint.analysis.facts import dotted_name
+
+    return dotted_name(node.names[0].name) or ""
