@@ -45,7 +45,11 @@ _TORCH_NON_TENSOR = frozenset(
     "is_grad_enabled is_inference_mode_enabled set_printoptions get_num_threads set_num_threads "
     "use_deterministic_algorithms is_floating_point is_complex typename equal allclose Size Generator "
     "autocast set_float32_matmul_precision get_rng_state set_rng_state from_dlpack is_nonzero "
-    "Tensor FloatTensor LongTensor".split()
+    "Tensor FloatTensor LongTensor "
+    # These return tuples/lists of tensors.
+    "split chunk unbind tensor_split hsplit vsplit dsplit meshgrid broadcast_tensors atleast_1d atleast_2d "
+    "atleast_3d unique_consecutive sort topk kthvalue mode median aminmax frexp lu svd qr eig slogdet "
+    "nonzero_static".split()
 )
 _CPU_MOVES = frozenset({"cpu"})
 _DEVICE_MOVES = frozenset({"to", "cuda", "to_device"})
@@ -167,7 +171,7 @@ class Tensors:
         if q and q.startswith("torch."):
             rest = q[len("torch."):]
             if "." not in rest:
-                if rest in _TORCH_NON_TENSOR or rest[:1].isupper() or rest.startswith(("is_", "get_", "set_")):
+                if rest in _TORCH_NON_TENSOR or rest[:1].isupper() or rest.startswith(("is_", "get_", "set_", "_")):
                     return None
                 places = [self.place(a.value, site) for a in node.args if a.keyword is None]
                 if TENSOR in places or call.keyword("device") is not None:
