@@ -191,3 +191,22 @@ def test_no_fix_without_torch_import():
     src = "import torch.nn as nn\nm = nn.Linear(2, 2)\nm.eval()\ny = m(x)\n"
     found = [f for f in lint_source(src, "e.py") if f.code == "TL201"]
     assert found and found[0].fix is None
+
+
+def test_lightning_steps_are_run_without_grad_by_the_trainer():
+    src = """\
+    import torch
+    import torch.nn as nn
+    import lightning as L
+    net = nn.Linear(2, 2)
+    class Module(L.LightningModule):
+        def validation_step(self, batch, idx):
+            return net(batch)
+    """
+    assert rows(src) == []
+
+
+def test_loss_module_is_not_a_model_forward():
+    src = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\ncrit = nn.MSELoss()\ndef evaluate(x, y):\n" \
+          "    with torch.no_grad():\n        out = model(x)\n    return crit(out, y)\n"
+    assert rows(src) == []

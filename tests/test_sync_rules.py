@@ -126,3 +126,14 @@ def test_tl402_negatives():
 def test_tl402_size_loop_and_model_output():
     src = HEAD + "out = model(x)\nfor i in range(out.size(0)):\n    y = out[i] * 2\n"
     assert rows(src, "TL402") == [6]
+
+
+def test_tl401_rl_acting_loop_is_silent():
+    src = HEAD + "obs = env.reset()\nwhile True:\n    q = model(obs)\n    action = q.argmax().item()\n" \
+                 "    obs, r, done, info = env.step(action)\n"
+    assert rows(src, "TL401") == []
+
+
+def test_tl401_tuple_returning_ops_are_not_tensors():
+    src = HEAD + "for x in loader:\n    out = model(x)\n    for part in out.chunk(2):\n        y = part.sum()\n"
+    assert rows(src, "TL402") == []

@@ -116,6 +116,17 @@ class Loops:
                 return fn
         return None
 
+    def steps_environment(self, loop: Loop) -> bool:
+        """The loop drives an environment (`env.step(action)`): online acting,
+        where pulling the action to the host is inherent."""
+        for call in self.facts.calls:
+            if call.method == "step" and call.site.scope is loop.scope and loop.contains(call.site.order):
+                from torchlint.analysis.facts import dotted_name
+
+                if "env" in (dotted_name(call.receiver) or "").lower():
+                    return True
+        return False
+
     # -- hot contexts ------------------------------------------------------
 
     def hot_context(self, site: Site) -> Optional[HotContext]:

@@ -29,7 +29,7 @@ _NON_TENSOR_METHODS = frozenset(
     "is_complex is_cuda backward register_hook get_device stride storage_offset untyped_storage "
     "__len__ __repr__ __str__ __format__ equal allclose all_close is_set_to is_pinned "
     "keys values items parameters named_parameters modules children named_modules state_dict "
-    "zero_ step append extend".split()
+    "zero_ step append extend split chunk unbind tensor_split sort topk kthvalue".split()
 )
 # Tensor attributes that are not tensors.
 _NON_TENSOR_ATTRS = frozenset(

@@ -159,6 +159,8 @@ class MissingNoGrad(Rule):
     def _context(ctx: RuleContext, grad: Grad, call: Call, is_test_file: bool):
         """(reason, order of the `.eval()` call or None), or (None, None)."""
         fn = grad.inference_function(call.site)
+        if fn is not None and _lightning_step(ctx, fn):
+            return None, None  # Lightning runs validation/test/predict steps without gradients
         if fn is not None and not (is_test_file and fn.name.lower().startswith("test")):
             if not any(_decorator_enables_grad(ctx, d) for d in fn.decorators):
                 return f"function `{fn.name}`", None
@@ -206,6 +208,20 @@ class MissingNoGrad(Rule):
             leading_lines=target.leading_lines,
         )
         return {target: with_node}
+
+
+def _lightning_step(ctx: RuleContext, fn: Function) -> bool:
+    parent = fn.scope.parent
+    if parent is None or parent.kind != "class" or not fn.name.endswith("_step"):
+        return False
+    info = ctx.facts.classes.get(parent.name)
+    if info is None:
+        return False
+    for base in info.bases:
+        q = ctx.facts.qualname(base) or ""
+        if q.startswith(("lightning", "pytorch_lightning")):
+            return True
+    return False
 
 
 def _is_loss(ctx: RuleContext, call: Call) -> bool:

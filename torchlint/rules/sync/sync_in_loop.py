@@ -130,6 +130,8 @@ class SyncInLoop(Rule):
                 continue
             if what[1] and not hot.training:
                 continue
+            if loops.steps_environment(hot.loop):
+                continue  # RL acting: the environment needs the action on the host
             fix = self._accumulation_fix(ctx, tensors, call, hot) if call.method == "item" else None
             ctx.report(call.node, self._message(what[0], hot), replacements=fix)
         for node, site in list(ctx.facts.ifs) + self._whiles(ctx):
