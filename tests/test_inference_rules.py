@@ -210,3 +210,20 @@ def test_loss_module_is_not_a_model_forward():
     src = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\ncrit = nn.MSELoss()\ndef evaluate(x, y):\n" \
           "    with torch.no_grad():\n        out = model(x)\n    return crit(out, y)\n"
     assert rows(src) == []
+
+
+def test_fix_converges_for_forwards_in_nested_loops():
+    src = """\
+    import torch
+    import torch.nn as nn
+    m = nn.Linear(2, 2)
+    m.eval()
+    for chunk in chunks:
+        for x in chunk:
+            a = m(x)
+        b = m(chunk)
+    """
+    out = fixed(src)
+    assert out.count("inference_mode") == 1
+    assert "with torch.inference_mode():\n    for chunk in chunks:\n" in out
+    assert rows(out) == []

@@ -118,6 +118,7 @@ class MissingNoGrad(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         grad = Grad.of(ctx.sem)
+        found = []
         is_test_file = bool(_TEST_FILE.search(ctx.path.replace("\\", "/")))
         for call in ctx.facts.calls:
             if not grad.is_model_call(call):
@@ -138,13 +139,30 @@ class MissingNoGrad(Rule):
                     continue
             elif grad.scope_uses_grad(site.scope):
                 continue
-            fix = self._fix(ctx, grad, call)
+            found.append((call, reason))
+        # One root cause, one fix: a forward whose smallest loop sits inside
+        # another reported forward's loop takes that outer loop, so the fixes
+        # converge instead of nesting `with` blocks.
+        loops = {id(c.node): self._own_loop(c) for c, _ in found}
+        for call, reason in found:
+            loop = loops[id(call.node)]
+            for other, _ in found:
+                outer = loops[id(other.node)]
+                if outer is not None and outer.scope is call.site.scope and outer.contains(call.site.order) and (
+                        loop is None or outer.order < loop.order):
+                    loop = outer
+            fix = self._fix(ctx, grad, call, loop)
             ctx.report(
                 call.node,
                 f"Model forward runs with autograd on in an inference context ({reason}); "
                 "wrap it in `torch.inference_mode()` or `torch.no_grad()`",
                 replacements=fix,
             )
+
+    @staticmethod
+    def _own_loop(call: Call) -> Optional[Loop]:
+        loop = call.site.loop
+        return loop if loop is not None and loop.scope is call.site.scope else None
 
     # -- context -------------------------------------------------------------
 
@@ -186,7 +204,7 @@ class MissingNoGrad(Rule):
 
     # -- fix -----------------------------------------------------------------
 
-    def _fix(self, ctx: RuleContext, grad: Grad, call: Call):
+    def _fix(self, ctx: RuleContext, grad: Grad, call: Call, loop: Optional[Loop]):
         alias = ctx.facts.module_alias("torch")
         if alias is None:
             return None
@@ -196,7 +214,6 @@ class MissingNoGrad(Rule):
         if fn is not None and site.scope is fn.scope and isinstance(fn.node, cst.FunctionDef):
             decorators = list(fn.node.decorators) + [cst.Decorator(expr)]
             return {fn.node: fn.node.with_changes(decorators=decorators)}
-        loop: Optional[Loop] = site.loop if site.loop is not None and site.loop.scope is site.scope else None
         target = loop.node if loop is not None else _statement_line(ctx.module, site.stmt)
         if target is None:
             return None
