@@ -137,3 +137,18 @@ def test_tl401_rl_acting_loop_is_silent():
 def test_tl401_tuple_returning_ops_are_not_tensors():
     src = HEAD + "for x in loader:\n    out = model(x)\n    for part in out.chunk(2):\n        y = part.sum()\n"
     assert rows(src, "TL402") == []
+
+
+def test_tl402_model_outputs_that_may_be_tuples_are_silent():
+    src = """\
+    import torch
+    from transformers import AutoModel
+    model = AutoModel.from_pretrained("m")
+    outputs = model(**inputs)
+    for hs in outputs.hidden_states:
+        pooled = hs.mean(dim=1)
+    lstm_out = model(x)
+    for part in lstm_out:
+        y = part.sum()
+    """
+    assert rows(src, "TL402") == []

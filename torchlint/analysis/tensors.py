@@ -13,6 +13,7 @@ host-only work.
 """
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional
 
 import libcst as cst
@@ -51,6 +52,9 @@ _TORCH_NON_TENSOR = frozenset(
     "atleast_3d unique_consecutive sort topk kthvalue mode median aminmax frexp lu svd qr eig slogdet "
     "nonzero_static".split()
 )
+_OUTPUT_TENSOR_ATTR = re.compile(
+    r"(logits|loss|last_hidden_state|pooler_output|embeds|embeddings|scores|pred_boxes|pred_masks|sample|"
+    r"prediction|predictions|output)$")
 _CPU_MOVES = frozenset({"cpu"})
 _DEVICE_MOVES = frozenset({"to", "cuda", "to_device"})
 
@@ -113,9 +117,10 @@ class Tensors:
             attr = expr.attr.value
             if attr in _NON_TENSOR_ATTRS:
                 return None
-            # Attributes of a model output (`outputs.logits`, `out.loss`).
+            # Tensor attributes of a model output (`outputs.logits`, `out.loss`);
+            # `hidden_states`, `attentions`, `past_key_values` are tuples.
             if self._is_forward_expr(expr.value, site):
-                return TENSOR
+                return TENSOR if _OUTPUT_TENSOR_ATTR.search(attr) else None
             base = self.place(expr.value, site)
             if base is not None:
                 return base if attr in _TENSOR_ATTRS else None
@@ -145,6 +150,10 @@ class Tensors:
         if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
             return self.place(expr.expression, site)
         return None
+
+    def is_forward_output(self, expr: cst.BaseExpression, site: Site) -> bool:
+        """A model's direct output (may be a tuple or a ModelOutput, not a tensor)."""
+        return self._is_forward_expr(expr, site)
 
     def _is_forward_expr(self, expr: cst.BaseExpression, site: Site) -> bool:
         if isinstance(expr, cst.Call):

@@ -92,7 +92,8 @@ class TensorPythonLoop(Rule):
             if site is None:
                 continue
             it = loop.node.iter
-            if isinstance(loop.node.target, cst.Name) and tensors.is_tensor(it, site):
+            if isinstance(loop.node.target, cst.Name) and tensors.is_tensor(it, site) \
+                    and not tensors.is_forward_output(it, site):  # a model may return a tuple
                 if self._element_work(ctx, loop, loop.node.target.value, None):
                     ctx.report(loop.node, f"Python loop over the elements of tensor `{ctx.code(it)}` does tensor "
                                           "work per element; vectorize it (one op over the whole tensor)")
@@ -113,6 +114,8 @@ class TensorPythonLoop(Rule):
         t = None
         if isinstance(arg, cst.Call) and isinstance(arg.func, cst.Name) and arg.func.value == "len" and len(arg.args) == 1:
             t = arg.args[0].value
+            if tensors.is_forward_output(t, site):
+                return None  # `len()` of a model output: it may be a tuple
         elif isinstance(arg, cst.Subscript) and isinstance(arg.value, cst.Attribute) and arg.value.attr.value == "shape":
             t = arg.value.value
         elif isinstance(arg, cst.Call) and isinstance(arg.func, cst.Attribute) and arg.func.attr.value == "size":
