@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from typing import Optional, Tuple
+from typing import Optional
 
 import libcst as cst
 
