@@ -227,3 +227,8 @@ def test_fix_converges_for_forwards_in_nested_loops():
     assert out.count("inference_mode") == 1
     assert "with torch.inference_mode():\n    for chunk in chunks:\n" in out
     assert rows(out) == []
+
+
+def test_global_set_grad_enabled_false_guards_the_file():
+    src = PRETRAINED + "torch.set_grad_enabled(False)\nout = model(**inputs)\n"
+    assert rows(src) == []

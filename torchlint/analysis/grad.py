@@ -56,9 +56,26 @@ class Grad:
 
     # -- guards --------------------------------------------------------------
 
+    def _global_disables(self):
+        """`torch.set_grad_enabled(False)` called as a statement: (scope, order)."""
+        cached = getattr(self, "_disables", None)
+        if cached is not None:
+            return cached
+        out = []
+        for c in self.facts.calls:
+            if c.qualname in ("torch.set_grad_enabled", "torch.autograd.set_grad_enabled") and c.node.args \
+                    and isinstance(c.node.args[0].value, cst.Name) and c.node.args[0].value.value == "False" \
+                    and isinstance(c.site.parent, cst.Expr):
+                out.append((c.site.scope, c.site.order))
+        self._disables = out
+        return out
+
     def guarded(self, site: Site) -> bool:
         if self.sem.under_no_grad(site):
             return True
+        for scope, order in self._global_disables():
+            if scope.kind == "module" or (scope is site.scope and order < site.order):
+                return True
         if any(self._enables_grad(w) for w in site.withs):
             return True  # explicitly with gradients: not our business
         fn_scope = site.scope.function
