@@ -13,6 +13,8 @@ from torchlint.rules.base import Invalid, Rule, RuleContext
 
 _BATCH_NAME = re.compile(r"^(.*_)?(batch_?size|bs|batch)$", re.I)
 _BATCH_OPTION = re.compile(r"^-{1,2}(.*[-_])?(batch[-_]?size|bs)$", re.I)
+_BATCH_KEY = re.compile(r"^(.*[-_])?(batch[-_]?size|bs)$", re.I)
+_CONFIG_CLASS = re.compile(r"(Config|Cfg|Args|Arguments|Params|Hparams|HParams|Settings|Options)$")
 # Online, one-observation-at-a-time code (RL acting): a batch of one is inherent.
 _ONLINE_MODULES = ("gym", "gymnasium", "stable_baselines3", "pettingzoo")
 
@@ -70,6 +72,8 @@ class BatchSizeOne(Rule):
         "import gym\nimport torch\nbatch_size = 1\nfor step in range(10):\n"
         "    obs = torch.zeros(batch_size, 4)\n    action = policy(obs)\n    loss.backward()\n",
         "import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs', default=1)\n",
+        "config = {'batch_size': 64, 'epochs': 1}\n",
+        "class Policy:\n    batch_size = 1\n",
     )
     INVALID = (
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=1)\n", line=2),
@@ -78,6 +82,8 @@ class BatchSizeOne(Rule):
             "    loss = model(x)\n    loss.backward()\n",
             line=2,
         ),
+        Invalid("config = {'lr': 0.1, 'batch_size': 1}\n", line=1),
+        Invalid("from dataclasses import dataclass\n@dataclass\nclass TrainConfig:\n    batch_size: int = 1\n", line=4),
         Invalid("import argparse\np = argparse.ArgumentParser()\np.add_argument('--batch-size', type=int, default=1)\n",
                 line=3),
     )
@@ -98,17 +104,46 @@ class BatchSizeOne(Rule):
         for call in ctx.facts.calls:
             if call.method == "add_argument":
                 self._argparse(call, report)
+        self._config_dicts(ctx, report)
         for b in ctx.facts.bindings:
             if b.kind not in ("assign", "annassign") or b.index is not None or not _is_one(b.value):
                 continue
             last = b.name.rsplit(".", 1)[-1]
             if not _BATCH_NAME.match(last) or "." in b.name:
                 continue
+            if b.site.scope.kind == "class":
+                if _CONFIG_CLASS.search(b.site.scope.name):
+                    report(b.value, "a config default")
+                continue
             if len(ctx.facts.visible_bindings(b.name, b.site.scope)) != 1:
                 continue  # rebound somewhere: can't tell which value reaches
             how = self._feeds(ctx, b, online)
             if how:
                 report(b.value, how)
+
+    @staticmethod
+    def _config_dicts(ctx: RuleContext, report) -> None:
+        """`{"batch_size": 1}` and `dict(batch_size=1)` literals."""
+        found = []
+
+        class _V(cst.CSTVisitor):
+            def visit_DictElement(self, node: cst.DictElement) -> None:
+                key = node.key
+                if isinstance(key, cst.SimpleString) and _is_one(node.value):
+                    name = key.evaluated_value
+                    if isinstance(name, str) and _BATCH_KEY.match(name):
+                        found.append(node.value)
+
+        if any("batch" in s.value.lower() or "bs" in s.value.lower() for s, _ in ctx.facts.strings):
+            ctx.module.visit(_V())
+        for call in ctx.facts.calls:
+            if isinstance(call.node.func, cst.Name) and call.node.func.value == "dict" \
+                    and not ctx.facts.bindings_of("dict"):
+                for arg in call.node.args:
+                    if arg.keyword is not None and _BATCH_KEY.match(arg.keyword.value) and _is_one(arg.value):
+                        found.append(arg.value)
+        for value in found:
+            report(value, "a config default")
 
     @staticmethod
     def _argparse(call: Call, report) -> None:
