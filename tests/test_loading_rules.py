@@ -100,3 +100,9 @@ def test_tl302_keeps_future_import_first():
     src = "from __future__ import annotations\n" + HEAD + "loader = DataLoader(ds, pin_memory=True)\n"
     out, _ = fix_source(src, "e.py", unsafe=True)
     assert out.startswith("from __future__ import annotations\nimport os\n")
+
+
+def test_tl302_os_imported_only_in_another_function_gets_no_fix():
+    src = HEAD + "def f():\n    import os\n    return os.getcwd()\nloader = DataLoader(ds, pin_memory=True)\n"
+    found = [f for f in lint_source(src, "e.py") if f.code == "TL302"]
+    assert found and found[0].fix is None

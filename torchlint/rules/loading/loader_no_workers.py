@@ -107,6 +107,9 @@ class LoaderNoWorkers(Rule):
     def _fix(ctx: RuleContext, call: Call):
         facts = ctx.facts
         os_alias = facts.module_alias("os")
+        if os_alias is not None and not any(
+                b.kind == "import" for b in facts.visible_bindings(os_alias, call.site.scope)):
+            return None  # imported somewhere else (inside another function): don't guess
         replacements = {}
         if os_alias is None:
             if facts.bindings_of("os"):
