@@ -206,7 +206,7 @@ class MissingNoGrad(Rule):
 
     def _fix(self, ctx: RuleContext, grad: Grad, call: Call, loop: Optional[Loop]):
         alias = ctx.facts.module_alias("torch")
-        if alias is None:
+        if alias is None or not any(b.kind == "import" for b in ctx.facts.visible_bindings(alias, call.site.scope)):
             return None
         expr = cst.parse_expression(f"{alias}.inference_mode()")
         site = call.site

@@ -245,6 +245,9 @@ class SyncInLoop(Rule):
         if before[-1].kind != "assign" or not isinstance(init, (cst.Integer, cst.Float)):
             return None
         torch_alias = ctx.facts.module_alias("torch")
+        if torch_alias is not None and not any(
+                b.kind == "import" for b in ctx.facts.visible_bindings(torch_alias, scope)):
+            torch_alias = None
         if isinstance(init, cst.Integer) and torch_alias is None:
             return None
         replacements = {call.node: call.node.with_changes(
