@@ -106,3 +106,9 @@ def test_tl302_os_imported_only_in_another_function_gets_no_fix():
     src = HEAD + "def f():\n    import os\n    return os.getcwd()\nloader = DataLoader(ds, pin_memory=True)\n"
     found = [f for f in lint_source(src, "e.py") if f.code == "TL302"]
     assert found and found[0].fix is None
+
+
+def test_gpu_resident_custom_dataset_is_exempt_from_both():
+    src = HEAD + "class D:\n    def __getitem__(self, i):\n        return torch.randn(3, device=device)\n" \
+                 "loader = DataLoader(D(), batch_size=4)\n"
+    assert rows(src, "TL302") == [] and rows(src, "TL303") == []

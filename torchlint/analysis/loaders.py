@@ -73,3 +73,30 @@ def with_keyword(node: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
     else:
         args[-1] = last.with_changes(comma=space)
     return node.with_changes(args=args + [new])
+
+
+def dataset_class(sem: Semantics, expr: Optional[cst.BaseExpression], site: Site) -> Optional[str]:
+    """The same-file class `expr` is an instance of (`ds = MyDataset(...)`)."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in sem.facts.classes:
+        return expr.func.value
+    name = dotted_name(expr) if expr is not None else None
+    if name is None:
+        return None
+    bindings = sem.facts.visible_bindings(name, site.scope)
+    if len(bindings) != 1 or bindings[0].value is None or bindings[0].index is not None:
+        return None
+    value = bindings[0].value
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in sem.facts.classes:
+        return value.func.value
+    return None
+
+
+def class_places_on_device(sem: Semantics, class_name: str) -> bool:
+    """Code in the class moves or creates tensors on a device (`.to(...)`,
+    `.cuda()`, `device=`): its items may already live on the GPU."""
+    for call in sem.facts.calls:
+        if not any(s.kind == "class" and s.name == class_name for s in call.site.scope.chain()):
+            continue
+        if call.method in ("to", "cuda") or call.keyword("device") is not None:
+            return True
+    return False

@@ -3,7 +3,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.loaders import dataset_expr, loader_calls, tensor_dataset_call, with_keyword
+from torchlint.analysis.loaders import (
+    class_places_on_device,
+    dataset_class,
+    dataset_expr,
+    loader_calls,
+    tensor_dataset_call,
+    with_keyword,
+)
 from torchlint.analysis.tensors import TENSOR, Tensors
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
@@ -61,6 +68,9 @@ class LoaderNoPinMemory(Rule):
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
         "ds = TensorDataset(torch.randn(8, 2, device='cuda'))\nloader = DataLoader(ds)\n",
         "from torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=flag)\nx.cuda()\n",
+        # A dataset whose items are already on the GPU cannot be pinned.
+        "from torch.utils.data import DataLoader, Dataset\nclass D(Dataset):\n    def __getitem__(self, i):\n"
+        "        return self.x[i].to('cuda')\nloader = DataLoader(D())\n",
     )
     INVALID = (
         Invalid(
@@ -91,6 +101,9 @@ class LoaderNoPinMemory(Rule):
             kw = call.keyword("pin_memory")
             if kw is not None and not (isinstance(kw.value, cst.Name) and kw.value.value == "False"):
                 continue
+            cls = dataset_class(ctx.sem, dataset_expr(call), call.site)
+            if cls is not None and class_places_on_device(ctx.sem, cls):
+                continue  # items may already be on the device: pinning them would fail
             td = tensor_dataset_call(ctx.sem, dataset_expr(call), call.site)
             if td is not None and any(tensors.place(a.value, call.site) == TENSOR for a in td.args):
                 continue  # device tensors cannot be pinned

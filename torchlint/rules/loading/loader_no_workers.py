@@ -4,7 +4,14 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.facts import Call
-from torchlint.analysis.loaders import dataset_expr, loader_calls, tensor_dataset_call, with_keyword
+from torchlint.analysis.loaders import (
+    class_places_on_device,
+    dataset_class,
+    dataset_expr,
+    loader_calls,
+    tensor_dataset_call,
+    with_keyword,
+)
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
@@ -99,6 +106,9 @@ class LoaderNoWorkers(Rule):
                 continue
             if tensor_dataset_call(ctx.sem, dataset_expr(call), call.site) is not None:
                 continue
+            cls = dataset_class(ctx.sem, dataset_expr(call), call.site)
+            if cls is not None and class_places_on_device(ctx.sem, cls):
+                continue  # items built on the GPU: worker processes cannot use CUDA after fork
             msg = ("DataLoader has `num_workers=0`" if kw is not None else "DataLoader has no `num_workers`") + (
                 ": batches are loaded in the main process between GPU steps; use worker processes")
             ctx.report(call.node, msg, replacements=self._fix(ctx, call))
