@@ -210,6 +210,8 @@ class MissingNoGrad(Rule):
             return None
         expr = cst.parse_expression(f"{alias}.inference_mode()")
         site = call.site
+        if site.scope.kind == "lambda":
+            return None  # a lambda runs later, outside any `with` around its definition
         fn = grad.inference_function(site)
         if fn is not None and site.scope is fn.scope and isinstance(fn.node, cst.FunctionDef):
             decorators = list(fn.node.decorators) + [cst.Decorator(expr)]
