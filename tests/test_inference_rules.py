@@ -232,3 +232,8 @@ def test_fix_converges_for_forwards_in_nested_loops():
 def test_global_set_grad_enabled_false_guards_the_file():
     src = PRETRAINED + "torch.set_grad_enabled(False)\nout = model(**inputs)\n"
     assert rows(src) == []
+
+
+def test_train_false_is_eval():
+    src = "import torch.nn as nn\nm = nn.Linear(2, 2)\nm.train(False)\ny = m(x)\n"
+    assert rows(src) == [4]

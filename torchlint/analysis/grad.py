@@ -132,7 +132,9 @@ class Grad:
         for c in self.facts.calls:
             if c.site.scope is not site.scope or c.site.order >= site.order:
                 continue
-            if c.method == "eval" and not c.node.args and c.receiver is not None:
+            if c.receiver is not None and ((c.method == "eval" and not c.node.args) or (
+                    c.method == "train" and c.node.args and isinstance(c.node.args[0].value, cst.Name)
+                    and c.node.args[0].value.value == "False")):
                 last_eval = max(last_eval, c.site.order)
             elif c.method == "train" and c.receiver is not None:
                 last_train = max(last_train, c.site.order)
