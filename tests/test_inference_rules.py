@@ -1,0 +1,239 @@
+"""TL201 missing-no-grad: longer positive, negative and fix cases."""
+import textwrap
+
+import libcst as cst
+
+from torchlint.api import fix_source, lint_source
+
+
+def rows(src, code="TL201", path="example.py"):
+    return [f.row for f in lint_source(textwrap.dedent(src), path) if f.code == code]
+
+
+def fixed(src):
+    out, _ = fix_source(textwrap.dedent(src), "example.py", unsafe=True)
+    return out
+
+
+PRETRAINED = """\
+import torch
+from transformers import AutoModel
+model = AutoModel.from_pretrained("bert")
+"""
+
+
+def test_pretrained_model_in_file_that_never_trains():
+    assert rows(PRETRAINED + "out = model(**inputs)\n") == [4]
+
+
+def test_pretrained_model_with_training_is_not_inference():
+    src = PRETRAINED + "out = model(**inputs)\nout.loss.backward()\nopt.step()\n"
+    assert rows(src) == []
+
+
+def test_checkpoint_loaded_model():
+    src = "import torch\nimport torch.nn as nn\nnet = nn.Linear(2, 2)\nnet.load_state_dict(torch.load('w.pt'))\ny = net(x)\n"
+    assert rows(src) == [5]
+    src = "import torch\nmodel = torch.load('m.pt')\ny = model(x)\n"
+    assert rows(src) == [3]
+
+
+def test_torchvision_pretrained_weights():
+    src = "import torch\nimport torchvision\nm = torchvision.models.resnet18(weights='DEFAULT')\ny = m(x)\n"
+    assert rows(src) == [4]
+    src = "import torch\nimport torchvision\nm = torchvision.models.resnet18()\ny = m(x)\n"
+    assert rows(src) == []
+
+
+def test_fresh_local_model_in_hot_loop_without_backward_is_silent():
+    src = """\
+    import torch
+    import torch.nn as nn
+    class Net(nn.Module):
+        def forward(self, x):
+            return x
+    model = Net()
+    for i in range(10):
+        out = model(torch.randn(2, 2))
+    """
+    assert rows(src) == []
+
+
+def test_after_eval_until_train():
+    src = """\
+    import torch
+    import torch.nn as nn
+    model = nn.Linear(2, 2)
+    def run(loader, opt):
+        for epoch in range(3):
+            model.train()
+            for x in loader:
+                model(x).sum().backward()
+                opt.step()
+            model.eval()
+            for x in loader:
+                val = model(x)
+    """
+    assert rows(src) == [12]
+
+
+def test_eval_then_train_in_same_loop():
+    # Within each iteration the forward runs between .eval() and .train().
+    src = """\
+    import torch.nn as nn
+    model = nn.Linear(2, 2)
+    for x in data:
+        model.train()
+        model(x).sum().backward()
+        model.eval()
+        y = model(x)
+        model.train()
+    """
+    assert rows(src) == [7]
+
+
+def test_eval_before_loop_and_train_inside_is_not_inference():
+    src = """\
+    import torch.nn as nn
+    model = nn.Linear(2, 2)
+    model.eval()
+    for x in data:
+        y = model(x)
+        model.train()
+    """
+    assert rows(src) == []
+
+
+def test_guards_with_decorator_and_callers():
+    for guard in ("with torch.no_grad():", "with torch.inference_mode():", "with torch.set_grad_enabled(False):"):
+        src = f"import torch\nimport torch.nn as nn\nm = nn.Linear(2, 2)\nm.eval()\n{guard}\n    y = m(x)\n"
+        assert rows(src) == [], guard
+    for deco in ("@torch.no_grad()", "@torch.no_grad", "@torch.inference_mode()", "@torch.inference_mode"):
+        src = f"import torch\nimport torch.nn as nn\nm = nn.Linear(2, 2)\n{deco}\ndef evaluate(x):\n    return m(x)\n"
+        assert rows(src) == [], deco
+
+
+def test_set_grad_enabled_true_is_not_a_guard():
+    src = "import torch\nimport torch.nn as nn\nm = nn.Linear(2, 2)\nm.eval()\nwith torch.set_grad_enabled(True):\n    y = m(x)\n"
+    assert rows(src) == []  # gradients explicitly on: the author wants them
+
+
+def test_helper_called_from_guarded_and_unguarded_regions():
+    src = """\
+    import torch
+    import torch.nn as nn
+    m = nn.Linear(2, 2)
+    def predict(x):
+        return m(x)
+    with torch.no_grad():
+        predict(1)
+    predict(2)
+    """
+    assert rows(src) == [5]
+
+
+def test_inference_function_whose_result_is_backpropagated():
+    src = """\
+    import torch.nn as nn
+    m = nn.Linear(2, 2)
+    def predict(x):
+        return m(x)
+    loss = predict(1).sum()
+    loss.backward()
+    """
+    assert rows(src) == []
+
+
+def test_pytest_test_functions_in_test_files_are_not_inference():
+    src = "import torch.nn as nn\ndef test_shape():\n    m = nn.Linear(2, 2)\n    assert m(x).shape\n"
+    assert rows(src, path="tests/test_model.py") == []
+    assert rows(src, path="model.py") == [4]
+
+
+def test_submodule_calls_inside_model_are_not_reported():
+    src = """\
+    import torch
+    import torch.nn as nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+        def generate(self, x):
+            return self.fc(x)
+    """
+    assert rows(src) == []
+
+
+def test_fix_converges_for_two_forwards_in_one_loop():
+    src = """\
+    import torch
+    import torch.nn as nn
+    m = nn.Linear(2, 2)
+    m.eval()
+    for x in data:
+        a = m(x)
+        b = m(a)
+    """
+    out = fixed(src)
+    assert out.count("inference_mode") == 1
+    cst.parse_module(out)
+    assert rows(out) == []
+    assert fixed(out) == out
+
+
+def test_fix_wraps_statement_in_branch():
+    src = PRETRAINED + "if ok:\n    # go\n    out = model(**inputs)\n"
+    out = fixed(src)
+    assert "if ok:\n    # go\n    with torch.inference_mode():\n        out = model(**inputs)\n" in out
+
+
+def test_no_fix_without_torch_import():
+    src = "import torch.nn as nn\nm = nn.Linear(2, 2)\nm.eval()\ny = m(x)\n"
+    found = [f for f in lint_source(src, "e.py") if f.code == "TL201"]
+    assert found and found[0].fix is None
+
+
+def test_lightning_steps_are_run_without_grad_by_the_trainer():
+    src = """\
+    import torch
+    import torch.nn as nn
+    import lightning as L
+    net = nn.Linear(2, 2)
+    class Module(L.LightningModule):
+        def validation_step(self, batch, idx):
+            return net(batch)
+    """
+    assert rows(src) == []
+
+
+def test_loss_module_is_not_a_model_forward():
+    src = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\ncrit = nn.MSELoss()\ndef evaluate(x, y):\n" \
+          "    with torch.no_grad():\n        out = model(x)\n    return crit(out, y)\n"
+    assert rows(src) == []
+
+
+def test_fix_converges_for_forwards_in_nested_loops():
+    src = """\
+    import torch
+    import torch.nn as nn
+    m = nn.Linear(2, 2)
+    m.eval()
+    for chunk in chunks:
+        for x in chunk:
+            a = m(x)
+        b = m(chunk)
+    """
+    out = fixed(src)
+    assert out.count("inference_mode") == 1
+    assert "with torch.inference_mode():\n    for chunk in chunks:\n" in out
+    assert rows(out) == []
+
+
+def test_global_set_grad_enabled_false_guards_the_file():
+    src = PRETRAINED + "torch.set_grad_enabled(False)\nout = model(**inputs)\n"
+    assert rows(src) == []
+
+
+def test_train_false_is_eval():
+    src = "import torch.nn as nn\nm = nn.Linear(2, 2)\nm.train(False)\ny = m(x)\n"
+    assert rows(src) == [4]

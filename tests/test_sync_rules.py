@@ -1,0 +1,154 @@
+"""TL401 sync-in-loop and TL402 tensor-python-loop."""
+import textwrap
+
+import libcst as cst
+
+from torchlint.api import fix_source, lint_source
+
+HEAD = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\ncriterion = nn.MSELoss()\n"
+
+
+def rows(src, code):
+    return [f.row for f in lint_source(textwrap.dedent(src), "example.py") if f.code == code]
+
+
+def train(body, after=""):
+    lines = ["total = 0.0", "for step, (x, y) in enumerate(loader):", "    loss = criterion(model(x), y)",
+             "    loss.backward()", "    optimizer.step()"]
+    lines += ["    " + b for b in body.splitlines()]
+    return HEAD + "\n".join(lines) + "\n" + after
+
+
+def test_tl401_item_tolist_casts():
+    assert rows(train("v = loss.item()"), "TL401") == [10]
+    assert rows(train("v = loss.tolist()"), "TL401") == [10]
+    for cast in ("float", "int", "bool"):
+        assert rows(train(f"v = {cast}(loss)"), "TL401") == [10], cast
+
+
+def test_tl401_training_only_calls():
+    assert rows(train("v = loss.detach().cpu().numpy()"), "TL401") == [10]  # one finding for the chain
+    assert rows(train("print(loss)"), "TL401") == [10]
+    assert rows(train("print(f'{loss:.3f}')"), "TL401") == [10]
+
+
+def test_tl401_inference_loop_cpu_collection_is_silent():
+    src = HEAD + "outs = []\nfor x in loader:\n    with torch.no_grad():\n        outs.append(model(x).cpu().numpy())\n"
+    assert rows(src, "TL401") == []
+
+
+def test_tl401_periodic_guard_and_after_loop():
+    assert rows(train("if step % 50 == 0:\n    print(loss.item())"), "TL401") == []
+    assert rows(train("if (step + 1) % cfg.log_every == 0:\n    print(float(loss))"), "TL401") == []
+    assert rows(train("pass", after="print(loss.item())\n"), "TL401") == []
+
+
+def test_tl401_python_numbers_are_silent():
+    body = "lr = float(scheduler.get_last_lr()[0])\nfor group in optimizer.param_groups:\n    g = float(group['lr'])\n" \
+           "n = int(x.shape[0])\nk = len(y)"
+    assert rows(train(body), "TL401") == []
+
+
+def test_tl401_cpu_tensor_is_silent():
+    assert rows(train("w = torch.ones(3).sum().item()"), "TL401") == []
+
+
+def test_tl401_tensor_condition():
+    assert rows(train("if loss < 0.01:\n    break"), "TL401") == [10]
+    assert rows(train("if loss is None:\n    break"), "TL401") == []
+
+
+def test_tl401_helper_called_every_iteration():
+    src = HEAD + "def log(v):\n    return v.item()\nfor x in loader:\n    loss = criterion(model(x), x)\n" \
+                 "    loss.backward()\n    log(loss)\n"
+    assert rows(src, "TL401") == [6]
+    src = HEAD + "def log(v):\n    return v.item()\nfor i, x in enumerate(loader):\n    loss = criterion(model(x), x)\n" \
+                 "    loss.backward()\n    if i % 100 == 0:\n        log(loss)\n"
+    assert rows(src, "TL401") == []
+
+
+def test_tl401_accumulation_fix():
+    src = train("total += loss.item()", after="print(total / len(loader))\n")
+    out, remaining = fix_source(src, "e.py", unsafe=True)
+    assert "    total += loss.detach()\n" in out
+    assert "print(float(total) / len(loader))\n" in out
+    assert not [f for f in remaining if f.code == "TL401"]
+    cst.parse_module(out)
+    assert fix_source(out, "e.py", unsafe=True)[0] == out
+
+
+def test_tl401_accumulation_int_start_keeps_type():
+    src = HEAD + "correct = 0\nfor x, y in loader:\n    out = model(x)\n    correct += (out.argmax(1) == y).sum().item()\n" \
+                 "acc = correct / 10\n"
+    out, _ = fix_source(src, "e.py", unsafe=True)
+    assert "acc = torch.as_tensor(correct).item() / 10" in out
+
+
+def test_tl401_no_fix_when_read_inside_loop():
+    src = train("total += loss.item()\nprint(total)", after="print(total)\n")
+    found = [f for f in lint_source(src, "e.py") if f.code == "TL401" and f.row == 10]
+    assert found and found[0].fix is None
+
+
+def test_tl402_parameter_passed_tensors():
+    src = """\
+    import torch
+    def work(batch):
+        out = []
+        for item in batch:
+            out.append(item.sum())
+        return out
+    work(torch.randn(8, 3))
+    work([1, 2, 3])
+    """
+    assert rows(src, "TL402") == []  # one caller passes a list: unknown
+    assert rows(src.replace("    work([1, 2, 3])\n", ""), "TL402") == [4]
+
+
+def test_tl402_negatives():
+    src = """\
+    import torch
+    import torch.nn as nn
+    layers = nn.ModuleList([nn.Linear(2, 2)])
+    for layer in layers:
+        x = layer(x)
+    for p in model.parameters():
+        p.data.mul_(0.9)
+    t = torch.randn(5)
+    for v in t.tolist():
+        s = v * 2
+    for i in range(0, len(t), 2):
+        chunk = t[i:i + 2] * 2
+    """
+    assert rows(src, "TL402") == []
+
+
+def test_tl402_size_loop_and_model_output():
+    src = HEAD + "out = model(x)\nfor i in range(out.size(0)):\n    y = out[i] * 2\n"
+    assert rows(src, "TL402") == [6]
+
+
+def test_tl401_rl_acting_loop_is_silent():
+    src = HEAD + "obs = env.reset()\nwhile True:\n    q = model(obs)\n    action = q.argmax().item()\n" \
+                 "    obs, r, done, info = env.step(action)\n"
+    assert rows(src, "TL401") == []
+
+
+def test_tl401_tuple_returning_ops_are_not_tensors():
+    src = HEAD + "for x in loader:\n    out = model(x)\n    for part in out.chunk(2):\n        y = part.sum()\n"
+    assert rows(src, "TL402") == []
+
+
+def test_tl402_model_outputs_that_may_be_tuples_are_silent():
+    src = """\
+    import torch
+    from transformers import AutoModel
+    model = AutoModel.from_pretrained("m")
+    outputs = model(**inputs)
+    for hs in outputs.hidden_states:
+        pooled = hs.mean(dim=1)
+    lstm_out = model(x)
+    for part in lstm_out:
+        y = part.sum()
+    """
+    assert rows(src, "TL402") == []
