@@ -105,6 +105,9 @@ class TorchlintServer(LanguageServer):
         self._lints: Dict[str, _Lint] = {}
         self._timers: Dict[str, asyncio.TimerHandle] = {}
         self._tasks: Dict[str, "asyncio.Future[Any]"] = {}
+        self._running: set = set()
+        self._published: Dict[str, Optional[int]] = {}
+        self._dirty: set = set()
         self._shown_errors: set = set()
         self._logged_problems: Dict[str, Tuple[str, ...]] = {}
         # One worker: lints run one after another, off the event loop.
@@ -181,8 +184,11 @@ class TorchlintServer(LanguageServer):
             self.schedule(uri, 0.0)
 
     # -- linting ------------------------------------------------------------------------------
-    def schedule(self, uri: str, delay: Optional[float] = None) -> None:
-        """Lint `uri` after `delay` seconds (the debounce), replacing any pending lint."""
+    def schedule(self, uri: str, delay: Optional[float] = None, force: bool = False) -> None:
+        """Lint `uri` after `delay` seconds (the debounce), replacing any pending lint.
+        `force` lints and publishes even if this text was already published (save)."""
+        if force:
+            self._published.pop(uri, None)
         loop = asyncio.get_running_loop()
         timer = self._timers.pop(uri, None)
         if timer is not None:
@@ -200,6 +206,24 @@ class TorchlintServer(LanguageServer):
         return self.workspace.text_documents.get(uri)
 
     async def lint_and_publish(self, uri: str) -> None:
+        """Lint the document's current text and publish, unless it changed meanwhile.
+        One lint per document at a time: a change that arrives during a lint
+        marks the document dirty and the lint runs again on the newest text as
+        soon as this one ends, so a burst of edits never queues stale lints."""
+        if uri in self._running:
+            self._dirty.add(uri)
+            return
+        self._running.add(uri)
+        try:
+            while True:
+                self._dirty.discard(uri)
+                await self._lint_once(uri)
+                if uri not in self._dirty:
+                    break
+        finally:
+            self._running.discard(uri)
+
+    async def _lint_once(self, uri: str) -> None:
         doc = self.document(uri)
         if doc is None:
             return
@@ -207,16 +231,22 @@ class TorchlintServer(LanguageServer):
         path = _path_of(uri)
         try:
             settings = self.settings_for(path)
+            done = self._lints.get(uri)
+            if done is not None and self._published.get(uri) == version and done.text == text and done.settings == settings:
+                return  # already linted and published (a late debounce timer)
             loop = asyncio.get_running_loop()
-            lint = await loop.run_in_executor(self._executor, _lint, text, path, settings)
+            lint = await loop.run_in_executor(self._executor, _lint, text, path, settings, version)
         except Exception as exc:  # a bug here must not take the server down
             log.exception("linting %s failed", uri)
             self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"torchlint: linting {uri} failed: {exc}"))
             return
         doc = self.document(uri)
-        if doc is None or doc.version != version or doc.source != text:
-            return  # closed or changed meanwhile: the newer version's lint publishes
+        if doc is None:
+            return  # closed meanwhile
         self._lints[uri] = lint
+        if doc.version != version or doc.source != text:
+            self._dirty.add(uri)  # changed meanwhile: lint the newer text next
+            return
         self.log_problems(uri, lint.result)
         self.publish(uri, version, lint)
 
@@ -242,6 +272,7 @@ class TorchlintServer(LanguageServer):
         self._logged_problems[uri] = problems
 
     def publish(self, uri: str, version: Optional[int], lint: _Lint) -> None:
+        self._published[uri] = version
         lines = TextLines(lint.text, self.position_encoding)
         diagnostics = [_diagnostic(f, lines) for f in lint.result.findings]
         self.text_document_publish_diagnostics(
@@ -253,6 +284,7 @@ class TorchlintServer(LanguageServer):
         if timer is not None:
             timer.cancel()
         self._lints.pop(uri, None)
+        self._published.pop(uri, None)
         self._logged_problems.pop(uri, None)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
@@ -474,7 +506,7 @@ def create_server() -> TorchlintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TorchlintServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, 0.0)
+        ls.schedule(params.text_document.uri, 0.0, force=True)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TorchlintServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -482,7 +514,7 @@ def create_server() -> TorchlintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, 0.0)
+        ls.schedule(params.text_document.uri, 0.0, force=True)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
