@@ -121,3 +121,16 @@ def test_local_fix_edits_equal_the_whole_module_transform(monkeypatch):
                 compared += 1
                 assert apply_edits(source, f.fix.edits)[0] == apply_edits(source, g.fix.edits)[0]
     assert compared >= 10
+
+
+def test_server_module_is_cheap_to_import():
+    """`torchlint.server` (what the CLI registers) must not import pygls or torch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torchlint.server as s; assert s.server_command.name == 'server'; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol', 'torch')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
