@@ -96,3 +96,17 @@ async def test_rule_crash_is_logged_and_other_rules_still_report(crashing: Langu
     message = next(m for m in client.log_messages if "boom in TL501" in m.message)
     assert message.type == types.MessageType.Error and "TL501" in message.message
     await client.shutdown_session()
+
+
+async def test_utf8_position_encoding_when_the_client_prefers_it(fresh: LanguageClient, tmp_path):
+    client = fresh
+    capabilities = caps()
+    capabilities.general = types.GeneralClientCapabilities(
+        position_encodings=[types.PositionEncodingKind.Utf8, types.PositionEncodingKind.Utf16]
+    )
+    result = await client.initialize_session(types.InitializeParams(capabilities=capabilities))
+    assert result.capabilities.position_encoding == types.PositionEncodingKind.Utf8
+    diags = await open_doc(client, uri_for(tmp_path), DOC)
+    # `label = '😀 数据'; x = ` is 20 code points and 27 UTF-8 bytes.
+    assert (diags[0].code, diags[0].range.start.character, diags[0].range.end.character) == ("TL104", 27, 41)
+    await client.shutdown_session()

@@ -21,6 +21,7 @@ from torchlint.lsp.convert import (
     overlaps,
     parse_client_settings,
     rule_url,
+    settings_section,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,6 +88,8 @@ def test_client_settings_shapes_and_errors():
     settings, errors = parse_client_settings({"select": "TL1, TL5", "extendSelect": ["TL4"], "unsafeFixes": False})
     assert settings == ClientSettings(select=("TL1", "TL5"), extend_select=("TL4",), unsafe_fixes=False)
     assert errors == []
+    assert settings_section({"python": {"analysis": 1}}) is None  # another tool's settings
+    assert settings_section({}) == {}
     settings, errors = parse_client_settings({"select": 3, "unsafeFixes": "no"})
     assert settings == ClientSettings() and len(errors) == 2
 

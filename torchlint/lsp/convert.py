@@ -146,6 +146,10 @@ def settings_section(raw: Any) -> Optional[Mapping[str, Any]]:
         inner = raw.get(key)
         if isinstance(inner, Mapping):
             return settings_section(inner) if key == "settings" else inner
+    # A flat table counts only if it holds a torchlint key: another tool's
+    # settings (`{"python": {...}}`) must not reset ours to the defaults.
+    if raw and not any(key in _KEYS for key in raw):
+        return None
     return raw
 
 

@@ -38,6 +38,7 @@ from torchlint.lsp.convert import (
     overlaps,
     parse_client_settings,
     rule_url,
+    settings_section,
 )
 from torchlint.suppression import suppression_comment
 
@@ -133,6 +134,8 @@ class TorchlintServer(LanguageServer):
 
     # -- settings -----------------------------------------------------------------------------
     def apply_client_settings(self, raw: Any) -> None:
+        if raw is None or settings_section(raw) is None:
+            return  # nothing for torchlint in there: keep the current settings
         settings, errors = parse_client_settings(raw)
         for message in errors:
             self.show_error_once(message)
