@@ -12,7 +12,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from torchlint.analysis.facts import collect_facts
 from torchlint.analysis.semantics import Semantics
 from torchlint.findings import Applicability, Finding, Fix, Problem
-from torchlint.fixes import apply_fix_groups, diff_edits, replace_nodes
+from torchlint.fixes import LineIndex, apply_fix_groups, diff_edits, replace_nodes
+from torchlint.node_edits import local_edits
 from torchlint.rules import TL000, all_rules
 from torchlint.rules.base import Report, RuleContext
 from torchlint.suppression import parse_suppressions
@@ -110,6 +111,7 @@ def _dedupe(findings: Sequence[Finding]) -> List[Finding]:
 
 def _to_findings(module, source, path, reports: Sequence[Report], problems: List[Problem]) -> List[Finding]:
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    index = LineIndex(source)
     out: List[Finding] = []
     for rep in reports:
         pos = positions.get(rep.node)
@@ -119,8 +121,9 @@ def _to_findings(module, source, path, reports: Sequence[Report], problems: List
         fix = None
         if rep.replacements:
             try:
-                new_code = replace_nodes(module, rep.replacements).code
-                edits = diff_edits(source, new_code)
+                edits = local_edits(module, source, index, positions, rep.replacements)
+                if edits is None:  # not provably local: transform the module and diff
+                    edits = diff_edits(source, replace_nodes(module, rep.replacements).code)
                 if edits:
                     fix = Fix(rep.applicability or Applicability.SAFE, rep.fix_message or rep.rule.FIX_TITLE or "", edits)
             except Exception as exc:

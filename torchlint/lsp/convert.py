@@ -1,0 +1,179 @@
+"""Plain conversions between torchlint's findings and LSP's shapes.
+
+No pygls here, so these are unit-testable and cheap to import.
+
+Positions: torchlint's rows are 1-based and its columns are 1-based code
+points; LSP's lines are 0-based and its characters count code units of the
+negotiated position encoding (UTF-16 unless client and server agree on
+UTF-8 or UTF-32), so a character outside the Basic Multilingual Plane (an
+emoji) is 2 UTF-16 units and, say, a CJK character 3 UTF-8 units. Lines are
+split at "\n" as torchlint's own LineIndex does (a "\r" before it stays at the
+end of the line, where no column points past it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from torchlint.findings import Edit, Finding
+
+UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
+
+FIX_ALL_KIND = "source.fixAll.torchlint"
+QUICKFIX_KIND = "quickfix"
+
+
+def _fallback_rule_url(code: str) -> str:
+    # The integrator points this at torchlint.report.rule_url (written on the
+    # core branch), so the CLI's JSON/SARIF and the editor link the same page.
+    from torchlint.rules import name_of
+
+    return f"https://github.com/torchlint/torchlint/blob/main/docs/rules/{name_of(code)}.md"
+
+
+def rule_url(code: str) -> Optional[str]:
+    """The rule's documentation page, or None for a code no rule claims."""
+    try:
+        from torchlint.report import rule_url as report_rule_url  # type: ignore[attr-defined]
+    except ImportError:
+        report_rule_url = _fallback_rule_url
+    try:
+        return report_rule_url(code)
+    except KeyError:
+        return None
+
+
+class TextLines:
+    """A document's lines, converting torchlint (row, column) to LSP (line, character)."""
+
+    def __init__(self, text: str, encoding: str = UTF16) -> None:
+        self.text = text
+        self.lines = text.split("\n")
+        self.encoding = encoding
+
+    def line(self, row: int) -> str:
+        """The text of 1-based `row` without its "\n" ("" past the end)."""
+        if 1 <= row <= len(self.lines):
+            return self.lines[row - 1]
+        return ""
+
+    def units(self, s: str) -> int:
+        if s.isascii() or self.encoding == UTF32:
+            return len(s)
+        if self.encoding == UTF8:
+            return len(s.encode("utf-8", "surrogatepass"))
+        return len(s.encode("utf-16-le", "surrogatepass")) // 2
+
+    def position(self, row: int, column: int) -> Tuple[int, int]:
+        """0-based (line, character in code units) of torchlint's 1-based (row, column)."""
+        row = max(1, row)
+        if row > len(self.lines):  # the end of a file: after its last line break
+            return len(self.lines) - 1, self.units(self.lines[-1])
+        line = self.lines[row - 1]
+        return row - 1, self.units(line[: max(0, column - 1)])
+
+    def span(self, row: int, column: int, end_row: int, end_column: int) -> Tuple[Tuple[int, int], Tuple[int, int]]:
+        return self.position(row, column), self.position(end_row, end_column)
+
+    def finding_span(self, f: Finding) -> Tuple[Tuple[int, int], Tuple[int, int]]:
+        return self.span(f.row, f.column, f.end_row, f.end_column)
+
+    def edit_span(self, e: Edit) -> Tuple[Tuple[int, int], Tuple[int, int]]:
+        return self.span(e.row, e.column, e.end_row, e.end_column)
+
+
+def overlaps(a: Tuple[Tuple[int, int], Tuple[int, int]], b: Tuple[Tuple[int, int], Tuple[int, int]]) -> bool:
+    """Do two LSP ranges touch (inclusive ends, so a cursor at either end counts)?"""
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def fix_data(f: Finding) -> Dict[str, Any]:
+    """The diagnostic's `data`, Ruff-style: the code and the fix (or null), with
+    edits in torchlint's JSON shape (1-based rows and character columns)."""
+    fix = None
+    if f.fix is not None:
+        fix = {
+            "applicability": str(f.fix.applicability),
+            "message": f.fix.message,
+            "edits": [
+                {
+                    "content": e.content,
+                    "location": {"row": e.row, "column": e.column},
+                    "end_location": {"row": e.end_row, "column": e.end_column},
+                }
+                for e in f.fix.edits
+            ],
+        }
+    return {"code": f.code, "fix": fix, "noqa_row": f.noqa_row}
+
+
+def kind_wanted(kind: str, only: Optional[Sequence[str]]) -> bool:
+    """LSP's `only` filter: a kind is wanted when a requested kind is it or a
+    parent of it in the dot hierarchy ("source" covers "source.fixAll.torchlint")."""
+    if not only:
+        return True
+    return any(kind == k or kind.startswith(k + ".") for k in only)
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """Editor settings; they act like the CLI's options over pyproject.toml."""
+
+    select: Optional[Tuple[str, ...]] = None
+    extend_select: Tuple[str, ...] = ()
+    ignore: Tuple[str, ...] = ()
+    unsafe_fixes: bool = True
+
+
+_KEYS = {
+    "select": "select",
+    "ignore": "ignore",
+    "extendSelect": "extend_select",
+    "extend-select": "extend_select",
+    "extend_select": "extend_select",
+    "unsafeFixes": "unsafe_fixes",
+    "unsafe-fixes": "unsafe_fixes",
+    "unsafe_fixes": "unsafe_fixes",
+}
+
+
+def settings_section(raw: Any) -> Optional[Mapping[str, Any]]:
+    """The torchlint settings inside what a client sent: `{"torchlint": {...}}`,
+    `{"settings": {...}}` (Ruff's initializationOptions shape) or the flat table."""
+    if not isinstance(raw, Mapping):
+        return None
+    for key in ("torchlint", "settings"):
+        inner = raw.get(key)
+        if isinstance(inner, Mapping):
+            return settings_section(inner) if key == "settings" else inner
+    # A flat table counts only if it holds a torchlint key: another tool's
+    # settings (`{"python": {...}}`) must not reset ours to the defaults.
+    if raw and not any(key in _KEYS for key in raw):
+        return None
+    return raw
+
+
+def parse_client_settings(raw: Any) -> Tuple[ClientSettings, List[str]]:
+    """Client settings from a JSON value (keys left out take their defaults),
+    and a message for each value ignored. Codes may be a list of strings or one
+    comma-separated string."""
+    section = settings_section(raw)
+    values: Dict[str, Any] = {}
+    errors: List[str] = []
+    for key, value in (section or {}).items():
+        field = _KEYS.get(key)
+        if field is None or value is None:
+            continue
+        if field == "unsafe_fixes":
+            if isinstance(value, bool):
+                values[field] = value
+            else:
+                errors.append(f"torchlint setting `{key}` must be true or false")
+            continue
+        if isinstance(value, str):
+            value = value.split(",")
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            errors.append(f"torchlint setting `{key}` must be a list of rule codes")
+            continue
+        values[field] = tuple(v.strip() for v in value if v.strip())
+    return ClientSettings(**values), errors

@@ -1,0 +1,553 @@
+"""The language server: diagnostics that carry their fix, code actions that hand it back.
+
+Linting runs in-process through torchlint.api, one document at a time on a
+worker thread, so the event loop keeps answering requests while a file is
+being linted. Changes are debounced per document; a result is published only
+if the document is still at the version it was linted at (the latest version
+wins; an older result is dropped, never shown over newer text).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from lsprotocol import types
+from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.uris import to_fs_path
+
+from torchlint import __version__
+from torchlint.api import check, fix_source
+from torchlint.config import ConfigError, Settings, load_settings
+from torchlint.engine import FileResult
+from torchlint.findings import Applicability, Finding
+from torchlint.fixes import diff_edits
+from torchlint.lsp.convert import (
+    FIX_ALL_KIND,
+    UTF16,
+    ClientSettings,
+    TextLines,
+    fix_data,
+    kind_wanted,
+    overlaps,
+    parse_client_settings,
+    rule_url,
+    settings_section,
+)
+from torchlint.suppression import suppression_comment
+
+log = logging.getLogger("torchlint.lsp")
+
+DEBOUNCE_S = 0.05
+SYNTAX_ERROR = "TL000"
+
+
+@dataclass
+class _Malformed:
+    """A request whose params did not match the method's schema."""
+
+    id: Any
+    method: str
+    error: JsonRpcException
+
+
+class TorchlintProtocol(LanguageServerProtocol):
+    """pygls' protocol, plus an error response for a request with malformed
+    params (pygls only logs those, leaving the client waiting forever)."""
+
+    def structure_message(self, data):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                return _Malformed(data["id"], str(data["method"]), exc)
+            raise
+
+    def handle_message(self, message):
+        if isinstance(message, _Malformed):
+            log.warning("malformed %s request: %s", message.method, message.error)
+            error = JsonRpcInvalidParams(f"invalid params for {message.method}")
+            self._send_response(message.id, None, error.to_response_error())
+            return
+        super().handle_message(message)
+
+
+@dataclass(frozen=True)
+class _Lint:
+    version: Optional[int]
+    text: str
+    settings: Settings
+    result: FileResult
+
+
+@dataclass
+class _Config:
+    signature: tuple
+    settings: Settings
+
+
+class TorchlintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "torchlint",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=TorchlintProtocol,
+        )
+        self.client_settings = ClientSettings()
+        self.debounce_s = DEBOUNCE_S
+        self._configs: Dict[Tuple[str, ClientSettings], _Config] = {}
+        self._lints: Dict[str, _Lint] = {}
+        self._timers: Dict[str, asyncio.TimerHandle] = {}
+        self._tasks: Dict[str, "asyncio.Future[Any]"] = {}
+        self._running: set = set()
+        self._published: Dict[str, Optional[int]] = {}
+        self._dirty: set = set()
+        self._shown_errors: set = set()
+        self._logged_problems: Dict[str, Tuple[str, ...]] = {}
+        # One worker: lints run one after another, off the event loop.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-lint")
+
+    # -- errors -------------------------------------------------------------------------------
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # Out-of-band errors go to the log, not to a pop-up on every keystroke;
+        # a failed request already answered the client with its error.
+        if source is FeatureRequestError:
+            return
+        try:
+            self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"torchlint: {error}"))
+        except Exception:  # never let error reporting take the server down
+            log.exception("could not report a server error")
+
+    def show_error_once(self, message: str) -> None:
+        if message in self._shown_errors:
+            return
+        self._shown_errors.add(message)
+        log.warning("%s", message)
+        self.window_show_message(types.ShowMessageParams(types.MessageType.Error, message))
+
+    # -- settings -----------------------------------------------------------------------------
+    def apply_client_settings(self, raw: Any) -> None:
+        if raw is None or settings_section(raw) is None:
+            return  # nothing for torchlint in there: keep the current settings
+        settings, errors = parse_client_settings(raw)
+        for message in errors:
+            self.show_error_once(message)
+        if settings != self.client_settings:
+            self.client_settings = settings
+            self._configs.clear()
+            self._shown_errors.clear()
+
+    @property
+    def position_encoding(self) -> str:
+        try:
+            encoding = self.workspace.position_encoding
+        except RuntimeError:
+            return UTF16
+        return str(encoding.value if hasattr(encoding, "value") else encoding or UTF16)
+
+    def settings_for(self, path: Optional[str]) -> Settings:
+        """The settings for a document: its folder's pyproject.toml [tool.torchlint]
+        (re-read when any candidate pyproject.toml changes), then the client's
+        settings. A bad configuration is shown once and linting goes on with
+        the defaults (and the client's settings where those are valid)."""
+        folder = os.path.dirname(path) if path else os.getcwd()
+        cs = self.client_settings
+        key = (folder, cs)
+        signature = _pyproject_signature(folder)
+        cached = self._configs.get(key)
+        if cached is not None and cached.signature == signature:
+            return cached.settings
+        try:
+            settings = load_settings(start=folder, select=cs.select, extend_select=cs.extend_select, ignore=cs.ignore)
+        except ConfigError as exc:
+            self.show_error_once(f"torchlint: configuration error: {exc}; using the default settings")
+            try:
+                settings = replace(
+                    Settings(root=folder),
+                    select=cs.select if cs.select is not None else Settings.select,
+                    extend_select=cs.extend_select,
+                    ignore=cs.ignore,
+                ).validate()
+            except ConfigError:
+                settings = Settings(root=folder)
+        self._configs[key] = _Config(signature, settings)
+        return settings
+
+    def config_changed(self) -> None:
+        self._configs.clear()
+        self._shown_errors.clear()
+        for uri in list(self.workspace.text_documents):
+            self.schedule(uri, 0.0)
+
+    # -- linting ------------------------------------------------------------------------------
+    def schedule(self, uri: str, delay: Optional[float] = None, force: bool = False) -> None:
+        """Lint `uri` after `delay` seconds (the debounce), replacing any pending lint.
+        `force` lints and publishes even if this text was already published (save)."""
+        if force:
+            self._published.pop(uri, None)
+        loop = asyncio.get_running_loop()
+        timer = self._timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        delay = self.debounce_s if delay is None else delay
+        self._timers[uri] = loop.call_later(delay, self._start_lint, uri)
+
+    def _start_lint(self, uri: str) -> None:
+        self._timers.pop(uri, None)
+        task = asyncio.ensure_future(self.lint_and_publish(uri))
+        self._tasks[uri] = task
+        task.add_done_callback(lambda t, uri=uri: self._tasks.pop(uri, None) if self._tasks.get(uri) is t else None)
+
+    def document(self, uri: str):
+        return self.workspace.text_documents.get(uri)
+
+    async def lint_and_publish(self, uri: str) -> None:
+        """Lint the document's current text and publish, unless it changed meanwhile.
+        One lint per document at a time: a change that arrives during a lint
+        marks the document dirty and the lint runs again on the newest text as
+        soon as this one ends, so a burst of edits never queues stale lints."""
+        if uri in self._running:
+            self._dirty.add(uri)
+            return
+        self._running.add(uri)
+        try:
+            while True:
+                self._dirty.discard(uri)
+                await self._lint_once(uri)
+                if uri not in self._dirty:
+                    break
+        finally:
+            self._running.discard(uri)
+
+    async def _lint_once(self, uri: str) -> None:
+        doc = self.document(uri)
+        if doc is None:
+            return
+        version, text = doc.version, doc.source
+        path = _path_of(uri)
+        try:
+            settings = self.settings_for(path)
+            done = self._lints.get(uri)
+            if done is not None and self._published.get(uri) == version and done.text == text and done.settings == settings:
+                return  # already linted and published (a late debounce timer)
+            loop = asyncio.get_running_loop()
+            lint = await loop.run_in_executor(self._executor, _lint, text, path, settings, version)
+        except Exception as exc:  # a bug here must not take the server down
+            log.exception("linting %s failed", uri)
+            self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"torchlint: linting {uri} failed: {exc}"))
+            return
+        doc = self.document(uri)
+        if doc is None:
+            return  # closed meanwhile
+        self._lints[uri] = lint
+        if doc.version != version or doc.source != text:
+            self._dirty.add(uri)  # changed meanwhile: lint the newer text next
+            return
+        self.log_problems(uri, lint.result)
+        self.publish(uri, version, lint)
+
+    def current_lint(self, uri: str) -> Optional[_Lint]:
+        """The lint of the document as it is now (linting it here if needed)."""
+        doc = self.document(uri)
+        if doc is None:
+            return None
+        path = _path_of(uri)
+        settings = self.settings_for(path)
+        cached = self._lints.get(uri)
+        if cached is not None and cached.text == doc.source and cached.settings == settings:
+            return cached
+        lint = _lint(doc.source, path, settings, doc.version)
+        self._lints[uri] = lint
+        return lint
+
+    def log_problems(self, uri: str, result: FileResult) -> None:
+        problems = tuple(str(p) for p in result.problems)
+        if problems and problems != self._logged_problems.get(uri):
+            for problem in problems:
+                self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"torchlint: {problem}"))
+        self._logged_problems[uri] = problems
+
+    def publish(self, uri: str, version: Optional[int], lint: _Lint) -> None:
+        self._published[uri] = version
+        lines = TextLines(lint.text, self.position_encoding)
+        diagnostics = [_diagnostic(f, lines) for f in lint.result.findings]
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+        )
+
+    def clear(self, uri: str) -> None:
+        timer = self._timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        self._lints.pop(uri, None)
+        self._published.pop(uri, None)
+        self._logged_problems.pop(uri, None)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    # -- code actions -------------------------------------------------------------------------
+    def code_actions(self, params: types.CodeActionParams) -> Optional[List[types.CodeAction]]:
+        uri = params.text_document.uri
+        doc = self.document(uri)
+        lint = self.current_lint(uri)
+        if doc is None or lint is None:
+            return None
+        only = params.context.only
+        lines = TextLines(lint.text, self.position_encoding)
+        requested = ((params.range.start.line, params.range.start.character), (params.range.end.line, params.range.end.character))
+        asked = {
+            (d.code, d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character)
+            for d in params.context.diagnostics
+            if d.source == "torchlint"
+        }
+        actions: List[types.CodeAction] = []
+        ignores: List[types.CodeAction] = []
+        seen_ignores = set()
+        for f in lint.result.findings:
+            span = lines.finding_span(f)
+            # By line: a cursor anywhere on a finding's lines offers its actions.
+            lines_span = ((span[0][0], 0), (span[1][0], 1 << 30))
+            if not overlaps(lines_span, requested) and (f.code, *span[0], *span[1]) not in asked:
+                continue
+            diagnostic = _diagnostic(f, lines)
+            if f.fix is not None and kind_wanted(types.CodeActionKind.QuickFix, only):
+                safe = f.fix.applicability == Applicability.SAFE
+                if safe or self.client_settings.unsafe_fixes:
+                    edits = [_text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in f.fix.edits]
+                    title = f"torchlint ({f.code}): {f.fix.message}"
+                    if not safe:
+                        title += " (unsafe)"
+                    actions.append(
+                        types.CodeAction(
+                            title=title,
+                            kind=types.CodeActionKind.QuickFix,
+                            diagnostics=[diagnostic],
+                            edit=self.workspace_edit(uri, doc.version, edits),
+                            is_preferred=safe,
+                        )
+                    )
+            if f.code != SYNTAX_ERROR and kind_wanted(types.CodeActionKind.QuickFix, only):
+                row = f.noqa_row or f.row
+                if (f.code, row) in seen_ignores:
+                    continue
+                seen_ignores.add((f.code, row))
+                edit = _ignore_edit(lines, f.code, row)
+                if edit is not None:
+                    ignores.append(
+                        types.CodeAction(
+                            title=f"Ignore {f.code} for this line",
+                            kind=types.CodeActionKind.QuickFix,
+                            diagnostics=[diagnostic],
+                            edit=self.workspace_edit(uri, doc.version, [edit]),
+                        )
+                    )
+        actions.extend(ignores)
+        if self._fix_all_requested(params, lint):
+            action = self.fix_all_action(uri, doc.version, lint)
+            if action is not None:
+                actions.append(action)
+        return actions
+
+    def _fix_all_requested(self, params: types.CodeActionParams, lint: _Lint) -> bool:
+        only = params.context.only
+        if only:
+            return kind_wanted(FIX_ALL_KIND, only)
+        # Unfiltered requests come on every cursor move in some editors: offer
+        # "fix all" there only when asked for explicitly and there is a safe fix.
+        invoked = params.context.trigger_kind == types.CodeActionTriggerKind.Invoked
+        return invoked and any(f.fix is not None and f.fix.applicability == Applicability.SAFE for f in lint.result.findings)
+
+    def fix_all_action(self, uri: str, version: Optional[int], lint: _Lint) -> Optional[types.CodeAction]:
+        path = _path_of(uri)
+        new_text, _ = fix_source(lint.text, path or "<untitled>", lint.settings, unsafe=False)
+        if new_text == lint.text:
+            return None
+        lines = TextLines(lint.text, self.position_encoding)
+        edits = [_text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in diff_edits(lint.text, new_text)]
+        return types.CodeAction(
+            title="torchlint: Fix all auto-fixable problems",
+            kind=FIX_ALL_KIND,
+            edit=self.workspace_edit(uri, version, edits),
+        )
+
+    def workspace_edit(self, uri: str, version: Optional[int], edits: Sequence[types.TextEdit]) -> types.WorkspaceEdit:
+        caps = self.client_capabilities
+        document_changes = bool(
+            caps and caps.workspace and caps.workspace.workspace_edit and caps.workspace.workspace_edit.document_changes
+        )
+        if document_changes:
+            return types.WorkspaceEdit(
+                document_changes=[
+                    types.TextDocumentEdit(
+                        text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                        edits=list(edits),
+                    )
+                ]
+            )
+        return types.WorkspaceEdit(changes={uri: list(edits)})
+
+    # -- configuration sources ----------------------------------------------------------------
+    async def pull_configuration(self) -> None:
+        caps = self.client_capabilities
+        if not (caps and caps.workspace and caps.workspace.configuration):
+            return
+        try:
+            result = await self.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section="torchlint")])
+            )
+        except Exception as exc:
+            log.warning("workspace/configuration failed: %s", exc)
+            return
+        if result and isinstance(result[0], dict) and result[0]:
+            self.apply_client_settings(result[0])
+            self.config_changed()
+
+    async def register_watchers(self) -> None:
+        caps = self.client_capabilities
+        watched = caps and caps.workspace and caps.workspace.did_change_watched_files
+        if not (watched and watched.dynamic_registration):
+            return
+        options = types.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+        )
+        try:
+            await self.client_register_capability_async(
+                types.RegistrationParams(
+                    registrations=[
+                        types.Registration(
+                            id="torchlint-pyproject",
+                            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            register_options=options,
+                        )
+                    ]
+                )
+            )
+        except Exception as exc:
+            log.warning("could not register a pyproject.toml watcher: %s", exc)
+
+
+def _lint(text: str, path: Optional[str], settings: Settings, version: Optional[int] = None) -> _Lint:
+    name = path or "<untitled>"
+    if path is not None and settings.is_excluded(path):
+        return _Lint(version, text, settings, FileResult(name))
+    return _Lint(version, text, settings, check(text, name, settings))
+
+
+def _path_of(uri: str) -> Optional[str]:
+    if not uri.startswith("file:"):
+        return None
+    try:
+        return to_fs_path(uri)
+    except Exception:
+        return None
+
+
+def _pyproject_signature(folder: str) -> tuple:
+    """(path, mtime, size) of every pyproject.toml from `folder` up: a change in
+    any of them (edited, created, deleted) re-reads the configuration."""
+    out = []
+    for parent in (Path(folder), *Path(folder).parents):
+        candidate = parent / "pyproject.toml"
+        try:
+            st = candidate.stat()
+        except OSError:
+            continue
+        out.append((str(candidate), st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+def _range(lines: TextLines, row: int, column: int, end_row: int, end_column: int) -> types.Range:
+    (l0, c0), (l1, c1) = lines.span(row, column, end_row, end_column)
+    return types.Range(start=types.Position(line=l0, character=c0), end=types.Position(line=l1, character=c1))
+
+
+def _text_edit(lines: TextLines, row: int, column: int, end_row: int, end_column: int, content: str) -> types.TextEdit:
+    return types.TextEdit(range=_range(lines, row, column, end_row, end_column), new_text=content)
+
+
+def _diagnostic(f: Finding, lines: TextLines) -> types.Diagnostic:
+    url = rule_url(f.code)
+    return types.Diagnostic(
+        range=_range(lines, f.row, f.column, f.end_row, f.end_column),
+        message=f.message,
+        severity=types.DiagnosticSeverity.Error if f.code == SYNTAX_ERROR else types.DiagnosticSeverity.Warning,
+        code=f.code,
+        code_description=types.CodeDescription(href=url) if url else None,
+        source="torchlint",
+        data=fix_data(f),
+    )
+
+
+def _ignore_edit(lines: TextLines, code: str, row: int) -> Optional[types.TextEdit]:
+    """Append (or extend) `# torchlint: ignore[CODE]` on `row`; None where a
+    comment cannot go (after a line continuation, or in a multi-line string)."""
+    line = lines.line(row)
+    body = line.rstrip("\r")
+    if body.rstrip().endswith("\\") or '"""' in body or "'''" in body:
+        return None
+    new_line = suppression_comment(code, body)
+    return _text_edit(lines, row, 1, row, len(body) + 1, new_line)
+
+
+def create_server() -> TorchlintServer:
+    server = TorchlintServer()
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: TorchlintServer, params: types.InitializeParams) -> None:
+        ls.apply_client_settings(params.initialization_options)
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: TorchlintServer, params: types.InitializedParams) -> None:
+        await ls.register_watchers()
+        await ls.pull_configuration()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: TorchlintServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, 0.0, force=True)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TorchlintServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+    def did_save(ls: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, 0.0, force=True)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.clear(params.text_document.uri)
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND],
+            resolve_provider=False,
+        ),
+    )
+    def code_action(ls: TorchlintServer, params: types.CodeActionParams):
+        return ls.code_actions(params)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: TorchlintServer, params: types.DidChangeConfigurationParams) -> None:
+        if params.settings:
+            ls.apply_client_settings(params.settings)
+            ls.config_changed()
+        else:  # the client wants us to pull
+            await ls.pull_configuration()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: TorchlintServer, params: types.DidChangeWatchedFilesParams) -> None:
+        if any(change.uri.endswith("pyproject.toml") for change in params.changes):
+            ls.config_changed()
+
+    return server
+
+
+def serve_stdio() -> None:
+    create_server().start_io()
