@@ -244,3 +244,13 @@ def rule_command(code, output_format):
             click.echo(ruledocs.render_rule_markdown(code.strip()))
     except KeyError:
         raise fail(f"unknown rule code {code.strip()!r} (see `torchlint rules`)") from None
+
+
+def _register_subcommands() -> None:
+    """Commands that live with their feature; none imports torch or pygls at import time."""
+    from torchlint.server import server_command
+
+    main.add_command(server_command)
+
+
+_register_subcommands()
