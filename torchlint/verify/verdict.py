@@ -101,6 +101,8 @@ def decide(metric: str, direction: str, threshold: float, bad: Optional[Summary]
         return Verdict(SKIPPED, skip_reason)
     if direction not in ("up", "down"):
         raise ValueError(f"direction must be 'up' or 'down', not {direction!r}")
+    if not mechanism_ok and (bad is None or fixed is None):
+        return Verdict(FAIL, "mechanism check failed: " + mechanism_reason)
     if bad is None or fixed is None:
         missing = "bad" if bad is None else "fixed"
         return Verdict(FAIL, f"no {metric} measured for the {missing} script")
