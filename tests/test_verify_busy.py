@@ -72,8 +72,8 @@ def test_fraction_never_exceeds_one():
 
 
 def test_empty_window_has_zero_busy_fraction():
-    out = busy.analyze({"traceEvents": [window(0, 100), {"ph": "X", "cat": "cpu_op", "name": "aten::mm",
-                                                             "ts": 10, "dur": 5}]})
+    cpu_op = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 10, "dur": 5}
+    out = busy.analyze({"traceEvents": [window(0, 100), cpu_op]})
     assert out["busy_fraction"] == 0.0
     assert out["kernels"] == 0 and out["streams"] == 0
 

@@ -126,7 +126,8 @@ def _smoke(fixtures: List[runner.Fixture], jobs: Optional[int], timeout: float, 
     for fx in fixtures:
         for r in (r for r in runs if r.fixture == str(fx.path)):
             status = "ok" if r.ok else "FAILED"
-            click.echo(f"{status:<6} {fx.path.name}/{r.script}.py  {r.seconds:.1f} s" + (f"  {r.error}" if r.error else ""))
+            line = f"{status:<6} {fx.path.name}/{r.script}.py  {r.seconds:.1f} s"
+            click.echo(line + (f"  {r.error}" if r.error else ""))
     click.echo(f"smoke: {len(runs) - len(failed)}/{len(runs)} scripts ran and emitted metrics")
     if output is not None or markdown is not None:
         rep = report_mod.build([runner.smoke_result(fx, runs, root) for fx in fixtures], mode="smoke", repeats=1)

@@ -29,7 +29,8 @@ def diagnose() -> List[Check]:
         checks.append(Check(OK, f"torch {p.torch_version} installed"))
         if p.cuda_version is None:
             checks.append(Check(FAIL, f"torch {p.torch_version} is a CPU-only build (torch.version.cuda is None)",
-                                CUDA_WHEEL + "  (choose the cuXXX index for your driver at https://pytorch.org/get-started/locally/)"))
+                                CUDA_WHEEL + "  (choose the cuXXX index for your driver at "
+                                "https://pytorch.org/get-started/locally/)"))
         else:
             checks.append(Check(OK, f"CUDA build: torch.version.cuda = {p.cuda_version}"))
             if p.available:

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -374,10 +374,13 @@ def context(runs: Sequence[Run]) -> Dict[str, Dict[str, Any]]:
 
 
 def fixture_header(fx: Fixture, root: Optional[Path] = None) -> Dict[str, Any]:
-    try:
-        where = str(fx.path.resolve().relative_to((root or Path.cwd()).resolve()))
-    except ValueError:
-        where = str(fx.path)
+    where = str(fx.path)
+    for base in (ROOT, root or Path.cwd()):  # repository-relative when the fixture is in this checkout
+        try:
+            where = fx.path.resolve().relative_to(base.resolve()).as_posix()
+            break
+        except ValueError:
+            continue
     return {
         "rule": fx.rule, "name": fx.name, "fixture": where, "summary": fx.summary, "metric": fx.metric,
         "direction": fx.direction, "threshold": fx.threshold,
