@@ -217,3 +217,24 @@ def test_verify_on_this_cpu_only_machine_unmocked(tmp_path):
     assert result.exit_code == 0
     version = torch.__version__.split("+")[0]
     assert result.stdout == f"GPU verification skipped: torch {version} is a CPU-only build\n"
+
+
+def test_smoke_without_fork_uses_fresh_interpreters(monkeypatch):
+    monkeypatch.setenv("TORCHLINT_SMOKE_FORK", "0")
+    result = invoke("--smoke", "--fixtures", str(DATA / "verify_broken"))
+    assert result.exit_code == 1
+    assert "boom: this fixture script crashed" in result.stdout and "no metrics line" in result.stdout
+    assert invoke("--smoke", "--fixtures", str(FAKE)).exit_code == 0
+
+
+def test_smoke_kills_a_script_that_hangs(tmp_path):
+    d = tmp_path / "TL1-hang"
+    d.mkdir()
+    (d / "bad.py").write_text("import time\ntime.sleep(60)\n")
+    (d / "fixed.py").write_text((FAKE / "TL910-fast" / "fixed.py").read_text())
+    (d / "meta.toml").write_text('rule = "TL1"\nname = "hang"\nsummary = "s"\nmetric = "wall_s"\n'
+                                 'direction = "down"\nthreshold = 0.1\n')
+    result = invoke("--smoke", "--fixtures", str(tmp_path), "--timeout", "2")
+    assert result.exit_code == 1
+    assert "timed out after 2 s" in result.stdout
+    assert "ok     TL1-hang/fixed.py" in result.stdout

@@ -174,11 +174,15 @@ def run_script(fx: Fixture, which: str, pass_name: str = "timing", repeat: int =
         run.seconds = time.perf_counter() - start
         return run
     run.seconds = time.perf_counter() - start
-    run.rc = proc.returncode
-    run.metrics = parse_metrics(proc.stdout)
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        run.error = f"exit {proc.returncode}: " + " | ".join(tail)
+    return _finish(run, proc.returncode, proc.stdout, proc.stderr)
+
+
+def _finish(run: Run, rc: int, stdout: str, stderr: str) -> Run:
+    run.rc = rc
+    run.metrics = parse_metrics(stdout)
+    if rc != 0:
+        tail = (stderr or stdout).strip().splitlines()[-3:]
+        run.error = f"exit {rc}: " + " | ".join(tail)
     elif run.metrics is None:
         run.error = "no metrics line (the script must call h.emit())"
     return run
@@ -273,10 +277,18 @@ def measure(fixtures: Sequence[Fixture], repeats: int = 5, progress: Optional[Ca
 
 
 def smoke(fixtures: Sequence[Fixture], jobs: int = 0, progress: Optional[Callable[[Run], None]] = None,
-          timeout: float = 300.0) -> List[Run]:
-    """Each script once, on the CPU, in parallel subprocesses; results in fixture order."""
+          timeout: float = 300.0, fork: Optional[bool] = None) -> List[Run]:
+    """Each script once, on the CPU, in parallel subprocesses; results in fixture order.
+
+    On POSIX the subprocesses are forked from one process that imported torch
+    once (:mod:`torchlint.verify.forkrun`); TORCHLINT_SMOKE_FORK=0 (or
+    fork=False) starts a fresh interpreter per script instead."""
     jobs = jobs or max(1, min(4, os.cpu_count() or 1))
     tasks = [(fx, which) for fx in fixtures for which in SCRIPTS]
+    if fork is None:
+        fork = hasattr(os, "fork") and os.environ.get("TORCHLINT_SMOKE_FORK", "1") != "0"
+    if fork:
+        return _smoke_forked(tasks, jobs, progress, timeout)
     results: Dict[Tuple[str, str], Run] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(run_script, fx, which, "timing", 0, True, timeout): (fx, which) for fx, which in tasks}
@@ -287,6 +299,59 @@ def smoke(fixtures: Sequence[Fixture], jobs: int = 0, progress: Optional[Callabl
             if progress:
                 progress(run)
     return [results[(str(fx.path), which)] for fx, which in tasks]
+
+
+def _smoke_forked(tasks: Sequence[Tuple[Fixture, str]], jobs: int, progress: Optional[Callable[[Run], None]],
+                  timeout: float) -> List[Run]:
+    import tempfile
+
+    env = child_env("timing", True)
+    runs = [Run(fx.rule, which, "timing", 0, fixture=str(fx.path)) for fx, which in tasks]
+    with tempfile.TemporaryDirectory(prefix="torchlint-smoke-") as tmp:
+        lines = []
+        for i, (fx, which) in enumerate(tasks):
+            lines.append(json.dumps({"id": i, "script": str(fx.script(which)), "cwd": str(fx.path), "env": env,
+                                     "out": os.path.join(tmp, f"{i}.out"), "err": os.path.join(tmp, f"{i}.err")}))
+        server_err = os.path.join(tmp, "server.err")
+        with open(server_err, "w") as err:
+            proc = subprocess.Popen([sys.executable, "-m", "torchlint.verify.forkrun", str(jobs), str(timeout)],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
+                                    cwd=str(ROOT), env=env)
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write("\n".join(lines) + "\n")
+            proc.stdin.close()
+            done = set()
+            for line in proc.stdout:
+                try:
+                    msg = json.loads(line)
+                    i = int(msg["id"])
+                except (ValueError, KeyError, TypeError):
+                    continue
+                run = runs[i]
+                run.seconds = float(msg.get("seconds", 0.0))
+                _finish(run, int(msg["rc"]), _read(os.path.join(tmp, f"{i}.out")), _read(os.path.join(tmp, f"{i}.err")))
+                if run.rc == -9:
+                    run.error = f"timed out after {timeout:g} s (killed)"
+                done.add(i)
+                if progress:
+                    progress(run)
+            proc.wait()
+        missing = [i for i in range(len(runs)) if i not in done]
+        if missing:
+            why = " | ".join(_read(server_err).strip().splitlines()[-3:]) or f"exit {proc.returncode}"
+            for i in missing:
+                runs[i].rc, runs[i].error = -1, f"smoke runner died before this script finished: {why}"
+                if progress:
+                    progress(runs[i])
+    return runs
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return ""
 
 
 # ---------------------------------------------------------------------------
