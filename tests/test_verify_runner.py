@@ -1,11 +1,12 @@
 """Runner plumbing, passes in the harness, and the CUDA probe's logic (CPU only)."""
+import json
 import types
 import warnings
 from pathlib import Path
 
 import pytest
 
-from torchlint.verify import passes, probe, runner
+from torchlint.verify import busy, passes, probe, runner
 from torchlint.verify.harness import MARK, Harness
 
 DATA = Path(__file__).parent / "data"
@@ -216,11 +217,11 @@ def test_nvml_sampler_is_inert_without_a_driver():
 
 
 @pytest.mark.slow
-def test_measure_real_harness_end_to_end_on_cpu():
-    """A real fixture pair through every pass in fresh subprocesses; CPU, so
+def test_measure_real_harness_end_to_end_on_cpu(tmp_path):
+    """A real fixture pair through its passes in fresh subprocesses; CPU, so
     the expected device is cpu."""
     (fx,) = runner.discover(DATA / "verify_fixtures")
-    runs = runner.measure([fx], repeats=1, timeout=300)[str(fx.path)]
+    runs = runner.measure([fx], repeats=1, timeout=300, traces=tmp_path / "traces")[str(fx.path)]
     assert [(r.pass_name, r.script) for r in runs] == [("timing", "bad"), ("timing", "fixed"), ("profile", "bad"),
                                                        ("profile", "fixed")]
     assert all(r.ok for r in runs), [r.error for r in runs]
@@ -230,3 +231,7 @@ def test_measure_real_harness_end_to_end_on_cpu():
     assert result["verdict"] == "pass", result["reason"]
     assert result["bad"]["median"] > 0.2            # ten 20 ms sleeps
     assert runner.rule_result(fx, runs, expected_device="cuda")["verdict"] == "fail"
+    kept = sorted(p.name for p in (tmp_path / "traces").iterdir())
+    assert kept == ["TL900-sleep-bad-r0.json", "TL900-sleep-fixed-r0.json"]
+    trace = json.loads((tmp_path / "traces" / kept[0]).read_text())
+    assert busy.find_window(trace) is not None

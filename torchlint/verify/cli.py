@@ -57,9 +57,11 @@ def _write_outputs(report: Dict[str, Any], output: Optional[Path], markdown: Opt
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel scripts in --smoke.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
               help="Seconds allowed per script run.")
+@click.option("--traces", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Keep each profile pass's Chrome trace in this directory.")
 def verify_command(rules: Sequence[str], repeats: int, output: Optional[Path], markdown: Optional[Path],
                    plot: Optional[Path], smoke: bool, require_gpu: bool, fixtures_dir: Optional[Path],
-                   jobs: Optional[int], timeout: float) -> None:
+                   jobs: Optional[int], timeout: float, traces: Optional[Path]) -> None:
     """Measure on a CUDA GPU that each rule's fix makes the GPU work harder.
 
     Runs every fixture pair (fixtures/<CODE>-<name>/bad.py and fixed.py) in
@@ -107,7 +109,8 @@ def verify_command(rules: Sequence[str], repeats: int, output: Optional[Path], m
             def progress(run: runner.Run) -> None:
                 bar.update(1, run)
 
-            runs = runner.measure(fixtures, repeats, progress=progress, nvml=sampler, timeout=timeout)
+            runs = runner.measure(fixtures, repeats, progress=progress, nvml=sampler, timeout=timeout,
+                                  traces=traces)
     finally:
         sampler.stop()
     results = [runner.rule_result(fx, runs[str(fx.path)], "cuda", root) for fx in fixtures]

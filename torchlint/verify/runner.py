@@ -162,12 +162,12 @@ def child_env(pass_name: str, smoke: bool, extra: Optional[Dict[str, str]] = Non
 
 
 def run_script(fx: Fixture, which: str, pass_name: str = "timing", repeat: int = 0, smoke: bool = False,
-               timeout: float = 600.0, python: str = sys.executable) -> Run:
+               timeout: float = 600.0, python: str = sys.executable, env: Optional[Dict[str, str]] = None) -> Run:
     run = Run(fx.rule, which, pass_name, repeat, fixture=str(fx.path))
     cmd = [python, str(fx.script(which))] + (["--smoke"] if smoke else [])
     start = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, cwd=str(fx.path), env=child_env(pass_name, smoke), capture_output=True,
+        proc = subprocess.run(cmd, cwd=str(fx.path), env=child_env(pass_name, smoke, env), capture_output=True,
                               text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         run.rc, run.error = -1, f"timed out after {timeout:g} s"
@@ -261,11 +261,19 @@ class NvmlSampler:
 
 
 def measure(fixtures: Sequence[Fixture], repeats: int = 5, progress: Optional[Callable[[Run], None]] = None,
-            nvml: Optional[NvmlSampler] = None, timeout: float = 600.0) -> Dict[str, List[Run]]:
-    """Every planned run, sequentially (one GPU, one process at a time)."""
+            nvml: Optional[NvmlSampler] = None, timeout: float = 600.0,
+            traces: Optional[Path] = None) -> Dict[str, List[Run]]:
+    """Every planned run, sequentially (one GPU, one process at a time); keyed by fixture directory.
+    With `traces`, each profile pass keeps its Chrome trace there."""
     runs: Dict[str, List[Run]] = {str(fx.path): [] for fx in fixtures}
+    if traces is not None:
+        traces.mkdir(parents=True, exist_ok=True)
     for fx, r, p, which in plan(fixtures, repeats):
-        run = run_script(fx, which, p, r, smoke=False, timeout=timeout)
+        extra = None
+        if traces is not None and p == "profile":
+            name = f"{fx.path.name}-{which}-r{r}.json"
+            extra = {"TORCHLINT_VERIFY_TRACE": str((traces / name).resolve())}
+        run = run_script(fx, which, p, r, smoke=False, timeout=timeout, env=extra)
         if nvml is not None and run.metrics is not None and p == "timing":
             util = nvml.mean(run.metrics.get("window_start_unix"), run.metrics.get("window_end_unix"))
             if util is not None:
