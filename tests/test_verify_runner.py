@@ -229,7 +229,7 @@ def test_measure_real_harness_end_to_end_on_cpu(tmp_path):
     assert all(r.metrics["window_found"] and r.metrics["busy_fraction"] == 0.0 for r in profile)
     result = runner.rule_result(fx, runs, expected_device="cpu")
     assert result["verdict"] == "pass", result["reason"]
-    assert result["bad"]["median"] > 0.2            # ten 20 ms sleeps
+    assert result["bad"]["median"] > 0.5            # ten 50 ms sleeps
     assert runner.rule_result(fx, runs, expected_device="cuda")["verdict"] == "fail"
     kept = sorted(p.name for p in (tmp_path / "traces").iterdir())
     assert kept == ["TL900-sleep-bad-r0.json", "TL900-sleep-fixed-r0.json"]

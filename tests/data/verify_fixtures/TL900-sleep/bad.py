@@ -14,6 +14,6 @@ for _ in range(h.warmup):
 with h.window():
     for _ in range(h.iters):
         x = x * 1.0
-        time.sleep(0.02)
+        time.sleep(0.05)
         h.count(x.shape[0])
 h.emit()
