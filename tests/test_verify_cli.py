@@ -238,3 +238,24 @@ def test_smoke_kills_a_script_that_hangs(tmp_path):
     assert result.exit_code == 1
     assert "timed out after 4 s" in result.stdout
     assert "ok     TL1-hang/fixed.py" in result.stdout
+
+
+def test_commands_register_in_a_group(monkeypatch, tmp_path):
+    """As torchlint.cli registers them: main.add_command(verify_command); main.add_command(doctor_command)."""
+    import click
+
+    @click.group()
+    def main():
+        pass
+
+    main.add_command(cli.verify_command)
+    main.add_command(cli.doctor_command)
+    assert sorted(main.commands) == ["doctor", "verify"]
+    help_text = CliRunner().invoke(main, ["verify", "--help"]).output
+    for option in ("--rule", "--repeats", "--output", "--markdown", "--plot", "--smoke", "--require-gpu",
+                   "--fixtures"):
+        assert option in help_text
+    monkeypatch.setattr(probe, "probe_cuda", lambda: CPU_ONLY)
+    result = CliRunner().invoke(main, ["verify", "--fixtures", str(FAKE), "--output", str(tmp_path / "r.json"),
+                                       "--require-gpu"])
+    assert result.exit_code == 2
