@@ -116,3 +116,9 @@ def test_events_that_are_not_complete_spans_are_ignored():
              {"ph": "X", "cat": "kernel", "name": "bad", "ts": "x"}]
     out = busy.analyze(trace)
     assert out["kernels"] == 0 and out["busy_fraction"] == 0.0
+
+
+def test_harness_marks_the_window_busy_looks_for():
+    from torchlint.verify import harness
+
+    assert harness.WINDOW_LABEL == busy.WINDOW_LABEL
