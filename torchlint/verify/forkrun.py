@@ -10,7 +10,7 @@ argv, sends its stdout/stderr to the given files and runs the script as
 ``__main__``. Each finished child is reported as a JSON line
 ``{"id", "rc", "seconds"}``.
 
-Only ``--smoke`` uses this (on POSIX; ``TORCHLINT_SMOKE_FORK=0`` turns it
+Only ``--smoke`` uses this (on Linux; ``TORCHLINT_SMOKE_FORK=0`` turns it
 off): measurements always start a fresh interpreter per run.
 """
 from __future__ import annotations

@@ -288,13 +288,14 @@ def smoke(fixtures: Sequence[Fixture], jobs: int = 0, progress: Optional[Callabl
           timeout: float = 300.0, fork: Optional[bool] = None) -> List[Run]:
     """Each script once, on the CPU, in parallel subprocesses; results in fixture order.
 
-    On POSIX the subprocesses are forked from one process that imported torch
+    On Linux the subprocesses are forked from one process that imported torch
     once (:mod:`torchlint.verify.forkrun`); TORCHLINT_SMOKE_FORK=0 (or
     fork=False) starts a fresh interpreter per script instead."""
     jobs = jobs or max(1, min(4, os.cpu_count() or 1))
     tasks = [(fx, which) for fx in fixtures for which in SCRIPTS]
     if fork is None:
-        fork = hasattr(os, "fork") and os.environ.get("TORCHLINT_SMOKE_FORK", "1") != "0"
+        # Linux only: forking after `import torch` is not safe on macOS.
+        fork = sys.platform.startswith("linux") and os.environ.get("TORCHLINT_SMOKE_FORK", "1") != "0"
     if fork:
         return _smoke_forked(tasks, jobs, progress, timeout)
     results: Dict[Tuple[str, str], Run] = {}
