@@ -71,14 +71,20 @@ class Harness:
         self.samples = 0
         with passes.instrument(self):
             self.sync()
+            start_unix = time.time()
             start = time.perf_counter()
             with torch.profiler.record_function(WINDOW_LABEL):
-                yield
+                with passes.inner(self):
+                    yield
                 self.sync()
             wall = time.perf_counter() - start
+            end_unix = time.time()
         self.metrics["wall_s"] = wall
         self.metrics["samples"] = self.samples
         self.metrics["samples_per_s"] = self.samples / wall if wall > 0 else 0.0
+        # Wall-clock stamps let the runner match its NVML samples to the window.
+        self.metrics["window_start_unix"] = start_unix
+        self.metrics["window_end_unix"] = end_unix
         if self.cuda:
             self.metrics["peak_mem_bytes"] = int(torch.cuda.max_memory_allocated())
 

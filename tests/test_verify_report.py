@@ -1,0 +1,92 @@
+"""Report formats: JSON keys, Markdown table, PNG file."""
+import json
+
+from torchlint.verify import report as R
+from torchlint.verify import verdict as V
+
+
+def rule(code, metric, verdict, bad=None, fixed=None, change=None, direction="up", threshold=0.1):
+    return {"rule": code, "name": "x", "fixture": f"fixtures/{code}-x", "summary": "s", "metric": metric,
+            "direction": direction, "threshold": threshold, "threshold_unit": "points",
+            "bad": bad, "fixed": fixed, "change": change, "effect": change, "noise": 0.0,
+            "mechanism": {"ok": True, "reason": ""}, "verdict": verdict, "reason": "because | reasons",
+            "metrics": {}, "errors": []}
+
+
+def summ(median, spread=0.0, n=5):
+    return V.Summary(median, spread, median, median, n, [median] * n).to_dict()
+
+
+def sample_report():
+    rules = [
+        rule("TL104", "h2d_copies", "pass", summ(100), summ(2), -0.98, "down", 0.2),
+        rule("TL302", "busy_fraction", "inconclusive", summ(0.3, 0.2), summ(0.45, 0.1), 0.15),
+        rule("TL201", "peak_mem_bytes", "fail", summ(2 ** 30), summ(2 ** 30), 0.0, "down", 0.2),
+        rule("TL401", "sync_count", "skipped"),
+    ]
+    return R.build(rules, mode="gpu", repeats=5, environment={"torch": "2.13.0", "cuda": "12.8", "device": "H100"})
+
+
+def test_json_report_keys(tmp_path):
+    rep = sample_report()
+    path = tmp_path / "out" / "report.json"
+    R.write_json(rep, path)
+    data = json.loads(path.read_text())
+    for key in ("schema_version", "tool", "torchlint_version", "mode", "repeats", "skipped_reason", "environment",
+                "summary", "rules"):
+        assert key in data
+    assert data["summary"] == {"fail": 1, "inconclusive": 1, "pass": 1, "skipped": 1}
+    first = data["rules"][0]
+    for key in ("rule", "name", "fixture", "summary", "metric", "direction", "threshold", "bad", "fixed", "change",
+                "verdict", "reason", "mechanism", "metrics"):
+        assert key in first
+    assert first["bad"]["median"] == 100 and first["bad"]["n"] == 5
+
+
+def test_markdown_table():
+    md = R.to_markdown(sample_report())
+    lines = md.splitlines()
+    header = lines.index("| Rule | Metric | Bad | Fixed | Change | Threshold | Verdict |")
+    assert lines[header + 1] == "|---|---|---|---|---|---|---|"
+    body = lines[header + 2: header + 6]
+    assert body[0] == "| TL104 | h2d_copies | 100 | 2 | -98.0% | down >= 20% | PASS |"
+    assert body[1] == ("| TL302 | busy_fraction | 30.0% ± 20.0% | 45.0% ± 10.0% | +15.0 pts | up >= 10 pts "
+                       "| INCONCLUSIVE |")
+    assert body[2].startswith("| TL201 | peak_mem_bytes | 1024.0 MiB | 1024.0 MiB | +0.0% |")
+    assert body[3] == "| TL401 | sync_count | - | - | n/a | up >= 10% | SKIPPED |"
+    assert "because \\| reasons" in md          # pipes escaped
+    assert "H100" in md
+
+
+def test_markdown_of_a_skipped_report_states_the_reason():
+    rep = R.build([rule("TL104", "h2d_copies", "skipped")], mode="skipped", repeats=5,
+                  skipped_reason="torch 2.13.0 is a CPU-only build")
+    assert "GPU verification skipped: torch 2.13.0 is a CPU-only build" in R.to_markdown(rep)
+
+
+def test_text_table_is_aligned():
+    text = R.to_text(sample_report()).splitlines()
+    assert text[0].split() == ["Rule", "Metric", "Bad", "Fixed", "Change", "Threshold", "Verdict"]
+    assert set(text[1]) <= {"-", " "}
+    assert text[2].startswith("TL104") and text[2].rstrip().endswith("PASS")
+
+
+def test_png_plot_written(tmp_path):
+    path = tmp_path / "plot.png"
+    R.write_plot(sample_report(), path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_png_plot_of_no_rules(tmp_path):
+    path = tmp_path / "empty.png"
+    R.write_plot(R.build([], mode="skipped", repeats=1), path)
+    assert path.stat().st_size > 0
+
+
+def test_value_formats():
+    assert R.format_value("busy_fraction", 0.5) == "50.0%"
+    assert R.format_value("wall_s", 0.0123) == "12.3 ms"
+    assert R.format_value("wall_s", 2.5) == "2.500 s"
+    assert R.format_value("samples_per_s", 12345.6) == "12,346/s"
+    assert R.format_value("sync_count", 3.0) == "3"
+    assert R.format_value("x", None) == "-"
