@@ -2,7 +2,10 @@
 enabled rule over them, position only what is reported, build fixes."""
 from __future__ import annotations
 
+import ast
 import logging
+import re
+import threading
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
@@ -38,20 +41,177 @@ def syntax_error_finding(path: str, message: str, row: int = 1, column: int = 1)
     return Finding(TL000[0], TL000[1], message, path, row, column, row, column)
 
 
+# CPython refuses more than 200 nested brackets ("too many nested parentheses");
+# LibCST's native parser has no such limit and overflows its stack somewhere
+# past 1,000 (a segfault, not an exception), so the same limit applies here.
+MAX_BRACKET_DEPTH = 200
+# A logical line with more code than this (strings excluded) may hold a long
+# operator chain (`-` * 5000, `a if b else` * 3000) deep enough to exhaust the
+# native parser's stack: such files are checked by CPython's parser first and,
+# if it accepts them, parsed by LibCST in a thread with a large stack.
+LONG_LOGICAL_LINE = 2000
+BIG_STACK_BYTES = 512 * 1024 * 1024
+
+_SCAN = re.compile(
+    r"[rRbBuUfF]{0,2}(?:'''(?:[^'\\]|\\.|'(?!''))*(?:'''|$)"
+    r'|"""(?:[^"\\]|\\.|"(?!""))*(?:"""|$)'
+    r"|'(?:[^'\\\r\n]|\\.)*'?"
+    r'|"(?:[^"\\\r\n]|\\.)*"?)'
+    r"|#[^\r\n]*|\\\r?\n|[()\[\]{}]|\r\n|\r|\n",
+    re.S,
+)
+
+
+class SourceError(Exception):
+    """Source that cannot be parsed: a message in CPython's words and where."""
+
+    def __init__(self, message: str, row: int = 1, column: int = 1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.row = max(1, row)
+        self.column = max(1, column)
+
+
+@dataclass
+class _Shape:
+    depth: int = 0
+    depth_offset: int = 0
+    longest: int = 0
+    longest_offset: int = 0
+
+
+def _shape(source: str) -> _Shape:
+    """Bracket depth and longest logical line (string and comment text excluded),
+    from a regex scan: a cheap gate, not a tokenizer; CPython's parser decides."""
+    shape = _Shape()
+    depth = 0
+    start = 0
+    excluded = 0
+    for m in _SCAN.finditer(source):
+        tok = m.group()
+        c = tok[0]
+        if c in "([{":
+            depth += 1
+            if depth > shape.depth:
+                shape.depth, shape.depth_offset = depth, m.start()
+        elif c in ")]}":
+            depth = max(0, depth - 1)
+        elif c in "\r\n":
+            if depth == 0:
+                length = m.start() - start - excluded
+                if length > shape.longest:
+                    shape.longest, shape.longest_offset = length, start
+                start, excluded = m.end(), 0
+        elif c != "\\":
+            excluded += len(tok)
+    length = len(source) - start - excluded
+    if length > shape.longest:
+        shape.longest, shape.longest_offset = length, start
+    return shape
+
+
+def _row_col(source: str, offset: int) -> Tuple[int, int]:
+    head = source[:offset]
+    row = head.count("\n") + 1
+    return row, offset - (head.rfind("\n") + 1) + 1
+
+
+TOO_COMPLEX = "SyntaxError: too complex to parse (expressions nested too deeply)"
+
+
+def _cpython_error(source: str) -> Optional[SourceError]:
+    """What CPython's own parser says about `source` (None: it accepts it)."""
+    try:
+        compile(source, "<torchlint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        kind = type(exc).__name__
+        msg = exc.msg or "invalid syntax"
+        return SourceError(f"{kind}: {msg}", exc.lineno or 1, exc.offset or 1)
+    except (RecursionError, MemoryError):
+        return SourceError(TOO_COMPLEX)
+    except ValueError as exc:  # 3.11: "source code string cannot contain null bytes"
+        return SourceError(f"SyntaxError: {exc}")
+    return None
+
+
+def _clean_libcst_message(exc: cst.ParserSyntaxError) -> str:
+    msg = re.sub(r"^(?:parser|tokenizer) error: ", "", exc.message)
+    msg = re.sub(r"^error at \d+:\d+: ", "", msg)
+    return f"SyntaxError: {msg}"
+
+
+_STACK_LOCK = threading.Lock()
+
+
+def _in_big_stack(fn, *args):
+    """Run `fn` in a thread with a large stack (LibCST's native parser recurses
+    once per nesting level) and return its result or raise its exception."""
+    box: list = []
+
+    def target() -> None:
+        try:
+            box.append((True, fn(*args)))
+        except BaseException as exc:  # handed back to the caller's thread
+            box.append((False, exc))
+
+    with _STACK_LOCK:
+        old = threading.stack_size()
+        try:
+            threading.stack_size(BIG_STACK_BYTES)
+            thread = threading.Thread(target=target, name="torchlint-parse", daemon=True)
+            thread.start()
+        finally:
+            threading.stack_size(old)
+    thread.join()
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
 def parse(source: str) -> cst.Module:
-    return cst.parse_module(source)
+    """Parse `source` with LibCST. Anything that cannot be parsed raises
+    SourceError (with CPython's message and position where CPython has one);
+    nothing crashes the process."""
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        row, col = _row_col(source, exc.start)
+        raise SourceError(f"SyntaxError: unpaired surrogate U+{ord(source[exc.start]):04X} in source", row, col) from None
+    shape = _shape(source)
+    risky = shape.depth > MAX_BRACKET_DEPTH // 2 or shape.longest > LONG_LOGICAL_LINE
+    if risky:
+        error = _cpython_error(source)
+        if error is not None and (error.message == TOO_COMPLEX or shape.depth > MAX_BRACKET_DEPTH):
+            if error.message == TOO_COMPLEX:
+                error.row, error.column = _row_col(source, shape.longest_offset)
+            raise error
+        if shape.depth > MAX_BRACKET_DEPTH:
+            row, col = _row_col(source, shape.depth_offset)
+            raise SourceError("SyntaxError: too many nested parentheses", row, col)
+    try:
+        if risky:
+            return _in_big_stack(cst.parse_module, source)
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        better = _cpython_error(source)
+        if better is not None:
+            raise better from None
+        raise SourceError(_clean_libcst_message(exc), exc.raw_line, exc.raw_column + 1) from None
+    except RecursionError:
+        raise SourceError(TOO_COMPLEX) from None
+    except (ValueError, TypeError, IndexError) as exc:  # LibCST's tokenizer on odd input
+        better = _cpython_error(source)
+        if better is not None:
+            raise better from None
+        raise SourceError(f"SyntaxError: {exc}") from None
 
 
 def _parse_or_finding(source: str, path: str):
     try:
         return parse(source), None
-    except cst.ParserSyntaxError as exc:
-        msg = f"SyntaxError: {exc.message}"
-        return None, syntax_error_finding(path, msg, exc.raw_line, exc.raw_column + 1)
-    except RecursionError:
-        return None, syntax_error_finding(path, "SyntaxError: too deeply nested to parse")
-    except (ValueError, TypeError, IndexError) as exc:  # LibCST's tokenizer on odd input
-        return None, syntax_error_finding(path, f"SyntaxError: {exc}")
+    except SourceError as exc:
+        return None, syntax_error_finding(path, exc.message, exc.row, exc.column)
 
 
 def check_source(source: str, path: str, enabled: FrozenSet[str]) -> FileResult:
