@@ -223,6 +223,9 @@ def check_source(source: str, path: str, enabled: FrozenSet[str]) -> FileResult:
         return _check_module(module, source, path, enabled)
     except RecursionError:
         return FileResult(path, (), (Problem(path, "file too deeply nested to analyse; skipped"),))
+    except Exception as exc:  # shared analysis (facts, positions, suppressions): this file only
+        log.exception("analysis failed on %s", path)
+        return FileResult(path, (), (Problem(path, f"internal error in analysis: {type(exc).__name__}: {exc}"),))
 
 
 def _check_module(module: cst.Module, source: str, path: str, enabled: FrozenSet[str]) -> FileResult:
@@ -271,13 +274,20 @@ def _dedupe(findings: Sequence[Finding]) -> List[Finding]:
 def _to_findings(module, source, path, reports: Sequence[Report], problems: List[Problem]) -> List[Finding]:
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     out: List[Finding] = []
+    roundtrip: Optional[bool] = None
     for rep in reports:
         pos = positions.get(rep.node)
         if pos is None:
             problems.append(Problem(path, "internal error: reported a node outside the module", rep.rule.CODE))
             continue
         fix = None
-        if rep.replacements:
+        if rep.replacements and roundtrip is None:
+            # LibCST does not reproduce some sources exactly (a final lone \r is
+            # dropped); a fix diffed against such a source would lose that text.
+            roundtrip = module.code == source
+            if not roundtrip:
+                log.debug("%s does not round-trip through LibCST; fixes withheld", path)
+        if rep.replacements and roundtrip:
             try:
                 new_code = replace_nodes(module, rep.replacements).code
                 edits = diff_edits(source, new_code)
@@ -306,28 +316,69 @@ def _to_findings(module, source, path, reports: Sequence[Report], problems: List
 def fix_source(source: str, path: str, enabled: FrozenSet[str], unsafe: bool = False) -> FileResult:
     """Apply fixes until none applies (at most MAX_FIX_PASSES passes).
 
-    Each pass applies every non-overlapping fix once, then re-lints; a pass whose
-    result would not parse is discarded and reported, never returned.
+    Each pass applies every non-overlapping fix once, then re-lints, so fixes
+    that overlap are applied one at a time against fresh positions. A pass whose
+    combined result would not parse is retried fix by fix; a fix whose result
+    does not parse is refused and reported, never returned. Fixes still offered
+    after the last pass are reported as not converging.
     """
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
     current = source
     total = 0
     problems: List[Problem] = []
+    refused: set = set()  # (code, edits) of fixes whose output did not parse
     result = check_source(current, path, enabled)
+    if result.findings and result.findings[0].code == TL000[0] and len(result.findings) == 1:
+        return FileResult(path, result.findings, result.problems, current, 0)
+    converged = False
     for _ in range(MAX_FIX_PASSES):
-        groups = [f.fix.edits for f in result.findings if f.fix is not None and f.fix.applicability in allowed]
-        if not groups:
+        fixes = [
+            (f.code, f.fix.edits)
+            for f in result.findings
+            if f.fix is not None and f.fix.applicability in allowed and (f.code, f.fix.edits) not in refused
+        ]
+        if not fixes:
+            converged = True
             break
-        candidate, applied = apply_fix_groups(current, groups)
+        candidate, applied = apply_fix_groups(current, [edits for _, edits in fixes])
+        if applied and candidate != current and not _parses(candidate):
+            candidate, applied = _apply_one_by_one(current, fixes, refused, problems, path)
         if applied == 0 or candidate == current:
-            break
-        try:
-            parse(candidate)
-        except Exception:
-            problems.append(Problem(path, "a fix produced code that does not parse; it was not applied"))
+            converged = True
             break
         current = candidate
         total += applied
         result = check_source(current, path, enabled)
+    if not converged:
+        codes = sorted({f.code for f in result.findings if f.fix is not None and f.fix.applicability in allowed})
+        if codes:
+            problems.append(
+                Problem(path, f"fixes did not converge after {MAX_FIX_PASSES} passes ({', '.join(codes)}); kept the last result")
+            )
     all_problems = tuple(problems) + tuple(p for p in result.problems if p not in problems)
     return FileResult(path, result.findings, all_problems, current, total)
+
+
+def _parses(text: str) -> bool:
+    try:
+        parse(text)
+    except Exception:
+        return False
+    return True
+
+
+def _apply_one_by_one(current, fixes, refused, problems, path):
+    """Apply fixes singly, keeping each whose result still parses."""
+    applied = 0
+    for code, edits in fixes:
+        # Positions are relative to `current` as linted: only the first fix is
+        # safe to apply on an already-changed text, so stop after one success;
+        # the next pass re-lints and offers the rest again.
+        candidate, n = apply_fix_groups(current, [edits])
+        if n and candidate != current and _parses(candidate):
+            return candidate, 1
+        refused.add((code, edits))
+        problem = Problem(path, "a fix produced code that does not parse; it was not applied", code)
+        if problem not in problems:
+            problems.append(problem)
+    return current, applied
