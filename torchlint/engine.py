@@ -6,6 +6,7 @@ import ast
 import logging
 import re
 import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
@@ -122,7 +123,9 @@ TOO_COMPLEX = "SyntaxError: too complex to parse (expressions nested too deeply)
 def _cpython_error(source: str) -> Optional[SourceError]:
     """What CPython's own parser says about `source` (None: it accepts it)."""
     try:
-        compile(source, "<torchlint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        with warnings.catch_warnings():  # SyntaxWarnings are not ours to print
+            warnings.simplefilter("ignore")
+            compile(source, "<torchlint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
         kind = type(exc).__name__
         msg = exc.msg or "invalid syntax"
