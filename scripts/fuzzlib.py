@@ -1,0 +1,101 @@
+"""Shared by tests/test_fuzz.py and scripts/fuzz.py: corpora, mutations, and
+the property every program must satisfy."""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import List, Optional
+
+import libcst as cst
+from hypothesis import strategies as st
+
+from torchlint.api import check, fix_source
+from torchlint.engine import parse
+
+ROOT = Path(__file__).resolve().parents[1]
+SEEDS = ROOT.parent / "shared" / "seeds" / "blocks"
+
+
+def corpus() -> List[str]:
+    """Real-looking snippets: every rule's examples, plus the seed blocks when present."""
+    from torchlint.rules import all_rules
+
+    out: List[str] = []
+    for rule in all_rules():
+        out.extend(ex.code for ex in rule.INVALID)
+        out.extend(rule.VALID)
+    if SEEDS.is_dir():
+        for path in sorted(SEEDS.glob("*.py")):
+            try:
+                out.append(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                continue
+    return out
+
+
+NOISE = "()[]{}:;,.=+-*/\\'\"#@\t \n\r\x0c\x00\ud800é\u2028ab0"
+
+
+def mutate(src: str, rnd: random.Random, rounds: int = 3) -> str:
+    """Delete, duplicate, indent or dedent a line, truncate, or insert junk."""
+    for _ in range(rnd.randint(1, rounds)):
+        lines = src.splitlines(keepends=True) or [""]
+        i = rnd.randrange(len(lines))
+        op = rnd.randrange(7)
+        if op == 0:
+            del lines[i]
+        elif op == 1:
+            lines.insert(i, lines[i])
+        elif op == 2:
+            lines[i] = rnd.choice(["    ", "\t", " "]) + lines[i]
+        elif op == 3:
+            lines[i] = lines[i].lstrip(" \t")
+        elif op == 4:
+            src = src[: rnd.randrange(len(src) + 1)]
+            continue
+        elif op == 5:
+            pos = rnd.randrange(len(src) + 1)
+            junk = "".join(rnd.choice(NOISE) for _ in range(rnd.randint(1, 4)))
+            src = src[:pos] + junk + src[pos:]
+            continue
+        else:
+            j = rnd.randrange(len(lines))
+            lines[i], lines[j] = lines[j], lines[i]
+        src = "".join(lines)
+    return src
+
+
+def mutated(corpus_list: List[str]):
+    """A Hypothesis strategy of mutated corpus snippets."""
+    return st.builds(
+        lambda i, seed: mutate(corpus_list[i % len(corpus_list)], random.Random(seed)),
+        st.integers(0, 10_000),
+        st.integers(0, 2**32),
+    )
+
+
+def check_program(src: str, unsafe: bool = True) -> Optional[str]:
+    """Check the reliability properties on one program. Returns None when they
+    hold, else a description (an exception here is also a failure)."""
+    result = check(src, "fuzz.py")
+    if any(f.code == "TL000" for f in result.findings):
+        try:
+            parse(src)
+        except Exception:
+            pass
+        else:
+            return "TL000 on source that parses"
+    fixed, _ = fix_source(src, "fuzz.py", unsafe=unsafe)
+    if fixed != src:
+        try:
+            parse(src)
+        except Exception:
+            return "fix changed source that does not parse"
+        try:
+            cst.parse_module(fixed)
+        except Exception as exc:
+            return f"fix output does not parse: {exc}"
+        again, _ = fix_source(fixed, "fuzz.py", unsafe=unsafe)
+        if again != fixed:
+            return "fix is not a fixed point"
+    return None
