@@ -131,8 +131,10 @@ def test_long_flat_literal_is_fine():
         ("x = " + "not " * 5000 + "1\n", "SyntaxError: too complex to parse (expressions nested too deeply)"),
         ("x = " + "1 if y else " * 5000 + "2\n", "SyntaxError: too complex to parse (expressions nested too deeply)"),
         ("x = " + "lambda: " * 5000 + "1\n", "SyntaxError: too complex to parse (expressions nested too deeply)"),
+        ('x = f"{' + "(" * 3000 + "1" + ")" * 3000 + '}"\n', "SyntaxError: f-string: too many nested parenthesis"),
+        ('x = f"{' + "1 if y else " * 5000 + '1}"\n', "SyntaxError: too complex to parse (expressions nested too deeply)"),
     ],
-    ids=["parens-5000", "lists-1000", "calls-300", "ifs-1000", "binop-20000", "not-5000", "ifexp-5000", "lambda-5000"],
+    ids=["parens-5000", "lists-1000", "calls-300", "ifs-1000", "binop-20000", "not-5000", "ifexp-5000", "lambda-5000", "fstring-parens-3000", "fstring-ifexp-5000"],
 )
 def test_deep_nesting_is_a_syntax_error_not_a_crash(src, message):
     f = tl000(src)
@@ -214,3 +216,15 @@ def test_fix_bytes_unchanged_and_undecodable():
 def test_fixed_output_parses():
     fixed, _ = fix_source(BAD.replace("\n", "\r\n"))
     cst.parse_module(fixed)
+
+
+def test_bom_in_text_is_not_code_and_is_kept_by_fix():
+    src = "\ufeff" + BAD
+    (f,) = lint_source(src)
+    assert (f.code, f.row, f.column) == ("TL104", 2, 5)
+    assert fix_source(src)[0] == "\ufeff" + FIXED
+
+
+def test_brackets_inside_plain_strings_do_not_count():
+    src = 'x = "f" + "' + "(" * 300 + '"\n'
+    assert lint_source(src) == []

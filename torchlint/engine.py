@@ -104,11 +104,29 @@ def _shape(source: str) -> _Shape:
                     shape.longest, shape.longest_offset = length, start
                 start, excluded = m.end(), 0
         elif c != "\\":
-            excluded += len(tok)
+            quote = tok.find("'") if tok.find('"') < 0 else tok.find('"') if tok.find("'") < 0 else min(tok.find("'"), tok.find('"'))
+            if "f" in tok[:quote].lower():
+                # f-string replacement fields are code: count their brackets and length.
+                inner = _fstring_depth(tok)
+                if depth + inner > shape.depth:
+                    shape.depth, shape.depth_offset = depth + inner, m.start()
+            else:
+                excluded += len(tok)
     length = len(source) - start - excluded
     if length > shape.longest:
         shape.longest, shape.longest_offset = length, start
     return shape
+
+
+def _fstring_depth(tok: str) -> int:
+    depth = deepest = 0
+    for ch in tok:
+        if ch in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+    return deepest
 
 
 def _row_col(source: str, offset: int) -> Tuple[int, int]:
@@ -217,8 +235,14 @@ def _parse_or_finding(source: str, path: str):
         return None, syntax_error_finding(path, exc.message, exc.row, exc.column)
 
 
+BOM = "\ufeff"
+
+
 def check_source(source: str, path: str, enabled: FrozenSet[str]) -> FileResult:
-    """Lint `source` with the rules whose codes are in `enabled`."""
+    """Lint `source` with the rules whose codes are in `enabled`. A leading BOM
+    is not part of the text (as for CPython): positions and edits ignore it."""
+    if source.startswith(BOM):
+        source = source[1:]
     module, error = _parse_or_finding(source, path)
     if module is None:
         return FileResult(path, (error,))
@@ -325,6 +349,9 @@ def fix_source(source: str, path: str, enabled: FrozenSet[str], unsafe: bool = F
     does not parse is refused and reported, never returned. Fixes still offered
     after the last pass are reported as not converging.
     """
+    if source.startswith(BOM):
+        result = fix_source(source[1:], path, enabled, unsafe)
+        return FileResult(path, result.findings, result.problems, BOM + (result.fixed_source or ""), result.fixes_applied)
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
     current = source
     total = 0
