@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import tempfile
 import sys
 import time
 import traceback
@@ -31,7 +32,8 @@ def main(argv=None) -> int:
     ap.add_argument("--examples", type=int, default=1000, help="programs per generator")
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: time)")
     ap.add_argument("--only", choices=["grammar", "mutated"], default=None)
-    ap.add_argument("--out", default="fuzz-failures")
+    ap.add_argument("--seconds", type=float, default=None, help="stop each generator after this long")
+    ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "torchlint-fuzz-failures"))
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     seed = args.seed if args.seed is not None else int(time.time())
@@ -52,22 +54,33 @@ def main(argv=None) -> int:
     if args.only in (None, "mutated"):
         rnd = random.Random(seed)
         snippets = corpus()
+        t0 = time.time()
         for _ in range(args.examples):
+            if args.seconds and time.time() - t0 > args.seconds:
+                break
             run_one("mutated", mutate(rnd.choice(snippets), rnd, rounds=4))
+        print(f"mutated: {tried['mutated']} programs in {time.time() - t0:.0f} s", flush=True)
     if args.only in (None, "grammar"):
+        t0 = time.time()
+        chunk = 100
+        while tried["grammar"] < args.examples and not (args.seconds and time.time() - t0 > args.seconds):
 
-        @settings(
-            max_examples=args.examples,
-            deadline=None,
-            database=None,
-            derandomize=False,
-            suppress_health_check=list(HealthCheck),
-        )
-        @given(hypothesmith.from_grammar())
-        def grammar(src):
-            run_one("grammar", src)
+            @settings(
+                max_examples=min(chunk, args.examples - tried["grammar"]),
+                deadline=None,
+                database=None,
+                derandomize=False,
+                suppress_health_check=list(HealthCheck),
+            )
+            @given(hypothesmith.from_grammar())
+            def grammar(src):
+                run_one("grammar", src)
 
-        grammar()
+            before = tried["grammar"]
+            grammar()
+            if tried["grammar"] == before:
+                break
+        print(f"grammar: {tried['grammar']} programs in {time.time() - t0:.0f} s", flush=True)
     elapsed = time.time() - start
     total = sum(tried.values())
     print(
