@@ -175,14 +175,22 @@ def _in_big_stack(fn, *args):
         except BaseException as exc:  # handed back to the caller's thread
             box.append((False, exc))
 
+    thread = None
     with _STACK_LOCK:
         old = threading.stack_size()
         try:
-            threading.stack_size(BIG_STACK_BYTES)
-            thread = threading.Thread(target=target, name="torchlint-parse", daemon=True)
-            thread.start()
+            for size in (BIG_STACK_BYTES, BIG_STACK_BYTES // 8):
+                try:
+                    threading.stack_size(size)
+                    thread = threading.Thread(target=target, name="torchlint-parse", daemon=True)
+                    thread.start()
+                    break
+                except (RuntimeError, ValueError, MemoryError):  # no room for that stack
+                    thread = None
         finally:
             threading.stack_size(old)
+    if thread is None:
+        return fn(*args)
     thread.join()
     ok, value = box[0]
     if not ok:
@@ -273,8 +281,8 @@ def _check_module(module: cst.Module, source: str, path: str, enabled: FrozenSet
             except Exception:
                 del ctx.reports[before:]
                 raise
-        except RecursionError:
-            raise
+        except RecursionError:  # this rule recursed too deep on this file; the others go on
+            problems.append(Problem(path, "file too deeply nested for this rule; skipped", rule_cls.CODE))
         except Exception as exc:  # one rule's bug must not hide the others' findings
             log.exception("rule %s crashed on %s", rule_cls.CODE, path)
             problems.append(Problem(path, f"internal error in rule: {type(exc).__name__}: {exc}", rule_cls.CODE))
