@@ -221,3 +221,31 @@ def test_fix_is_idempotent_on_examples():
             once = engine.fix_source(ex.code, "e.py", REAL, unsafe=True).fixed_source
             twice = engine.fix_source(once, "e.py", REAL, unsafe=True).fixed_source
             assert once == twice, rule.CODE
+
+
+def test_rule_recursion_error_is_that_rules_problem(monkeypatch):
+    def deep(self, ctx):
+        return deep(self, ctx)
+
+    monkeypatch.setattr(rule_by_code("TL104"), "check", deep)
+    result = engine.check_source(BOTH, "r.py", REAL)
+    assert codes(result) == ["TL501"]
+    assert [(p.rule, "nested" in p.message) for p in result.problems] == [("TL104", True)]
+
+
+def test_big_stack_parse_falls_back_when_no_thread_can_start(monkeypatch):
+    class NoThread:
+        def __init__(self, *a, **k):
+            pass
+
+        def start(self):
+            raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(engine.threading, "Thread", NoThread)
+    module = engine._in_big_stack(cst.parse_module, "x = 1\n")
+    assert module.code == "x = 1\n"
+
+
+def test_big_stack_parse_reraises_in_caller():
+    with pytest.raises(cst.ParserSyntaxError):
+        engine._in_big_stack(cst.parse_module, "x = (\n")
