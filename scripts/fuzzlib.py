@@ -3,6 +3,7 @@ the property every program must satisfy."""
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 from typing import List, Optional
 
@@ -74,10 +75,31 @@ def mutated(corpus_list: List[str]):
     )
 
 
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+class _Comments(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: List[str] = []
+
+    def visit_Comment(self, node: cst.Comment) -> None:
+        self.found.append(node.value)
+
+
+def _comments(src: str) -> List[str]:
+    visitor = _Comments()
+    cst.parse_module(src.lstrip("\ufeff")).visit(visitor)
+    return visitor.found
+
+
 def check_program(src: str, unsafe: bool = True) -> Optional[str]:
     """Check the reliability properties on one program. Returns None when they
     hold, else a description (an exception here is also a failure)."""
     result = check(src, "fuzz.py")
+    rows = len(_NEWLINE.split(src))
+    for f in result.findings:
+        if not (1 <= f.row <= f.end_row <= rows and f.column >= 1):
+            return f"{f.code} position out of the file: {f.row}:{f.column}-{f.end_row}:{f.end_column}"
     if any(f.code == "TL000" for f in result.findings):
         try:
             parse(src)
@@ -95,6 +117,8 @@ def check_program(src: str, unsafe: bool = True) -> Optional[str]:
             cst.parse_module(fixed)
         except Exception as exc:
             return f"fix output does not parse: {exc}"
+        if sorted(_comments(fixed)) != sorted(_comments(src)):
+            return "fix lost or changed a comment"
         again, _ = fix_source(fixed, "fuzz.py", unsafe=unsafe)
         if again != fixed:
             return "fix is not a fixed point"
