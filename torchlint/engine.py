@@ -63,6 +63,10 @@ _SCAN = re.compile(
 )
 
 
+_STRING_PREFIX = re.compile(r"[rRbBuUfF]*")
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
 class SourceError(Exception):
     """Source that cannot be parsed: a message in CPython's words and where."""
 
@@ -103,9 +107,11 @@ def _shape(source: str) -> _Shape:
                 if length > shape.longest:
                     shape.longest, shape.longest_offset = length, start
                 start, excluded = m.end(), 0
+        elif c == "#":
+            excluded += len(tok)
         elif c != "\\":
-            quote = tok.find("'") if tok.find('"') < 0 else tok.find('"') if tok.find("'") < 0 else min(tok.find("'"), tok.find('"'))
-            if "f" in tok[:quote].lower():
+            prefix = _STRING_PREFIX.match(tok).group()
+            if "f" in prefix.lower():
                 # f-string replacement fields are code: count their brackets and length.
                 inner = _fstring_depth(tok)
                 if depth + inner > shape.depth:
@@ -130,9 +136,8 @@ def _fstring_depth(tok: str) -> int:
 
 
 def _row_col(source: str, offset: int) -> Tuple[int, int]:
-    head = source[:offset]
-    row = head.count("\n") + 1
-    return row, offset - (head.rfind("\n") + 1) + 1
+    starts = [0] + [m.end() for m in _NEWLINE.finditer(source, 0, offset)]
+    return len(starts), offset - starts[-1] + 1
 
 
 TOO_COMPLEX = "SyntaxError: too complex to parse (expressions nested too deeply)"
