@@ -1,7 +1,8 @@
 """Longer fuzzing run than the CI tests: `python scripts/fuzz.py --examples 5000`.
 
-Two generators: Hypothesmith programs from Python's grammar, and mutated real
-code (every rule's examples plus ../shared/seeds/blocks when present). For each
+Three generators: Hypothesmith programs from Python's grammar, mutated real
+code (every rule's examples plus ../shared/seeds/blocks when present), and
+deeply nested programs (random constructs to random depths up to 2,500). For each
 program: lint must not raise; a fix's output must parse and be a fixed point.
 Prints programs tried and failures found; failing programs are written to
 --out (default: fuzz-failures/) for reproduction.
@@ -24,21 +25,21 @@ sys.path.insert(0, str(HERE))
 import hypothesmith  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
-from fuzzlib import check_program, corpus, mutate  # noqa: E402
+from fuzzlib import check_program, corpus, deep_program, mutate  # noqa: E402
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--examples", type=int, default=1000, help="programs per generator")
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: time)")
-    ap.add_argument("--only", choices=["grammar", "mutated"], default=None)
+    ap.add_argument("--only", choices=["grammar", "mutated", "deep"], default=None)
     ap.add_argument("--seconds", type=float, default=None, help="stop each generator after this long")
     ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "torchlint-fuzz-failures"))
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     seed = args.seed if args.seed is not None else int(time.time())
     failures = []
-    tried = {"grammar": 0, "mutated": 0}
+    tried = {"grammar": 0, "mutated": 0, "deep": 0}
 
     def run_one(kind: str, src: str) -> None:
         tried[kind] += 1
@@ -60,6 +61,21 @@ def main(argv=None) -> int:
                 break
             run_one("mutated", mutate(rnd.choice(snippets), rnd, rounds=4))
         print(f"mutated: {tried['mutated']} programs in {time.time() - t0:.0f} s", flush=True)
+    if args.only in (None, "deep"):
+        # Deeply nested programs; each is saved first, so a hard crash (the
+        # process dying) leaves its program behind in --out/last-deep.py.txt.
+        rnd = random.Random(seed)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        t0 = time.time()
+        for _ in range(args.examples):
+            if args.seconds and time.time() - t0 > args.seconds:
+                break
+            src = deep_program(rnd)
+            (out / "last-deep.py.txt").write_text(src, encoding="utf-8")
+            run_one("deep", src)
+        (out / "last-deep.py.txt").unlink()
+        print(f"deep: {tried['deep']} programs in {time.time() - t0:.0f} s", flush=True)
     if args.only in (None, "grammar"):
         t0 = time.time()
         chunk = 100
@@ -84,7 +100,7 @@ def main(argv=None) -> int:
     elapsed = time.time() - start
     total = sum(tried.values())
     print(
-        f"seed {seed}: {total} programs tried ({tried['grammar']} grammar, {tried['mutated']} mutated) "
+        f"seed {seed}: {total} programs tried ({tried['grammar']} grammar, {tried['mutated']} mutated, {tried['deep']} deep) "
         f"in {elapsed:.0f} s; {len(failures)} failures"
     )
     if failures:

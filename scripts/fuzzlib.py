@@ -123,3 +123,33 @@ def check_program(src: str, unsafe: bool = True) -> Optional[str]:
         if again != fixed:
             return "fix is not a fixed point"
     return None
+
+
+WRAPPERS = [
+    ("(", ")"), ("[", "]"), ("{", "}"), ("-", ""), ("not ", ""), ("~", ""), ("", " if y else 1"),
+    ("lambda: ", ""), ("f(", ")"), ("", ".a"), ("", "[0]"), ("", " + 1"), ("1 ** ", ""), ("await ", ""),
+    ("(yield ", ")"), ("*", ""), ("", "()"), ("'s' ", ""),
+]
+
+
+def deep_program(rnd: random.Random, max_depth: int = 2500) -> str:
+    """A statement nesting randomly chosen constructs to a random depth, in a
+    random context (module level, inside a def, inside an f-string, under ifs)."""
+    depth = rnd.choice([rnd.randint(1, 120), rnd.randint(100, 400), rnd.randint(300, max_depth)])
+    kinds = rnd.sample(WRAPPERS, rnd.randint(1, 4))
+    pre, post = [], []
+    for _ in range(depth):
+        a, b = rnd.choice(kinds)
+        pre.append(a)
+        post.append(b)
+    expr = "".join(pre) + "x" + "".join(reversed(post))
+    if rnd.random() < 0.2:
+        expr = 'f"{' + expr + '}"'
+    stmt = f"y = {expr}\n"
+    context = rnd.randrange(3)
+    if context == 1:
+        stmt = "def g():\n    " + stmt
+    elif context == 2:
+        levels = rnd.randint(1, 120)
+        stmt = "".join(" " * i + "if x:\n" for i in range(levels)) + " " * levels + stmt
+    return "import torch\n" + stmt + "z = torch.zeros(2).cuda()\n"

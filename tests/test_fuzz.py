@@ -1,14 +1,16 @@
 """Property-based fuzzing, bounded and derandomised for CI (scripts/fuzz.py runs longer):
 lint never raises; a fix's output parses and fixing it again changes nothing."""
+import random
 import sys
 from pathlib import Path
 
 import hypothesmith
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from fuzzlib import check_program, corpus, mutated  # noqa: E402
+from fuzzlib import check_program, corpus, deep_program, mutated  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")  # from hypothesmith
 
@@ -42,3 +44,9 @@ def test_mutated_real_code(src):
 @given(mutated(CORPUS))
 def test_mutated_real_code_safe_fixes(src):
     assert check_program(src, unsafe=False) is None
+
+
+@settings(CI, max_examples=15)
+@given(st.integers(0, 2**32))
+def test_deeply_nested_programs(seed):
+    assert check_program(deep_program(random.Random(seed), max_depth=1500)) is None
