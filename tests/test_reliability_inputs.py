@@ -188,6 +188,26 @@ def test_lint_bytes_unknown_coding():
     assert f.code == "TL000" and "no-such-codec" in f.message
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"# coding: undefined\nx = 1\n",  # raises a bare UnicodeError
+        b"# coding: rot13\nx = 1\n",  # not a text encoding
+        b"# coding: utf-16\nx = 1\n",
+        b"\xff\xfex\x00=\x001\x00",  # UTF-16 without a cookie
+    ],
+)
+def test_lint_bytes_odd_codecs(data):
+    (f,) = lint_bytes(data, "c.py").findings
+    assert f.code == "TL000" and f.message.startswith("cannot decode")
+    assert fix_bytes(data, "c.py")[0] == data
+
+
+def test_decode_error_row_after_bom():
+    (f,) = lint_bytes(codecs.BOM_UTF8 + b"x = 1\ny = '\xff'\n", "b.py").findings
+    assert (f.row, f.column) == (2, 6)
+
+
 def test_lint_bytes_latin1_cookie():
     assert lint_bytes(b"# -*- coding: latin-1 -*-\nx = '\xe9'\n", "l.py").findings == ()
 

@@ -62,13 +62,18 @@ def _decode_error(data: bytes, path: str, exc: Exception) -> Finding:
     """TL000 for bytes that cannot be decoded, at the offending line when known."""
     row = column = 1
     if isinstance(exc, UnicodeDecodeError):
-        head = data[: exc.start]
+        nul = "NUL byte" in str(exc.reason)
+        # Offsets are into the body after a UTF-8 BOM, except for the NUL check.
+        start = exc.start + (0 if nul or not data.startswith(codecs.BOM_UTF8) else len(codecs.BOM_UTF8))
+        start = min(start, len(data))
+        head = data[:start]
         row = head.count(b"\n") + 1
-        column = exc.start - (head.rfind(b"\n") + 1) + 1
-        if "NUL byte" in str(exc.reason):
+        column = start - (head.rfind(b"\n") + 1) + 1
+        if nul:
             message = "cannot decode file: contains a NUL byte (binary, not Python source)"
         else:
-            message = f"cannot decode file as {exc.encoding}: {exc.reason} (byte 0x{data[exc.start]:02x})"
+            byte = f" (byte 0x{data[start]:02x})" if start < len(data) else ""
+            message = f"cannot decode file as {exc.encoding}: {exc.reason}{byte}"
     elif isinstance(exc, SyntaxError):  # a bad or unknown PEP 263 coding cookie
         row = exc.lineno or 1
         message = f"cannot decode file: {exc.msg}"
@@ -81,7 +86,7 @@ def lint_bytes(data: bytes, path: str, settings: Optional[Settings] = None) -> F
     """Lint raw file contents; undecodable input becomes a TL000 finding."""
     try:
         decoded = decode_source(data)
-    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+    except Exception as exc:  # any codec's failure (UnicodeError, LookupError, a bad cookie...)
         return FileResult(path, (_decode_error(data, path, exc),))
     return check(decoded.text, path, settings)
 
@@ -94,7 +99,7 @@ def fix_bytes(
     The returned bytes are the input itself when nothing was fixed."""
     try:
         decoded = decode_source(data)
-    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+    except Exception as exc:  # as in lint_bytes
         return data, [_decode_error(data, path, exc)]
     fixed, findings = fix_source(decoded.text, path, settings, unsafe)
     if fixed == decoded.text:
