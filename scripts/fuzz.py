@@ -1,8 +1,10 @@
 """Longer fuzzing run than the CI tests: `python scripts/fuzz.py --examples 5000`.
 
-Three generators: Hypothesmith programs from Python's grammar, mutated real
+Four generators: Hypothesmith programs from Python's grammar, mutated real
 code (every rule's examples plus ../shared/seeds/blocks when present), and
-deeply nested programs (random constructs to random depths up to 2,500). For each
+deeply nested programs (random constructs to random depths up to 2,500), and
+file bytes (snippets with random coding cookies, BOMs, newline styles and raw
+bytes) through lint_bytes / fix_bytes. For each
 program: lint must not raise; a fix's output must parse and be a fixed point.
 Prints programs tried and failures found; failing programs are written to
 --out (default: fuzz-failures/) for reproduction.
@@ -25,26 +27,26 @@ sys.path.insert(0, str(HERE))
 import hypothesmith  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
-from fuzzlib import check_program, corpus, deep_program, mutate  # noqa: E402
+from fuzzlib import bytes_program, check_bytes, check_program, corpus, deep_program, mutate  # noqa: E402
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--examples", type=int, default=1000, help="programs per generator")
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: time)")
-    ap.add_argument("--only", choices=["grammar", "mutated", "deep"], default=None)
+    ap.add_argument("--only", choices=["grammar", "mutated", "deep", "bytes"], default=None)
     ap.add_argument("--seconds", type=float, default=None, help="stop each generator after this long")
     ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "torchlint-fuzz-failures"))
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     seed = args.seed if args.seed is not None else int(time.time())
     failures = []
-    tried = {"grammar": 0, "mutated": 0, "deep": 0}
+    tried = {"grammar": 0, "mutated": 0, "deep": 0, "bytes": 0}
 
-    def run_one(kind: str, src: str) -> None:
+    def run_one(kind: str, src) -> None:
         tried[kind] += 1
         try:
-            problem = check_program(src)
+            problem = check_bytes(src) if kind == "bytes" else check_program(src)
         except BaseException as exc:  # the property: nothing may raise
             problem = "raised " + "".join(traceback.format_exception_only(type(exc), exc)).strip()
         if problem:
@@ -61,6 +63,16 @@ def main(argv=None) -> int:
                 break
             run_one("mutated", mutate(rnd.choice(snippets), rnd, rounds=4))
         print(f"mutated: {tried['mutated']} programs in {time.time() - t0:.0f} s", flush=True)
+    if args.only in (None, "bytes"):
+        rnd = random.Random(seed)
+        snippets = corpus()
+        t0 = time.time()
+        for _ in range(args.examples):
+            if args.seconds and time.time() - t0 > args.seconds:
+                break
+            src = mutate(rnd.choice(snippets), rnd, rounds=2) if rnd.random() < 0.5 else rnd.choice(snippets)
+            run_one("bytes", bytes_program(src, rnd))
+        print(f"bytes: {tried['bytes']} programs in {time.time() - t0:.0f} s", flush=True)
     if args.only in (None, "deep"):
         # Deeply nested programs; each is saved first, so a hard crash (the
         # process dying) leaves its program behind in --out/last-deep.py.txt.
@@ -100,14 +112,15 @@ def main(argv=None) -> int:
     elapsed = time.time() - start
     total = sum(tried.values())
     print(
-        f"seed {seed}: {total} programs tried ({tried['grammar']} grammar, {tried['mutated']} mutated, {tried['deep']} deep) "
+        f"seed {seed}: {total} programs tried ({tried['grammar']} grammar, {tried['mutated']} mutated, {tried['deep']} deep, {tried['bytes']} bytes) "
         f"in {elapsed:.0f} s; {len(failures)} failures"
     )
     if failures:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         for i, (kind, problem, src) in enumerate(failures):
-            (out / f"{kind}-{i:04d}.py.txt").write_text(f"# {problem}\n" + src, encoding="utf-8", errors="surrogatepass")
+            body = src if isinstance(src, bytes) else src.encode("utf-8", "surrogatepass")
+            (out / f"{kind}-{i:04d}.py.txt").write_bytes(f"# {problem}\n".encode() + body)
         print(f"failing programs written to {out}/")
     return 1 if failures else 0
 

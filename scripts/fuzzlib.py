@@ -153,3 +153,35 @@ def deep_program(rnd: random.Random, max_depth: int = 2500) -> str:
         levels = rnd.randint(1, 120)
         stmt = "".join(" " * i + "if x:\n" for i in range(levels)) + " " * levels + stmt
     return "import torch\n" + stmt + "z = torch.zeros(2).cuda()\n"
+
+
+COOKIES = [b"", b"# -*- coding: latin-1 -*-\n", b"# coding: utf-8\n", b"# coding: ascii\n", b"# coding: cp1252\n",
+           b"# coding: utf-16\n", b"# coding: undefined\n", b"# coding: nope\n", b"\xef\xbb\xbf", b"\xff\xfe"]
+
+
+def bytes_program(src: str, rnd: random.Random) -> bytes:
+    """A snippet as file bytes: a random cookie/BOM, newline style and a few raw bytes."""
+    src = rnd.choice(["\n", "\r\n", "\r"]).join(src.split("\n"))
+    data = rnd.choice(COOKIES) + src.encode("utf-8", "surrogatepass")
+    for _ in range(rnd.choice([0, 0, 1, 2])):
+        pos = rnd.randrange(len(data) + 1)
+        data = data[:pos] + bytes([rnd.randrange(256)]) + data[pos:]
+    return data
+
+
+def check_bytes(data: bytes) -> Optional[str]:
+    from torchlint.api import decode_source, fix_bytes, lint_bytes
+
+    lint_bytes(data, "fuzz.py")
+    new, _ = fix_bytes(data, "fuzz.py", unsafe=True)
+    if new != data:
+        before, after = decode_source(data), decode_source(new)
+        if (before.encoding, before.bom) != (after.encoding, after.bom):
+            return "fix_bytes changed the encoding or BOM"
+        try:
+            cst.parse_module(after.text)
+        except Exception as exc:
+            return f"fix_bytes output does not parse: {exc}"
+        if ("\r\n" in before.text) != ("\r\n" in after.text):
+            return "fix_bytes changed the line endings"
+    return None

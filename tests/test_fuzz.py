@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from fuzzlib import check_program, corpus, deep_program, mutated  # noqa: E402
+from fuzzlib import bytes_program, check_bytes, check_program, corpus, deep_program, mutated  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")  # from hypothesmith
 
@@ -50,3 +50,16 @@ def test_mutated_real_code_safe_fixes(src):
 @given(st.integers(0, 2**32))
 def test_deeply_nested_programs(seed):
     assert check_program(deep_program(random.Random(seed), max_depth=1500)) is None
+
+
+@settings(CI, max_examples=40)
+@given(st.integers(0, 10_000), st.integers(0, 2**32))
+def test_file_bytes(i, seed):
+    rnd = random.Random(seed)
+    assert check_bytes(bytes_program(CORPUS[i % len(CORPUS)], rnd)) is None
+
+
+@settings(CI, max_examples=40)
+@given(st.binary(max_size=300))
+def test_arbitrary_bytes(data):
+    assert check_bytes(data) is None
