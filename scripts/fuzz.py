@@ -1,13 +1,15 @@
-"""Longer fuzzing run than the CI tests: `python scripts/fuzz.py --examples 5000`.
+"""Longer fuzzing run than the CI tests: `python scripts/fuzz.py --examples 5000`
+(add `--seconds 120` to bound each generator's time, `--only KIND` to run one).
 
-Four generators: Hypothesmith programs from Python's grammar, mutated real
-code (every rule's examples plus ../shared/seeds/blocks when present), and
-deeply nested programs (random constructs to random depths up to 2,500), and
-file bytes (snippets with random coding cookies, BOMs, newline styles and raw
-bytes) through lint_bytes / fix_bytes. For each
-program: lint must not raise; a fix's output must parse and be a fixed point.
+Four generators: Hypothesmith programs from Python's grammar ("grammar");
+mutated real code, i.e. every rule's examples plus ../shared/seeds/blocks when
+present ("mutated"); deeply nested programs, random constructs to random
+depths up to 2,500 ("deep"); and file bytes with random coding cookies, BOMs,
+newline styles and raw bytes, through lint_bytes / fix_bytes ("bytes").
+For each program: lint must not raise; findings lie inside the file; a fix's
+output must parse, keep every comment and be a fixed point.
 Prints programs tried and failures found; failing programs are written to
---out (default: fuzz-failures/) for reproduction.
+--out (default: a torchlint-fuzz-failures folder in the temp directory).
 """
 from __future__ import annotations
 
