@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import logging
+import os
 import re
 import threading
 import warnings
@@ -167,6 +168,15 @@ def _clean_libcst_message(exc: cst.ParserSyntaxError) -> str:
 
 
 _STACK_LOCK = threading.Lock()
+
+
+def _reset_stack_lock() -> None:  # a child forked while another thread held it
+    global _STACK_LOCK
+    _STACK_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_stack_lock)
 
 
 def _in_big_stack(fn, *args):
