@@ -58,12 +58,36 @@ def fix_source(
     return result.fixed_source if result.fixed_source is not None else source, list(result.findings)
 
 
+def decode_error_finding(data: bytes, path: str, exc: Exception) -> Finding:
+    """TL000 for bytes that cannot be decoded, at the offending line when known."""
+    row = column = 1
+    if isinstance(exc, UnicodeDecodeError):
+        nul = "NUL byte" in str(exc.reason)
+        # Offsets are into the body after a UTF-8 BOM, except for the NUL check.
+        start = exc.start + (0 if nul or not data.startswith(codecs.BOM_UTF8) else len(codecs.BOM_UTF8))
+        start = min(start, len(data))
+        head = data[:start]
+        row = head.count(b"\n") + 1
+        column = start - (head.rfind(b"\n") + 1) + 1
+        if nul:
+            message = "cannot decode file: contains a NUL byte (binary, not Python source)"
+        else:
+            byte = f" (byte 0x{data[start]:02x})" if start < len(data) else ""
+            message = f"cannot decode file as {exc.encoding}: {exc.reason}{byte}"
+    elif isinstance(exc, SyntaxError):  # a bad or unknown PEP 263 coding cookie
+        row = exc.lineno or 1
+        message = f"cannot decode file: {exc.msg}"
+    else:
+        message = f"cannot decode file: {exc}"
+    return syntax_error_finding(path, message, row, column)
+
+
 def lint_bytes(data: bytes, path: str, settings: Optional[Settings] = None) -> FileResult:
     """Lint raw file contents; undecodable input becomes a TL000 finding."""
     try:
         decoded = decode_source(data)
-    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
-        return FileResult(path, (syntax_error_finding(path, f"cannot decode file: {exc}"),))
+    except Exception as exc:  # any codec's failure (UnicodeError, LookupError, a bad cookie...)
+        return FileResult(path, (decode_error_finding(data, path, exc),))
     return check(decoded.text, path, settings)
 
 
@@ -73,3 +97,23 @@ def lint_paths(paths, settings: Optional[Settings] = None, fix: bool = False, un
     from torchlint.runner import run
 
     return run(list(paths), settings or Settings(), mode="fix" if fix else "lint", unsafe=unsafe, jobs=jobs)
+
+
+def fix_bytes(
+    data: bytes, path: str = "<stdin>", settings: Optional[Settings] = None, unsafe: bool = False
+) -> Tuple[bytes, List[Finding]]:
+    """`fix_source` on raw file contents: the result keeps the file's encoding,
+    BOM and line endings. Undecodable input is returned unchanged with its TL000.
+    The returned bytes are the input itself when nothing was fixed."""
+    try:
+        decoded = decode_source(data)
+    except Exception as exc:  # as in lint_bytes
+        return data, [decode_error_finding(data, path, exc)]
+    fixed, findings = fix_source(decoded.text, path, settings, unsafe)
+    if fixed == decoded.text:
+        return data, findings
+    try:
+        return decoded.encode(fixed), findings
+    except UnicodeEncodeError:
+        # A fix introduced text the file's declared encoding cannot hold: keep the file.
+        return data, lint_source(decoded.text, path, settings)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tempfile
 from bisect import bisect_right
 from typing import Iterable, List, Mapping, Sequence, Tuple
@@ -11,17 +12,16 @@ import libcst as cst
 
 from torchlint.findings import Edit
 
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
 
 class LineIndex:
     """Converts between absolute character offsets and 1-based (row, column)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        starts = [0]
-        for i, ch in enumerate(text):
-            if ch == "\n":
-                starts.append(i + 1)
-        self.starts = starts
+        # Lines end at \r\n, \r or \n, as for Python and LibCST positions.
+        self.starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
 
     def offset(self, row: int, column: int) -> int:
         row = max(1, min(row, len(self.starts)))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from torchlint.config import Settings
-from torchlint.engine import FileResult, check_source, fix_source, parse, syntax_error_finding
+from torchlint.engine import FileResult, check_source, fix_source, parse
 from torchlint.findings import Finding, Problem
 from torchlint.fixes import write_atomic
 
@@ -87,14 +87,12 @@ def process_bytes(data: bytes, job: FileJob) -> FileOutcome:
     """Lint or fix file contents; no I/O. Undecodable input gives TL000."""
     if job.path.endswith(".ipynb"):
         return _notebook(data, job)
-    from torchlint.api import decode_source
+    from torchlint.api import decode_error_finding, decode_source
 
     try:
         decoded = decode_source(data)
-    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
-        reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
-        finding = syntax_error_finding(job.path, f"cannot decode file: {reason}")
-        return FileOutcome(job.path, (finding,))  # TL000 is always reported
+    except Exception as exc:  # any codec's failure: TL000, which is always reported
+        return FileOutcome(job.path, (decode_error_finding(data, job.path, exc),))
     text = decoded.text
     if job.mode == "lint":
         result: FileResult = check_source(text, job.path, job.enabled)

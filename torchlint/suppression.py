@@ -20,6 +20,7 @@ _LINE = re.compile(
 )
 _FILE = re.compile(r"#\s*torchlint:\s*ignore-file(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
 _CODES = re.compile(r"[A-Za-z]+[0-9]+")
+_NEWLINE = re.compile(r"\r\n|\r|\n")
 
 ALL = None
 
@@ -50,7 +51,9 @@ def parse_suppressions(source: str) -> Suppressions:
     file_codes: set = set()
     file_all = False
     in_header = True
-    for row, line in enumerate(source.splitlines(), start=1):
+    # Only \r\n, \r and \n end lines (as for Python and LibCST); str.splitlines
+    # would also split at form feeds and U+2028 and shift every later row.
+    for row, line in enumerate(_NEWLINE.split(source), start=1):
         stripped = line.strip()
         if in_header:
             if stripped.startswith("#") or not stripped:
