@@ -12,6 +12,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from torchlint.analysis.facts import collect_facts
 from torchlint.analysis.semantics import Semantics
 from torchlint.findings import Applicability, Finding, Fix, Problem
+from torchlint.precheck import could_matter, python_accepts
 from torchlint.fixes import apply_fix_groups, diff_edits, replace_nodes
 from torchlint.rules import TL000, all_rules
 from torchlint.rules.base import Report, RuleContext
@@ -54,8 +55,16 @@ def _parse_or_finding(source: str, path: str):
         return None, syntax_error_finding(path, f"SyntaxError: {exc}")
 
 
-def check_source(source: str, path: str, enabled: FrozenSet[str]) -> FileResult:
-    """Lint `source` with the rules whose codes are in `enabled`."""
+def check_source(source: str, path: str, enabled: FrozenSet[str], precheck: bool = True) -> FileResult:
+    """Lint `source` with the rules whose codes are in `enabled`.
+
+    With `precheck` (torchlint/precheck.py), a file that mentions nothing any
+    enabled rule looks for is only checked for syntax (TL000)."""
+    if precheck and not could_matter(source, [r for r in all_rules() if r.CODE in enabled]):
+        if python_accepts(source):
+            return FileResult(path)
+        _, error = _parse_or_finding(source, path)  # LibCST's verdict and message, as below
+        return FileResult(path, (error,) if error is not None else ())
     module, error = _parse_or_finding(source, path)
     if module is None:
         return FileResult(path, (error,))
