@@ -194,3 +194,20 @@ def test_child_fields_follow_source_order():
     fn = cst.parse_module("@d\ndef f(a) -> int: pass\n").body[0]
     names = child_fields(fn)
     assert names.index("decorators") < names.index("name") < names.index("params") < names.index("returns") < names.index("body")
+
+
+def test_field_order_does_not_depend_on_the_first_instance_seen():
+    # The first f-string expression seen has no format spec; a later one has one
+    # holding a nested expression, which must still be visited.
+    from torchlint.analysis import walk as walk_mod
+
+    walk_mod._FIELDS.pop(cst.FormattedStringExpression, None)
+    module = cst.parse_module('a = f"{x}"\nb = f"{y:>{width}}"\n')
+    names = []
+
+    class Names(cst.CSTVisitor):
+        def visit_Name(self, node):
+            names.append(node.value)
+
+    walk(module, Names())
+    assert names == ["a", "x", "b", "y", "width"]

@@ -79,19 +79,15 @@ def child_fields(node: cst.CSTNode) -> Tuple[str, ...]:
         probe = _FieldProbe(node)
         node._visit_and_replace_children(probe)
         found = list(probe.names)
-        # A field visited only conditionally (e.g. an f-string's format_spec when
-        # it is None) is visited last by LibCST; keep that place for it.
+        # A field visited only conditionally (an f-string expression's
+        # format_spec, skipped when None) comes last in LibCST's order; keep that
+        # place for every field the probe did not see (non-node values, such as
+        # a Name's `value`, are passed over by the walk).
         for f in getattr(cls, "__dataclass_fields__", {}):
-            if f not in found and _holds_nodes(getattr(node, f, None)):
+            if f not in found:
                 found.append(f)
         names = _FIELDS[cls] = tuple(found)
     return names
-
-
-def _holds_nodes(value) -> bool:
-    if isinstance(value, cst.CSTNode):
-        return True
-    return isinstance(value, (tuple, list)) and any(isinstance(v, cst.CSTNode) for v in value)
 
 
 def own_method(visitor_cls: type, name: str):
