@@ -11,7 +11,9 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchlint.analysis.facts import collect_facts
 from torchlint.analysis.semantics import Semantics
-from torchlint.findings import Applicability, Finding, Fix, Problem
+# FileResult lives with the other plain data so that unpickling one (the cache)
+# does not import the engine and LibCST.
+from torchlint.findings import Applicability, FileResult, Finding, Fix, Problem
 from torchlint.precheck import could_matter, python_accepts
 from torchlint.fixes import apply_fix_groups, diff_edits, replace_nodes
 from torchlint.rules import TL000, all_rules
@@ -21,16 +23,6 @@ from torchlint.suppression import parse_suppressions
 log = logging.getLogger("torchlint")
 
 MAX_FIX_PASSES = 10
-
-
-@dataclass(frozen=True)
-class FileResult:
-    path: str
-    findings: Tuple[Finding, ...] = ()
-    problems: Tuple[Problem, ...] = ()
-    # Set by fixing: the new text and how many fixes were applied.
-    fixed_source: Optional[str] = None
-    fixes_applied: int = 0
 
 
 def syntax_error_finding(path: str, message: str, row: int = 1, column: int = 1) -> Finding:
