@@ -79,8 +79,20 @@ def settings_key(enabled: Iterable[str], per_file_ignores: Any = (), fix: bool =
 
 
 def settings_key_for(settings, fix: bool = False, unsafe: bool = False) -> str:
-    """`settings_key` for a `torchlint.config.Settings`."""
-    return settings_key(settings.enabled(), settings.per_file_ignores, fix, unsafe)
+    """`settings_key` for a `torchlint.config.Settings`.
+
+    Uses the selectors as written (upper-cased, sorted) rather than the expanded
+    code set: what a selector expands to only changes with torchlint's code,
+    which the key already covers, and expanding would import every rule (and
+    LibCST) on a run that may need neither."""
+    def norm(selectors) -> list:
+        return sorted({s.strip().upper() for s in selectors if s.strip()})
+
+    return settings_key(
+        ["select:" + ",".join(norm(settings.select)), "extend:" + ",".join(norm(settings.extend_select)),
+         "ignore:" + ",".join(norm(settings.ignore))],
+        settings.per_file_ignores, fix, unsafe,
+    )
 
 
 class _SafeUnpickler(pickle.Unpickler):
