@@ -242,37 +242,15 @@ def report(name: str, r: Dict[str, object], lines: int) -> None:
 
 # -- the in-process driver (no CLI needed) ---------------------------------------
 
-def _lint_path(path: str):
-    from torchlint.api import lint_bytes
-
-    return lint_bytes(Path(path).read_bytes(), path)
-
-
 def inprocess_main(list_file: str, jobs: int, use_cache: bool) -> int:
+    """What the CLI does, minus discovery and reporting: torchlint.batch.lint_many
+    (cache, then a process pool for the misses) and one line per finding."""
     sys.path.insert(0, str(REPO))
-    from torchlint.cache import Cache, settings_key_for
+    from torchlint.batch import lint_many
     from torchlint.config import Settings
-    from torchlint.parallel import parallel_map
 
     paths = [p for p in Path(list_file).read_text(encoding="utf-8").split("\n") if p]
-    settings = Settings()
-    results = [None] * len(paths)
-    todo = list(range(len(paths)))
-    cache = contents = None
-    if use_cache:
-        cache = Cache(Path.cwd(), settings_key_for(settings))
-        contents = [Path(p).read_bytes() for p in paths]
-        todo = []
-        for i, p in enumerate(paths):
-            results[i] = cache.get(p, contents[i])
-            if results[i] is None:
-                todo.append(i)
-    sizes = [os.path.getsize(paths[i]) for i in todo]
-    done = parallel_map(_lint_path, [paths[i] for i in todo], jobs, weights=sizes)
-    for i, res in zip(todo, done):
-        results[i] = res
-        if cache is not None:
-            cache.put(paths[i], contents[i], res)
+    results = lint_many(paths, Settings(), jobs=jobs, cache_root=Path.cwd() if use_cache else None)
     out = sys.stdout
     for res in results:
         for f in res.findings:

@@ -25,7 +25,7 @@ order, learnt once per node type by running that type's
 """
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, List, Tuple, Type
+from typing import Dict, FrozenSet, List, Tuple
 
 import libcst as cst
 from libcst._nodes import op as _op, whitespace as _ws
