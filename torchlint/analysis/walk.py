@@ -99,28 +99,33 @@ def own_method(visitor_cls: type, name: str):
     return fn
 
 
-_SKIP_BY_VISITOR: Dict[type, FrozenSet[type]] = {}
+_KINDS_BY_VISITOR: Dict[type, Dict[type, int]] = {}
+_SKIP, _NODE, _SEQ = 0, 1, 2
 
 
-def _skipped(visitor_cls: type) -> FrozenSet[type]:
-    skip = _SKIP_BY_VISITOR.get(visitor_cls)
-    if skip is None:
-        skip = frozenset(
-            t for t in TOKEN_TYPES
-            if own_method(visitor_cls, "visit_" + t.__name__) is None
-            and own_method(visitor_cls, "leave_" + t.__name__) is None
-        )
-        _SKIP_BY_VISITOR[visitor_cls] = skip
-    return skip
+def _kinds(visitor_cls: type) -> Dict[type, int]:
+    """Per value type: skip it, visit it (a node), or visit its items (tuple/list).
+    Filled lazily; a dict lookup instead of an ABC isinstance check per field."""
+    kinds = _KINDS_BY_VISITOR.get(visitor_cls)
+    if kinds is None:
+        kinds = _KINDS_BY_VISITOR[visitor_cls] = {tuple: _SEQ, list: _SEQ}
+        for t in TOKEN_TYPES:
+            wanted = own_method(visitor_cls, "visit_" + t.__name__) or own_method(visitor_cls, "leave_" + t.__name__)
+            kinds[t] = _NODE if wanted else _SKIP
+    return kinds
+
+
+def _classify(kinds: Dict[type, int], t: type) -> int:
+    k = kinds[t] = _NODE if issubclass(t, cst.CSTNode) else _SKIP
+    return k
 
 
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """Visit `node` and its descendants with `visitor` (see the module docs)."""
-    skip = _skipped(type(visitor))
+    kinds = _kinds(type(visitor))
     on_visit = visitor.on_visit
     on_leave = visitor.on_leave
     fields_cache = _FIELDS
-    node_type = cst.CSTNode
 
     def rec(n: cst.CSTNode) -> None:
         if on_visit(n):
@@ -129,12 +134,17 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
                 names = child_fields(n)
             for name in names:
                 value = getattr(n, name)
-                if isinstance(value, node_type):
-                    if type(value) not in skip:
-                        rec(value)
-                elif type(value) is tuple or type(value) is list:
+                k = kinds.get(type(value))
+                if k is None:
+                    k = _classify(kinds, type(value))
+                if k == _NODE:
+                    rec(value)
+                elif k == _SEQ:
                     for child in value:
-                        if isinstance(child, node_type) and type(child) not in skip:
+                        ck = kinds.get(type(child))
+                        if ck is None:
+                            ck = _classify(kinds, type(child))
+                        if ck == _NODE:
                             rec(child)
         on_leave(n)
 
