@@ -8,17 +8,20 @@ import os
 import re
 import threading
 import warnings
-from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import FrozenSet, List, Optional, Sequence, Tuple
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchlint.analysis.facts import collect_facts
 from torchlint.analysis.semantics import Semantics
-from torchlint.findings import Applicability, Finding, Fix, Problem
+# FileResult lives with the other plain data so that unpickling one (the cache)
+# does not import the engine and LibCST.
+from torchlint.findings import Applicability, FileResult, Finding, Fix, Problem
 from torchlint.fixes import LineIndex, apply_fix_groups, diff_edits, replace_nodes
 from torchlint.node_edits import local_edits
+from torchlint.precheck import could_matter
 from torchlint.rules import TL000, all_rules
 from torchlint.rules.base import Report, RuleContext
 from torchlint.suppression import parse_suppressions
@@ -26,16 +29,6 @@ from torchlint.suppression import parse_suppressions
 log = logging.getLogger("torchlint")
 
 MAX_FIX_PASSES = 10
-
-
-@dataclass(frozen=True)
-class FileResult:
-    path: str
-    findings: Tuple[Finding, ...] = ()
-    problems: Tuple[Problem, ...] = ()
-    # Set by fixing: the new text and how many fixes were applied.
-    fixed_source: Optional[str] = None
-    fixes_applied: int = 0
 
 
 def syntax_error_finding(path: str, message: str, row: int = 1, column: int = 1) -> Finding:
@@ -262,11 +255,18 @@ def _parse_or_finding(source: str, path: str):
 BOM = "\ufeff"
 
 
-def check_source(source: str, path: str, enabled: FrozenSet[str]) -> FileResult:
+def check_source(source: str, path: str, enabled: FrozenSet[str], precheck: bool = True) -> FileResult:
     """Lint `source` with the rules whose codes are in `enabled`. A leading BOM
-    is not part of the text (as for CPython): positions and edits ignore it."""
+    is not part of the text (as for CPython): positions and edits ignore it.
+
+    With `precheck` (torchlint/precheck.py), a file that mentions nothing any
+    enabled rule looks for is only checked for syntax (TL000) by CPython's
+    parser, falling back to the full parse for its message when that fails."""
     if source.startswith(BOM):
         source = source[1:]
+    if precheck and not could_matter(source, [r for r in all_rules() if r.CODE in enabled]):
+        if _cpython_error(source) is None:
+            return FileResult(path)
     module, error = _parse_or_finding(source, path)
     if module is None:
         return FileResult(path, (error,))

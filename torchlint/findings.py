@@ -77,3 +77,15 @@ class Problem:
         where = f"{self.path}: " if self.path else ""
         rule = f"[{self.rule}] " if self.rule else ""
         return f"{where}{rule}{self.message}"
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """Everything linting (or fixing) one file produced."""
+
+    path: str
+    findings: Tuple[Finding, ...] = ()
+    problems: Tuple[Problem, ...] = ()
+    # Set by fixing: the new text and how many fixes were applied.
+    fixed_source: Optional[str] = None
+    fixes_applied: int = 0

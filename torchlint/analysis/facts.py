@@ -12,6 +12,8 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
+from torchlint.analysis.walk import own_method, walk
+
 LoopNode = Union[cst.For, cst.While]
 
 
@@ -265,6 +267,7 @@ class _Collector(cst.CSTVisitor):
         self.if_stack: List[cst.If] = []
         self.stmts: List[cst.CSTNode] = []
         self.store_names: set = set()  # ids of Name nodes that are binding targets
+        self._dispatch_cache: Dict[type, Tuple[bool, object, object]] = {}
 
     # -- plumbing --------------------------------------------------------
 
@@ -279,19 +282,35 @@ class _Collector(cst.CSTVisitor):
             ifs=tuple(self.if_stack),
         )
 
+    def _dispatch(self, cls: type) -> Tuple[bool, object, object]:
+        # (is a statement, visit_<Type> or None, leave_<Type> or None), per node type:
+        # CSTVisitor's own on_visit/on_leave build the method name on every node.
+        visit = own_method(type(self), "visit_" + cls.__name__)
+        leave = own_method(type(self), "leave_" + cls.__name__)
+        entry = (
+            issubclass(cls, (cst.BaseSmallStatement, cst.BaseCompoundStatement)),
+            visit.__get__(self) if visit is not None else None,
+            leave.__get__(self) if leave is not None else None,
+        )
+        self._dispatch_cache[cls] = entry
+        return entry
+
     def on_visit(self, node: cst.CSTNode) -> bool:
         self.order += 1
         self.parents.append(node)
-        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+        is_stmt, visit, _ = self._dispatch_cache.get(type(node)) or self._dispatch(type(node))
+        if is_stmt:
             self.stmts.append(node)
             site = self.site()
             self.f.statements.append((node, site))
             self.f._site_by_stmt[id(node)] = site
-        return super().on_visit(node)
+        return visit is None or visit(node) is not False
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
-        super().on_leave(original_node)
-        if isinstance(original_node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+        is_stmt, _, leave = self._dispatch_cache.get(type(original_node)) or self._dispatch(type(original_node))
+        if leave is not None:
+            leave(original_node)
+        if is_stmt:
             self.stmts.pop()
         self.parents.pop()
 
@@ -502,7 +521,7 @@ def _param_names(params: cst.Parameters) -> Tuple[str, ...]:
 def collect_facts(module: cst.Module) -> Facts:
     """Walk `module` once and return its facts."""
     facts = Facts(module)
-    module.visit(_Collector(facts))
+    walk(module, _Collector(facts))
     for b in facts.bindings:
         facts._bindings_by_name.setdefault(b.name, []).append(b)
     for u in facts.uses:

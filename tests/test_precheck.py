@@ -1,0 +1,108 @@
+"""The textual pre-check skips analysis only where it cannot change findings."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from torchlint import engine
+from torchlint.precheck import could_matter, pattern_for
+from torchlint.rules import all_codes, all_rules
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+ALL = frozenset(all_codes())
+
+
+def _corpus():
+    out = []
+    for rule in all_rules():
+        out += [(f"{rule.CODE}-valid-{i}", s) for i, s in enumerate(rule.VALID)]
+        out += [(f"{rule.CODE}-invalid-{i}", inv.code) for i, inv in enumerate(rule.INVALID)]
+    for folder in (SHARED / "seeds" / "blocks", ROOT / "fixtures", ROOT / "examples"):
+        if folder.is_dir():
+            out += [(str(p.relative_to(folder.parent)), p.read_text(encoding="utf-8")) for p in sorted(folder.rglob("*.py"))]
+    return out
+
+
+CORPUS = _corpus()
+
+
+@pytest.mark.parametrize("name,source", CORPUS, ids=[n for n, _ in CORPUS])
+def test_findings_are_the_same_with_and_without_the_precheck(name, source):
+    with_pre = engine.check_source(source, name, ALL, precheck=True)
+    without = engine.check_source(source, name, ALL, precheck=False)
+    assert with_pre.findings == without.findings
+
+
+def test_rule_examples_that_flag_all_could_matter():
+    for rule in all_rules():
+        for inv in rule.INVALID:
+            assert could_matter(inv.code), (rule.CODE, inv.code)
+
+
+@pytest.mark.parametrize("text", [
+    "import torch\n",
+    "from torchvision import models\n",
+    "import torch as T\n",
+    "model.cuda()\n",
+    "x = x.to(dev)\n",
+    "x = x.\\\n    to(dev)\n",
+    "for batch in train_loader:\n    pass\n",
+    "tok(s, return_tensors='pt')\n",
+    "m = AutoModel.from_pretrained('bert')\n",
+    "d = 'mps'\n",
+    "loss.backward()\n",
+    "total += loss.item()\n",
+    "parser.add_argument('--bs', default=1)\n",
+])
+def test_torch_shaped_text_could_matter(text):
+    assert could_matter(text)
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    "import os\nprint(os.getcwd())\n",
+    "def add(a, b):\n    return a + b  # add two numbers to each other\n",
+    "import json\njson.dumps({'jumps': 1})\n",
+    "class Todo:\n    def toggle(self):\n        self.done = not self.done\n",
+])
+def test_plain_python_cannot_matter(text):
+    assert not could_matter(text)
+
+
+def test_rule_triggers_widen_the_pattern():
+    class Widget:
+        CODE = "TL999"
+        TRIGGERS = r"\bwidget\b"
+
+    assert not could_matter("make(widget)\n")
+    assert could_matter("make(widget)\n", [Widget])
+    assert pattern_for([Widget]).pattern.endswith(r"(?:\bwidget\b)")
+
+
+@pytest.mark.parametrize("source", [
+    "def f(:\n    pass\n",
+    "x = (1,\n",
+    "print 'hello'\n",
+    "\tif x:\n  y = 1\n",
+])
+def test_syntax_errors_are_still_reported_without_torch(source):
+    fast = engine.check_source(source, "plain.py", ALL, precheck=True)
+    slow = engine.check_source(source, "plain.py", ALL, precheck=False)
+    assert [f.code for f in fast.findings] == ["TL000"]
+    assert fast.findings == slow.findings
+
+
+def test_plain_valid_file_has_no_findings_and_skips_the_analysis(monkeypatch):
+    def boom(*a, **k):
+        raise AssertionError("facts should not be collected")
+
+    monkeypatch.setattr(engine, "collect_facts", boom)
+    skipped = engine.check_source("import os\nx = 1\n", "p.py", ALL)
+    assert skipped.findings == () and skipped.problems == ()
+    # A torch file does reach the analysis (whose failure the engine reports as a problem).
+    analysed = engine.check_source("import torch\nx = 1\n", "p.py", ALL)
+    assert [p.message for p in analysed.problems] == [
+        "internal error in analysis: AssertionError: facts should not be collected"
+    ]

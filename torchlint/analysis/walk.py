@@ -1,0 +1,151 @@
+"""A fast, read-only traversal of a LibCST tree for `CSTVisitor`s.
+
+`CSTNode.visit` rebuilds every node it passes through (each
+`_visit_and_replace_children` calls the node's constructor and its validation)
+and visits every whitespace and operator token, which make up most of a tree.
+For a visitor that only reads, both are wasted: on the torch `nn/optim/
+utils/data` sources that traversal cost twice the parse itself.
+
+`walk(node, visitor)` calls the same `visitor.on_visit` / `visitor.on_leave`
+hooks, in the same source order, with the same "return False to skip the
+children" rule, but
+
+- never rebuilds a node, and
+- does not descend into whitespace, comment and operator tokens (commas,
+  parentheses, brackets, `+`, `==`, `async` ...), unless the visitor has a
+  `visit_<Type>` / `leave_<Type>` method for that token type.
+
+Attribute hooks (`visit_<Type>_<attr>`) are not called; a visitor that needs
+them must use `CSTNode.visit`.
+
+The order in which each node's children are visited is LibCST's own source
+order, learnt once per node type by running that type's
+`_visit_and_replace_children` with a probe that records the attribute names
+(`on_visit_attribute` is called even for empty optional fields).
+"""
+from __future__ import annotations
+
+from typing import Dict, FrozenSet, List, Tuple
+
+import libcst as cst
+from libcst._nodes import op as _op, whitespace as _ws
+
+__all__ = ["walk", "child_fields", "own_method", "TOKEN_TYPES"]
+
+
+def _node_classes(module) -> List[type]:
+    return [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, cst.CSTNode)]
+
+
+# Node types that hold only whitespace, comments and fixed tokens: nothing a
+# read-only analysis visitor needs unless it asks for the type by name.
+TOKEN_TYPES: FrozenSet[type] = frozenset(
+    _node_classes(_op)
+    + _node_classes(_ws)
+    + [
+        cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
+        cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Asynchronous,
+    ]
+)
+
+
+class _FieldProbe(cst.CSTVisitor):
+    def __init__(self, parent: cst.CSTNode) -> None:
+        self.parent = parent
+        self.names: List[str] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return False
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        pass
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        if node is self.parent and attribute not in self.names:
+            self.names.append(attribute)
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        pass
+
+
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def child_fields(node: cst.CSTNode) -> Tuple[str, ...]:
+    """The names of `node`'s child-holding attributes, in LibCST's visit order."""
+    cls = type(node)
+    names = _FIELDS.get(cls)
+    if names is None:
+        probe = _FieldProbe(node)
+        node._visit_and_replace_children(probe)
+        found = list(probe.names)
+        # A field visited only conditionally (an f-string expression's
+        # format_spec, skipped when None) comes last in LibCST's order; keep that
+        # place for every field the probe did not see (non-node values, such as
+        # a Name's `value`, are passed over by the walk).
+        for f in getattr(cls, "__dataclass_fields__", {}):
+            if f not in found:
+                found.append(f)
+        names = _FIELDS[cls] = tuple(found)
+    return names
+
+
+def own_method(visitor_cls: type, name: str):
+    """`visitor_cls.<name>` unless it is LibCST's do-nothing default (CSTVisitor
+    defines a no-op `visit_<Type>`/`leave_<Type>` for every node type)."""
+    fn = getattr(visitor_cls, name, None)
+    if fn is None or fn is getattr(cst.CSTVisitor, name, None):
+        return None
+    return fn
+
+
+_KINDS_BY_VISITOR: Dict[type, Dict[type, int]] = {}
+_SKIP, _NODE, _SEQ = 0, 1, 2
+
+
+def _kinds(visitor_cls: type) -> Dict[type, int]:
+    """Per value type: skip it, visit it (a node), or visit its items (tuple/list).
+    Filled lazily; a dict lookup instead of an ABC isinstance check per field."""
+    kinds = _KINDS_BY_VISITOR.get(visitor_cls)
+    if kinds is None:
+        kinds = _KINDS_BY_VISITOR[visitor_cls] = {tuple: _SEQ, list: _SEQ}
+        for t in TOKEN_TYPES:
+            wanted = own_method(visitor_cls, "visit_" + t.__name__) or own_method(visitor_cls, "leave_" + t.__name__)
+            kinds[t] = _NODE if wanted else _SKIP
+    return kinds
+
+
+def _classify(kinds: Dict[type, int], t: type) -> int:
+    k = kinds[t] = _NODE if issubclass(t, cst.CSTNode) else _SKIP
+    return k
+
+
+def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """Visit `node` and its descendants with `visitor` (see the module docs)."""
+    kinds = _kinds(type(visitor))
+    on_visit = visitor.on_visit
+    on_leave = visitor.on_leave
+    fields_cache = _FIELDS
+
+    def rec(n: cst.CSTNode) -> None:
+        if on_visit(n):
+            names = fields_cache.get(type(n))
+            if names is None:
+                names = child_fields(n)
+            for name in names:
+                value = getattr(n, name)
+                k = kinds.get(type(value))
+                if k is None:
+                    k = _classify(kinds, type(value))
+                if k == _NODE:
+                    rec(value)
+                elif k == _SEQ:
+                    for child in value:
+                        ck = kinds.get(type(child))
+                        if ck is None:
+                            ck = _classify(kinds, type(child))
+                        if ck == _NODE:
+                            rec(child)
+        on_leave(n)
+
+    rec(node)
