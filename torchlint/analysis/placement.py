@@ -1,0 +1,530 @@
+"""Device-placement analysis shared by the TL1xx rules.
+
+Built once per file from the facts (no extra tree walk, no metadata
+providers): indexes of calls by callee expression and by argument, the moves
+of every dotted name, how each use of a name is used (called, moved, handed
+to another call, escaping), which names hold devices, and whether the file is
+a framework-managed one (accelerate, Lightning, Fabric, DeepSpeed) where
+placement is not the user's code's business.
+
+Precision first: every question answers "unknown" (and the rules stay silent)
+when a value could have been moved somewhere we cannot see.
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from torchlint.analysis.facts import Binding, Call, Facts, NameUse, Scope, Site, dotted_name
+from torchlint.analysis.semantics import CPU_TENSOR_SOURCES, Semantics
+
+# Methods that move a module or tensor (in place for modules).
+MOVE_METHODS = frozenset({"to", "cuda", "to_empty", "xpu", "mps", "ipu"})
+# Methods that return the same module/tensor kind without moving it.
+CHAIN_METHODS = frozenset({
+    "eval", "train", "half", "float", "double", "bfloat16", "long", "int", "bool", "requires_grad_",
+    "unsqueeze", "squeeze", "view", "reshape", "permute", "t", "contiguous", "flatten", "clone",
+    "detach", "transpose", "expand", "repeat",
+})
+# Calls that never place the value handed to them.
+NON_PLACING = frozenset({
+    "print", "len", "isinstance", "type", "id", "repr", "str", "hasattr", "getattr", "vars", "dir",
+    "format", "hash", "callable", "next", "iter", "sum", "sorted", "list", "tuple",
+})
+# Top-level packages whose presence means a framework places models and batches.
+FRAMEWORKS = frozenset({"accelerate", "lightning", "pytorch_lightning", "lightning_fabric", "deepspeed",
+                        "ignite", "composer", "colossalai", "ray"})
+DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type",
+                                    "torch.set_default_dtype_device"})
+# torch.nn layers without parameters or buffers worth moving: never "models".
+_STATELESS = re.compile(
+    r"(Loss|Dropout\w*|\w*Pool\w*|\w*Pad\dd|Flatten|Unflatten|Identity|Softmax\w*|Softmin|LogSoftmax|ReLU6?|"
+    r"LeakyReLU|GELU|SiLU|Sigmoid|LogSigmoid|Tanh|ELU|SELU|CELU|Mish|Hard\w+|Softplus|Softsign|Softshrink|"
+    r"Tanhshrink|Threshold|Upsample\w*|PixelShuffle|PixelUnshuffle|ChannelShuffle|CosineSimilarity|"
+    r"PairwiseDistance|GLU)$"
+)
+_LOSS_FUNCTIONS = frozenset({"cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+                             "nll_loss", "kl_div", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+                             "cosine_embedding_loss", "ctc_loss", "margin_ranking_loss", "triplet_margin_loss",
+                             "poisson_nll_loss", "gaussian_nll_loss", "hinge_embedding_loss",
+                             "multilabel_soft_margin_loss", "soft_margin_loss", "multi_margin_loss"})
+_DEVICE_VAR = re.compile(r"^_?(device|dev|DEVICE|DEV|torch_device)$")
+_MODEL_NAME = re.compile(r"(^|_)(model|net|network|module|encoder|decoder|classifier)$", re.I)
+_PLACING_NAME = re.compile(r"(device|cuda|gpu|prefetch|accelerat|prepare)", re.I)
+_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm",
+                       "tqdm.tqdm_notebook"})
+
+# How a name is used at one place.
+USE_CALL = "call"      # model(x), model.forward(x)
+USE_MOVE = "move"      # model.to(d), model.cuda()
+USE_ATTR = "attr"      # model.parameters(), model.fc
+USE_ARG = "arg"        # f(model): handed to a call that could place it
+USE_NEUTRAL = "neutral"  # print(model), len(x)
+USE_OTHER = "other"    # returned, stored, aliased: could go anywhere
+
+
+def is_move_call(call: Call) -> bool:
+    if call.method not in MOVE_METHODS or call.receiver is None:
+        return False
+    if call.method == "to" and not call.node.args:
+        return False
+    return True
+
+
+class Placement:
+    """Per-file placement knowledge. Get it with `placement(ctx)`."""
+
+    def __init__(self, facts: Facts, sem: Semantics) -> None:
+        self.facts = facts
+        self.sem = sem
+        self.call_by_func: Dict[int, Call] = {}
+        self.arg_of: Dict[int, Tuple[Call, cst.Arg]] = {}
+        self.moves: Dict[str, List[Call]] = {}
+        self.default_device = False
+        for call in facts.calls:
+            self.call_by_func[id(call.node.func)] = call
+            for arg in call.node.args:
+                self.arg_of[id(arg.value)] = (call, arg)
+            if is_move_call(call):
+                name = dotted_name(call.receiver)
+                if name:
+                    self.moves.setdefault(name, []).append(call)
+            elif call.qualname in DEFAULT_DEVICE_SETTERS:
+                self.default_device = True
+        roots = {q.split(".", 1)[0] for q in facts.aliases.values()}
+        self.framework = bool(roots & FRAMEWORKS)
+        self._device_names: Optional[List[str]] = None
+        self._calls_by_loop: Optional[Dict[int, List[Call]]] = None
+        self._bindings_by_loop: Optional[Dict[int, List[Binding]]] = None
+        self._uses_by_loop: Optional[Dict[int, List[NameUse]]] = None
+
+    # -- general ---------------------------------------------------------
+
+    @property
+    def silenced(self) -> bool:
+        """A framework or a default device places things: placement rules stay silent."""
+        return self.framework or self.default_device
+
+    def use_kind(self, use: NameUse) -> Tuple[str, Optional[Call]]:
+        node = use.node
+        parent = use.site.parent
+        if isinstance(parent, cst.Call) and parent.func is node:
+            return USE_CALL, self.facts.call_for(parent)
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            call = self.call_by_func.get(id(parent))
+            if call is None:
+                return USE_ATTR, None
+            if is_move_call(call):
+                return USE_MOVE, call
+            if call.method in ("forward", "generate"):
+                return USE_CALL, call
+            return USE_ATTR, call
+        if isinstance(parent, cst.Arg):
+            found = self.arg_of.get(id(node))
+            if found is None:
+                return USE_OTHER, None
+            call = found[0]
+            if self.is_non_placing(call):
+                return USE_NEUTRAL, call
+            return USE_ARG, call
+        return USE_OTHER, None
+
+    def is_non_placing(self, call: Call) -> bool:
+        func = call.node.func
+        if isinstance(func, cst.Name) and func.value in NON_PLACING and func.value not in self.facts.aliases \
+                and not self.facts.bindings_of(func.value):
+            return True
+        return call.qualname in ("torch.save", "builtins.print")
+
+    def uses_of_binding(self, b: Binding) -> List[NameUse]:
+        """Uses of `b.name` that may read binding `b` (same scope, or an inner scope
+        that sees it)."""
+        out = []
+        for use in self.facts.uses_of(b.name):
+            if use.site.scope is b.site.scope:
+                out.append(use)
+                continue
+            visible = self.facts.visible_bindings(b.name, use.site.scope)
+            if any(v is b for v in visible):
+                out.append(use)
+        return out
+
+    # -- devices ---------------------------------------------------------
+
+    def device_names(self) -> List[str]:
+        if self._device_names is None:
+            names = set()
+            for name, bindings in self.facts._bindings_by_name.items():
+                if "." in name:
+                    continue
+                if _DEVICE_VAR.match(name):
+                    names.add(name)
+                    continue
+                for b in bindings:
+                    if isinstance(b.value, cst.Call) and self.facts.qualname(b.value.func) == "torch.device" \
+                            and b.index is None:
+                        names.add(name)
+                        break
+            # "device" first, then the rest in a stable order.
+            self._device_names = sorted(names, key=lambda n: (n != "device", n))
+        return self._device_names
+
+    def device_var(self, site: Site) -> Optional[str]:
+        """A name holding a device that code at `site` can use, if any."""
+        for name in self.device_names():
+            found = self.facts.bindings_of(name)
+            for s in site.scope.chain():
+                if s is not site.scope and s.kind == "class":
+                    continue
+                here = [b for b in found if b.site.scope is s]
+                if not here:
+                    continue
+                if s is not site.scope or any(b.site.order < site.order for b in here):
+                    return name
+                break
+        return None
+
+    def has_device_binding(self) -> bool:
+        return bool(self.device_names())
+
+    # -- modules ---------------------------------------------------------
+
+    def unwrap(self, expr: cst.BaseExpression) -> Tuple[Optional[Call], bool]:
+        """Peel `X(...).eval().to(d)`: the innermost call and whether a move was on the way."""
+        moved = False
+        while isinstance(expr, cst.Call):
+            call = self.facts.call_for(expr)
+            if call is None:
+                return None, moved
+            if call.receiver is not None and isinstance(call.receiver, cst.Call) and (
+                    call.method in CHAIN_METHODS or is_move_call(call)):
+                moved = moved or is_move_call(call)
+                expr = call.receiver
+                continue
+            return call, moved
+        return None, moved
+
+    def is_stateless_ctor(self, call: Call) -> bool:
+        q = call.qualname or ""
+        last = (q or dotted_name(call.node.func) or "").rsplit(".", 1)[-1]
+        return bool(_STATELESS.match(last)) or last.endswith("Loss")
+
+    def ctor_places(self, call: Call) -> bool:
+        """The construction itself places the model: `device=`, `device_map=`,
+        `**kwargs`, or a device handed to it (`build(device)`)."""
+        for arg in call.node.args:
+            if arg.star:
+                return True
+            if arg.keyword is not None and arg.keyword.value in ("device", "device_map", "map_location"):
+                return True
+            name = dotted_name(arg.value)
+            if name and _DEVICE_VAR.match(name.rsplit(".", 1)[-1]):
+                return True
+        return False
+
+    def model_construction(self, b: Binding) -> Optional[Tuple[Call, bool]]:
+        """For `model = Net()` (a module construction): (the construction call,
+        whether the binding's value moves/places it)."""
+        if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+            return None
+        ctor, moved = self.unwrap(b.value)
+        if ctor is None or self.sem.call_kind(ctor) != "module" or ctor.method in MOVE_METHODS:
+            return None
+        if self.is_stateless_ctor(ctor):
+            return None
+        return ctor, moved or self.ctor_places(ctor)
+
+    def model_uses(self, b: Binding) -> Tuple[bool, bool, List[NameUse]]:
+        """(placed-or-could-be, called, uses): how the model bound by `b` is used."""
+        placed = b.name in self.moves
+        called = False
+        uses = self.uses_of_binding(b)
+        for use in uses:
+            kind, _ = self.use_kind(use)
+            if kind in (USE_MOVE, USE_ARG, USE_OTHER):
+                placed = True
+            elif kind == USE_CALL:
+                called = True
+        return placed, called, uses
+
+    def model_state(self, callee: cst.BaseExpression, site: Site) -> str:
+        """"placed" | "unplaced" | "unknown" for a callee expression."""
+        name = dotted_name(callee)
+        if name is None:
+            return "unknown"
+        if name in self.moves:
+            return "placed"
+        if "." in name:
+            return "unknown"
+        bindings = self.facts.visible_bindings(name, site.scope)
+        if not bindings:
+            return "unknown"
+        state = "unplaced"
+        for b in bindings:
+            info = self.model_construction(b)
+            if info is None:
+                if b.value is not None and b.kind in ("assign", "annassign"):
+                    _, moved = self.unwrap(b.value)
+                    if moved:
+                        return "placed"
+                return "unknown" if state == "unplaced" else state
+            if info[1]:
+                return "placed"
+            placed, _, _ = self.model_uses(b)
+            if placed:
+                return "placed"
+        return state
+
+    # -- losses ----------------------------------------------------------
+
+    def is_loss_call(self, call: Call) -> bool:
+        q = call.qualname or ""
+        if q.startswith("torch.nn.functional.") and q.rsplit(".", 1)[-1] in _LOSS_FUNCTIONS:
+            return True
+        name = (dotted_name(call.node.func) or "").rsplit(".", 1)[-1].lower()
+        if "loss" in name or "criterion" in name:
+            return True
+        if isinstance(call.node.func, cst.Name):
+            for b in self.facts.visible_bindings(call.node.func.value, call.site.scope):
+                if isinstance(b.value, cst.Call):
+                    inner = self.facts.call_for(b.value)
+                    if inner is not None and (inner.qualname or "").endswith("Loss"):
+                        return True
+        return False
+
+    def is_forward(self, call: Call) -> bool:
+        """A model forward that is not a loss: `model(x)` on a module, or on a name
+        that reads as a model (`model`, `net`) whose kind we cannot see."""
+        if self.is_loss_call(call):
+            return False
+        func = call.node.func
+        if not isinstance(func, (cst.Name, cst.Attribute)):
+            return False
+        if self.sem.is_model_forward(call):
+            return True
+        if self.sem.expr_kind(func, call.site) is not None:
+            return False
+        name = dotted_name(func) or ""
+        return bool(_MODEL_NAME.search(name.rsplit(".", 1)[-1]))
+
+    # -- tensors ---------------------------------------------------------
+
+    def cpu_creation(self, expr: cst.BaseExpression) -> Optional[Call]:
+        """A CPU tensor creation (`torch.randn(...)` without `device=`,
+        `torch.from_numpy`, a tokenizer call with `return_tensors="pt"`), possibly
+        through shape/dtype methods; None if moved on the way or not a creation."""
+        call, moved = self.unwrap(expr)
+        if call is None or moved:
+            return None
+        if call.qualname in CPU_TENSOR_SOURCES:
+            if call.keyword("device") is not None or call.has_star_kwargs:
+                return None
+            return call
+        if self.sem.is_tokenizer_call(call):
+            return call
+        return None
+
+    # -- loops -----------------------------------------------------------
+
+    def _index_loops(self) -> None:
+        calls: Dict[int, List[Call]] = {}
+        binds: Dict[int, List[Binding]] = {}
+        uses: Dict[int, List[NameUse]] = {}
+        for call in self.facts.calls:
+            loop = call.site.loop
+            while loop is not None:
+                calls.setdefault(id(loop.node), []).append(call)
+                loop = loop.parent
+        for b in self.facts.bindings:
+            loop = b.site.loop
+            while loop is not None:
+                binds.setdefault(id(loop.node), []).append(b)
+                loop = loop.parent
+        for u in self.facts.uses:
+            loop = u.site.loop
+            while loop is not None:
+                uses.setdefault(id(loop.node), []).append(u)
+                loop = loop.parent
+        self._calls_by_loop, self._bindings_by_loop, self._uses_by_loop = calls, binds, uses
+
+    def loop_calls(self, loop_node: cst.CSTNode) -> List[Call]:
+        if self._calls_by_loop is None:
+            self._index_loops()
+        return self._calls_by_loop.get(id(loop_node), [])
+
+    def loop_bindings(self, loop_node: cst.CSTNode) -> List[Binding]:
+        if self._bindings_by_loop is None:
+            self._index_loops()
+        return self._bindings_by_loop.get(id(loop_node), [])
+
+    def loop_uses(self, loop_node: cst.CSTNode) -> List[NameUse]:
+        if self._uses_by_loop is None:
+            self._index_loops()
+        return self._uses_by_loop.get(id(loop_node), [])
+
+    def unwrap_iter(self, expr: Optional[cst.BaseExpression]) -> Tuple[Optional[cst.BaseExpression], int]:
+        """`enumerate(tqdm(loader))` -> (loader, number of enumerate wrappers)."""
+        enumerations = 0
+        while isinstance(expr, cst.Call):
+            call = self.facts.call_for(expr)
+            name = dotted_name(expr.func) or ""
+            if call is None or not (name in _WRAPPERS or (call.qualname or "") in _WRAPPERS
+                                    or (call.qualname or "").startswith("tqdm")):
+                return None, 0
+            if not call.positional:
+                return None, 0
+            if name == "enumerate":
+                enumerations += 1
+            expr = call.positional[0].value
+        return expr, enumerations
+
+    def trusted_loader(self, expr: cst.BaseExpression, site: Site) -> bool:
+        """A loader whose batches certainly come out on the CPU: bound only to
+        torch's DataLoader (no collate_fn, dataset not on the device) or a
+        parameter / unknown call that does not look like it places batches."""
+        name = dotted_name(expr)
+        if name is None:
+            return False
+        if _PLACING_NAME.search(name):
+            return False
+        for b in self.facts.visible_bindings(name, site.scope):
+            if b.kind == "param":
+                continue
+            if b.kind not in ("assign", "annassign") or b.index is not None or not isinstance(b.value, cst.Call):
+                return False
+            call = self.facts.call_for(b.value)
+            if call is None:
+                return False
+            if self.sem.call_kind(call) == "loader":
+                if call.keyword("collate_fn") is not None or call.has_star_kwargs:
+                    return False
+                if not self._dataset_on_cpu(call):
+                    return False
+                continue
+            func = call.node.func
+            fname = dotted_name(func) or ""
+            if call.method in ("prepare", "prepare_data_loader", "setup_dataloaders") or _PLACING_NAME.search(fname):
+                return False
+            if isinstance(func, cst.Name) and (func.value in self.facts.classes or any(
+                    x.kind in ("def", "class") for x in self.facts.bindings_of(func.value))):
+                return False  # a project-local loader class or factory: could place batches
+            if any(self._is_device_arg(a) for a in call.node.args):
+                return False
+        return True
+
+    def _is_device_arg(self, arg: cst.Arg) -> bool:
+        if arg.star:
+            return True
+        if arg.keyword is not None and "device" in arg.keyword.value:
+            return True
+        name = dotted_name(arg.value)
+        return bool(name and _DEVICE_VAR.match(name.rsplit(".", 1)[-1]))
+
+    def _dataset_on_cpu(self, loader: Call) -> bool:
+        ds = loader.keyword("dataset")
+        ds_expr = ds.value if ds is not None else (loader.positional[0].value if loader.positional else None)
+        if ds_expr is None:
+            return False
+        expr: Optional[cst.BaseExpression] = ds_expr
+        if isinstance(ds_expr, cst.Name):
+            bindings = self.facts.visible_bindings(ds_expr.value, loader.site.scope)
+            if len(bindings) != 1 or bindings[0].value is None:
+                return False
+            expr = bindings[0].value
+        if not isinstance(expr, cst.Call):
+            return False
+        call = self.facts.call_for(expr)
+        if call is None:
+            return False
+        func = expr.func
+        if isinstance(func, cst.Name) and func.value in self.facts.classes:
+            return not self._class_places(func.value)
+        for arg in expr.args:
+            if arg.star or arg.keyword is not None and "device" in arg.keyword.value:
+                return False
+            inner = arg.value
+            n = dotted_name(inner)
+            if n and n in self.moves:
+                return False
+            if isinstance(inner, cst.Call):
+                c, moved = self.unwrap(inner)
+                if moved or (c is not None and (is_move_call(c) or c.keyword("device") is not None)):
+                    return False
+        return True
+
+    def _class_places(self, class_name: str) -> bool:
+        """The class body moves something or mentions a device."""
+        info = self.facts.classes.get(class_name)
+        if info is None:
+            return True
+        for call in self.facts.calls:
+            if is_move_call(call) or call.keyword("device") is not None:
+                for s in call.site.scope.chain():
+                    if s.node is info.node:
+                        return True
+        return False
+
+    def loop_batch_vars(self, loop) -> List[Tuple[str, cst.Name]]:
+        """The names a `for` over a loader binds to batch contents (the enumerate
+        index left out)."""
+        node = loop.node
+        if not isinstance(node, cst.For):
+            return []
+        _, enumerations = self.unwrap_iter(node.iter)
+        target = node.target
+        for _ in range(enumerations):
+            if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != 2:
+                return []
+            target = target.elements[1].value
+        return _names_in(target)
+
+
+def _names_in(target: cst.BaseExpression) -> List[Tuple[str, cst.Name]]:
+    if isinstance(target, cst.Name):
+        return [(target.value, target)]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: List[Tuple[str, cst.Name]] = []
+        for el in target.elements:
+            if isinstance(el, cst.StarredElement):
+                return []
+            sub = _names_in(el.value)
+            if not sub:
+                return []
+            out.extend(sub)
+        return out
+    return []
+
+
+def placement(ctx) -> Placement:
+    """The file's Placement, built once and shared by every rule."""
+    sem = ctx.sem
+    found = getattr(sem, "_placement", None)
+    if found is None:
+        found = Placement(ctx.facts, sem)
+        sem._placement = found
+    return found
+
+
+def call_with_to(expr: cst.BaseExpression, device: str) -> cst.Call:
+    """`expr.to(device)`."""
+    return cst.Call(func=cst.Attribute(value=expr, attr=cst.Name("to")), args=[cst.Arg(cst.Name(device))])
+
+
+_EQ = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+
+
+def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """`call` with `name=value` appended as its last argument."""
+    args = list(call.args)
+    if args:
+        last = args[-1]
+        if not isinstance(last.comma, cst.Comma):
+            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    args.append(cst.Arg(value, keyword=cst.Name(name), equal=_EQ))
+    return call.with_changes(args=args)
+
+
+def scope_is_module(scope: Scope) -> bool:
+    return scope.kind == "module"
