@@ -284,7 +284,7 @@ class Placement:
         if q.startswith("torch.nn.functional.") and q.rsplit(".", 1)[-1] in _LOSS_FUNCTIONS:
             return True
         name = (dotted_name(call.node.func) or "").rsplit(".", 1)[-1].lower()
-        if "loss" in name or "criterion" in name:
+        if "loss" in name or "crit" in name:
             return True
         if isinstance(call.node.func, cst.Name):
             for b in self.facts.visible_bindings(call.node.func.value, call.site.scope):
@@ -423,18 +423,19 @@ class Placement:
         return bool(name and _DEVICE_VAR.match(name.rsplit(".", 1)[-1]))
 
     def _dataset_on_cpu(self, loader: Call) -> bool:
+        """False when the loader's dataset may already live on the device: a
+        TensorDataset of moved tensors, a local class that moves things, a
+        dataset built with a device argument."""
         ds = loader.keyword("dataset")
-        ds_expr = ds.value if ds is not None else (loader.positional[0].value if loader.positional else None)
-        if ds_expr is None:
-            return False
-        expr: Optional[cst.BaseExpression] = ds_expr
-        if isinstance(ds_expr, cst.Name):
-            bindings = self.facts.visible_bindings(ds_expr.value, loader.site.scope)
-            if len(bindings) != 1 or bindings[0].value is None:
+        expr = ds.value if ds is not None else (loader.positional[0].value if loader.positional else None)
+        if isinstance(expr, cst.Name):
+            bindings = self.facts.visible_bindings(expr.value, loader.site.scope)
+            values = [b.value for b in bindings if b.kind != "param"]
+            if len(values) > 1:
                 return False
-            expr = bindings[0].value
+            expr = values[0] if values else None
         if not isinstance(expr, cst.Call):
-            return False
+            return True
         call = self.facts.call_for(expr)
         if call is None:
             return False
@@ -442,7 +443,7 @@ class Placement:
         if isinstance(func, cst.Name) and func.value in self.facts.classes:
             return not self._class_places(func.value)
         for arg in expr.args:
-            if arg.star or arg.keyword is not None and "device" in arg.keyword.value:
+            if self._is_device_arg(arg):
                 return False
             inner = arg.value
             n = dotted_name(inner)
