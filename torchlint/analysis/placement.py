@@ -449,11 +449,17 @@ class Placement:
             n = dotted_name(inner)
             if n and n in self.moves:
                 return False
-            if isinstance(inner, cst.Call):
-                c, moved = self.unwrap(inner)
-                if moved or (c is not None and (is_move_call(c) or c.keyword("device") is not None)):
-                    return False
+            if isinstance(inner, cst.Name):
+                for b in self.facts.visible_bindings(inner.value, loader.site.scope):
+                    if isinstance(b.value, cst.Call) and self._on_device_expr(b.value):
+                        return False
+            elif isinstance(inner, cst.Call) and self._on_device_expr(inner):
+                return False
         return True
+
+    def _on_device_expr(self, expr: cst.Call) -> bool:
+        c, moved = self.unwrap(expr)
+        return moved or (c is not None and (is_move_call(c) or c.keyword("device") is not None))
 
     def _class_places(self, class_name: str) -> bool:
         """The class body moves something or mentions a device."""

@@ -50,6 +50,7 @@ class InputNotMoved(Rule):
     CODE = "TL102"
     NAME = "input-not-moved"
     MESSAGE = "`{name}` is created on the CPU and reaches the model without being moved to the device"
+    INLINE_MESSAGE = "This tensor is created on the CPU and passed to the model without being moved to the device"
     FIX_TITLE = "Create the input on the device"
     APPLICABILITY = Applicability.SAFE
     REQUIRES_DEVICE = True
@@ -104,6 +105,12 @@ class InputNotMoved(Rule):
             "net = Net().cuda()\nrun(net, 'cuda')\n",
             line=6,
         ),
+        Invalid(
+            "import torch\ndevice = 'cuda'\nmodel = torch.nn.Linear(2, 2).to(device)\ny = model(torch.ones(1, 2))\n",
+            fixed="import torch\ndevice = 'cuda'\nmodel = torch.nn.Linear(2, 2).to(device)\n"
+            "y = model(torch.ones(1, 2, device=device))\n",
+            line=4,
+        ),
         # no device variable in scope: no fix
         Invalid(
             "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nx = torch.zeros(1, 2)\ny = model(x)\n",
@@ -145,11 +152,22 @@ class InputNotMoved(Rule):
             if escaped or reaches is None:
                 continue
             ctx.report(creation.node, self.MESSAGE.format(name=b.name),
-                       replacements=self._fix(pl, creation, b))
+                       replacements=self._fix(pl, creation, b.site))
+        # Created right in the call: `model(torch.randn(8, 4))`.
+        for call in ctx.facts.calls:
+            if not call.node.args or not isinstance(call.node.func, (cst.Name, cst.Attribute)):
+                continue
+            inline = [a for a in call.node.args if isinstance(a.value, cst.Call) and not a.star]
+            if not inline or not pl.is_forward(call) or pl.model_state(call.node.func, call.site) == "unplaced":
+                continue
+            for arg in inline:
+                creation = pl.cpu_creation(arg.value)
+                if creation is not None:
+                    ctx.report(creation.node, self.INLINE_MESSAGE, replacements=self._fix(pl, creation, call.site))
 
     @staticmethod
-    def _fix(pl, creation, b):
-        device = pl.device_var(b.site)
+    def _fix(pl, creation, site):
+        device = pl.device_var(site)
         if device is None:
             return None
         node: cst.Call = creation.node
