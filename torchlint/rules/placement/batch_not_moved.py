@@ -162,7 +162,21 @@ class BatchNotMoved(Rule):
         if not (set(root) - moved):
             return
         calls = [c for c in pl.loop_calls(loop.node) if c.site.scope is scope]
-        forwards = [c for c in calls if pl.is_forward(c) and pl.model_state(c.node.func, c.site) != "unplaced"]
+        forwards = []
+        has_device = None
+        for c in calls:
+            if not pl.is_forward(c):
+                continue
+            state = pl.model_state(c.node.func, c.site)
+            if state == "unknown" and not pl.sem.is_model_forward(c):
+                # A name that only reads like a model: only with a device at hand.
+                if has_device is None:
+                    site = ctx.facts.site_of_statement(loop.node)
+                    has_device = site is not None and pl.device_var(site) is not None
+                if not has_device:
+                    continue
+            if state != "unplaced":
+                forwards.append(c)
         if not forwards:
             return
         # Moves of, and helpers handed, batch names.
@@ -180,6 +194,7 @@ class BatchNotMoved(Rule):
         for name in list(root):
             if root[name] in moved:
                 moved.add(name)
+        name_order = {id(u.node): u.site.order for u in pl.loop_uses(loop.node)}
         dict_like: Set[str] = set()
         positional: Set[str] = set()
         uses: List[Tuple[int, str, cst.CSTNode]] = []
@@ -195,10 +210,11 @@ class BatchNotMoved(Rule):
                     dict_like.add(name)
                 elif how == "index":
                     positional.add(name)
-                uses.append((call.site.order, name, arg.value))
+                ref = arg.value.value if isinstance(arg.value, cst.Subscript) else arg.value
+                uses.append((name_order.get(id(ref), call.site.order), name, arg.value))
         if not uses:
             return
-        uses.sort(key=lambda u: u[0])
+        uses.sort(key=lambda u: u[0])  # source order of the names
         unmoved: List[str] = []
         for _, name, _ in uses:
             if name not in unmoved:

@@ -46,7 +46,7 @@ class DiscardedMove(Rule):
 
     CODE = "TL105"
     NAME = "discarded-move"
-    MESSAGE = "`{name}.{method}()` returns a moved copy that is thrown away; `{name}` stays where it was"
+    MESSAGE = "`{name}.{method}(...)` returns a moved copy that is thrown away; `{name}` stays where it was"
     FIX_TITLE = "Assign the moved tensor back"
     APPLICABILITY = Applicability.SAFE
 
