@@ -13,7 +13,7 @@ when a value could have been moved somewhere we cannot see.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -96,6 +96,7 @@ class Placement:
         roots = {q.split(".", 1)[0] for q in facts.aliases.values()}
         self.framework = bool(roots & FRAMEWORKS)
         self._device_names: Optional[List[str]] = None
+        self._placing_scopes: Optional[Set[int]] = None
         self._calls_by_loop: Optional[Dict[int, List[Call]]] = None
         self._bindings_by_loop: Optional[Dict[int, List[Binding]]] = None
         self._uses_by_loop: Optional[Dict[int, List[NameUse]]] = None
@@ -407,9 +408,10 @@ class Placement:
             fname = dotted_name(func) or ""
             if call.method in ("prepare", "prepare_data_loader", "setup_dataloaders") or _PLACING_NAME.search(fname):
                 return False
-            if isinstance(func, cst.Name) and (func.value in self.facts.classes or any(
-                    x.kind in ("def", "class") for x in self.facts.bindings_of(func.value))):
-                return False  # a project-local loader class or factory: could place batches
+            if isinstance(func, cst.Name):
+                local = [x for x in self.facts.bindings_of(func.value) if x.kind in ("def", "class")]
+                if any(x.kind == "class" or self._body_places(x.target) for x in local):
+                    return False  # a project-local loader class, or a factory that places things
             if any(self._is_device_arg(a) for a in call.node.args):
                 return False
         return True
@@ -464,14 +466,23 @@ class Placement:
     def _class_places(self, class_name: str) -> bool:
         """The class body moves something or mentions a device."""
         info = self.facts.classes.get(class_name)
-        if info is None:
-            return True
-        for call in self.facts.calls:
-            if is_move_call(call) or call.keyword("device") is not None:
-                for s in call.site.scope.chain():
-                    if s.node is info.node:
-                        return True
-        return False
+        return True if info is None else self._body_places(info.node)
+
+    def _body_places(self, node: cst.CSTNode) -> bool:
+        """A class or function whose body moves something, passes `device=`, or
+        names a device: it could hand out data that is already placed."""
+        if self._placing_scopes is None:
+            found: Set[int] = set()
+            for call in self.facts.calls:
+                if is_move_call(call) or call.keyword("device") is not None or call.keyword("pin_memory_device"):
+                    for sc in call.site.scope.chain():
+                        found.add(id(sc.node))
+            for name in self.device_names():
+                for use in self.facts.uses_of(name):
+                    for sc in use.site.scope.chain():
+                        found.add(id(sc.node))
+            self._placing_scopes = found
+        return id(node) in self._placing_scopes
 
     def loop_batch_vars(self, loop) -> List[Tuple[str, cst.Name]]:
         """The names a `for` over a loader binds to batch contents (the enumerate
