@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchlint.analysis.facts import Binding, Call, Facts, NameUse, Scope, Site, dotted_name
-from torchlint.analysis.semantics import CPU_TENSOR_SOURCES, Semantics
+from torchlint.analysis.semantics import CPU_TENSOR_SOURCES, PLACERS, Semantics, is_device_string
 
 # Methods that move a module or tensor (in place for modules).
 MOVE_METHODS = frozenset({"to", "cuda", "to_empty", "xpu", "mps", "ipu"})
@@ -50,6 +50,9 @@ _LOSS_FUNCTIONS = frozenset({"cross_entropy", "binary_cross_entropy", "binary_cr
                              "cosine_embedding_loss", "ctc_loss", "margin_ranking_loss", "triplet_margin_loss",
                              "poisson_nll_loss", "gaussian_nll_loss", "hinge_embedding_loss",
                              "multilabel_soft_margin_loss", "soft_margin_loss", "multi_margin_loss"})
+_DEVICE_CALLS = frozenset({"torch.device", "torch.cuda.is_available", "torch.cuda.set_device",
+                           "torch.backends.mps.is_available", "torch.cuda.current_device"})
+_WRAPPER_CLASSES = frozenset({"DataParallel", "DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP"})
 _DEVICE_VAR = re.compile(r"^_?(device|dev|DEVICE|DEV|torch_device)$")
 _MODEL_NAME = re.compile(r"(^|_)(model|net|network|module|encoder|decoder|classifier)$", re.I)
 _PLACING_NAME = re.compile(r"(device|cuda|gpu|prefetch|accelerat|prepare)", re.I)
@@ -82,11 +85,17 @@ class Placement:
         self.call_by_func: Dict[int, Call] = {}
         self.arg_of: Dict[int, Tuple[Call, cst.Arg]] = {}
         self.moves: Dict[str, List[Call]] = {}
+        # `f(x).cuda()`: id of the inner call -> the method call on its result.
+        self.outer_of: Dict[int, Call] = {}
+        # Roots of assigned attributes (`layer.weight = ...` -> "layer").
+        self.attr_assigned: Set[str] = {b.name.split(".", 1)[0] for b in facts.bindings if "." in b.name}
         self.default_device = False
         for call in facts.calls:
             self.call_by_func[id(call.node.func)] = call
             for arg in call.node.args:
                 self.arg_of[id(arg.value)] = (call, arg)
+            if isinstance(call.receiver, cst.Call):
+                self.outer_of[id(call.receiver)] = call
             if is_move_call(call):
                 name = dotted_name(call.receiver)
                 if name:
@@ -97,6 +106,7 @@ class Placement:
         self.framework = bool(roots & FRAMEWORKS)
         self._device_names: Optional[List[str]] = None
         self._placing_scopes: Optional[Set[int]] = None
+        self._direct_scopes: Optional[Set[int]] = None
         self._calls_by_loop: Optional[Dict[int, List[Call]]] = None
         self._bindings_by_loop: Optional[Dict[int, List[Binding]]] = None
         self._uses_by_loop: Optional[Dict[int, List[NameUse]]] = None
@@ -187,6 +197,24 @@ class Placement:
                 break
         return None
 
+    def device_near(self, site: Site) -> bool:
+        """A device is at hand for code at `site`: a device variable in scope, or
+        its own scope (or an enclosing one) moves something, passes `device=`,
+        or names a device. Keeps (D) rules out of CPU-only functions in files
+        that use a GPU elsewhere (test suites, libraries)."""
+        if self._direct_scopes is None:
+            found: Set[int] = set()
+            for call in self.facts.calls:
+                if is_move_call(call) or call.keyword("device") is not None or call.qualname in _DEVICE_CALLS:
+                    found.add(id(call.site.scope.node))
+            for node, ssite in self.facts.strings:
+                if is_device_string(node):
+                    found.add(id(ssite.scope.node))
+            self._direct_scopes = found
+        if any(id(s.node) in self._direct_scopes for s in site.scope.chain()):
+            return True
+        return self.device_var(site) is not None
+
     def has_device_binding(self) -> bool:
         return bool(self.device_names())
 
@@ -206,6 +234,11 @@ class Placement:
                 continue
             return call, moved
         return None, moved
+
+    @staticmethod
+    def _wrapper_name(call: Call) -> bool:
+        last = (call.qualname or dotted_name(call.node.func) or "").rsplit(".", 1)[-1]
+        return last in _WRAPPER_CLASSES
 
     def is_stateless_ctor(self, call: Call) -> bool:
         q = call.qualname or ""
@@ -233,33 +266,54 @@ class Placement:
         ctor, moved = self.unwrap(b.value)
         if ctor is None or self.sem.call_kind(ctor) != "module" or ctor.method in MOVE_METHODS:
             return None
+        if ctor.qualname in PLACERS or self._wrapper_name(ctor):
+            return None  # DataParallel / DDP / FSDP wrap a model placed elsewhere
         if self.is_stateless_ctor(ctor):
             return None
         return ctor, moved or self.ctor_places(ctor)
 
     def model_uses(self, b: Binding) -> Tuple[bool, bool, List[NameUse]]:
         """(placed-or-could-be, called, uses): how the model bound by `b` is used."""
-        placed = b.name in self.moves
+        placed = b.name in self.moves or b.name in self.attr_assigned
         called = False
         uses = self.uses_of_binding(b)
         for use in uses:
-            kind, _ = self.use_kind(use)
+            kind, call = self.use_kind(use)
             if kind in (USE_MOVE, USE_ARG, USE_OTHER):
                 placed = True
             elif kind == USE_CALL:
                 called = True
+                if call is not None and self._deliberately_on_cpu(call):
+                    placed = True
         return placed, called, uses
 
+    def _deliberately_on_cpu(self, call: Call) -> bool:
+        """`layer(x.cpu())` or `layer(x).cuda()`: a model kept on the CPU on purpose."""
+        outer = self.outer_of.get(id(call.node))
+        if outer is not None and is_move_call(outer):
+            return True
+        for arg in call.node.args:
+            if isinstance(arg.value, cst.Call):
+                inner = self.facts.call_for(arg.value)
+                if inner is not None and inner.method == "cpu":
+                    return True
+        return False
+
     def model_state(self, callee: cst.BaseExpression, site: Site) -> str:
-        """"placed" | "unplaced" | "unknown" for a callee expression."""
+        """"placed" | "unplaced" | "wrapped" | "unknown" for a callee expression
+        ("wrapped": DDP / DataParallel, which move their inputs themselves)."""
         name = dotted_name(callee)
         if name is None:
             return "unknown"
+        bindings = self.facts.visible_bindings(name, site.scope) if "." not in name else []
+        for b in bindings:
+            if b.value is not None and b.kind in ("assign", "annassign") and b.index is None:
+                ctor, _ = self.unwrap(b.value)
+                if ctor is not None and ((ctor.qualname in PLACERS and ctor.qualname != "torch.compile")
+                                         or self._wrapper_name(ctor)):
+                    return "wrapped"  # DDP / DataParallel scatter inputs to their devices themselves
         if name in self.moves:
             return "placed"
-        if "." in name:
-            return "unknown"
-        bindings = self.facts.visible_bindings(name, site.scope)
         if not bindings:
             return "unknown"
         state = "unplaced"

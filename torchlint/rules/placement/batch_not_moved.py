@@ -139,7 +139,7 @@ class BatchNotMoved(Rule):
             if base is None or not pl.trusted_loader(base, site):
                 continue
             names = pl.loop_batch_vars(loop)
-            if names:
+            if names and pl.device_near(site):
                 self._check_loop(ctx, pl, loop, [n for n, _ in names])
 
     def _check_loop(self, ctx: RuleContext, pl, loop: Loop, direct: List[str]) -> None:
@@ -175,7 +175,7 @@ class BatchNotMoved(Rule):
                     has_device = site is not None and pl.device_var(site) is not None
                 if not has_device:
                     continue
-            if state != "unplaced":
+            if state not in ("unplaced", "wrapped"):
                 forwards.append(c)
         if not forwards:
             return

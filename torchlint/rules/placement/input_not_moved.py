@@ -143,13 +143,12 @@ class InputNotMoved(Rule):
                     escaped = True
                     break
                 if kind == USE_ARG and call is not None:
-                    if pl.is_forward(call):
-                        if pl.model_state(call.node.func, call.site) != "unplaced":
-                            reaches = reaches or call
+                    if self._placed_forward(pl, call):
+                        reaches = reaches or call
                     elif not (call.qualname or "").startswith("torch.") and not pl.is_loss_call(call):
                         escaped = True  # a helper could hand back a moved copy through state we can't see
                         break
-            if escaped or reaches is None:
+            if escaped or reaches is None or not pl.device_near(b.site):
                 continue
             ctx.report(creation.node, self.MESSAGE.format(name=b.name),
                        replacements=self._fix(pl, creation, b.site))
@@ -158,12 +157,26 @@ class InputNotMoved(Rule):
             if not call.node.args or not isinstance(call.node.func, (cst.Name, cst.Attribute)):
                 continue
             inline = [a for a in call.node.args if isinstance(a.value, cst.Call) and not a.star]
-            if not inline or not pl.is_forward(call) or pl.model_state(call.node.func, call.site) == "unplaced":
+            if not inline or not self._placed_forward(pl, call):
                 continue
             for arg in inline:
                 creation = pl.cpu_creation(arg.value)
-                if creation is not None:
+                if creation is not None and pl.device_near(call.site):
                     ctx.report(creation.node, self.INLINE_MESSAGE, replacements=self._fix(pl, creation, call.site))
+
+    @staticmethod
+    def _placed_forward(pl, call) -> bool:
+        """A forward of a model that is (or may be) on the device and does not move
+        its inputs itself. A callee that only reads like a model (`model` as a
+        parameter) counts only with a device variable at hand."""
+        if not pl.is_forward(call):
+            return False
+        state = pl.model_state(call.node.func, call.site)
+        if state in ("unplaced", "wrapped"):
+            return False
+        if state == "unknown" and not pl.sem.is_model_forward(call):
+            return pl.device_var(call.site) is not None
+        return True
 
     @staticmethod
     def _fix(pl, creation, site):

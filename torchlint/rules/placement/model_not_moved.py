@@ -127,7 +127,7 @@ class ModelNotMoved(Rule):
                 continue
             ctor, _ = info
             placed, called, _ = pl.model_uses(b)
-            if placed or not called:
+            if placed or not called or not pl.device_near(b.site):
                 continue
             device = pl.device_var(b.site)
             replacements = {b.value: call_with_to(b.value, device)} if device else None
