@@ -278,6 +278,63 @@ NEGATIVES = {
                     labels = labels.to(device)
                     correct = (model(images).argmax(1) == labels).sum()
     """,
+    "ddp_scatters_inputs": """
+        import torch
+        def run(rank):
+            torch.cuda.set_device(rank)
+            model = Net()
+            net = torch.nn.parallel.DistributedDataParallel(model.cuda(rank), device_ids=[rank])
+            inp = torch.randn(1, 10)
+            out = net(inp)
+    """,
+    "cpu_function_in_gpu_file": """
+        import torch
+        from torch import nn
+        def gpu_part(x):
+            return x.cuda()
+        def cpu_reference(x):
+            ref = nn.Linear(4, 4)
+            inp = torch.randn(2, 4)
+            return ref(inp)
+    """,
+    "deliberate_cpu_layer": """
+        import torch
+        from torch import nn
+        def mixed(rank):
+            cpu_layer = nn.Linear(10, 7)
+            gpu_layer = nn.Linear(7, 1).cuda(rank)
+            inputs = torch.rand(10, 10)
+            return gpu_layer(cpu_layer(inputs).cuda(rank))
+    """,
+    "model_param_without_device_variable": """
+        import torch
+        def train(model, train_loader, optimizer):
+            if torch.cuda.is_available():
+                print("cuda")
+            for x, y in train_loader:
+                loss = model(x).sum()
+                loss.backward()
+                optimizer.step()
+    """,
+    "weights_replaced_from_elsewhere": """
+        import torch
+        from torch import nn
+        device = torch.device("cuda")
+        layer = nn.Linear(10, 7)
+        layer.weight = remote_weight()
+        out = layer(torch.zeros(1, 10, device=device))
+    """,
+    "loader_factory_that_places": """
+        import torch
+        from torch.utils.data import DataLoader
+        device = torch.device("cuda")
+        def make_loader(ds):
+            return DataLoader(ds, collate_fn=lambda b: [t.to(device) for t in default_collate(b)])
+        model = torch.nn.Linear(4, 2).to(device)
+        loader = make_loader(ds)
+        for x, y in loader:
+            out = model(x)
+    """,
 }
 
 
@@ -382,6 +439,25 @@ POSITIVES = {
         x.to(device)
         y = model(x)
     """, [("TL105", 6)]),
+    "tl103_local_loader_factory": ("""
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        def make_loader(n):
+            return DataLoader(TensorDataset(torch.randn(n, 4), torch.randn(n, 2)), batch_size=8)
+        def train(model, device):
+            model.to(device)
+            loader = make_loader(64)
+            for inputs, targets in loader:
+                loss = torch.nn.functional.mse_loss(model(inputs), targets)
+    """, [("TL103", 10)]),
+    "tl101_module_level_model_used_in_function": ("""
+        import torch
+        from torch import nn
+        device = torch.device("cuda")
+        model = nn.Linear(4, 2)
+        def predict(x):
+            return model(x.to(device))
+    """, [("TL101", 5)]),
 }
 
 

@@ -327,8 +327,12 @@ class Placement:
                 return "unknown" if state == "unplaced" else state
             if info[1]:
                 return "placed"
-            placed, _, _ = self.model_uses(b)
+            placed, _, uses = self.model_uses(b)
             if placed:
+                if b.name not in self.moves and any(
+                        self._deliberately_on_cpu(c) for c in (self.use_kind(u)[1] for u in uses)
+                        if c is not None and c.node.func is not None and dotted_name(c.node.func) == b.name):
+                    return "unplaced"  # kept on the CPU on purpose
                 return "placed"
         return state
 
