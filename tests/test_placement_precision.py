@@ -458,6 +458,15 @@ POSITIVES = {
         def predict(x):
             return model(x.to(device))
     """, [("TL101", 5)]),
+    "tl102_tokenizer_generate": ("""
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        tokenizer = AutoTokenizer.from_pretrained("gpt2")
+        model = AutoModelForCausalLM.from_pretrained("gpt2").to(device)
+        inputs = tokenizer("Hello", return_tensors="pt")
+        out = model.generate(**inputs, max_new_tokens=5)
+    """, [("TL102", 7)]),
 }
 
 

@@ -353,15 +353,24 @@ class Placement:
                         return True
         return False
 
+    @staticmethod
+    def model_expr(call: Call) -> cst.BaseExpression:
+        """The model a forward-like call runs: `model` for `model(x)`,
+        `model.forward(x)` and `model.generate(**x)`."""
+        func = call.node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("forward", "generate"):
+            return func.value
+        return func
+
     def is_forward(self, call: Call) -> bool:
         """A model forward that is not a loss: `model(x)` on a module, or on a name
         that reads as a model (`model`, `net`) whose kind we cannot see."""
         if self.is_loss_call(call):
             return False
-        func = call.node.func
+        func = self.model_expr(call)
         if not isinstance(func, (cst.Name, cst.Attribute)):
             return False
-        if self.sem.is_model_forward(call):
+        if self.sem.expr_kind(func, call.site) == "module":
             return True
         if self.sem.expr_kind(func, call.site) is not None:
             return False

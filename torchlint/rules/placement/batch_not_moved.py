@@ -167,8 +167,8 @@ class BatchNotMoved(Rule):
         for c in calls:
             if not pl.is_forward(c):
                 continue
-            state = pl.model_state(c.node.func, c.site)
-            if state == "unknown" and not pl.sem.is_model_forward(c):
+            state = pl.model_state(pl.model_expr(c), c.site)
+            if state == "unknown" and pl.sem.expr_kind(pl.model_expr(c), c.site) != "module":
                 # A name that only reads like a model: only with a device at hand.
                 if has_device is None:
                     site = ctx.facts.site_of_statement(loop.node)

@@ -171,10 +171,10 @@ class InputNotMoved(Rule):
         parameter) counts only with a device variable at hand."""
         if not pl.is_forward(call):
             return False
-        state = pl.model_state(call.node.func, call.site)
+        state = pl.model_state(pl.model_expr(call), call.site)
         if state in ("unplaced", "wrapped"):
             return False
-        if state == "unknown" and not pl.sem.is_model_forward(call):
+        if state == "unknown" and pl.sem.expr_kind(pl.model_expr(call), call.site) != "module":
             return pl.device_var(call.site) is not None
         return True
 
