@@ -66,6 +66,8 @@ USE_ATTR = "attr"      # model.parameters(), model.fc
 USE_ARG = "arg"        # f(model): handed to a call that could place it
 USE_NEUTRAL = "neutral"  # print(model), len(x)
 USE_OTHER = "other"    # returned, stored, aliased: could go anywhere
+_EXPR_PARENTS = (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation, cst.BooleanOperation,
+                 cst.FormattedStringExpression, cst.ComparisonTarget)
 
 
 def is_move_call(call: Call) -> bool:
@@ -132,6 +134,8 @@ class Placement:
             if call.method in ("forward", "generate"):
                 return USE_CALL, call
             return USE_ATTR, call
+        if isinstance(parent, _EXPR_PARENTS) or (isinstance(parent, cst.Subscript) and parent.value is node):
+            return USE_NEUTRAL, None  # arithmetic, comparisons, indexing: nothing escapes
         if isinstance(parent, cst.Arg):
             found = self.arg_of.get(id(node))
             if found is None:
