@@ -5,8 +5,8 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Loop
-from torchlint.analysis.placement import USE_ARG, USE_MOVE, is_move_call, placement
+from torchlint.analysis.facts import Loop
+from torchlint.analysis.placement import USE_ARG, USE_MOVE, placement
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
@@ -274,4 +274,3 @@ def _batch_ref(arg: cst.Arg) -> Tuple[Optional[str], str]:
     return None, ""
 
 
-_ = (Call, is_move_call)
