@@ -272,5 +272,3 @@ def _batch_ref(arg: cst.Arg) -> Tuple[Optional[str], str]:
             return value.value.value, "dict"
         return value.value.value, "index"
     return None, ""
-
-
