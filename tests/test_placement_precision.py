@@ -335,6 +335,13 @@ NEGATIVES = {
         for x, y in loader:
             out = model(x)
     """,
+    "moved_through_a_chain": """
+        import torch
+        device = torch.device("cuda")
+        model = torch.nn.Linear(4, 2)
+        model.half().eval().to(device)
+        y = model(torch.zeros(1, 4, device=device, dtype=torch.half))
+    """,
 }
 
 

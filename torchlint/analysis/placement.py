@@ -99,7 +99,12 @@ class Placement:
             if isinstance(call.receiver, cst.Call):
                 self.outer_of[id(call.receiver)] = call
             if is_move_call(call):
-                name = dotted_name(call.receiver)
+                root = call.receiver
+                # `model.half().cuda()` moves `model` too (in place for modules).
+                while isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute) \
+                        and root.func.attr.value in CHAIN_METHODS:
+                    root = root.func.value
+                name = dotted_name(root)
                 if name:
                     self.moves.setdefault(name, []).append(call)
             elif call.qualname in DEFAULT_DEVICE_SETTERS:
