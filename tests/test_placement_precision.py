@@ -342,6 +342,14 @@ NEGATIVES = {
         model.half().eval().to(device)
         y = model(torch.zeros(1, 4, device=device, dtype=torch.half))
     """,
+    "device_context_manager": """
+        import torch
+        device = torch.device("cuda")
+        with torch.device(device):
+            model = torch.nn.Linear(4, 2)
+            x = torch.randn(1, 4)
+            y = model(x)
+    """,
 }
 
 

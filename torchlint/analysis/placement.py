@@ -279,7 +279,18 @@ class Placement:
             return None  # DataParallel / DDP / FSDP wrap a model placed elsewhere
         if self.is_stateless_ctor(ctor):
             return None
-        return ctor, moved or self.ctor_places(ctor)
+        return ctor, moved or self.ctor_places(ctor) or self.under_device_context(ctor.site)
+
+    def under_device_context(self, site: Site) -> bool:
+        """Inside `with torch.device(...):` (or `torch.cuda.device`), where
+        factories and layers allocate on that device."""
+        for w in site.withs:
+            for item in w.items:
+                expr = item.item
+                if isinstance(expr, cst.Call) and self.facts.qualname(expr.func) in (
+                        "torch.device", "torch.cuda.device", "torch.cuda.device_of"):
+                    return True
+        return False
 
     def model_uses(self, b: Binding) -> Tuple[bool, bool, List[NameUse]]:
         """(placed-or-could-be, called, uses): how the model bound by `b` is used."""
@@ -396,7 +407,7 @@ class Placement:
         if call is None or moved:
             return None
         if call.qualname in CPU_TENSOR_SOURCES:
-            if call.keyword("device") is not None or call.has_star_kwargs:
+            if call.keyword("device") is not None or call.has_star_kwargs or self.under_device_context(call.site):
                 return None
             return call
         if self.sem.is_tokenizer_call(call):
