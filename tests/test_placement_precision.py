@@ -350,6 +350,15 @@ NEGATIVES = {
             x = torch.randn(1, 4)
             y = model(x)
     """,
+    "attribute_loader_of_unknown_origin": """
+        import torch
+        class Trainer:
+            def __init__(self, model, device):
+                self.model = model.to(device)
+            def fit(self):
+                for x, y in self.train_loader:
+                    out = self.model(x)
+    """,
 }
 
 
@@ -482,6 +491,19 @@ POSITIVES = {
         inputs = tokenizer("Hello", return_tensors="pt")
         out = model.generate(**inputs, max_new_tokens=5)
     """, [("TL102", 7)]),
+    "tl103_trainer_class": ("""
+        import torch
+        from torch.utils.data import DataLoader
+        class Trainer:
+            def __init__(self, model, dataset, device):
+                self.device = device
+                self.model = model.to(device)
+                self.train_loader = DataLoader(dataset, batch_size=32)
+            def fit(self):
+                for x, y in self.train_loader:
+                    loss = torch.nn.functional.mse_loss(self.model(x), y)
+                    loss.backward()
+    """, [("TL103", 11)]),
 }
 
 

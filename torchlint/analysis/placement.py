@@ -213,12 +213,17 @@ class Placement:
         that use a GPU elsewhere (test suites, libraries)."""
         if self._direct_scopes is None:
             found: Set[int] = set()
+            def add(scope: Scope) -> None:
+                found.add(id(scope.node))
+                if scope.kind == "function" and scope.parent is not None and scope.parent.kind == "class":
+                    found.add(id(scope.parent.node))  # a method places: its class's methods are near a device
+
             for call in self.facts.calls:
                 if is_move_call(call) or call.keyword("device") is not None or call.qualname in _DEVICE_CALLS:
-                    found.add(id(call.site.scope.node))
+                    add(call.site.scope)
             for node, ssite in self.facts.strings:
                 if is_device_string(node):
-                    found.add(id(ssite.scope.node))
+                    add(ssite.scope)
             self._direct_scopes = found
         if any(id(s.node) in self._direct_scopes for s in site.scope.chain()):
             return True
@@ -325,7 +330,8 @@ class Placement:
         name = dotted_name(callee)
         if name is None:
             return "unknown"
-        bindings = self.facts.visible_bindings(name, site.scope) if "." not in name else []
+        # `self.model`: its assignments anywhere in the file (usually __init__).
+        bindings = self.facts.visible_bindings(name, site.scope) if "." not in name else self.facts.bindings_of(name)
         for b in bindings:
             if b.value is not None and b.kind in ("assign", "annassign") and b.index is None:
                 ctor, _ = self.unwrap(b.value)
@@ -341,8 +347,8 @@ class Placement:
             info = self.model_construction(b)
             if info is None:
                 if b.value is not None and b.kind in ("assign", "annassign"):
-                    _, moved = self.unwrap(b.value)
-                    if moved:
+                    inner, moved = self.unwrap(b.value)
+                    if moved or (inner is not None and is_move_call(inner)):
                         return "placed"
                 return "unknown" if state == "unplaced" else state
             if info[1]:
@@ -477,7 +483,14 @@ class Placement:
             return False
         if _PLACING_NAME.search(name):
             return False
-        for b in self.facts.visible_bindings(name, site.scope):
+        if "." in name:
+            # `self.train_loader`: every assignment of it in the file, and there must be one.
+            bindings = self.facts.bindings_of(name)
+            if not bindings:
+                return False
+        else:
+            bindings = self.facts.visible_bindings(name, site.scope)
+        for b in bindings:
             if b.kind == "param":
                 continue
             if b.kind not in ("assign", "annassign") or b.index is not None or not isinstance(b.value, cst.Call):
