@@ -642,7 +642,3 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
             args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
     args.append(cst.Arg(value, keyword=cst.Name(name), equal=_EQ))
     return call.with_changes(args=args)
-
-
-def scope_is_module(scope: Scope) -> bool:
-    return scope.kind == "module"
