@@ -215,8 +215,9 @@ class Placement:
             found: Set[int] = set()
             def add(scope: Scope) -> None:
                 found.add(id(scope.node))
-                if scope.kind == "function" and scope.parent is not None and scope.parent.kind == "class":
-                    found.add(id(scope.parent.node))  # a method places: its class's methods are near a device
+                if scope.kind == "function" and scope.name in ("__init__", "setup", "_setup") \
+                        and scope.parent is not None and scope.parent.kind == "class":
+                    found.add(id(scope.parent.node))  # the constructor places: the class's methods are near a device
 
             for call in self.facts.calls:
                 if is_move_call(call) or call.keyword("device") is not None or call.qualname in _DEVICE_CALLS:
