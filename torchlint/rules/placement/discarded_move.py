@@ -1,0 +1,122 @@
+"""TL105 discarded-move."""
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.placement import placement
+from torchlint.findings import Applicability
+from torchlint.rules.base import Invalid, Rule, RuleContext
+
+_TENSOR_MOVES = frozenset({"to", "cuda", "cpu"})
+
+
+class DiscardedMove(Rule):
+    """
+    ## What it does
+    Flags a tensor move whose result is thrown away: `x.cuda()`,
+    `x.to(device)` or `x.cpu()` written as a statement of its own.
+
+    ## Why is this bad?
+    `Tensor.to` and friends return a new tensor; they do not change `x`. The
+    statement copies the data to the device, discards the copy, and `x` stays
+    where it was, so the code after it keeps running on the CPU (or fails
+    with a device mismatch). Modules are different: `model.to(device)` moves
+    the module in place and is not flagged.
+
+    ## Example
+    ```python
+    x = torch.randn(64, 128)
+    x.to(device)
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.randn(64, 128)
+    x = x.to(device)
+    ```
+
+    ## Fix safety
+    Safe: the fix assigns the result back to the moved name, which is what
+    the statement was meant to do.
+
+    ## References
+    - [PyTorch: `Tensor.to`](https://pytorch.org/docs/stable/generated/torch.Tensor.to.html)
+    """
+
+    CODE = "TL105"
+    NAME = "discarded-move"
+    MESSAGE = "`{name}.{method}(...)` returns a moved copy that is thrown away; `{name}` stays where it was"
+    FIX_TITLE = "Assign the moved tensor back"
+    APPLICABILITY = Applicability.SAFE
+
+    VALID = (
+        "import torch\nx = torch.randn(3)\nx = x.cuda()\n",
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\nmodel.to('cuda')\n",
+        "import torch\nmodel = torch.nn.Linear(2, 2)\nmodel.cuda()\n",
+        # unknown kind: stay silent
+        "def f(x):\n    x.cuda()\n",
+        "model.to(device)\n",
+        # tokenizer output (BatchEncoding) moves in place
+        "inputs = tokenizer('a', return_tensors='pt')\ninputs.to('cuda')\n",
+        "import torch\nx = torch.randn(3)\ny = x.to('cuda')\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\nx = torch.randn(3)\nx.cuda()\n",
+            fixed="import torch\nx = torch.randn(3)\nx = x.cuda()\n",
+            line=3,
+        ),
+        Invalid(
+            "import torch as T\ndevice = T.device('cuda')\nx = T.zeros(3)\nx.to(device, non_blocking=True)\ny = x * 2\n",
+            fixed="import torch as T\ndevice = T.device('cuda')\nx = T.zeros(3)\nx = x.to(device, non_blocking=True)\ny = x * 2\n",
+            line=4,
+        ),
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\n"
+            "for x, y in loader:\n    x.cuda()\n    y.cuda()\n",
+            fixed="import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\n"
+            "for x, y in loader:\n    x = x.cuda()\n    y = y.cuda()\n",
+            line=5,
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        pl = None
+        for stmt, site in ctx.facts.statements:
+            if not isinstance(stmt, cst.Expr) or not isinstance(stmt.value, cst.Call):
+                continue
+            call = ctx.facts.call_for(stmt.value)
+            if call is None or call.method not in _TENSOR_MOVES or call.receiver is None:
+                continue
+            name = dotted_name(call.receiver)
+            if name is None:
+                continue
+            if pl is None:
+                pl = placement(ctx)
+            if not self._is_tensor(ctx, pl, call.receiver, site):
+                continue
+            assign = cst.Assign(targets=[cst.AssignTarget(call.receiver)], value=call.node,
+                                semicolon=stmt.semicolon)
+            ctx.report(call.node, self.MESSAGE.format(name=name, method=call.method), replacements={stmt: assign})
+
+    @staticmethod
+    def _is_tensor(ctx: RuleContext, pl, receiver: cst.BaseExpression, site) -> bool:
+        kind = ctx.sem.expr_kind(receiver, site)
+        if kind == "tensor":
+            return True
+        if kind is not None or not isinstance(receiver, cst.Name):
+            return False
+        # A tuple element of a loader loop's target is a tensor (the batch tuple's parts).
+        loop = site.loop
+        while loop is not None:
+            node = loop.node
+            if isinstance(node, cst.For) and ctx.sem.is_loader_expr(node.iter, site):
+                names = pl.loop_batch_vars(loop)
+                if len(names) > 1 and receiver.value in [n for n, _ in names]:
+                    # and not rebound in the loop to something else
+                    others = [b for b in ctx.facts.bindings_of(receiver.value)
+                              if b.site.scope is site.scope and b.kind != "for"]
+                    return not others
+            loop = loop.parent
+        return False
