@@ -20,7 +20,7 @@ import libcst as cst
 import pytest
 
 from torchlint.api import fix_source, lint_source
-from torchlint.rules import all_codes, name_of
+from torchlint.rules import all_codes, name_of, rule_by_code
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = sorted(p for p in (ROOT / "fixtures").glob("*/") if p.is_dir() and (p / "meta.toml").exists()) \
@@ -74,7 +74,22 @@ def test_fixed_reports_nothing(folder):
     assert found == [], f"{folder.name}/fixed.py reports {found}"
 
 
-@pytest.mark.parametrize("folder", FIXTURES, ids=IDS)
+def _has_fix(folder: Path) -> bool:
+    return rule_by_code(meta_of(folder)["rule"]).APPLICABILITY is not None
+
+
+FIXABLE = [p for p in FIXTURES if _has_fix(p)]
+
+
+def test_rules_without_a_fix_really_offer_none():
+    """TL301/TL402 fixtures have hand-written fixed.py: their rules must not offer a fix."""
+    for folder in FIXTURES:
+        if folder not in FIXABLE:
+            findings = lint_source((folder / "bad.py").read_text(), "bad.py")
+            assert findings and all(f.fix is None for f in findings), folder.name
+
+
+@pytest.mark.parametrize("folder", FIXABLE, ids=[p.name for p in FIXABLE])
 def test_fix_clears_parses_and_is_idempotent(folder):
     meta = meta_of(folder)
     bad = (folder / "bad.py").read_text()

@@ -3,6 +3,7 @@ import libcst as cst
 import pytest
 
 from torchlint.api import fix_source, lint_source
+from torchlint.config import Settings
 from torchlint.rules import all_rules
 
 VALID = [(r.CODE, i, src) for r in all_rules() for i, src in enumerate(r.VALID)]
@@ -20,13 +21,18 @@ def test_valid_example_is_clean(code, i, src):
     assert [f for f in lint_source(src, "example.py") if f.code == code] == []
 
 
+def only(code):
+    """Each example is about its own rule: other rules' fixes must not interfere."""
+    return Settings(select=(code,))
+
+
 @pytest.mark.parametrize("code,i,ex", INVALID, ids=[f"{c}-invalid-{i}" for c, i, _ in INVALID])
 def test_invalid_example_is_flagged_and_fixed(code, i, ex):
     found = [f for f in lint_source(ex.code, "example.py") if f.code == code]
     assert found, f"{code} missed its invalid example {i}"
     if ex.line is not None:
         assert found[0].row == ex.line
-    fixed, remaining = fix_source(ex.code, "example.py", unsafe=ex.unsafe)
+    fixed, remaining = fix_source(ex.code, "example.py", only(code), unsafe=ex.unsafe)
     if ex.fixed is None:
         assert all(f.fix is None for f in found) or not ex.unsafe and all(
             f.fix.applicability.value == "unsafe" for f in found if f.fix
@@ -35,12 +41,12 @@ def test_invalid_example_is_flagged_and_fixed(code, i, ex):
     assert fixed == ex.fixed
     cst.parse_module(fixed)  # parses
     assert not [f for f in remaining if f.code == code], "the fix did not clear the finding"
-    again, _ = fix_source(fixed, "example.py", unsafe=ex.unsafe)
+    again, _ = fix_source(fixed, "example.py", only(code), unsafe=ex.unsafe)
     assert again == fixed, "the fix is not idempotent"
     if not ex.unsafe:
         # Safe-only fixing must reach the same result.
-        safe_only, _ = fix_source(ex.code, "example.py")
+        safe_only, _ = fix_source(ex.code, "example.py", only(code))
         assert safe_only == ex.fixed
     else:
-        safe_only, _ = fix_source(ex.code, "example.py")
+        safe_only, _ = fix_source(ex.code, "example.py", only(code))
         assert safe_only == ex.code, "an unsafe fix was applied without --unsafe-fixes"
