@@ -7,9 +7,8 @@ dependencies and torch installed; torch is never imported, only located):
     python bench/bench.py
 
 Options: --repeat N (best of N, default 1), --json FILE (write the results),
---no-torchfix (skip installing/running TorchFix), --driver cli|inprocess
-(default: cli, i.e. `python -m torchlint check ...`; inprocess drives the
-library API, parallel_map and the cache directly, without the CLI).
+--no-torchfix (skip installing/running TorchFix). torchlint is driven through
+its CLI, `python -m torchlint check ...`, from this checkout.
 
 For each file set (the installed torch's nn/, optim/, utils/data/ sources, and
 examples/ when present) it times, each as its own subprocess (so interpreter
@@ -122,25 +121,13 @@ PARSE_SNIPPET = (
 )
 
 
-def cli_available(python: str) -> bool:
-    try:
-        r = subprocess.run([python, "-m", "torchlint", "check", "--help"], cwd=str(REPO),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
-        return r.returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
-def torchlint_cmd(driver: str, python: str, files: Sequence[Path], lst: Path, jobs: Optional[int], cache: bool) -> List[str]:
-    if driver == "cli":
-        cmd = [python, "-m", "torchlint", "check", "--exit-zero", "--output-format", "concise"]
-        if not cache:
-            cmd.append("--no-cache")
-        if jobs is not None:
-            cmd += ["-j", str(jobs)]
-        return cmd + [str(p) for p in files]
-    cmd = [python, str(Path(__file__).resolve()), "--_inprocess", str(lst), "--jobs", str(jobs or 0)]
-    return cmd + (["--cache"] if cache else [])
+def torchlint_cmd(python: str, files: Sequence[Path], jobs: Optional[int], cache: bool) -> List[str]:
+    cmd = [python, "-m", "torchlint", "check", "--exit-zero", "--output-format", "concise"]
+    if not cache:
+        cmd.append("--no-cache")
+    if jobs is not None:
+        cmd += ["-j", str(jobs)]
+    return cmd + [str(p) for p in files]
 
 
 def ensure_torchfix(python: str) -> Optional[Path]:
@@ -164,24 +151,24 @@ def ensure_torchfix(python: str) -> Optional[Path]:
 
 # -- the benchmark -------------------------------------------------------------
 
-def bench_set(name: str, files: List[Path], args, driver: str, torchfix: Optional[Path]) -> Dict[str, object]:
+def bench_set(name: str, files: List[Path], args, torchfix: Optional[Path]) -> Dict[str, object]:
     python = sys.executable
     lines = count_lines(files)
-    print(f"\n== {name}: {len(files)} files, {lines} lines (driver: {driver}, cores: {os.cpu_count()})")
+    print(f"\n== {name}: {len(files)} files, {lines} lines (cores: {os.cpu_count()})")
     work = Path(tempfile.mkdtemp(prefix="torchlint-bench-"))
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    results: Dict[str, object] = {"files": len(files), "lines": lines, "driver": driver}
+    results: Dict[str, object] = {"files": len(files), "lines": lines}
     try:
         lst = file_list_arg(files, work)
         runs = {
             "parse": ([python, "-c", PARSE_SNIPPET, str(lst)], None),
-            "cold_j1": (torchlint_cmd(driver, python, files, lst, 1, cache=False), None),
-            "cold_jn": (torchlint_cmd(driver, python, files, lst, None, cache=False), None),
+            "cold_j1": (torchlint_cmd(python, files, 1, cache=False), None),
+            "cold_jn": (torchlint_cmd(python, files, None, cache=False), None),
         }
         for key, (cmd, _) in runs.items():
             results[key] = best_of(args.repeat, cmd, cwd=work, env=env)
         cache_dir = work / ".torchlint_cache"
-        warm_cmd = torchlint_cmd(driver, python, files, lst, None, cache=True)
+        warm_cmd = torchlint_cmd(python, files, None, cache=True)
         shutil.rmtree(cache_dir, ignore_errors=True)
         results["prime"] = best_of(1, warm_cmd, cwd=work, env=env)
         # Warm runs are short, so scheduling noise weighs most: best of at least 3.
@@ -242,40 +229,12 @@ def report(name: str, r: Dict[str, object], lines: int) -> None:
     r["checks"] = [{"name": c[0], "value": c[1], "op": c[2], "target": c[3]} for c in checks]
 
 
-# -- the in-process driver (no CLI needed) ---------------------------------------
-
-def inprocess_main(list_file: str, jobs: int, use_cache: bool) -> int:
-    """What the CLI does, minus discovery and reporting: torchlint.batch.lint_many
-    (cache, then a process pool for the misses) and one line per finding."""
-    sys.path.insert(0, str(REPO))
-    from torchlint.batch import lint_many
-    from torchlint.config import Settings
-
-    paths = [p for p in Path(list_file).read_text(encoding="utf-8").split("\n") if p]
-    results = lint_many(paths, Settings(), jobs=jobs, cache_root=Path.cwd() if use_cache else None)
-    out = sys.stdout
-    for res in results:
-        for f in res.findings:
-            out.write(f"{f.path}:{f.row}:{f.column}: {f.code} {f.message}\n")
-    return 0
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--no-torchfix", action="store_true")
-    ap.add_argument("--driver", choices=("auto", "cli", "inprocess"), default="auto")
-    ap.add_argument("--_inprocess", dest="inprocess_list", help=argparse.SUPPRESS)
-    ap.add_argument("--jobs", type=int, default=0, help=argparse.SUPPRESS)
-    ap.add_argument("--cache", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.inprocess_list:
-        return inprocess_main(args.inprocess_list, args.jobs, args.cache)
-
-    driver = args.driver
-    if driver == "auto":
-        driver = "cli" if cli_available(sys.executable) else "inprocess"
     sets = []
     torch_files = torch_sources()
     if torch_files:
@@ -288,7 +247,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     torchfix = None if args.no_torchfix else ensure_torchfix(sys.executable)
     print(f"python {sys.version.split()[0]}, {sys.platform}, {os.cpu_count()} cores, "
           f"torchfix: {torchfix or 'unavailable'}")
-    all_results = {name: bench_set(name, files, args, driver, torchfix) for name, files in sets}
+    all_results = {name: bench_set(name, files, args, torchfix) for name, files in sets}
     if args.json:
         args.json.write_text(json.dumps(all_results, indent=2, default=str), encoding="utf-8")
     return 0

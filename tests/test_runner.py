@@ -180,7 +180,8 @@ def test_custom_mapper_receives_pure_jobs(tmp_path):
         return [fn(i) for i in reversed(items)]  # order must not matter
 
     result = run([str(tmp_path)], Settings(root=str(tmp_path)), mapper=mapper)
-    assert all(isinstance(i, FileJob) for i in seen)
+    # Lint mode hands over (job, contents read once by the parent); fix mode hands over jobs.
+    assert all(isinstance(job, FileJob) and isinstance(data, bytes) for job, data in seen)
     assert [os.path.basename(f.path) for f in result.findings] == ["a.py", "b.py"]
 
 
@@ -213,3 +214,33 @@ def test_file_changed_while_fixing_is_not_overwritten(tmp_path, monkeypatch):
     out = process_file(job(f, "fix"))
     assert f.read_text() == TL104_SRC + "# edited\n"
     assert out.problems[0].message == "file changed while being fixed; fixes not written"
+
+
+def test_cache_answers_unchanged_files_and_relints_changed_ones(tmp_path):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text(TL104_SRC)
+    b.write_text(CLEAN_SRC)
+    settings = Settings(root=str(tmp_path))
+    cold = run([str(tmp_path)], settings, cache_root=str(tmp_path))
+    assert (tmp_path / ".torchlint_cache" / "CACHEDIR.TAG").is_file()
+
+    def no_lint(fn, items):
+        raise AssertionError(f"a cached file was linted again: {[job.path for job, _ in items]}")
+
+    warm = run([str(tmp_path)], settings, cache_root=str(tmp_path), mapper=no_lint)
+    assert warm.findings == cold.findings and [f.code for f in warm.findings] == ["TL104"]
+    b.write_text(TL104_SRC)  # a changed file is linted again, the other still comes from the cache
+    seen = []
+
+    def record(fn, items):
+        seen.extend(job.path for job, _ in items)
+        return [fn(item) for item in items]
+
+    again = run([str(tmp_path)], settings, cache_root=str(tmp_path), mapper=record)
+    assert seen == [str(b)] and [f.code for f in again.findings] == ["TL104", "TL104"]
+
+
+def test_no_cache_root_writes_no_cache(tmp_path):
+    (tmp_path / "a.py").write_text(TL104_SRC)
+    run([str(tmp_path)], Settings(root=str(tmp_path)))
+    assert not (tmp_path / ".torchlint_cache").exists()

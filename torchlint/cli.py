@@ -125,6 +125,7 @@ def check_command(paths, select, extend_select, ignore, fix, unsafe_fixes, diff,
     opts = _Opts(
         mode="diff" if diff else ("fix" if fix else "lint"), unsafe=unsafe_fixes, output_format=output_format,
         output_file=output_file, statistics=statistics, show_fixes=show_fixes, quiet=quiet,
+        no_cache=no_cache,
     )
     if use_stdin:
         code = _check_stdin(settings, stdin_filename or "-", opts)
@@ -144,6 +145,7 @@ class _Opts:
     statistics: bool
     show_fixes: bool
     quiet: bool
+    no_cache: bool = False
 
 
 def _report(opts: _Opts, findings, lines, fixes_applied=0, fixed_per_file=None) -> str:
@@ -179,7 +181,9 @@ def _plural(n: int, word: str) -> str:
 def _check_paths(paths, settings, opts: _Opts, jobs: int, force_exclude: bool) -> int:
     from torchlint.runner import run
 
-    result = run(paths, settings, mode=opts.mode, unsafe=opts.unsafe, jobs=jobs, force_exclude=force_exclude)
+    cache_root = None if opts.no_cache else settings.root
+    result = run(paths, settings, mode=opts.mode, unsafe=opts.unsafe, jobs=jobs, force_exclude=force_exclude,
+                 cache_root=cache_root)
     if opts.mode == "diff":
         _write_output("".join(d for _, d in result.diffs), opts.output_file)
         fixes = sum(o.fixes_applied for o in result.outcomes if o.diff)
@@ -249,9 +253,10 @@ def rule_command(code, output_format):
 def _register_subcommands() -> None:
     """Commands that live with their feature; none imports torch or pygls at import time."""
     from torchlint.server import server_command
+    from torchlint.cache import clean_command
     from torchlint.verify.cli import doctor_command, verify_command
 
-    for command in (server_command, verify_command, doctor_command):
+    for command in (server_command, verify_command, doctor_command, clean_command):
         main.add_command(command)
 
 

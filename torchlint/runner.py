@@ -201,14 +201,59 @@ class RunResult:
 Mapper = Callable[[Callable, List], Iterable]
 
 
-def _default_mapper(jobs: int) -> Mapper:
+def _default_mapper(jobs: int, weights: Optional[Sequence[int]] = None) -> Mapper:
+    """A process pool across files (torchlint.parallel decides when one pays)."""
     if jobs == 1:
         return lambda fn, items: [fn(item) for item in items]
+    from torchlint.parallel import parallel_map
+
+    return lambda fn, items: parallel_map(fn, items, jobs, weights=weights)
+
+
+def _lint_read(item: Tuple[FileJob, bytes]) -> FileOutcome:
+    """Lint contents the parent already read (and looked up in the cache)."""
+    job, data = item
     try:
-        from torchlint.parallel import parallel_map
-    except ImportError:
-        return lambda fn, items: [fn(item) for item in items]
-    return lambda fn, items: parallel_map(fn, items, jobs)
+        return process_bytes(data, job)
+    except Exception as exc:  # an internal bug on one file must not stop the run
+        return FileOutcome(job.path, problems=(Problem(job.path, f"internal error: {type(exc).__name__}: {exc}"),))
+
+
+def _preload() -> None:
+    """Import LibCST and the rules once, before forking workers, so that each
+    worker does not import them again."""
+    from torchlint.rules import all_rules
+
+    all_rules()
+
+
+def _lint_cached(items: List[FileJob], mapper: Optional[Mapper], jobs: int, cache) -> List[FileOutcome]:
+    """Lint mode with the cache: read each file once, answer hits from the cache,
+    lint the misses (in a pool when it pays), store results without problems."""
+    outcomes: List[Optional[FileOutcome]] = [None] * len(items)
+    todo: List[Tuple[int, bytes]] = []
+    for i, job in enumerate(items):
+        data, problem = _read(job.path)
+        if data is None:
+            outcomes[i] = FileOutcome(job.path, problems=(problem,) if problem else ())
+            continue
+        hit = cache.get(job.path, data) if cache is not None else None
+        if isinstance(hit, FileOutcome):
+            outcomes[i] = hit
+        else:
+            todo.append((i, data))
+    if todo:
+        _preload()
+        work = [(items[i], data) for i, data in todo]
+        done = (mapper or _default_mapper(jobs, [len(d) for _, d in todo]))(_lint_read, work)
+        where = {items[i].path: (i, data) for i, data in todo}
+        for out in done:  # matched by path: a mapper need not keep the order
+            i, data = where[out.path]
+            outcomes[i] = out
+            # Results with problems (a crashed rule) are not cached: the next run retries.
+            if cache is not None and not out.problems:
+                cache.put(items[i].path, data, out)
+    return outcomes  # type: ignore[return-value]
 
 
 def merge(outcomes: Sequence[FileOutcome], files: int, extra_problems: Sequence[Problem] = ()) -> RunResult:
@@ -239,8 +284,12 @@ def run(
     jobs: int = 1,
     force_exclude: bool = False,
     mapper: Optional[Mapper] = None,
+    cache_root: Optional[str] = None,
 ) -> RunResult:
-    """Discover files under `paths` and lint (or fix, or diff) each one."""
+    """Discover files under `paths` and lint (or fix, or diff) each one.
+
+    With `cache_root`, lint results are cached in `<cache_root>/.torchlint_cache`
+    (fixing always re-reads and re-lints)."""
     from torchlint.discovery import discover
 
     if mode not in MODES:
@@ -251,7 +300,17 @@ def run(
         jobs = os.cpu_count() or 1
     if len(items) <= 1:
         jobs = 1
-    outcomes = list((mapper or _default_mapper(jobs))(process_file, items))
+    if mode == "lint":
+        cache = None
+        if cache_root is not None:
+            from torchlint.cache import Cache, settings_key_for
+
+            cache = Cache(cache_root, settings_key_for(settings))
+        outcomes = _lint_cached(items, mapper, jobs, cache)
+    else:
+        if jobs != 1 and mapper is None:
+            _preload()
+        outcomes = list((mapper or _default_mapper(jobs))(process_file, items))
     return merge(outcomes, len(items), found.problems)
 
 
