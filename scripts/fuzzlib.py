@@ -2,7 +2,9 @@
 the property every program must satisfy."""
 from __future__ import annotations
 
+import io
 import random
+import tokenize
 import re
 from pathlib import Path
 from typing import List, Optional
@@ -78,18 +80,11 @@ def mutated(corpus_list: List[str]):
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
-class _Comments(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found: List[str] = []
-
-    def visit_Comment(self, node: cst.Comment) -> None:
-        self.found.append(node.value)
-
-
 def _comments(src: str) -> List[str]:
-    visitor = _Comments()
-    cst.parse_module(src.lstrip("\ufeff")).visit(visitor)
-    return visitor.found
+    """The comments of parsable source, via the tokenizer (no recursion, so
+    deeply nested programs are fine)."""
+    tokens = tokenize.generate_tokens(io.StringIO(src.lstrip("\ufeff")).readline)
+    return [tok.string for tok in tokens if tok.type == tokenize.COMMENT]
 
 
 def check_program(src: str, unsafe: bool = True) -> Optional[str]:

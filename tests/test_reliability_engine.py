@@ -109,14 +109,10 @@ def test_crash_in_semantics_blames_the_rules_that_asked(monkeypatch):
 
 
 def test_positions_failure_is_a_problem(monkeypatch):
-    class Wrapper:
-        def __init__(self, *a, **k):
-            pass
+    def boom(module):
+        raise RuntimeError("positions bug")
 
-        def resolve(self, provider):
-            raise RuntimeError("positions bug")
-
-    monkeypatch.setattr(engine, "MetadataWrapper", Wrapper)
+    monkeypatch.setattr(engine, "positions_and_code", boom)
     result = engine.check_source(TL104_SRC, "p.py", REAL)
     assert result.findings == () and "positions bug" in result.problems[0].message
 

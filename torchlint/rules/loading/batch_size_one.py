@@ -125,17 +125,12 @@ class BatchSizeOne(Rule):
     def _config_dicts(ctx: RuleContext, report) -> None:
         """`{"batch_size": 1}` and `dict(batch_size=1)` literals."""
         found = []
-
-        class _V(cst.CSTVisitor):
-            def visit_DictElement(self, node: cst.DictElement) -> None:
-                key = node.key
-                if isinstance(key, cst.SimpleString) and _is_one(node.value):
-                    name = key.evaluated_value
-                    if isinstance(name, str) and _BATCH_KEY.match(name):
-                        found.append(node.value)
-
-        if any("batch" in s.value.lower() or "bs" in s.value.lower() for s, _ in ctx.facts.strings):
-            ctx.module.visit(_V())
+        for string, site in ctx.facts.strings:  # dict keys, from the facts: no extra walk
+            parent = site.parent
+            if isinstance(parent, cst.DictElement) and parent.key is string and _is_one(parent.value):
+                name = string.evaluated_value
+                if isinstance(name, str) and _BATCH_KEY.match(name):
+                    found.append(parent.value)
         for call in ctx.facts.calls:
             if isinstance(call.node.func, cst.Name) and call.node.func.value == "dict" \
                     and not ctx.facts.bindings_of("dict"):
