@@ -50,3 +50,10 @@ def test_invalid_example_is_flagged_and_fixed(code, i, ex):
     else:
         safe_only, _ = fix_source(ex.code, "example.py", only(code))
         assert safe_only == ex.code, "an unsafe fix was applied without --unsafe-fixes"
+
+
+def test_catalog_matches_the_rule_classes():
+    """CATALOG (used without importing the rules) names exactly the discovered rules."""
+    from torchlint.rules import CATALOG
+
+    assert CATALOG == {"TL000": "syntax-error", **{r.CODE: r.NAME for r in all_rules()}}

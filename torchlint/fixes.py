@@ -8,8 +8,6 @@ import tempfile
 from bisect import bisect_right
 from typing import Iterable, List, Mapping, Sequence, Tuple
 
-import libcst as cst
-
 from torchlint.findings import Edit
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -108,19 +106,19 @@ def _overlaps(a: Tuple[int, int], b: Tuple[int, int]) -> bool:
     return (a[0] < b[1] and b[0] < a[1]) or a[0] == b[0]
 
 
-class _Replacer(cst.CSTTransformer):
-    def __init__(self, mapping: Mapping[cst.CSTNode, object]) -> None:
-        self.mapping = {id(k): v for k, v in mapping.items()}
+def replace_nodes(module, mapping: Mapping[object, object]):
+    """`module` with each node in `mapping` (by identity) replaced by its value."""
+    import libcst as cst  # here, not at import: the runner imports this module for writing only
 
-    def on_leave(self, original_node, updated_node):  # type: ignore[override]
-        replacement = self.mapping.get(id(original_node))
-        if replacement is not None:
-            return replacement
-        return updated_node
+    class _Replacer(cst.CSTTransformer):
+        def __init__(self) -> None:
+            self.mapping = {id(k): v for k, v in mapping.items()}
 
+        def on_leave(self, original_node, updated_node):  # type: ignore[override]
+            replacement = self.mapping.get(id(original_node))
+            return replacement if replacement is not None else updated_node
 
-def replace_nodes(module: cst.Module, mapping: Mapping[cst.CSTNode, object]) -> cst.Module:
-    return module.visit(_Replacer(mapping))
+    return module.visit(_Replacer())
 
 
 def write_atomic(path: str, data: bytes) -> None:

@@ -13,12 +13,12 @@ import re
 from typing import Dict, List, Optional, Sequence, Tuple, Type, Union
 
 from torchlint.findings import Applicability
+from torchlint import rules as rules_registry
 from torchlint.rules import TL000, all_rules, rule_by_code
 from torchlint.rules.base import Rule
 
 # Where the generated pages live in the repository, and their public address.
 DOCS_DIR = "docs/rules"
-DOCS_BASE_URL = "https://github.com/torchlint/torchlint/blob/main/docs/rules/"
 
 # Sections a rule's docstring may have, in the order they must appear.
 SECTIONS = (
@@ -110,7 +110,7 @@ def documented_rules() -> List:
 
 def rule_url(rule: RuleLike) -> str:
     r = _resolve(rule)
-    return f"{DOCS_BASE_URL}{r.NAME}.md"
+    return rules_registry.rule_url(r.CODE)
 
 
 def category(rule: RuleLike) -> str:

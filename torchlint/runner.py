@@ -13,8 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from torchlint.config import Settings
-from torchlint.engine import FileResult, check_source, fix_source, parse
-from torchlint.findings import Finding, Problem
+from torchlint.findings import FileResult, Finding, Problem
 from torchlint.fixes import write_atomic
 
 MODES = ("lint", "fix", "diff")
@@ -87,7 +86,10 @@ def process_bytes(data: bytes, job: FileJob) -> FileOutcome:
     """Lint or fix file contents; no I/O. Undecodable input gives TL000."""
     if job.path.endswith(".ipynb"):
         return _notebook(data, job)
+    # Imported here, not at module level: a run answered from the cache never
+    # needs the engine (and LibCST).
     from torchlint.api import decode_error_finding, decode_source
+    from torchlint.engine import check_source, fix_source, parse
 
     try:
         decoded = decode_source(data)

@@ -26,10 +26,10 @@ INFORMATION_URI = "https://github.com/torchlint/torchlint"
 
 def rule_url(code: str) -> Optional[str]:
     """Where a rule's documentation lives (docs/rules/<name>.md), or None for unknown codes."""
-    from torchlint import ruledocs
+    from torchlint.rules import rule_url as url
 
     try:
-        return ruledocs.rule_url(code)
+        return url(code)
     except KeyError:
         return None
 
