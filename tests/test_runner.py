@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from helpers import BAD_SYNTAX, CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC
-from torchlint import runner
+from torchlint import engine, runner
 from torchlint.api import lint_paths
 from torchlint.config import Settings
 from torchlint.engine import FileResult
@@ -113,7 +113,7 @@ def test_never_writes_code_that_does_not_parse(tmp_path, monkeypatch):
     def broken_fix(source, path, enabled, unsafe=False):
         return FileResult(path, (), (), "def (:\n", 1)
 
-    monkeypatch.setattr(runner, "fix_source", broken_fix)
+    monkeypatch.setattr(engine, "fix_source", broken_fix)
     out = process_file(job(f, "fix"))
     assert f.read_text() == TL104_SRC and not out.written
     assert out.problems[0].message == "fixed code does not parse; not fixed"
@@ -127,7 +127,7 @@ def test_internal_error_in_one_file_is_a_problem(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("kaput")
 
-    monkeypatch.setattr(runner, "check_source", boom)
+    monkeypatch.setattr(engine, "check_source", boom)
     out = process_file(job(f))
     assert out.problems[0].message == "internal error: RuntimeError: kaput"
 
