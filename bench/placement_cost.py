@@ -7,7 +7,7 @@ rule's check, and in positions+fix building.
 """
 import glob, os, sys, time, collections
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import libcst as cst
+
 from torchlint.api import lint_source
 from torchlint.rules import all_rules
 import torchlint.engine as E

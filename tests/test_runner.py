@@ -1,8 +1,6 @@
 import codecs
 import os
 import stat
-import sys
-import types
 
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st

@@ -7,8 +7,7 @@ the `Semantics` object, so every rule shares one answer.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from typing import Dict, Iterable, List, Optional, Set
+from typing import Dict, Iterable, Optional, Set
 
 import libcst as cst
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Dict, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, ClassVar, List, Mapping, Optional, Sequence, Union
 
 import libcst as cst
 
@@ -18,7 +18,6 @@ from torchlint.findings import Applicability
 if TYPE_CHECKING:
     from torchlint.analysis.facts import Facts
     from torchlint.analysis.semantics import Semantics
-    from torchlint.config import Settings
 
 Replacement = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
 
