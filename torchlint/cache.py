@@ -28,13 +28,13 @@ import io
 import os
 import pickle
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
 import click
 
 from torchlint import __version__
+from torchlint.fixes import write_atomic
 
 CACHE_DIR_NAME = ".torchlint_cache"
 CACHEDIR_TAG = (
@@ -160,7 +160,7 @@ class Cache:
         try:
             self._prepare()
             entry.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomic(entry, data)
+            write_atomic(str(entry), data)
         except OSError:
             self.disabled = True
 
@@ -177,7 +177,7 @@ def ensure_cache_dir(cache_dir: Path) -> None:
     for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# Created by torchlint automatically.\n*\n")):
         target = cache_dir / name
         if not target.exists():
-            _write_atomic(target, text.encode())
+            write_atomic(str(target), text.encode())
 
 
 def _decode(data: bytes):
@@ -192,20 +192,6 @@ def _decode(data: bytes):
         return (_loads(payload),)
     except Exception:
         return None
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _safe_name(version: str) -> str:

@@ -23,22 +23,13 @@ FIX_ALL_KIND = "source.fixAll.torchlint"
 QUICKFIX_KIND = "quickfix"
 
 
-def _fallback_rule_url(code: str) -> str:
-    # The integrator points this at torchlint.report.rule_url (written on the
-    # core branch), so the CLI's JSON/SARIF and the editor link the same page.
-    from torchlint.rules import name_of
-
-    return f"https://github.com/torchlint/torchlint/blob/main/docs/rules/{name_of(code)}.md"
-
-
 def rule_url(code: str) -> Optional[str]:
-    """The rule's documentation page, or None for a code no rule claims."""
+    """The rule's documentation page (the same link as the CLI's JSON and SARIF),
+    or None for a code no rule claims."""
+    from torchlint.rules import rule_url as url
+
     try:
-        from torchlint.report import rule_url as report_rule_url  # type: ignore[attr-defined]
-    except ImportError:
-        report_rule_url = _fallback_rule_url
-    try:
-        return report_rule_url(code)
+        return url(code)
     except KeyError:
         return None
 
