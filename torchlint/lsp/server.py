@@ -154,6 +154,10 @@ class TorchlintServer(LanguageServer):
         self._logged_problems: Dict[str, Tuple[str, ...]] = {}
         # One worker: lints run one after another, off the event loop.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-lint")
+        # Lints asked for by a request (a code action on text not linted yet), off
+        # the event loop and not queued behind a long background lint.
+        self._request_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-request")
+        self._waiters: Dict[str, List["asyncio.Future[None]"]] = {}
 
     # -- errors -------------------------------------------------------------------------------
     def report_server_error(self, error: Exception, source: Any) -> None:
@@ -266,6 +270,9 @@ class TorchlintServer(LanguageServer):
                     break
         finally:
             self._running.discard(uri)
+            for waiter in self._waiters.pop(uri, []):
+                if not waiter.done():
+                    waiter.set_result(None)
 
     async def _lint_once(self, uri: str) -> None:
         doc = self.document(uri)
@@ -294,17 +301,42 @@ class TorchlintServer(LanguageServer):
         self.log_problems(uri, lint.result)
         self.publish(uri, version, lint)
 
-    def current_lint(self, uri: str) -> Optional[_Lint]:
-        """The lint of the document as it is now (linting it here if needed)."""
+    async def current_lint_async(self, uri: str) -> Optional[_Lint]:
+        """The lint of the document as it is now, never linting on the event loop:
+        waits for the document's background lint when one is pending or running
+        (rather than linting the same text twice), else lints on the request
+        worker. None if the document is not open."""
+        loop = asyncio.get_running_loop()
+        for _ in range(5):
+            doc = self.document(uri)
+            if doc is None:
+                return None
+            path = _path_of(uri)
+            settings = self.settings_for(path)
+            text = doc.source
+            cached = self._lints.get(uri)
+            if cached is not None and cached.text == text and cached.settings == settings:
+                return cached
+            timer = self._timers.get(uri)
+            if timer is not None:  # a debounced lint is due: start it now
+                timer.cancel()
+                self._start_lint(uri)
+            if uri in self._running or uri in self._tasks:
+                waiter = loop.create_future()
+                self._waiters.setdefault(uri, []).append(waiter)
+                await waiter
+                continue
+            break
         doc = self.document(uri)
         if doc is None:
             return None
         path = _path_of(uri)
         settings = self.settings_for(path)
-        cached = self._lints.get(uri)
-        if cached is not None and cached.text == doc.source and cached.settings == settings:
-            return cached
-        lint = _lint(doc.source, path, settings, doc.version)
+        text, version = doc.source, doc.version
+        lint = await loop.run_in_executor(self._request_executor, _lint, text, path, settings, version)
+        doc = self.document(uri)
+        if doc is None or doc.source != text:
+            return None  # changed meanwhile: the client asks again for the new text
         self._lints[uri] = lint
         return lint
 
@@ -333,12 +365,14 @@ class TorchlintServer(LanguageServer):
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     # -- code actions -------------------------------------------------------------------------
-    def code_actions(self, params: types.CodeActionParams) -> Optional[List[types.CodeAction]]:
+    async def code_actions(self, params: types.CodeActionParams) -> Optional[List[types.CodeAction]]:
         uri = params.text_document.uri
+        lint = await self.current_lint_async(uri)
         doc = self.document(uri)
-        lint = self.current_lint(uri)
         if doc is None or lint is None:
             return None
+        # No await between the lint and here: the document is at the linted text.
+        version = doc.version
         only = params.context.only
         lines = TextLines(lint.text, self.position_encoding)
         requested = ((params.range.start.line, params.range.start.character), (params.range.end.line, params.range.end.character))
@@ -369,7 +403,7 @@ class TorchlintServer(LanguageServer):
                             title=title,
                             kind=types.CodeActionKind.QuickFix,
                             diagnostics=[diagnostic],
-                            edit=self.workspace_edit(uri, doc.version, edits),
+                            edit=self.workspace_edit(uri, version, edits),
                             is_preferred=safe,
                         )
                     )
@@ -385,12 +419,12 @@ class TorchlintServer(LanguageServer):
                             title=f"Ignore {f.code} for this line",
                             kind=types.CodeActionKind.QuickFix,
                             diagnostics=[diagnostic],
-                            edit=self.workspace_edit(uri, doc.version, [edit]),
+                            edit=self.workspace_edit(uri, version, [edit]),
                         )
                     )
         actions.extend(ignores)
         if self._fix_all_requested(params, lint):
-            action = self.fix_all_action(uri, doc.version, lint)
+            action = await self.fix_all_action(uri, version, lint)
             if action is not None:
                 actions.append(action)
         return actions
@@ -404,9 +438,12 @@ class TorchlintServer(LanguageServer):
         invoked = params.context.trigger_kind == types.CodeActionTriggerKind.Invoked
         return invoked and any(f.fix is not None and f.fix.applicability == Applicability.SAFE for f in lint.result.findings)
 
-    def fix_all_action(self, uri: str, version: Optional[int], lint: _Lint) -> Optional[types.CodeAction]:
+    async def fix_all_action(self, uri: str, version: Optional[int], lint: _Lint) -> Optional[types.CodeAction]:
         path = _path_of(uri)
-        new_text, _ = fix_source(lint.text, path or "<untitled>", lint.settings, unsafe=False)
+        loop = asyncio.get_running_loop()
+        new_text, _ = await loop.run_in_executor(
+            self._request_executor, lambda: fix_source(lint.text, path or "<untitled>", lint.settings, unsafe=False)
+        )
         if new_text == lint.text:
             return None
         lines = TextLines(lint.text, self.position_encoding)
@@ -571,8 +608,8 @@ def create_server() -> TorchlintServer:
             resolve_provider=False,
         ),
     )
-    def code_action(ls: TorchlintServer, params: types.CodeActionParams):
-        return ls.code_actions(params)
+    async def code_action(ls: TorchlintServer, params: types.CodeActionParams):
+        return await ls.code_actions(params)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: TorchlintServer, params: types.DidChangeConfigurationParams) -> None:
