@@ -284,9 +284,35 @@ async def test_large_document_lints_while_server_keeps_answering(client: Languag
     since = len(client.published)
     started = time.monotonic()
     client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(big, "python", 1, text)))
-    # While the big document lints, a code action on the small one is answered.
-    found = await actions(client, small, 1)
-    answered_during_lint = not any(p.uri == big for p in client.published[since:])
+    # A code action on the big document must wait for its lint, but not hold up
+    # the server: while the big document lints, one on the small document is answered.
+    # The order in which the client receives messages shows what the server did first.
+    received = []
+    handle = client.protocol.handle_message
+
+    def record(message):
+        text = repr(message)
+        if getattr(message, "method", None) == types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS:
+            received.append(("publish", message.params.uri))
+        elif getattr(message, "method", None) is None:
+            received.append(("reply", "big" if big in text else "small" if small in text else "other"))
+        return handle(message)
+
+    client.protocol.handle_message = record
+    try:
+        # Sent now (not from a task that runs later), right after the didOpen.
+        big_request = client.protocol.send_request(  # pygls' plain send: written at once
+            types.TEXT_DOCUMENT_CODE_ACTION,
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(big),
+                range=types.Range(types.Position(rows[0] - 1, 0), types.Position(rows[0] - 1, 0)),
+                context=types.CodeActionContext(diagnostics=[]),
+            ),
+        )
+        found = await actions(client, small, 1)
+    finally:
+        client.protocol.handle_message = handle
+    answered_during_lint = ("reply", "big") not in received and ("publish", big) not in received
     assert any(a.title.startswith("torchlint (TL104)") for a in found)
     # A request the server answers without linting: also prompt.
     assert await actions(client, uri_for(tmp_path, "ghost.py"), 0) == []
@@ -303,10 +329,13 @@ async def test_large_document_lints_while_server_keeps_answering(client: Languag
         await asyncio.sleep(0.02)  # polling for the event, not a timed assertion
     elapsed = time.monotonic() - started
     print(f"{BIG_LINES}-line document: diagnostics after {elapsed:.1f} s")
-    assert answered_during_lint, "the code action reply came only after the big lint finished"
+    assert answered_during_lint, "the small document's code action waited for the big lint"
     diags = published[0].diagnostics
     assert [d.code for d in diags] == ["TL104"] * len(rows)
     assert [d.range.start.line + 1 for d in diags] == rows
+    big_found = await asyncio.wait_for(asyncio.wrap_future(big_request), BIG_WAIT_S) or []
+    fixes = [a for a in big_found if a.title.startswith("torchlint (TL104)")]
+    assert len(fixes) == 1 and fixes[0].edit.changes[big][0].range.start.line == rows[0] - 1
     client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(big)))
 
 
