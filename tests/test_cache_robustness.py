@@ -16,6 +16,8 @@ from torchlint.cache import CACHE_DIR_NAME, _decode
 from torchlint.config import load_settings
 from torchlint.runner import run
 
+pytestmark = pytest.mark.slow  # subprocess CLIs
+
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 180
 
