@@ -158,6 +158,7 @@ class TorchlintServer(LanguageServer):
         # the event loop and not queued behind a long background lint.
         self._request_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-request")
         self._waiters: Dict[str, List["asyncio.Future[None]"]] = {}
+        self._bg_linting: Optional[Tuple[str, str]] = None  # (uri, text) the background worker is on
 
     # -- errors -------------------------------------------------------------------------------
     def report_server_error(self, error: Exception, source: Any) -> None:
@@ -283,10 +284,13 @@ class TorchlintServer(LanguageServer):
         try:
             settings = self.settings_for(path)
             done = self._lints.get(uri)
-            if done is not None and self._published.get(uri) == version and done.text == text and done.settings == settings:
-                return  # already linted and published (a late debounce timer)
-            loop = asyncio.get_running_loop()
-            lint = await loop.run_in_executor(self._executor, _lint, text, path, settings, version)
+            if done is not None and done.text == text and done.settings == settings:
+                if self._published.get(uri) == version:
+                    return  # already linted and published (a late debounce timer)
+                lint = done  # linted already for a code action: publish that
+            else:
+                loop = asyncio.get_running_loop()
+                lint = await loop.run_in_executor(self._executor, self._background_lint, uri, text, path, settings, version)
         except Exception as exc:  # a bug here must not take the server down
             log.exception("linting %s failed", uri)
             self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"torchlint: linting {uri} failed: {exc}"))
@@ -301,11 +305,19 @@ class TorchlintServer(LanguageServer):
         self.log_problems(uri, lint.result)
         self.publish(uri, version, lint)
 
+    def _background_lint(self, uri: str, text: str, path: Optional[str], settings: Settings, version: Optional[int]) -> _Lint:
+        self._bg_linting = (uri, text)
+        try:
+            return _lint(text, path, settings, version)
+        finally:
+            self._bg_linting = None
+
     async def current_lint_async(self, uri: str) -> Optional[_Lint]:
         """The lint of the document as it is now, never linting on the event loop:
-        waits for the document's background lint when one is pending or running
-        (rather than linting the same text twice), else lints on the request
-        worker. None if the document is not open."""
+        waits when the background worker is linting this very text (rather than
+        linting it twice), else lints on the request worker (not queued behind
+        other documents' background lints; the background lint then reuses the
+        result). None if the document is not open."""
         loop = asyncio.get_running_loop()
         for _ in range(5):
             doc = self.document(uri)
@@ -317,11 +329,7 @@ class TorchlintServer(LanguageServer):
             cached = self._lints.get(uri)
             if cached is not None and cached.text == text and cached.settings == settings:
                 return cached
-            timer = self._timers.get(uri)
-            if timer is not None:  # a debounced lint is due: start it now
-                timer.cancel()
-                self._start_lint(uri)
-            if uri in self._running or uri in self._tasks:
+            if self._bg_linting == (uri, text):
                 waiter = loop.create_future()
                 self._waiters.setdefault(uri, []).append(waiter)
                 await waiter
