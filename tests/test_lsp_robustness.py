@@ -288,6 +288,7 @@ async def test_large_document_lints_while_server_keeps_answering(client: Languag
     # the server: while the big document lints, one on the small document is answered.
     # The order in which the client receives messages shows what the server did first.
     received = []
+    fresh = uri_for(tmp_path, "fresh.py")
     handle = client.protocol.handle_message
 
     def record(message):
@@ -295,7 +296,7 @@ async def test_large_document_lints_while_server_keeps_answering(client: Languag
         if getattr(message, "method", None) == types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS:
             received.append(("publish", message.params.uri))
         elif getattr(message, "method", None) is None:
-            received.append(("reply", "big" if big in text else "small" if small in text else "other"))
+            received.append(("reply", "big" if big in text else "small" if small in text or fresh in text else "other"))
         return handle(message)
 
     client.protocol.handle_message = record
@@ -310,10 +311,15 @@ async def test_large_document_lints_while_server_keeps_answering(client: Languag
             ),
         )
         found = await actions(client, small, 1)
+        # A document opened now has its background lint queued behind the big one;
+        # a code action on it is answered anyway.
+        client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(fresh, "python", 1, small_text)))
+        fresh_found = await actions(client, fresh, 1)
     finally:
         client.protocol.handle_message = handle
     answered_during_lint = ("reply", "big") not in received and ("publish", big) not in received
     assert any(a.title.startswith("torchlint (TL104)") for a in found)
+    assert any(a.title.startswith("torchlint (TL104)") for a in fresh_found)
     # A request the server answers without linting: also prompt.
     assert await actions(client, uri_for(tmp_path, "ghost.py"), 0) == []
 
