@@ -11,13 +11,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from lsprotocol import types
-from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
@@ -75,7 +77,46 @@ class TorchlintProtocol(LanguageServerProtocol):
             error = JsonRpcInvalidParams(f"invalid params for {message.method}")
             self._send_response(message.id, None, error.to_response_error())
             return
+        version = getattr(message, "jsonrpc", None)
+        msg_id = getattr(message, "id", None)
+        if version != "2.0" and msg_id is not None and isinstance(getattr(message, "method", None), str):
+            # pygls drops these silently; a request must get an answer.
+            log.warning("request %r with jsonrpc %r", msg_id, version)
+            error = JsonRpcInvalidRequest(f"unsupported jsonrpc version {version!r}")
+            self._send_response(msg_id, None, error.to_response_error())
+            return
         super().handle_message(message)
+
+
+_HEADER_AT_END = re.compile(rb"content-length[ \t]*:[ \t]*(\d+)[ \t]*\r?\n\Z", re.IGNORECASE)
+
+
+class FramedStdin:
+    """stdin for pygls' reader that keeps the message framing in step.
+
+    pygls reads header lines with readline() and bodies with read(n), and only
+    knows `Content-Length: <n>\\r\\n` spelled exactly so. After a frame it could
+    not use (a length that is not a number, a length shorter than the body)
+    the rest of the bad body runs into the next message's header line, which
+    then no longer matches: every later message was lost and the server went
+    deaf. Here a header line is recognised at the end of any line (junk in
+    front is dropped) and in any letter case, so the next good message is
+    read again."""
+
+    def __init__(self, raw) -> None:
+        self.raw = raw
+
+    def readline(self) -> bytes:
+        line = self.raw.readline()
+        match = _HEADER_AT_END.search(line)
+        if match is not None:
+            if not line.startswith(b"Content-Length:"):
+                log.warning("re-synchronised on a header after %d unusable bytes", match.start())
+            return b"Content-Length: " + match.group(1) + b"\r\n"
+        return line
+
+    def read(self, n: int) -> bytes:
+        return self.raw.read(n)
 
 
 @dataclass(frozen=True)
@@ -113,6 +154,11 @@ class TorchlintServer(LanguageServer):
         self._logged_problems: Dict[str, Tuple[str, ...]] = {}
         # One worker: lints run one after another, off the event loop.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-lint")
+        # Lints asked for by a request (a code action on text not linted yet), off
+        # the event loop and not queued behind a long background lint.
+        self._request_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-request")
+        self._waiters: Dict[str, List["asyncio.Future[None]"]] = {}
+        self._bg_linting: Optional[Tuple[str, str]] = None  # (uri, text) the background worker is on
 
     # -- errors -------------------------------------------------------------------------------
     def report_server_error(self, error: Exception, source: Any) -> None:
@@ -225,6 +271,9 @@ class TorchlintServer(LanguageServer):
                     break
         finally:
             self._running.discard(uri)
+            for waiter in self._waiters.pop(uri, []):
+                if not waiter.done():
+                    waiter.set_result(None)
 
     async def _lint_once(self, uri: str) -> None:
         doc = self.document(uri)
@@ -235,10 +284,13 @@ class TorchlintServer(LanguageServer):
         try:
             settings = self.settings_for(path)
             done = self._lints.get(uri)
-            if done is not None and self._published.get(uri) == version and done.text == text and done.settings == settings:
-                return  # already linted and published (a late debounce timer)
-            loop = asyncio.get_running_loop()
-            lint = await loop.run_in_executor(self._executor, _lint, text, path, settings, version)
+            if done is not None and done.text == text and done.settings == settings:
+                if self._published.get(uri) == version:
+                    return  # already linted and published (a late debounce timer)
+                lint = done  # linted already for a code action: publish that
+            else:
+                loop = asyncio.get_running_loop()
+                lint = await loop.run_in_executor(self._executor, self._background_lint, uri, text, path, settings, version)
         except Exception as exc:  # a bug here must not take the server down
             log.exception("linting %s failed", uri)
             self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"torchlint: linting {uri} failed: {exc}"))
@@ -253,17 +305,46 @@ class TorchlintServer(LanguageServer):
         self.log_problems(uri, lint.result)
         self.publish(uri, version, lint)
 
-    def current_lint(self, uri: str) -> Optional[_Lint]:
-        """The lint of the document as it is now (linting it here if needed)."""
+    def _background_lint(self, uri: str, text: str, path: Optional[str], settings: Settings, version: Optional[int]) -> _Lint:
+        self._bg_linting = (uri, text)
+        try:
+            return _lint(text, path, settings, version)
+        finally:
+            self._bg_linting = None
+
+    async def current_lint_async(self, uri: str) -> Optional[_Lint]:
+        """The lint of the document as it is now, never linting on the event loop:
+        waits when the background worker is linting this very text (rather than
+        linting it twice), else lints on the request worker (not queued behind
+        other documents' background lints; the background lint then reuses the
+        result). None if the document is not open."""
+        loop = asyncio.get_running_loop()
+        for _ in range(5):
+            doc = self.document(uri)
+            if doc is None:
+                return None
+            path = _path_of(uri)
+            settings = self.settings_for(path)
+            text = doc.source
+            cached = self._lints.get(uri)
+            if cached is not None and cached.text == text and cached.settings == settings:
+                return cached
+            if self._bg_linting == (uri, text):
+                waiter = loop.create_future()
+                self._waiters.setdefault(uri, []).append(waiter)
+                await waiter
+                continue
+            break
         doc = self.document(uri)
         if doc is None:
             return None
         path = _path_of(uri)
         settings = self.settings_for(path)
-        cached = self._lints.get(uri)
-        if cached is not None and cached.text == doc.source and cached.settings == settings:
-            return cached
-        lint = _lint(doc.source, path, settings, doc.version)
+        text, version = doc.source, doc.version
+        lint = await loop.run_in_executor(self._request_executor, _lint, text, path, settings, version)
+        doc = self.document(uri)
+        if doc is None or doc.source != text:
+            return None  # changed meanwhile: the client asks again for the new text
         self._lints[uri] = lint
         return lint
 
@@ -292,12 +373,14 @@ class TorchlintServer(LanguageServer):
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     # -- code actions -------------------------------------------------------------------------
-    def code_actions(self, params: types.CodeActionParams) -> Optional[List[types.CodeAction]]:
+    async def code_actions(self, params: types.CodeActionParams) -> Optional[List[types.CodeAction]]:
         uri = params.text_document.uri
+        lint = await self.current_lint_async(uri)
         doc = self.document(uri)
-        lint = self.current_lint(uri)
         if doc is None or lint is None:
             return None
+        # No await between the lint and here: the document is at the linted text.
+        version = doc.version
         only = params.context.only
         lines = TextLines(lint.text, self.position_encoding)
         requested = ((params.range.start.line, params.range.start.character), (params.range.end.line, params.range.end.character))
@@ -328,7 +411,7 @@ class TorchlintServer(LanguageServer):
                             title=title,
                             kind=types.CodeActionKind.QuickFix,
                             diagnostics=[diagnostic],
-                            edit=self.workspace_edit(uri, doc.version, edits),
+                            edit=self.workspace_edit(uri, version, edits),
                             is_preferred=safe,
                         )
                     )
@@ -344,12 +427,12 @@ class TorchlintServer(LanguageServer):
                             title=f"Ignore {f.code} for this line",
                             kind=types.CodeActionKind.QuickFix,
                             diagnostics=[diagnostic],
-                            edit=self.workspace_edit(uri, doc.version, [edit]),
+                            edit=self.workspace_edit(uri, version, [edit]),
                         )
                     )
         actions.extend(ignores)
         if self._fix_all_requested(params, lint):
-            action = self.fix_all_action(uri, doc.version, lint)
+            action = await self.fix_all_action(uri, version, lint)
             if action is not None:
                 actions.append(action)
         return actions
@@ -363,9 +446,12 @@ class TorchlintServer(LanguageServer):
         invoked = params.context.trigger_kind == types.CodeActionTriggerKind.Invoked
         return invoked and any(f.fix is not None and f.fix.applicability == Applicability.SAFE for f in lint.result.findings)
 
-    def fix_all_action(self, uri: str, version: Optional[int], lint: _Lint) -> Optional[types.CodeAction]:
+    async def fix_all_action(self, uri: str, version: Optional[int], lint: _Lint) -> Optional[types.CodeAction]:
         path = _path_of(uri)
-        new_text, _ = fix_source(lint.text, path or "<untitled>", lint.settings, unsafe=False)
+        loop = asyncio.get_running_loop()
+        new_text, _ = await loop.run_in_executor(
+            self._request_executor, lambda: fix_source(lint.text, path or "<untitled>", lint.settings, unsafe=False)
+        )
         if new_text == lint.text:
             return None
         lines = TextLines(lint.text, self.position_encoding)
@@ -530,8 +616,8 @@ def create_server() -> TorchlintServer:
             resolve_provider=False,
         ),
     )
-    def code_action(ls: TorchlintServer, params: types.CodeActionParams):
-        return ls.code_actions(params)
+    async def code_action(ls: TorchlintServer, params: types.CodeActionParams):
+        return await ls.code_actions(params)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: TorchlintServer, params: types.DidChangeConfigurationParams) -> None:
@@ -550,4 +636,4 @@ def create_server() -> TorchlintServer:
 
 
 def serve_stdio() -> None:
-    create_server().start_io()
+    create_server().start_io(stdin=FramedStdin(sys.stdin.buffer))
