@@ -176,3 +176,11 @@ def test_statistics_sorted_by_count_then_code():
 def test_output_is_deterministic(fmt, data):
     again = ReportData(findings=list(data.findings), lines=dict(data.lines), cwd=data.cwd)
     assert render(fmt, data) == render(fmt, again)
+
+
+def test_summary_plurals():
+    from torchlint.report import plural
+
+    assert plural(1, "hidden fix") == "1 hidden fix"
+    assert plural(4, "hidden fix") == "4 hidden fixes"
+    assert plural(2, "error") == "2 errors" and plural(0, "file") == "0 files"

@@ -174,10 +174,6 @@ def _problems_out(problems) -> int:
     return EXIT_ERROR if problems else EXIT_OK
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def _check_paths(paths, settings, opts: _Opts, jobs: int, force_exclude: bool) -> int:
     from torchlint.runner import run
 
@@ -188,7 +184,9 @@ def _check_paths(paths, settings, opts: _Opts, jobs: int, force_exclude: bool) -
         _write_output("".join(d for _, d in result.diffs), opts.output_file)
         fixes = sum(o.fixes_applied for o in result.outcomes if o.diff)
         if not opts.quiet:
-            click.echo(f"Would fix {_plural(fixes, 'error')} in {_plural(len(result.diffs), 'file')}.", err=True)
+            from torchlint.report import plural
+
+            click.echo(f"Would fix {plural(fixes, 'error')} in {plural(len(result.diffs), 'file')}.", err=True)
         return _problems_out(result.problems) or (EXIT_FINDINGS if result.diffs else EXIT_OK)
     fixed_per_file = {o.path: o.fixes_applied for o in result.outcomes if o.written and o.fixes_applied}
     _write_output(_report(opts, result.findings, result.lines, result.fixes_applied, fixed_per_file), opts.output_file)

@@ -74,7 +74,10 @@ def render(fmt: str, data: ReportData) -> str:
 
 
 def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+    """"1 error", "2 errors", "2 hidden fixes"."""
+    if n == 1:
+        return f"{n} {word}"
+    return f"{n} {word}{'es' if word.endswith(('x', 's', 'ch', 'sh')) else 's'}"
 
 
 def summary(data: ReportData) -> str:
