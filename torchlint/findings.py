@@ -5,7 +5,7 @@ as in Ruff's JSON output. Editors that need UTF-16 convert at their boundary.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Optional, Tuple
 
@@ -55,9 +55,6 @@ class Finding:
 
     def sort_key(self) -> tuple:
         return (self.path, self.cell or 0, self.row, self.column, self.code, self.message)
-
-    def with_path(self, path: str) -> "Finding":
-        return replace(self, path=path)
 
     @property
     def fixable(self) -> bool:

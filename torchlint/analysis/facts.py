@@ -8,7 +8,7 @@ comparison of two integers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 import libcst as cst
 
@@ -532,16 +532,3 @@ def collect_facts(module: cst.Module) -> Facts:
             call.qualname = facts.qualname(call.node.func)
     return facts
 
-
-def call_name(call: Call) -> Optional[str]:
-    """The callee's own name: "randn" for `torch.randn(...)`, "f" for `f(...)`."""
-    func = call.node.func
-    if isinstance(func, cst.Name):
-        return func.value
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    return None
-
-
-def iter_args(call: Call) -> Sequence[cst.Arg]:
-    return call.node.args

@@ -47,11 +47,6 @@ def tensor_dataset_call(sem: Semantics, expr: Optional[cst.BaseExpression], site
     return found[0] if found else None
 
 
-def keyword_value(call: Call, name: str) -> Optional[cst.BaseExpression]:
-    arg = call.keyword(name)
-    return arg.value if arg is not None else None
-
-
 def with_keyword(node: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
     """`node` with `name=value` set: replaces an existing keyword's value, or
     appends one keeping the call's comma style (trailing comma included)."""

@@ -7,7 +7,7 @@ the `Semantics` object, so every rule shares one answer.
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, Optional, Set
+from typing import Dict, Optional, Set
 
 import libcst as cst
 
@@ -41,8 +41,6 @@ PLACERS = frozenset({
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.DDP",
     "torch.distributed.fsdp.FullyShardedDataParallel", "torch.compile",
 })
-PLACER_METHODS = frozenset({"prepare", "prepare_model", "setup", "setup_module", "fit", "validate",
-                            "test", "predict", "wrap"})
 _NON_MODEL_PRETRAINED = re.compile(r"(Tokenizer|Processor|Config|FeatureExtractor|Scheduler|Pipeline)", re.I)
 _DEVICE_STRING = re.compile(r"""^[rbuRBU]*['"](cuda(:\d+)?|mps|xpu(:\d+)?)['"]$""")
 _LOADER_NAME = re.compile(r"loader", re.I)
@@ -164,13 +162,6 @@ class Semantics:
         self._kind_cache[key] = kind
         return kind
 
-    def name_kind(self, name: str, scope: Scope) -> Optional[str]:
-        """The one kind every binding of `name` visible in `scope` agrees on."""
-        kinds = {self.binding_kind(b) for b in self.facts.visible_bindings(name, scope)}
-        if len(kinds) == 1:
-            return kinds.pop()
-        return None
-
     # -- device in play --------------------------------------------------
 
     def device_in_play(self) -> bool:
@@ -289,9 +280,3 @@ class Semantics:
             return True
         return any(self.is_no_grad_function(s) for s in site.scope.chain() if s.kind == "function")
 
-
-def calls_in(facts: Facts, loop: Loop) -> Iterable[Call]:
-    """Calls lexically inside `loop` in the loop's own scope."""
-    for call in facts.calls:
-        if call.site.scope is loop.scope and loop.contains(call.site.order) and call.site.order > loop.order:
-            yield call

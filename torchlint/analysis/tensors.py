@@ -81,10 +81,6 @@ class Tensors:
     def is_tensor(self, expr: Optional[cst.BaseExpression], site: Site) -> bool:
         return self.place(expr, site) is not None
 
-    def is_device_tensor(self, expr: Optional[cst.BaseExpression], site: Site) -> bool:
-        """A tensor not known to live on the CPU (pulling it may sync a device)."""
-        return self.place(expr, site) == TENSOR
-
     def place(self, expr: Optional[cst.BaseExpression], site: Site) -> Optional[str]:
         """None (not known to be a tensor), "cpu" (a CPU tensor) or "tensor"."""
         if expr is None:

@@ -15,12 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from torchlint.findings import Edit, Finding
+from torchlint.findings import Finding
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 
 FIX_ALL_KIND = "source.fixAll.torchlint"
-QUICKFIX_KIND = "quickfix"
 
 
 def rule_url(code: str) -> Optional[str]:
@@ -68,10 +67,6 @@ class TextLines:
 
     def finding_span(self, f: Finding) -> Tuple[Tuple[int, int], Tuple[int, int]]:
         return self.span(f.row, f.column, f.end_row, f.end_column)
-
-    def edit_span(self, e: Edit) -> Tuple[Tuple[int, int], Tuple[int, int]]:
-        return self.span(e.row, e.column, e.end_row, e.end_column)
-
 
 def overlaps(a: Tuple[Tuple[int, int], Tuple[int, int]], b: Tuple[Tuple[int, int], Tuple[int, int]]) -> bool:
     """Do two LSP ranges touch (inclusive ends, so a cursor at either end counts)?"""
