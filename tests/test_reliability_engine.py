@@ -5,7 +5,7 @@ import libcst as cst
 import pytest
 
 import torchlint.engine as engine
-from torchlint.analysis.semantics import Semantics
+from torchlint.analysis.places import Places
 from torchlint.findings import Applicability
 from torchlint.rules import all_rules, rule_by_code
 from torchlint.rules.base import Rule
@@ -97,11 +97,11 @@ def test_crash_in_semantics_blames_the_rules_that_asked(monkeypatch):
     def boom(self):
         raise AttributeError("semantics bug")
 
-    monkeypatch.setattr(Semantics, "device_in_play", boom)
+    monkeypatch.setattr(Places, "accelerator_in_play", boom)
     enabled = with_rules(monkeypatch, NeedsDevice)
     result = engine.check_source(BOTH, "d.py", enabled)
     assert codes(result) == ["TL104", "TL501"]
-    # Every rule that asked (TL991, and real rules that consult device_in_play) is blamed;
+    # Every rule that asked (TL991, and real rules that consult accelerator_in_play) is blamed;
     # TL104 and TL501, which don't ask, still report.
     blamed = [p.rule for p in result.problems]
     assert "TL991" in blamed and "TL104" not in blamed and "TL501" not in blamed

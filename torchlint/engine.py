@@ -15,8 +15,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
-from torchlint.analysis.facts import collect_facts
-from torchlint.analysis.semantics import Semantics
+from torchlint.analysis import Analysis
 # FileResult lives with the other plain data so that unpickling one (the cache)
 # does not import the engine and LibCST.
 from torchlint.findings import Applicability, FileResult, Finding, Fix, Problem
@@ -281,15 +280,14 @@ def check_source(source: str, path: str, enabled: FrozenSet[str], precheck: bool
 
 
 def _check_module(module: cst.Module, source: str, path: str, enabled: FrozenSet[str]) -> FileResult:
-    facts = collect_facts(module)
-    sem = Semantics(facts)
-    ctx = RuleContext(module=module, facts=facts, sem=sem, path=path, source=source)
+    analysis = Analysis(module, path, source)
+    ctx = RuleContext(module=module, analysis=analysis, path=path, source=source)
     problems: List[Problem] = []
     for rule_cls in all_rules():
         if rule_cls.CODE not in enabled:
             continue
         try:
-            if rule_cls.REQUIRES_DEVICE and not sem.device_in_play():
+            if rule_cls.REQUIRES_DEVICE and not analysis.places.accelerator_in_play():
                 continue
             ctx.rule = rule_cls()
             before = len(ctx.reports)

@@ -26,6 +26,9 @@ class Scope:
     name: str
     parent: Optional["Scope"]
 
+    def __repr__(self) -> str:
+        return f"Scope({self.kind} {self.name})"
+
     def chain(self) -> Iterator["Scope"]:
         scope: Optional[Scope] = self
         while scope is not None:
@@ -50,6 +53,9 @@ class Loop:
     end_order: int = 0
     # Names bound by the `for` target, in order (empty for `while`).
     targets: Tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"Loop({type(self.node).__name__} at {self.order}..{self.end_order})"
 
     @property
     def iter(self) -> Optional[cst.BaseExpression]:
@@ -78,6 +84,19 @@ class Site:
     order: int
     # Enclosing `if` statements, outermost first.
     ifs: Tuple[cst.If, ...] = ()
+    # The blocks between the scope and the node, outermost first: (statement,
+    # part), part one of "body", "else", "except", "finally". A site whose
+    # region is a prefix of another's, earlier in the same scope, runs on every
+    # path that reaches the other (see `dominates`).
+    region: Tuple[Tuple[cst.CSTNode, str], ...] = ()
+
+    def __repr__(self) -> str:
+        return f"Site({self.scope!r}, order={self.order})"
+
+    @property
+    def in_main_guard(self) -> bool:
+        """Under `if __name__ == "__main__":` (at module level)."""
+        return any(is_main_guard(i) for i in self.ifs)
 
 
 @dataclass(eq=False)
@@ -163,13 +182,18 @@ class Facts:
     ifs: List[Tuple[cst.If, Site]] = field(default_factory=list)
     # Statements (small and compound) with their site, in source order.
     statements: List[Tuple[cst.CSTNode, Site]] = field(default_factory=list)
+    # `return` statements with their site, in source order.
+    returns: List[Tuple[cst.Return, Site]] = field(default_factory=list)
     module_scope: Optional[Scope] = None
     # Lookup tables built once after the pass.
     _bindings_by_name: Dict[str, List[Binding]] = field(default_factory=dict, repr=False)
     _uses_by_name: Dict[str, List[NameUse]] = field(default_factory=dict, repr=False)
     _calls_by_node: Dict[int, Call] = field(default_factory=dict, repr=False)
+    _calls_by_arg: Dict[int, Call] = field(default_factory=dict, repr=False)
+    _parent: Dict[int, cst.CSTNode] = field(default_factory=dict, repr=False)
     _site_by_stmt: Dict[int, Site] = field(default_factory=dict, repr=False)
     _function_by_scope_node: Dict[int, Function] = field(default_factory=dict, repr=False)
+    _returns_by_scope: Dict[int, List[Tuple[cst.Return, Site]]] = field(default_factory=dict, repr=False)
 
     # -- name resolution -------------------------------------------------
 
@@ -178,7 +202,10 @@ class Facts:
         if isinstance(expr, cst.Name):
             if expr.value in self.shadowed:
                 return None
-            return self.aliases.get(expr.value)
+            found = self.aliases.get(expr.value)
+            if found is None and expr.value == "torch" and not self._bindings_by_name.get("torch"):
+                return "torch"  # a notebook fragment or star import: `torch` is torch
+            return found
         if isinstance(expr, cst.Attribute):
             base = self.qualname(expr.value)
             return f"{base}.{expr.attr.value}" if base else None
@@ -202,11 +229,30 @@ class Facts:
     def call_for(self, node: cst.CSTNode) -> Optional[Call]:
         return self._calls_by_node.get(id(node))
 
+    def parent_of(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The node's parent (among the nodes the walk visits: not whitespace or
+        operator tokens). The map is built on first use, by one more walk: most
+        files never ask."""
+        if not self._parent:
+            walk(self.module, _ParentMap(self._parent))
+        return self._parent.get(id(node))
+
+    def call_of_arg(self, arg: cst.Arg) -> Optional[Call]:
+        """The call an argument node belongs to."""
+        return self._calls_by_arg.get(id(arg))
+
     def site_of_statement(self, stmt: cst.CSTNode) -> Optional[Site]:
         return self._site_by_stmt.get(id(stmt))
 
     def function_of(self, scope: Scope) -> Optional[Function]:
         return self._function_by_scope_node.get(id(scope.node))
+
+    def returns_of(self, fn: "Function") -> List[Tuple[cst.Return, Site]]:
+        """The `return` statements of `fn`'s own body (nested functions excluded)."""
+        return self._returns_by_scope.get(id(fn.scope.node), [])
+
+    def function_for_def(self, node: cst.CSTNode) -> Optional["Function"]:
+        return self._function_by_scope_node.get(id(node))
 
     def visible_bindings(self, name: str, scope: Scope) -> List[Binding]:
         """Bindings of `name` in `scope` or, if it binds none there, the nearest
@@ -229,6 +275,30 @@ def dotted_name(expr: Optional[cst.BaseExpression]) -> Optional[str]:
         base = dotted_name(expr.value)
         return f"{base}.{expr.attr.value}" if base else None
     return None
+
+
+def is_main_guard(node: cst.If) -> bool:
+    """`if __name__ == "__main__":` (either operand order, either quote)."""
+    test = node.test
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    comp = test.comparisons[0]
+    if not isinstance(comp.operator, cst.Equal):
+        return False
+    sides = [test.left, comp.comparator]
+    names = [s for s in sides if isinstance(s, cst.Name) and s.value == "__name__"]
+    strings = [s for s in sides if isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__"]
+    return len(names) == 1 and len(strings) == 1
+
+
+def dominates(first: Site, later: Site) -> bool:
+    """`first` runs on every path that reaches `later`, earlier in the same scope:
+    its enclosing blocks are a prefix of `later`'s (a statement in a branch, a
+    loop body or an `except` does not dominate what follows that block)."""
+    if first.scope is not later.scope or first.order >= later.order:
+        return False
+    n = len(first.region)
+    return later.region[:n] == first.region
 
 
 def _import_name(node: Union[cst.Attribute, cst.Name]) -> str:
@@ -254,6 +324,21 @@ def _target_names(target: cst.BaseExpression) -> List[Tuple[str, Optional[int], 
     return []
 
 
+class _ParentMap(cst.CSTVisitor):
+    def __init__(self, parents: Dict[int, cst.CSTNode]) -> None:
+        self.parents = parents
+        self.stack: List[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.parents[id(node)] = self.stack[-1]
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
 class _Collector(cst.CSTVisitor):
     """The single pass. Keeps stacks of scopes, loops, withs, ifs, statements and parents."""
 
@@ -266,6 +351,8 @@ class _Collector(cst.CSTVisitor):
         self.withs: List[cst.With] = []
         self.if_stack: List[cst.If] = []
         self.stmts: List[cst.CSTNode] = []
+        self.region: Tuple[Tuple[cst.CSTNode, str], ...] = ()
+        self.region_owners: List[int] = []  # ids of the nodes that opened each region entry
         self.store_names: set = set()  # ids of Name nodes that are binding targets
         self._dispatch_cache: Dict[type, Tuple[bool, object, object]] = {}
 
@@ -280,6 +367,7 @@ class _Collector(cst.CSTVisitor):
             parent=self.parents[-2] if len(self.parents) > 1 else None,
             order=self.order,
             ifs=tuple(self.if_stack),
+            region=self.region,
         )
 
     def _dispatch(self, cls: type) -> Tuple[bool, object, object]:
@@ -360,12 +448,12 @@ class _Collector(cst.CSTVisitor):
             self.bind(p.name.value, p.default, p, "param")
         # A loop outside does not make the function body part of that loop.
         self._saved_loops = getattr(self, "_saved_loops", [])
-        self._saved_loops.append((self.loops, self.withs, self.if_stack))
-        self.loops, self.withs, self.if_stack = [], [], []
+        self._saved_loops.append((self.loops, self.withs, self.if_stack, self.region))
+        self.loops, self.withs, self.if_stack, self.region = [], [], [], ()
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.scopes.pop()
-        self.loops, self.withs, self.if_stack = self._saved_loops.pop()
+        self.loops, self.withs, self.if_stack, self.region = self._saved_loops.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
         scope = Scope(node, "lambda", "<lambda>", self.scopes[-1])
@@ -431,10 +519,6 @@ class _Collector(cst.CSTVisitor):
         if node.asname is not None:
             self.bind_target(node.asname.name, node.item, "with")
 
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        if node.name is not None:
-            self.bind_target(node.name.name, None, "except")
-
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self.bind_target(node.target, node.iter, "comprehension")
 
@@ -469,11 +553,73 @@ class _Collector(cst.CSTVisitor):
         self.withs.pop()
 
     def visit_If(self, node: cst.If) -> None:
+        self._enter_region(node)  # an `elif`: the else part of the `if` before it
         self.f.ifs.append((node, self.site()))
         self.if_stack.append(node)
 
     def leave_If(self, original_node: cst.If) -> None:
         self.if_stack.pop()
+        self._leave_region(original_node)
+
+    # -- regions (which block of a compound statement a node sits in) ------
+
+    _PARTS = {
+        (cst.IndentedBlock, cst.If): "body", (cst.SimpleStatementSuite, cst.If): "body",
+        (cst.IndentedBlock, cst.For): "body", (cst.SimpleStatementSuite, cst.For): "body",
+        (cst.IndentedBlock, cst.While): "body", (cst.SimpleStatementSuite, cst.While): "body",
+        (cst.IndentedBlock, cst.With): "body", (cst.SimpleStatementSuite, cst.With): "body",
+        (cst.IndentedBlock, cst.Try): "body", (cst.SimpleStatementSuite, cst.Try): "body",
+        (cst.Else, cst.If): "else", (cst.If, cst.If): "else", (cst.Else, cst.For): "else",
+        (cst.Else, cst.While): "else", (cst.Else, cst.Try): "else",
+        (cst.ExceptHandler, cst.Try): "except", (cst.Finally, cst.Try): "finally",
+    }
+
+    def _enter_region(self, node: cst.CSTNode) -> None:
+        owner = self.parents[-2] if len(self.parents) > 1 else None
+        part = self._PARTS.get((type(node), type(owner)))
+        if part is None:
+            return
+        if part == "body" and isinstance(owner, cst.With):
+            return  # a `with` body runs whenever the statement does
+        self.region = self.region + ((owner, part),)
+        self.region_owners.append(id(node))
+
+    def _leave_region(self, node: cst.CSTNode) -> None:
+        if self.region_owners and self.region_owners[-1] == id(node):
+            self.region_owners.pop()
+            self.region = self.region[:-1]
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._enter_region(node)
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self._leave_region(original_node)
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._enter_region(node)
+
+    def leave_SimpleStatementSuite(self, original_node: cst.SimpleStatementSuite) -> None:
+        self._leave_region(original_node)
+
+    def visit_Else(self, node: cst.Else) -> None:
+        self._enter_region(node)
+
+    def leave_Else(self, original_node: cst.Else) -> None:
+        self._leave_region(original_node)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._enter_region(node)
+        if node.name is not None:
+            self.bind_target(node.name.name, None, "except")
+
+    def leave_ExceptHandler(self, original_node: cst.ExceptHandler) -> None:
+        self._leave_region(original_node)
+
+    def visit_Finally(self, node: cst.Finally) -> None:
+        self._enter_region(node)
+
+    def leave_Finally(self, original_node: cst.Finally) -> None:
+        self._leave_region(original_node)
 
     # -- expressions -----------------------------------------------------
 
@@ -485,6 +631,8 @@ class _Collector(cst.CSTVisitor):
         call = Call(node, self.site(), self.f.qualname(func), method, receiver)
         self.f.calls.append(call)
         self.f._calls_by_node[id(node)] = call
+        for arg in node.args:
+            self.f._calls_by_arg[id(arg)] = call
 
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) in self.store_names:
@@ -500,6 +648,11 @@ class _Collector(cst.CSTVisitor):
 
     def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
         return False  # dotted module paths in imports are not reads
+
+    def visit_Return(self, node: cst.Return) -> None:
+        site = self.site()
+        self.f.returns.append((node, site))
+        self.f._returns_by_scope.setdefault(id(site.scope.node), []).append((node, site))
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         self.f.strings.append((node, self.site()))

@@ -1,83 +1,102 @@
-"""Gradient questions for TL201: inference contexts, no-grad guards (lexical
-and through same-file callers), whether gradients are used, and whether a
-model carries trained weights.
-"""
+"""Gradients: where autograd is off (`no_grad`/`inference_mode` blocks and
+decorators, `set_grad_enabled(False)`, functions only called from such
+regions), which forwards run in an inference context, and whether a
+forward's result (or anything computed from it) later needs gradients:
+reaches `.backward()`, `torch.autograd.grad`, an optimizer, or a caller that
+trains on it."""
 from __future__ import annotations
 
-import re
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Function, Scope, Site, dotted_name
-from torchlint.analysis.semantics import Semantics
+from torchlint.analysis.facts import Call, Facts, Function, Loop, Scope, Site, dotted_name
+from torchlint.analysis.helpers import Helpers, root_name
+from torchlint.analysis.loops import INFER, Loops
+from torchlint.analysis.places import Places
+from torchlint.analysis.roles import Roles
+from torchlint.analysis.values import ModelCall, Values
+from torchlint.analysis.vocabulary import ENABLE_GRAD, INFERENCE_NAME, NO_GRAD_CONTEXTS, SET_GRAD_ENABLED
 
-INFERENCE_NAME = re.compile(r"^_*(eval|evaluate|test|predict|infer|inference|validate|validation|generate)", re.I)
-_GRAD_USERS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
-_LOADERS = frozenset({"torch.load", "torch.hub.load", "torch.jit.load", "torch.jit.script", "torch.export.load"})
+MAX_TAINT_ROUNDS = 6
+_CONTAINER_METHODS = frozenset({"append", "extend", "insert", "update", "add", "setdefault", "put"})
 
 
 class Grad:
-    def __init__(self, sem: Semantics) -> None:
-        self.sem = sem
-        self.facts = sem.facts
-        self._file_trains: Optional[bool] = None
+    def __init__(self, facts: Facts, values: Values, helpers: Helpers, loops: Loops, roles: Roles,
+                 places: Places) -> None:
+        self.facts = facts
+        self.values = values
+        self.helpers = helpers
+        self.loops = loops
+        self.roles = roles
+        self.places = places
         self._guarded_fn: Dict[int, bool] = {}
+        self._disables: Optional[List[Tuple[Scope, int]]] = None
+        self._taint: Dict[int, Tuple[Set[int], Set[str], bool]] = {}
+        self._containers: Dict[int, Set[str]] = {}
+        self._by_stmt: Optional[Dict[int, List]] = None
+        self._uses_by_scope: Optional[Dict[int, List]] = None
 
-    @classmethod
-    def of(cls, sem: Semantics) -> "Grad":
-        v = getattr(sem, "_tl_grad", None)
-        if v is None:
-            v = cls(sem)
-            sem._tl_grad = v  # type: ignore[attr-defined]
-        return v
+    # -- no-grad regions ---------------------------------------------------------------
 
-    # -- training anywhere ---------------------------------------------------
+    def _is_no_grad_expr(self, expr: cst.BaseExpression) -> bool:
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        q = self.facts.qualname(target)
+        if q in NO_GRAD_CONTEXTS:
+            return True
+        if q in SET_GRAD_ENABLED and isinstance(expr, cst.Call) and expr.args:
+            v = expr.args[0].value
+            return isinstance(v, cst.Name) and v.value == "False"
+        return False
 
-    def is_grad_use(self, call: Call) -> bool:
-        return call.method == "backward" or call.qualname in _GRAD_USERS or self.sem.is_optimizer_step(call)
+    def is_no_grad_with(self, with_node: cst.With) -> bool:
+        return any(self._is_no_grad_expr(item.item) for item in with_node.items)
 
-    def file_trains(self) -> bool:
-        if self._file_trains is None:
-            self._file_trains = any(self.is_grad_use(c) for c in self.facts.calls)
-        return self._file_trains
+    def _enables_grad(self, with_node: cst.With) -> bool:
+        for item in with_node.items:
+            expr = item.item
+            target = expr.func if isinstance(expr, cst.Call) else expr
+            q = self.facts.qualname(target)
+            if q in ENABLE_GRAD:
+                return True
+            if q in SET_GRAD_ENABLED and isinstance(expr, cst.Call) and expr.args:
+                v = expr.args[0].value
+                if not (isinstance(v, cst.Name) and v.value == "False"):
+                    return True  # True or a variable: can't tell
+        return False
 
-    def scope_uses_grad(self, scope: Scope) -> bool:
-        """The forward's own function (or module body) computes gradients or
-        enables them explicitly."""
-        for call in self.facts.calls:
-            if call.site.scope is scope and (
-                self.is_grad_use(call)
-                or call.method == "requires_grad_"
-                or call.qualname in ("torch.enable_grad", "torch.autograd.enable_grad")
-            ):
+    def decorated_no_grad(self, fn: Function) -> bool:
+        return any(self._is_no_grad_expr(d.decorator) for d in fn.decorators)
+
+    def decorated_enable_grad(self, fn: Function) -> bool:
+        for d in fn.decorators:
+            target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            if self.facts.qualname(target) in ENABLE_GRAD:
                 return True
         return False
 
-    # -- guards --------------------------------------------------------------
-
-    def _global_disables(self):
+    def _global_disables(self) -> List[Tuple[Scope, int]]:
         """`torch.set_grad_enabled(False)` called as a statement: (scope, order)."""
-        cached = getattr(self, "_disables", None)
-        if cached is not None:
-            return cached
-        out = []
-        for c in self.facts.calls:
-            if c.qualname in ("torch.set_grad_enabled", "torch.autograd.set_grad_enabled") and c.node.args \
-                    and isinstance(c.node.args[0].value, cst.Name) and c.node.args[0].value.value == "False" \
-                    and isinstance(c.site.parent, cst.Expr):
-                out.append((c.site.scope, c.site.order))
-        self._disables = out
-        return out
+        if self._disables is None:
+            self._disables = [
+                (c.site.scope, c.site.order) for c in self.facts.calls
+                if c.qualname in SET_GRAD_ENABLED and c.node.args and isinstance(c.node.args[0].value, cst.Name)
+                and c.node.args[0].value.value == "False" and isinstance(c.site.parent, cst.Expr)]
+        return self._disables
 
     def guarded(self, site: Site) -> bool:
-        if self.sem.under_no_grad(site):
+        """Autograd is off (or explicitly on: not our business) at `site`."""
+        if any(self.is_no_grad_with(w) or self._enables_grad(w) for w in site.withs):
             return True
+        for scope in site.scope.chain():
+            if scope.kind == "function":
+                fn = self.facts.function_of(scope)
+                if fn is not None and (self.decorated_no_grad(fn) or self.decorated_enable_grad(fn)):
+                    return True
         for scope, order in self._global_disables():
             if scope.kind == "module" or (scope is site.scope and order < site.order):
                 return True
-        if any(self._enables_grad(w) for w in site.withs):
-            return True  # explicitly with gradients: not our business
         fn_scope = site.scope.function
         while fn_scope is not None:
             fn = self.facts.function_of(fn_scope)
@@ -87,132 +106,350 @@ class Grad:
             fn_scope = parent.function if parent is not None else None
         return False
 
-    def _enables_grad(self, with_node: cst.With) -> bool:
-        for item in with_node.items:
-            expr = item.item
-            target = expr.func if isinstance(expr, cst.Call) else expr
-            q = self.facts.qualname(target)
-            if q in ("torch.enable_grad", "torch.autograd.enable_grad"):
-                return True
-            if q in ("torch.set_grad_enabled",) and isinstance(expr, cst.Call) and expr.args:
-                v = expr.args[0].value
-                if not (isinstance(v, cst.Name) and v.value == "False"):
-                    return True  # True or a variable: can't tell
-        return False
-
     def _called_only_guarded(self, fn: Function) -> bool:
         key = id(fn.node)
         if key in self._guarded_fn:
             return self._guarded_fn[key]
         self._guarded_fn[key] = False
-        if fn.name == "<lambda>":
-            return False
-        calls = [c for c in self.facts.calls if _calls_function(c, fn)]
+        calls = self.values.callers(fn) if fn.name != "<lambda>" else []
         result = bool(calls) and all(self.guarded(c.site) for c in calls)
         self._guarded_fn[key] = result
         return result
 
-    # -- inference contexts --------------------------------------------------
+    # -- eval mode ----------------------------------------------------------------------------
+
+    def after_eval(self, call: Call) -> Optional[int]:
+        """The order of a `.eval()` earlier in the same scope with no `.train()`
+        in between (None when there is none)."""
+        site = call.site
+        last_eval = last_train = -1
+        for c in self.helpers.calls_in_scope(site.scope):
+            if c.site.order >= site.order or c.receiver is None:
+                continue
+            if (c.method == "eval" and not c.node.args) or (
+                    c.method == "train" and c.node.args and isinstance(c.node.args[0].value, cst.Name)
+                    and c.node.args[0].value.value == "False"):
+                last_eval = max(last_eval, c.site.order)
+            elif c.method == "train" and not (c.node.args and not isinstance(c.node.args[0].value, cst.Name)):
+                last_train = max(last_train, c.site.order)
+        if last_eval < 0 or last_train > last_eval:
+            return None
+        # A `.train()` later in an enclosing loop puts the model back in training mode next iteration.
+        if site.loop is not None:
+            for loop in site.loop.chain():
+                if loop.scope is not site.scope or loop.contains(last_eval):
+                    break
+                for c in self.loops.calls_in(loop):
+                    if c.method == "train" and c.receiver is not None:
+                        return None
+        return last_eval
+
+    # -- does the result need gradients? ---------------------------------------------------
+
+    def grad_needed(self, call: Call) -> bool:
+        """The forward's result, or anything computed from it in its function,
+        reaches `.backward()`/`torch.autograd.grad`/an optimizer, is handed to
+        code we cannot see in a file that trains, is stored on an object, or is
+        returned to a caller that trains."""
+        tainted, names, escapes = self._tainted(call)
+        scope = call.site.scope
+        file_trains = any(self.values.is_train_call(c) for c in self.facts.calls)
+
+        containers = self._containers.get(id(call.node), set())
+
+        def reaches(expr, site) -> bool:
+            """Some name read in `expr` holds the forward's result (or a container of it)."""
+            for name in _names_in(expr):
+                if name in containers:
+                    return True
+                if name in names and any(id(b) in tainted for b in self.places.reaching(name, site)):
+                    return True
+            return False
+
+        for c in self.helpers.calls_in_scope(scope):
+            if c.site.order < call.site.order and not _same_loop(c.site, call.site):
+                continue
+            if c.method == "backward" and c.receiver is not None and (
+                    reaches(c.receiver, c.site) or _contains(c.receiver, call.node)):
+                return True
+            if c.qualname in ("torch.autograd.grad", "torch.autograd.backward") and any(
+                    reaches(a.value, c.site) for a in c.node.args):
+                return True
+            fn = self.helpers.function(c)
+            if fn is not None and self.helpers.summary(fn).trains and any(
+                    reaches(a.value, c.site) or a.value is call.node for a in c.node.args):
+                return True
+        if escapes and file_trains:
+            return True
+        if self._returned(call, names):
+            fn = self.facts.function_of(scope.function) if scope.function is not None else None
+            if fn is not None and self._callers_train(fn):
+                return True
+        return False
+
+    def _tainted(self, call: Call) -> Tuple[Set[int], Set[str], bool]:
+        """The bindings (ids) computed from the forward's result in its scope,
+        their names (plus containers it was put in), and whether it was stored
+        on an object."""
+        key = id(call.node)
+        if key in self._taint:
+            return self._taint[key]
+        scope = call.site.scope
+        start = self._bindings_at(call.site.stmt)
+        tainted: Set[int] = {id(b) for b in start}
+        names: Set[str] = {b.name for b in start}
+        escapes = any("." in b.name for b in start) or _stores_subscript(call.site.stmt)
+        # `outputs.append(model(x))`: the container holds it.
+        holder = self.facts.call_of_arg(call.site.parent) if isinstance(call.site.parent, cst.Arg) else None
+        if holder is not None and holder.receiver is not None and holder.method in _CONTAINER_METHODS:
+            r = root_name(holder.receiver)
+            if r:
+                names.add(r)
+                self._containers.setdefault(key, set()).add(r)
+        uses = self._uses_in(scope)
+        for _ in range(MAX_TAINT_ROUNDS):
+            added = False
+            for u in uses:
+                if u.node.value not in names:
+                    continue
+                reach = self.places.reaching(u.node.value, u.site)
+                if not any(id(b) in tainted for b in reach) and u.node.value not in self._containers.get(key, ()):
+                    continue
+                for b in self._bindings_at(u.site.stmt):
+                    if id(b) not in tainted:
+                        tainted.add(id(b))
+                        names.add(b.name)
+                        added = True
+                        if "." in b.name:
+                            escapes = True
+                if _stores_subscript(u.site.stmt):
+                    escapes = escapes or any("." in t for t in _stmt_targets(u.site.stmt))
+                    for t in _stmt_targets(u.site.stmt):
+                        if t not in names:
+                            names.add(t)
+                            self._containers.setdefault(key, set()).add(t)
+                            added = True
+                parent = u.site.parent
+                # `losses.append(out)`: the container now holds it.
+                if isinstance(parent, cst.Arg):
+                    c = self.facts.call_of_arg(parent)
+                    if c is not None and c.receiver is not None and c.method in _CONTAINER_METHODS:
+                        r = root_name(c.receiver)
+                        if r and r not in names:
+                            names.add(r)
+                            self._containers.setdefault(key, set()).add(r)
+                            added = True
+            if not added:
+                break
+        self._taint[key] = (tainted, names, escapes)
+        return self._taint[key]
+
+    def _bindings_at(self, stmt) -> List:
+        if self._by_stmt is None:
+            index: Dict[int, List] = {}
+            for b in self.facts.bindings:
+                if b.site.stmt is not None:
+                    index.setdefault(id(b.site.stmt), []).append(b)
+            self._by_stmt = index
+        return self._by_stmt.get(id(stmt), []) if stmt is not None else []
+
+    def _uses_in(self, scope: Scope) -> List:
+        if self._uses_by_scope is None:
+            index: Dict[int, List] = {}
+            for u in self.facts.uses:
+                index.setdefault(id(u.site.scope.node), []).append(u)
+            self._uses_by_scope = index
+        return self._uses_by_scope.get(id(scope.node), [])
+
+    def _returned(self, call: Call, tainted: Set[str]) -> bool:
+        if isinstance(call.site.stmt, cst.Return):
+            return True
+        fn_scope = call.site.scope.function
+        if fn_scope is None:
+            return False
+        fn = self.facts.function_of(fn_scope)
+        if fn is None:
+            return False
+        for r, _ in self.facts.returns_of(fn):
+            if r.value is not None and _mentions(r.value, tainted):
+                return True
+        return False
+
+    def _callers_train(self, fn: Function) -> bool:
+        for c in self.values.callers(fn):
+            if any(self.values.is_train_call(x) for x in self.helpers.calls_in_scope(c.site.scope)):
+                return True
+        return False
+
+    # -- inference contexts -------------------------------------------------------------
 
     def inference_function(self, site: Site) -> Optional[Function]:
         """The innermost enclosing function named like an inference entry point."""
-        scope = site.scope
-        for s in scope.chain():
+        for s in site.scope.chain():
             if s.kind == "function":
                 fn = self.facts.function_of(s)
                 if fn is not None and INFERENCE_NAME.match(fn.name):
                     return fn
         return None
 
-    def after_eval(self, call: Call) -> Optional[int]:
-        """The order of a `model.eval()` earlier in the same scope with no
-        `.train()` in between (None when there is none)."""
+    def inference_context(self, mc: ModelCall) -> Optional[str]:
+        """Why this forward runs for inference (None: it does not, or we can't tell)."""
+        call = mc.call
         site = call.site
-        last_eval = last_train = -1
-        for c in self.facts.calls:
-            if c.site.scope is not site.scope or c.site.order >= site.order:
-                continue
-            if c.receiver is not None and ((c.method == "eval" and not c.node.args) or (
-                    c.method == "train" and c.node.args and isinstance(c.node.args[0].value, cst.Name)
-                    and c.node.args[0].value.value == "False")):
-                last_eval = max(last_eval, c.site.order)
-            elif c.method == "train" and c.receiver is not None:
-                last_train = max(last_train, c.site.order)
-        if last_eval < 0 or last_train > last_eval:
+        if self.roles.excluded(site):
             return None
-        # A `.train()` later in an enclosing loop that does not also re-run the
-        # `.eval()` puts the model back in training mode on the next iteration.
-        if site.loop is not None:
-            for loop in site.loop.chain():
-                if loop.contains(last_eval):
-                    break
-                for c in self.facts.calls:
-                    if c.method == "train" and c.site.scope is site.scope and loop.contains(c.site.order):
-                        return None
-        return last_eval
+        if self._untrained(mc):
+            return None  # a freshly built model nobody trains or loads: a demo, not inference
+        loop = self.roles.work_loop(site)
+        inner = self.roles.work_loop(site, innermost=True)
+        if inner is not None and self.loops.role(inner) == INFER and not self.loops.trains(inner):
+            return "an inference loop over data"
+        if loop is not None and self.loops.trains(loop) and self.loops.periodic_guard(site, loop) \
+                and self.places.accelerator_in_play():
+            return "a periodic evaluation inside the training loop"
+        fn = self.inference_function(site)
+        if fn is not None and (self.roles.function_does_work(fn) or self.values.callers(fn)) \
+                and not _lightning_step(self.facts, fn):
+            return f"function `{fn.name}`"
+        if self.after_eval(call) is not None and (loop is not None or self._function_runs(site)):
+            return "after `.eval()`"
+        if site.scope is self.facts.module_scope and not any(self.values.is_train_call(c) for c in self.facts.calls) \
+                and self.values.is_pretrained(mc.model, site) and not self._random_inputs(call):
+            return "a pretrained model in a script that never trains"
+        return None
 
-    def grad_used_after(self, scope: Scope, order: int) -> bool:
-        """Gradients computed in `scope` after source position `order`."""
-        return any(c.site.scope is scope and c.site.order > order and self.is_grad_use(c) for c in self.facts.calls)
-
-    def has_trained_weights(self, call: Call) -> bool:
-        """The called model is loaded with weights (pretrained / checkpoint)."""
-        func = call.node.func
-        name = dotted_name(func)
-        if name is None:
+    def _untrained(self, mc: ModelCall) -> bool:
+        """The model is built here with random weights, never given trained ones,
+        in a file that never trains."""
+        if any(self.values.is_train_call(c) for c in self.facts.calls):
             return False
-        for c in self.facts.calls:
-            if c.method in ("load_state_dict", "from_pretrained") and dotted_name(c.receiver) == name:
-                return True
-        return self._expr_pretrained(func, call.site, 0)
-
-    def _expr_pretrained(self, expr: cst.BaseExpression, site: Site, depth: int) -> bool:
-        if depth > 5:
+        name = dotted_name(mc.model)
+        if name is None or self.values.is_pretrained(mc.model, mc.call.site):
             return False
-        if isinstance(expr, cst.Call):
-            c = self.facts.call_for(expr)
-            if c is None:
+        bindings = self.values.bindings_for(name, mc.call.site)
+        if not bindings:
+            return False
+        for b in bindings:
+            if b.kind not in ("assign", "annassign") or b.value is None or b.index is not None:
                 return False
-            if c.method == "from_pretrained" or c.qualname in _LOADERS:
-                return True
-            if c.qualname and (c.qualname.startswith("torchvision.models.") or c.qualname == "timm.create_model"):
-                for kw in ("pretrained", "weights"):
-                    arg = c.keyword(kw)
-                    if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value in ("None", "False")):
-                        return True
+            inner = b.value
+            while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value in (
+                    "to", "cuda", "eval", "train", "half", "float", "double", "bfloat16", "requires_grad_"):
+                inner = inner.func.value
+            call = self.facts.call_for(inner) if isinstance(inner, cst.Call) else None
+            if call is None or self.values.call_kind(call) != "module" or call.method == "from_pretrained" \
+                    or self.helpers.function(call) is not None:
                 return False
-            if c.method in ("to", "cuda", "eval", "half", "float", "bfloat16", "requires_grad_") and c.receiver is not None:
-                return self._expr_pretrained(c.receiver, site, depth + 1)
-            return False
-        name = dotted_name(expr)
-        if name is None:
-            return False
-        bindings = self.facts.visible_bindings(name, site.scope)
-        values = [b for b in bindings if b.kind in ("assign", "annassign") and b.value is not None and b.index is None]
-        return bool(values) and any(self._expr_pretrained(b.value, b.site, depth + 1) for b in values)
+        return True
 
-    def is_model_call(self, call: Call) -> bool:
-        """A forward: a known module, or a name bound to a loaded checkpoint."""
-        if self.sem.is_model_forward(call):
+    def _function_runs(self, site: Site) -> bool:
+        """Module-level code, or a function that is called somewhere in the file."""
+        fn_scope = site.scope.function
+        if fn_scope is None:
             return True
-        from torchlint.analysis.tensors import Tensors
+        fn = self.facts.function_of(fn_scope)
+        return fn is not None and (bool(self.values.callers(fn)) or self.roles.function_does_work(fn))
 
-        if Tensors.of(self.sem)._is_module_param_call(call):
-            return True
-        name = dotted_name(call.node.func)
-        if name is not None:
-            for b in self.facts.visible_bindings(name, call.site.scope):
-                if b.kind == "assign" and isinstance(b.value, cst.Call):
-                    c = self.facts.call_for(b.value)
-                    if c is not None and c.qualname in _LOADERS:
-                        return True
+    def _random_inputs(self, call: Call) -> bool:
+        """Every tensor input comes straight from a random/constant factory: a demo."""
+        args = [a.value for a in call.node.args]
+        if not args:
+            return False
+        for arg in args:
+            expr = arg
+            if isinstance(arg, cst.Name):
+                bs = self.facts.visible_bindings(arg.value, call.site.scope)
+                if len(bs) != 1 or bs[0].value is None:
+                    return False
+                expr = bs[0].value
+            if not (isinstance(expr, cst.Call) and (self.facts.qualname(expr.func) or "").startswith(
+                    ("torch.rand", "torch.zeros", "torch.ones", "torch.empty", "torch.full"))):
+                return False
+        return True
+
+
+def _lightning_step(facts: Facts, fn: Function) -> bool:
+    """Lightning's `*_step` hooks run without gradients under the trainer."""
+    parent = fn.scope.parent
+    if parent is None or parent.kind != "class" or not fn.name.endswith("_step"):
         return False
+    info = facts.classes.get(parent.name)
+    return info is not None and any((facts.qualname(b) or "").startswith(("lightning", "pytorch_lightning"))
+                                    for b in info.bases)
 
 
-def _calls_function(call: Call, fn: Function) -> bool:
-    func = call.node.func
-    if isinstance(func, cst.Name):
-        return func.value == fn.name and fn.scope.parent is not None and fn.scope.parent.kind != "class"
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-        return func.attr.value == fn.name and fn.scope.parent is not None and fn.scope.parent.kind == "class"
+def _stmt_targets(stmt: Optional[cst.CSTNode]) -> List[str]:
+    """Names (dotted for attributes, the root for subscripts) a statement binds."""
+    targets: List[cst.BaseExpression] = []
+    if isinstance(stmt, cst.Assign):
+        targets = [t.target for t in stmt.targets]
+    elif isinstance(stmt, (cst.AnnAssign, cst.AugAssign, cst.For)):
+        targets = [stmt.target]
+    out: List[str] = []
+    stack = list(targets)
+    while stack:
+        t = stack.pop()
+        if isinstance(t, (cst.Tuple, cst.List)):
+            stack.extend(e.value for e in t.elements)
+        elif isinstance(t, cst.StarredElement):
+            stack.append(t.value)
+        elif isinstance(t, cst.Subscript):
+            r = root_name(t)
+            if r:
+                out.append(r)
+        else:
+            n = dotted_name(t)
+            if n:
+                out.append(n)
+    return out
+
+
+def _stores_subscript(stmt) -> bool:
+    """`d[k] = value`: a store into a container."""
+    if isinstance(stmt, cst.Assign):
+        return any(isinstance(t.target, cst.Subscript) for t in stmt.targets)
+    return isinstance(stmt, (cst.AugAssign, cst.AnnAssign)) and isinstance(stmt.target, cst.Subscript)
+
+
+def _names_in(expr: Optional[cst.CSTNode]) -> List[str]:
+    out: List[str] = []
+    stack = [expr] if expr is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            out.append(node.value)
+        elif isinstance(node, cst.Attribute):
+            stack.append(node.value)  # `x.attr`: `x`, not a variable named `attr`
+        else:
+            stack.extend(node.children)
+    return out
+
+
+def _mentions(expr: cst.CSTNode, names: Set[str]) -> bool:
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and node.value in names:
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def _contains(expr: Optional[cst.CSTNode], target: cst.CSTNode) -> bool:
+    stack = [expr] if expr is not None else []
+    while stack:
+        node = stack.pop()
+        if node is target:
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def _same_loop(a: Site, b: Site) -> bool:
+    """`a` is in a loop that also holds `b` (so it runs after `b` on the next iteration)."""
+    loop: Optional[Loop] = b.loop
+    while loop is not None and loop.scope is b.scope:
+        if loop.contains(a.order):
+            return True
+        loop = loop.parent
     return False

@@ -1,97 +1,332 @@
-"""DataLoader questions for the loading rules: which calls build torch
-DataLoaders, what dataset they wrap, and how to add a keyword to a call."""
+"""DataLoader facts for the loading rules: which calls build torch
+DataLoaders, what their dataset is (in memory, tiny, iterable, one that
+places items on the device), what their `collate_fn` returns, and whether the
+loader is used at all."""
 from __future__ import annotations
 
-from typing import Iterator, List, Optional
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Site, dotted_name
-from torchlint.analysis.semantics import DATALOADER, TENSOR_DATASET, Semantics
+from torchlint.analysis.facts import Binding, Call, Facts, Function, Site, dotted_name
+from torchlint.analysis.helpers import Helpers, is_move_call
+from torchlint.analysis.values import Values
+from torchlint.analysis.vocabulary import DATALOADER, NON_PLACING, PLACING_NAME, TENSOR_DATASET
+
+# DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, ...)
+NUM_WORKERS_POSITION = 5
+COLLATE_POSITION = 6
+PIN_MEMORY_POSITION = 7
+TINY_DATASET = 64  # literal samples
+
+# Dataset kinds.
+IN_MEMORY, TINY, ITERABLE, PLACES, UNKNOWN_DS = "in-memory", "tiny", "iterable", "places", "unknown"
+# collate_fn kinds.
+NO_COLLATE, CPU_COLLATE, DEVICE_COLLATE, LOCAL_COLLATE, UNKNOWN_COLLATE = (
+    "none", "cpu", "device", "local", "unknown")
 
 
-def loader_calls(sem: Semantics) -> Iterator[Call]:
-    """`DataLoader(...)` calls that resolve to torch's DataLoader."""
-    for call in sem.facts.calls:
-        if call.qualname in DATALOADER:
-            yield call
+@dataclass(frozen=True)
+class LoaderInfo:
+    call: Call
+    dataset: str  # IN_MEMORY, TINY, ITERABLE, PLACES or UNKNOWN_DS
+    collate: str  # NO_COLLATE, CPU_COLLATE, DEVICE_COLLATE, LOCAL_COLLATE or UNKNOWN_COLLATE
+    used: bool  # iterated, handed on, returned or stored (not dead)
+    # The dataset is built right here from a class (same-file, torchvision, imported): worker
+    # processes can unpickle it by reference.
+    local_dataset: bool
+    # How its batches are used here: "moved" (some batch is moved to a device), "kept" (iterated
+    # here and never moved), "sampled" (only `next(iter(loader))`), or "elsewhere" (handed on).
+    batches: str = "elsewhere"
 
 
-def dataset_expr(call: Call) -> Optional[cst.BaseExpression]:
-    kw = call.keyword("dataset")
-    if kw is not None:
-        return kw.value
-    pos = call.positional
-    return pos[0].value if pos else None
+class Loaders:
+    def __init__(self, facts: Facts, values: Values, helpers: Helpers) -> None:
+        self.facts = facts
+        self.values = values
+        self.helpers = helpers
+        self._info: Dict[int, LoaderInfo] = {}
 
+    def calls(self) -> Iterator[Call]:
+        """`DataLoader(...)` calls that resolve to torch's DataLoader."""
+        for call in self.facts.calls:
+            if call.qualname in DATALOADER:
+                yield call
 
-def tensor_dataset_call(sem: Semantics, expr: Optional[cst.BaseExpression], site: Site) -> Optional[cst.Call]:
-    """The `TensorDataset(...)` call `expr` certainly is (directly or through
-    a name every binding of which is one), else None."""
-    if expr is None:
+    def info(self, call: Call) -> LoaderInfo:
+        key = id(call.node)
+        if key not in self._info:
+            ds_kind, local = self._dataset(call)
+            self._info[key] = LoaderInfo(call, ds_kind, self._collate(call), self._used(call), local,
+                                         self._batches(call))
+        return self._info[key]
+
+    @staticmethod
+    def argument(call: Call, name: str, position: int) -> Optional[cst.Arg]:
+        kw = call.keyword(name)
+        if kw is not None:
+            return kw
+        pos = call.positional
+        return pos[position] if len(pos) > position else None
+
+    # -- the dataset -------------------------------------------------------------------
+
+    def dataset_expr(self, call: Call) -> Optional[cst.BaseExpression]:
+        arg = self.argument(call, "dataset", 0)
+        return arg.value if arg is not None else None
+
+    def _resolve(self, expr: Optional[cst.BaseExpression], site: Site) -> Optional[cst.BaseExpression]:
+        """A name bound once to a value: that value."""
+        for _ in range(3):
+            if not isinstance(expr, (cst.Name, cst.Attribute)):
+                return expr
+            name = dotted_name(expr)
+            bindings = [b for b in self.values.bindings_for(name, site) if b.kind != "param"] if name else []
+            if len(bindings) != 1 or bindings[0].value is None or bindings[0].index is not None \
+                    or bindings[0].kind not in ("assign", "annassign"):
+                return None
+            expr, site = bindings[0].value, bindings[0].site
+        return expr
+
+    def _dataset(self, call: Call):
+        expr = self._resolve(self.dataset_expr(call), call.site)
+        if not isinstance(expr, cst.Call):
+            return UNKNOWN_DS, False
+        ds = self.facts.call_for(expr)
+        if ds is None:
+            return UNKNOWN_DS, False
+        if ds.qualname in TENSOR_DATASET:
+            if any(self._places_value(a.value, ds.site) for a in ds.node.args):
+                return PLACES, True
+            if all(self._literal_size(a.value, ds.site) is not None and self._literal_size(a.value, ds.site) <= TINY_DATASET
+                   for a in ds.positional) and ds.positional:
+                return TINY, True
+            return IN_MEMORY, True
+        if (ds.qualname or "").startswith("torchvision.datasets."):
+            return UNKNOWN_DS, True
+        func = expr.func
+        if isinstance(func, cst.Name) and func.value in self.values.dataset_classes():
+            cls = func.value
+            if self.class_places(cls):
+                return PLACES, True
+            if self.values.dataset_classes()[cls] == "iterable":
+                return ITERABLE, True
+            if self._indexes_only(cls):
+                sizes = [self._literal_size(a.value, ds.site) for a in ds.positional]
+                if sizes and all(s is not None and s <= TINY_DATASET for s in sizes):
+                    return TINY, True
+                return IN_MEMORY, True
+            return UNKNOWN_DS, True
+        # An instance of a class from another module: picklable by reference.
+        name = dotted_name(func) or ""
+        return UNKNOWN_DS, name.rsplit(".", 1)[-1][:1].isupper()
+
+    def _literal_size(self, expr: cst.BaseExpression, site: Site) -> Optional[int]:
+        """The number of samples of literal data (`[[1.0], [2.0]]`, `torch.tensor([...])`)."""
+        expr = self._resolve(expr, site)
+        if isinstance(expr, cst.Call) and self.facts.qualname(expr.func) in ("torch.tensor", "torch.Tensor",
+                                                                             "torch.FloatTensor", "torch.LongTensor"):
+            expr = expr.args[0].value if expr.args else None
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return len(expr.elements)
         return None
-    if isinstance(expr, cst.Call):
-        return expr if sem.facts.qualname(expr.func) in TENSOR_DATASET else None
-    name = dotted_name(expr)
-    if name is None:
+
+    def _places_value(self, expr: cst.BaseExpression, site: Site) -> bool:
+        expr = self._resolve(expr, site) or expr
+        if isinstance(expr, cst.Call):
+            call = self.facts.call_for(expr)
+            while call is not None:
+                if is_move_call(call) or call.keyword("device") is not None:
+                    return True
+                inner = call.receiver if isinstance(call.receiver, cst.Call) else None
+                call = self.facts.call_for(inner) if inner is not None else None
+        return False
+
+    def class_places(self, class_name: str) -> bool:
+        """Code in the class moves tensors or creates them on a device: its items
+        may already live on the GPU."""
+        for call in self.facts.calls:
+            if not any(s.kind == "class" and s.name == class_name for s in call.site.scope.chain()):
+                continue
+            if is_move_call(call) or call.keyword("device") is not None:
+                return True
+        return False
+
+    def _getitem(self, class_name: str) -> Optional[Function]:
+        for fn in self.facts.functions:
+            parent = fn.scope.parent
+            if fn.name == "__getitem__" and parent is not None and parent.kind == "class" and parent.name == class_name:
+                return fn
         return None
-    bindings = sem.facts.visible_bindings(name, site.scope)
-    found: List[cst.Call] = []
-    for b in bindings:
-        if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
-            return None
-        inner = tensor_dataset_call(sem, b.value, b.site) if isinstance(b.value, cst.Call) else None
-        if inner is None:
-            return None
-        found.append(inner)
-    return found[0] if found else None
 
+    def _indexes_only(self, class_name: str) -> bool:
+        """`__getitem__` only indexes data held in memory (no file reads, decoding,
+        transforms or tokenizing): worker processes have nothing to do."""
+        fn = self._getitem(class_name)
+        if fn is None:
+            return False
+        calls = self.helpers.calls_in(fn)
+        for c in calls:
+            q = c.qualname or ""
+            if q.startswith("torch.") and not q.startswith(("torch.utils", "torch.load")):
+                continue  # tensor ops on in-memory data
+            if c.method in ("float", "long", "int", "clone", "view", "reshape", "unsqueeze", "squeeze"):
+                continue
+            if isinstance(c.node.func, cst.Name) and c.node.func.value in ("len", "int", "float", "range", "tuple"):
+                continue
+            return False
+        return True
 
-def with_keyword(node: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
-    """`node` with `name=value` set: replaces an existing keyword's value, or
-    appends one keeping the call's comma style (trailing comma included)."""
-    args = list(node.args)
-    for i, a in enumerate(args):
-        if a.keyword is not None and a.keyword.value == name:
-            args[i] = a.with_changes(value=value)
-            return node.with_changes(args=args)
-    eq = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
-    new = cst.Arg(value, keyword=cst.Name(name), equal=eq)
-    space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    if not args:
-        return node.with_changes(args=[new])
-    last = args[-1]
-    if isinstance(last.comma, cst.Comma):
-        sep = args[-2].comma if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma) else space
-        args[-1] = last.with_changes(comma=sep)
-        new = new.with_changes(comma=last.comma)
-    else:
-        args[-1] = last.with_changes(comma=space)
-    return node.with_changes(args=args + [new])
+    # -- collate_fn --------------------------------------------------------------------------
 
+    def _collate(self, call: Call) -> str:
+        arg = self.argument(call, "collate_fn", COLLATE_POSITION)
+        if arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
+            return NO_COLLATE
+        value = arg.value
+        if isinstance(value, cst.Lambda):
+            return LOCAL_COLLATE
+        if isinstance(value, cst.Call):
+            c = self.facts.call_for(value)
+            if c is not None and (c.qualname == "functools.partial" or dotted_name(value.func) == "partial"):
+                if any(a.keyword is not None and "device" in a.keyword.value for a in value.args) or any(
+                        self._is_device_name(a.value) for a in value.args):
+                    return DEVICE_COLLATE
+            return UNKNOWN_COLLATE
+        name = dotted_name(value)
+        if name is None:
+            return UNKNOWN_COLLATE
+        if isinstance(value, cst.Name):
+            bs = self.facts.visible_bindings(value.value, call.site.scope)
+            if len(bs) == 1 and bs[0].kind == "def":
+                fn = self.facts.function_for_def(bs[0].target)
+                if fn is None:
+                    return UNKNOWN_COLLATE
+                if any(is_move_call(c) or c.keyword("device") is not None for c in self.helpers.calls_in(fn)):
+                    return DEVICE_COLLATE
+                if fn.scope.parent is not None and fn.scope.parent.kind != "module":
+                    return LOCAL_COLLATE
+                return CPU_COLLATE
+        return UNKNOWN_COLLATE
 
-def dataset_class(sem: Semantics, expr: Optional[cst.BaseExpression], site: Site) -> Optional[str]:
-    """The same-file class `expr` is an instance of (`ds = MyDataset(...)`)."""
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in sem.facts.classes:
-        return expr.func.value
-    name = dotted_name(expr) if expr is not None else None
-    if name is None:
+    def _is_device_name(self, expr: cst.BaseExpression) -> bool:
+        name = dotted_name(expr)
+        return bool(name and PLACING_NAME.search(name.rsplit(".", 1)[-1]))
+
+    # -- use ---------------------------------------------------------------------------------
+
+    def binding_of(self, call: Call) -> Optional[Binding]:
+        for b in self.facts.bindings:
+            if b.value is call.node and b.index is None:
+                return b
         return None
-    bindings = sem.facts.visible_bindings(name, site.scope)
-    if len(bindings) != 1 or bindings[0].value is None or bindings[0].index is not None:
-        return None
-    value = bindings[0].value
-    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in sem.facts.classes:
-        return value.func.value
-    return None
 
-
-def class_places_on_device(sem: Semantics, class_name: str) -> bool:
-    """Code in the class moves or creates tensors on a device (`.to(...)`,
-    `.cuda()`, `device=`): its items may already live on the GPU."""
-    for call in sem.facts.calls:
-        if not any(s.kind == "class" and s.name == class_name for s in call.site.scope.chain()):
-            continue
-        if call.method in ("to", "cuda") or call.keyword("device") is not None:
+    def _used(self, call: Call) -> bool:
+        """Something reads the loader: it is iterated, handed on, returned or
+        stored. A loader bound to a name that nothing reads before the name is
+        rebound is dead."""
+        stmt = call.site.stmt
+        if not isinstance(stmt, (cst.Assign, cst.AnnAssign)):
+            return True  # returned, passed on directly, in a container...
+        b = self.binding_of(call)
+        if b is None or "." in b.name:
+            return True  # stored on an object or unpacked: used elsewhere
+        later = sorted((x for x in self.facts.bindings_of(b.name) if x.site.scope is b.site.scope
+                        and x.site.order > b.site.order), key=lambda x: x.site.order)
+        end = later[0].site.order if later else None
+        for use in self.facts.uses_of(b.name):
+            if use.site.order <= b.site.order or use.site.stmt is b.site.stmt:
+                continue
+            if use.site.scope is b.site.scope and end is not None and use.site.order > end:
+                continue
             return True
-    return False
+        return False
+
+    def _batches(self, call: Call) -> str:
+        """How the loader's batches are used in this file (see LoaderInfo.batches)."""
+        b = self.binding_of(call)
+        if b is None or "." in b.name:
+            return "elsewhere"
+        sampled = handed = False
+        for use in self.facts.uses_of(b.name):
+            if use.site.order <= b.site.order or use.site.stmt is b.site.stmt:
+                continue
+            parent = use.site.parent
+            if isinstance(parent, cst.Arg):
+                outer = self.facts.call_of_arg(parent)
+                name = dotted_name(outer.node.func) if outer is not None else None
+                if name == "iter" and isinstance(self.facts.parent_of(outer.node), (cst.Arg, cst.Attribute)):
+                    sampled = True  # `next(iter(loader))`, `iter(loader).next()`
+                    continue
+                if name in ("enumerate", "tqdm", "len", "zip", "iter") or (name or "").startswith("tqdm"):
+                    continue
+                handed = True
+            elif not isinstance(parent, (cst.For, cst.Attribute)):
+                handed = True  # returned, stored, aliased
+        loops = self.iterated_in(call)
+        if handed:
+            return "elsewhere"
+        if loops:
+            return "moved" if any(self._loop_moves(s) for s in loops) else "kept"
+        return "sampled" if sampled else "elsewhere"
+
+    def _loop_moves(self, site: Site) -> bool:
+        """The `for` at `site` moves a batch to a device, or hands one to a helper
+        that does (or to code we cannot see)."""
+        node = site.stmt
+        names = {n for n in _target_names(node.target)} if isinstance(node, cst.For) else set()
+        for call in self.facts.calls:
+            if call.site.scope is not site.scope or not (site.order < call.site.order):
+                continue
+            loop = call.site.loop
+            inside = False
+            while loop is not None:
+                if loop.node is node:
+                    inside = True
+                    break
+                loop = loop.parent
+            if not inside:
+                continue
+            if is_move_call(call) or call.keyword("device") is not None:
+                return True
+            if any(dotted_name(a.value) in names or (isinstance(a.value, cst.Subscript) and
+                                                      dotted_name(a.value.value) in names) for a in call.node.args):
+                fn = self.helpers.function(call)
+                builtin = isinstance(call.node.func, cst.Name) and call.node.func.value in NON_PLACING
+                if fn is None and call.qualname is None and not builtin and self.values.model_call(call) is None \
+                        and not self.values.is_loss_call(call):
+                    return True  # handed to code we cannot see: it may move it
+                if fn is not None and self.helpers.summary(fn).moves:
+                    return True
+        return False
+
+    def iterated_in(self, call: Call) -> List[Site]:
+        """Where the loader bound by `call` is iterated by a `for` (directly or
+        through enumerate/tqdm)."""
+        b = self.binding_of(call)
+        if b is None:
+            return []
+        out = []
+        for loop in self.facts.loops:
+            node = loop.node
+            if isinstance(node, cst.For):
+                expr = node.iter
+                while isinstance(expr, cst.Call) and expr.args:
+                    expr = expr.args[0].value
+                if dotted_name(expr) == b.name:
+                    site = self.facts.site_of_statement(node)
+                    if site is not None:
+                        out.append(site)
+        return out
+
+
+def _target_names(target: cst.BaseExpression) -> List[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: List[str] = []
+        for el in target.elements:
+            out.extend(_target_names(el.value))
+        return out
+    return []

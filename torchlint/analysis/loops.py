@@ -1,56 +1,231 @@
-"""Loop questions for the loop and sync rules: where code runs every iteration
-of a hot loop (directly or in a same-file helper the loop calls), whether a
-statement sits under a periodic guard (`if step % N == 0:`), and whether the
-hot loop trains.
-"""
+"""Loops and what they do: which iterate data, which train, which run a model
+once per batch and which once per epoch, where code runs every iteration
+(directly or in a same-file helper the loop calls), and periodic guards
+(`if step % N == 0:`)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Function, Loop, Site
-from torchlint.analysis.semantics import Semantics
+from torchlint.analysis.facts import Call, Facts, Function, Loop, Site, dotted_name
+from torchlint.analysis.helpers import Helpers
+from torchlint.analysis.values import DATASET, LOADER, Values
+from torchlint.analysis.vocabulary import INFERENCE_NAME, ITER_WRAPPERS, LOADER_NAME
+
+TRAIN, INFER = "train", "infer"
+MAX_HELPER_DEPTH = 3
 
 
 @dataclass(frozen=True)
 class HotContext:
-    """Why a site runs every iteration of a hot loop."""
+    """Why a site runs every iteration of a per-batch loop."""
 
-    loop: Loop  # the outermost hot loop that drives it
-    training: bool  # that loop (or anything it calls in the file) trains
+    loop: Loop  # the per-batch (or per-step) loop that drives it
+    training: bool  # that loop trains
     via: Optional[str] = None  # the helper function name, when reached through a call
+    call: Optional[Call] = None  # that call, in the loop
+
+
+def _contains(expr: cst.CSTNode, target: cst.CSTNode) -> bool:
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if node is target:
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def _mentions(expr: cst.CSTNode, names) -> bool:
+    if not names:
+        return False
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and node.value in names:
+            return True
+        stack.extend(node.children)
+    return False
 
 
 def _has_modulo(expr: cst.CSTNode) -> bool:
-    found = []
-
-    class _V(cst.CSTVisitor):
-        def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-            if isinstance(node.operator, cst.Modulo):
-                found.append(node)
-
-    expr.visit(_V())
-    return bool(found)
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+            return True
+        stack.extend(node.children)
+    return False
 
 
 class Loops:
-    def __init__(self, sem: Semantics) -> None:
-        self.sem = sem
-        self.facts = sem.facts
-        self._training: Dict[int, bool] = {}
+    def __init__(self, facts: Facts, values: Values, helpers: Helpers) -> None:
+        self.facts = facts
+        self.values = values
+        self.helpers = helpers
+        self._calls_by_loop: Optional[Dict[int, List[Call]]] = None
+        self._memo: Dict[tuple, object] = {}
         self._helper: Dict[int, Optional[HotContext]] = {}
+        self._loop_of_node = {id(loop.node): loop for loop in facts.loops}
 
-    @classmethod
-    def of(cls, sem: Semantics) -> "Loops":
-        v = getattr(sem, "_tl_loops", None)
-        if v is None:
-            v = cls(sem)
-            sem._tl_loops = v  # type: ignore[attr-defined]
-        return v
+    def loop_for(self, node: cst.CSTNode) -> Optional[Loop]:
+        return self._loop_of_node.get(id(node))
 
-    # -- guards ------------------------------------------------------------
+    # -- what a loop holds ---------------------------------------------------------------
+
+    def calls_in(self, loop: Loop) -> List[Call]:
+        """Calls anywhere in the loop (nested loops included), in its own scope."""
+        if self._calls_by_loop is None:
+            index: Dict[int, List[Call]] = {}
+            for call in self.facts.calls:
+                current = call.site.loop
+                while current is not None:
+                    if current.scope is call.site.scope:
+                        index.setdefault(id(current.node), []).append(call)
+                    current = current.parent
+            self._calls_by_loop = index
+        return self._calls_by_loop.get(id(loop.node), [])
+
+    def own_calls(self, loop: Loop) -> List[Call]:
+        """Calls in the loop's own body, not in a nested loop."""
+        return [c for c in self.calls_in(loop) if c.site.loop is loop]
+
+    def _cached(self, key: tuple, compute):
+        if key not in self._memo:
+            self._memo[key] = False
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    def _call_trains(self, call: Call) -> bool:
+        if self.values.is_train_call(call):
+            return True
+        fn = self.helpers.function(call)
+        return fn is not None and self.helpers.summary(fn).trains
+
+    def _call_forwards(self, call: Call) -> bool:
+        mc = self.values.model_call(call)
+        if mc is not None:
+            return mc.method != "generate"  # one `generate()` per sample is not a per-batch step
+        fn = self.helpers.function(call)
+        return fn is not None and self.helpers.summary(fn).forwards
+
+    def trains(self, loop: Loop) -> bool:
+        """The loop (nested loops and same-file helpers included) trains."""
+        return self._cached(("trains", id(loop.node)), lambda: any(self._call_trains(c) for c in self.calls_in(loop)))
+
+    def forwards(self, loop: Loop) -> bool:
+        return self._cached(("fwd", id(loop.node)), lambda: any(self._call_forwards(c) for c in self.calls_in(loop)))
+
+    def is_data_loop(self, loop: Loop) -> bool:
+        """A `for` over a DataLoader, a dataset or batches (through
+        enumerate/tqdm/zip), manual batching `range(0, len(X), bs)`, or a
+        `while` that draws batches with `next(...)`."""
+        return self._cached(("data", id(loop.node)), lambda: self._data_loop(loop))
+
+    def _data_loop(self, loop: Loop) -> bool:
+        node = loop.node
+        if isinstance(node, cst.While):
+            return any(isinstance(c.node.func, cst.Name) and c.node.func.value == "next"
+                       for c in self.own_calls(loop))
+        site = self.facts.site_of_statement(node)
+        return site is not None and self.is_data_iterable(node.iter, site)
+
+    def is_data_iterable(self, expr: Optional[cst.BaseExpression], site: Site) -> bool:
+        if expr is None:
+            return False
+        if isinstance(expr, cst.Call):
+            call = self.facts.call_for(expr)
+            if call is None:
+                return False
+            kind = self.values.call_kind(call)
+            if kind in (LOADER, DATASET):
+                return True
+            name = dotted_name(expr.func) or ""
+            if name in ITER_WRAPPERS or (call.qualname or "") in ITER_WRAPPERS or (call.qualname or "").startswith("tqdm") \
+                    or name == "zip":
+                return any(self.is_data_iterable(a.value, site) for a in call.positional)
+            if name == "range" and len(call.positional) == 3:
+                stop = call.positional[1].value
+                return isinstance(stop, cst.Call) and dotted_name(stop.func) == "len"  # range(0, len(X), bs)
+            if name == "range" and len(call.positional) == 1:
+                bound = dotted_name(call.positional[0].value) or ""
+                return bool(re.search(r"batch", bound.rsplit(".", 1)[-1], re.I))  # range(num_batches)
+            if name == "iter" and call.positional:
+                return self.is_data_iterable(call.positional[0].value, site)
+            # `datamodule.test_dataloader()`, `get_loader(...)`
+            return bool(LOADER_NAME.search(name.rsplit(".", 1)[-1]))
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            name = dotted_name(expr) or ""
+            last = name.rsplit(".", 1)[-1]
+            if LOADER_NAME.search(last) or last.lower() in ("batches", "dataset") or last.lower().endswith(
+                    ("_batches", "_dataset", "_ds", "_dl", "_iter")):
+                return True
+            return self.values.expr_kind(expr, site) in (LOADER, DATASET)
+        return False
+
+    def role(self, loop: Loop) -> Optional[str]:
+        """TRAIN (it trains), INFER (it runs a model over data without training,
+        or decodes step by step in an inference function), or None."""
+        return self._cached(("role", id(loop.node)), lambda: self._role(loop))
+
+    def _role(self, loop: Loop) -> Optional[str]:
+        if self.trains(loop):
+            return TRAIN
+        if not self.forwards(loop):
+            return None
+        if self.is_data_loop(loop):
+            return INFER
+        fn = loop.scope.function
+        if fn is not None and INFERENCE_NAME.match(fn.name):
+            return INFER
+        return INFER if self._feeds_back(loop) else None
+
+    def _feeds_back(self, loop: Loop) -> bool:
+        """An autoregressive loop: a model input is rebound in the loop from the
+        model's own output (directly or through one more name)."""
+        forwards = [c for c in self.calls_in(loop) if self.values.model_call(c) is not None]
+        if not forwards:
+            return False
+        bindings = [b for b in self.facts.bindings if b.site.scope is loop.scope and loop.contains(b.site.order)
+                    and b.kind in ("assign", "augassign", "annassign") and b.value is not None]
+        outputs = {b.name for b in bindings if any(_contains(b.value, c.node) for c in forwards)}
+        for _ in range(2):
+            outputs |= {b.name for b in bindings if _mentions(b.value, outputs)}
+        for call in forwards:
+            for arg in call.node.args:
+                if isinstance(arg.value, cst.Name) and arg.value.value in outputs:
+                    return True
+        return False
+
+    def direct_hot(self, loop: Loop) -> bool:
+        """A data loop, or one whose own body (helpers included) trains or runs a model."""
+        return self._cached(("direct", id(loop.node)), lambda: self.is_data_loop(loop) or any(
+            self._call_trains(c) or self._call_forwards(c) for c in self.own_calls(loop)))
+
+    def is_epoch_loop(self, loop: Loop) -> bool:
+        """A loop around a per-batch loop (`for epoch in range(n): for x in loader:`):
+        its own statements run once per epoch."""
+        if self.is_data_loop(loop):
+            return False
+        return self._cached(("epoch", id(loop.node)), lambda: any(
+            inner is not loop and inner.scope is loop.scope and loop.contains(inner.order) and self.direct_hot(inner)
+            and (self.is_data_loop(inner) or self.trains(inner))
+            for inner in self.facts.loops))
+
+    def step_loop(self, site: Site) -> Optional[Loop]:
+        """The per-batch (or per-step) loop `site` runs in every iteration of, if
+        any: the innermost enclosing hot loop, not crossing an epoch loop."""
+        current = site.loop
+        while current is not None and current.scope is site.scope:
+            if self.is_epoch_loop(current):
+                return None
+            if self.direct_hot(current):
+                return current
+            current = current.parent
+        return None
 
     def periodic_guard(self, site: Site, loop: Optional[Loop] = None) -> bool:
         """Under an `if` whose test uses `%` (`if step % 100 == 0:`) inside the loop."""
@@ -62,91 +237,33 @@ class Loops:
                 return True
         return False
 
-    # -- training ------------------------------------------------------------
-
     def is_training_loop(self, loop: Loop) -> bool:
-        """The loop's body (nested loops and same-file helpers it calls included)
-        calls `.backward()` or `optimizer.step()`."""
-        key = id(loop.node)
-        if key not in self._training:
-            self._training[key] = False
-            self._training[key] = self._trains(loop)
-        return self._training[key]
-
-    def _trains(self, loop: Loop) -> bool:
-        for call in self.facts.calls:
-            if call.site.scope is not loop.scope or not loop.contains(call.site.order):
-                continue
-            if self._is_train_call(call):
-                return True
-            fn = self._local_function(call)
-            if fn is not None and self._function_trains(fn, set()):
-                return True
-        return False
-
-    def _is_train_call(self, call: Call) -> bool:
-        return call.method == "backward" or self.sem.is_optimizer_step(call) or call.qualname in (
-            "torch.autograd.backward", "torch.autograd.grad")
-
-    def _function_trains(self, fn: Function, seen: set) -> bool:
-        if id(fn.node) in seen:
-            return False
-        seen.add(id(fn.node))
-        for call in self.facts.calls:
-            if not any(s is fn.scope for s in call.site.scope.chain()):
-                continue
-            if self._is_train_call(call):
-                return True
-            inner = self._local_function(call)
-            if inner is not None and self._function_trains(inner, seen):
-                return True
-        return False
-
-    def _local_function(self, call: Call) -> Optional[Function]:
-        """The module-level (or enclosing) function a plain-name call resolves to."""
-        func = call.node.func
-        if not isinstance(func, cst.Name):
-            return None
-        bs = self.facts.visible_bindings(func.value, call.site.scope)
-        if len(bs) != 1 or bs[0].kind != "def":
-            return None
-        node = bs[0].target
-        for fn in self.facts.functions:
-            if fn.node is node:
-                return fn
-        return None
+        return self.trains(loop)
 
     def steps_environment(self, loop: Loop) -> bool:
         """The loop drives an environment (`env.step(action)`): online acting,
         where pulling the action to the host is inherent."""
-        for call in self.facts.calls:
-            if call.method == "step" and call.site.scope is loop.scope and loop.contains(call.site.order):
-                from torchlint.analysis.facts import dotted_name
-
-                if "env" in (dotted_name(call.receiver) or "").lower():
-                    return True
+        for call in self.calls_in(loop):
+            if call.method == "step" and "env" in (dotted_name(call.receiver) or "").lower():
+                return True
         return False
 
-    # -- hot contexts ------------------------------------------------------
+    # -- hot contexts ----------------------------------------------------------------------
 
     def hot_context(self, site: Site) -> Optional[HotContext]:
-        """How `site` runs every iteration of a hot loop, or None."""
-        loop = self.sem.hot_loop_of(site)
+        """How `site` runs every iteration of a per-batch loop, or None."""
+        loop = self.step_loop(site)
         if loop is not None:
             if self.periodic_guard(site, loop):
                 return None
-            return HotContext(loop, self.is_training_loop(loop))
-        # A helper called from a hot loop: the site is in the function's body
-        # (not under a periodic guard inside the function).
+            return HotContext(loop, self.trains(loop))
+        if site.loop is not None:
+            return None  # in a loop that is not per-batch (an epoch loop, a loop over files)
         fn_scope = site.scope.function
-        if fn_scope is None or site.scope is not fn_scope:
-            return None
-        if self.periodic_guard(site):
+        if fn_scope is None or site.scope is not fn_scope or self.periodic_guard(site):
             return None
         fn = self.facts.function_of(fn_scope)
-        if fn is None:
-            return None
-        return self._helper_context(fn, 0)
+        return self._helper_context(fn, 0) if fn is not None else None
 
     def _helper_context(self, fn: Function, depth: int) -> Optional[HotContext]:
         key = id(fn.node)
@@ -154,28 +271,22 @@ class Loops:
             return self._helper[key]
         self._helper[key] = None
         result = None
-        if depth < 3 and fn.scope.parent is not None and fn.scope.parent.kind != "class":
-            for call in self._calls_of(fn):
-                loop = self.sem.hot_loop_of(call.site)
+        if depth < MAX_HELPER_DEPTH:
+            for call in self.values.callers(fn):
+                loop = self.step_loop(call.site)
                 if loop is not None:
                     if self.periodic_guard(call.site, loop):
                         continue
-                    result = HotContext(loop, self.is_training_loop(loop), fn.name)
+                    result = HotContext(loop, self.trains(loop), fn.name, call)
                     break
+                if call.site.loop is not None:
+                    continue
                 outer_scope = call.site.scope
                 outer = self.facts.function_of(outer_scope) if outer_scope.kind == "function" else None
                 if outer is not None and not self.periodic_guard(call.site):
                     ctx = self._helper_context(outer, depth + 1)
                     if ctx is not None:
-                        result = HotContext(ctx.loop, ctx.training, fn.name)
+                        result = HotContext(ctx.loop, ctx.training, ctx.via, ctx.call)
                         break
         self._helper[key] = result
         return result
-
-    def _calls_of(self, fn: Function) -> List[Call]:
-        out = []
-        for call in self.facts.calls:
-            if isinstance(call.node.func, cst.Name) and call.node.func.value == fn.name:
-                if self._local_function(call) is fn:
-                    out.append(call)
-        return out

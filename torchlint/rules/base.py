@@ -16,8 +16,8 @@ import libcst as cst
 from torchlint.findings import Applicability
 
 if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
     from torchlint.analysis.facts import Facts
-    from torchlint.analysis.semantics import Semantics
 
 Replacement = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
 
@@ -75,15 +75,18 @@ class Rule:
 
 @dataclass
 class RuleContext:
-    """What a rule sees: the module, its facts and derived semantics, and `report`."""
+    """What a rule sees: the module, the shared analysis of it, and `report`."""
 
     module: cst.Module
-    facts: "Facts"
-    sem: "Semantics"
+    analysis: "Analysis"
     path: str
     source: str
     reports: List[Report] = field(default_factory=list)
     rule: Optional[Rule] = None
+
+    @property
+    def facts(self) -> "Facts":
+        return self.analysis.facts
 
     def report(
         self,

@@ -1,37 +1,48 @@
 """TL201 missing-no-grad."""
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Function, Loop
-from torchlint.analysis.grad import Grad
+from torchlint.analysis.facts import Call, Function
+from torchlint.analysis.helpers import root_name
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
-_TEST_FILE = re.compile(r"(^|[\\/])(test_[^\\/]*|[^\\/]*_test|conftest)\.py$|(^|[\\/])tests?[\\/]")
 
 
 class MissingNoGrad(Rule):
     """
     ## What it does
-    Flags a model forward that runs in an inference context -- after
-    `model.eval()` (until `model.train()`), inside a function named like
-    `evaluate`/`test`/`predict`/`infer`/`validate`/`generate`, or in a file
-    that runs a pretrained or checkpointed model and never calls `.backward()`
-    or `optimizer.step()` -- without `torch.no_grad()` or
-    `torch.inference_mode()`.
+    Flags a model forward that runs for inference without `torch.no_grad()`
+    or `torch.inference_mode()`:
 
-    A forward is guarded when it sits under `with torch.no_grad():`,
-    `with torch.inference_mode():`, `with torch.set_grad_enabled(False):`, in a
-    function decorated with `@torch.no_grad()` / `@torch.inference_mode()`
-    (with or without parentheses), or in a function only called from such
-    regions in the same file. Forwards whose scope computes gradients
-    (`.backward()`, `torch.autograd.grad`) are not flagged. A freshly built,
-    randomly initialised model that the file never trains is a demo, not
-    inference, and is not flagged unless an explicit context says so.
+    - in an inference pass over data: a loop over a DataLoader, a dataset or
+      batches (or a decoding loop) that runs the model and does not train;
+    - in an evaluation or prediction function (`evaluate`, `validate`,
+      `test`, `predict`, `infer`, `sample`, `generate`...) that the file calls
+      or that walks the data, or a model's own `predict`-style method;
+    - after `model.eval()` (until `.train()`) in code that runs;
+    - in a periodic evaluation inside a training loop
+      (`if step % 100 == 0: val_out = model(x_val)`) on an accelerator;
+    - in a script that never trains and runs a pretrained or checkpointed
+      model on real input;
+    - and at the call of a same-file evaluation helper
+      (`val_loss = calc_loss_loader(val_loader, model, device)`) whose
+      forwards are shared with training code.
+
+    Not flagged: forwards whose result (or anything computed from it)
+    reaches `.backward()`, `torch.autograd.grad`, an optimizer, or is
+    returned to a caller that trains; forwards already guarded (a `with`
+    block, a decorator with or without parentheses,
+    `torch.set_grad_enabled(False)`, or a function only called from guarded
+    regions, also in a file that never writes `import torch`); unit tests,
+    forward-only demos (a freshly built, randomly initialised model nobody
+    trains or loads), `__main__` smoke blocks of model modules, export and
+    benchmark code; submodule calls inside a model's `forward`; Hugging
+    Face-style `model.generate(...)`, which already runs without gradients;
+    Lightning `*_step` hooks.
 
     ## Why is this bad?
     With autograd on, every forward records a graph and keeps the
@@ -40,25 +51,32 @@ class MissingNoGrad(Rule):
 
     ## Example
     ```python
-    model.eval()
-    for x in loader:
-        preds = model(x)
+    def validate(model, loader):
+        model.eval()
+        for x, y in loader:
+            preds = model(x)
     ```
 
     ## Use instead
     ```python
-    model.eval()
-    with torch.inference_mode():
-        for x in loader:
+    @torch.no_grad()
+    def validate(model, loader):
+        model.eval()
+        for x, y in loader:
             preds = model(x)
     ```
 
     ## Fix safety
-    The fix is unsafe: tensors created under `inference_mode` cannot later
-    take part in autograd, so code after the region that does need gradients
-    through them would raise. The fix wraps the smallest enclosing loop (or
-    the statement) in `with torch.inference_mode():`, or decorates the
-    enclosing inference function with `@torch.inference_mode()`.
+    Unsafe, and offered only where the region it guards provably does not
+    need gradients: the fix decorates the evaluation function (when neither
+    it nor what it returns to its callers trains), or wraps the largest loop
+    around the forward that does not train (never an epoch loop that also
+    trains, nor a loop whose results later reach `.backward()`), or the
+    statement itself outside loops. Where every loop around the forward
+    trains, no fix is offered. In a file that trains anywhere the fix uses
+    `torch.no_grad()` (tensors made under `inference_mode` cannot later take
+    part in autograd); elsewhere `torch.inference_mode()`. A lambda gets no
+    fix (it runs later, outside any `with` around its definition).
 
     ## References
     - [torch.inference_mode](https://pytorch.org/docs/stable/generated/torch.inference_mode.html)
@@ -68,42 +86,52 @@ class MissingNoGrad(Rule):
     CODE = "TL201"
     NAME = "missing-no-grad"
     MESSAGE = "Model forward in an inference context runs with autograd on; wrap it in `torch.inference_mode()`"
-    FIX_TITLE = "Run it under `torch.inference_mode()`"
+    FIX_TITLE = "Run it without autograd"
     APPLICABILITY = Applicability.UNSAFE
 
+    _CKPT = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.load_state_dict(torch.load('m.pt'))\n"
     VALID = (
         # Guarded by a with block.
         "import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m')\n"
         "with torch.no_grad():\n    out = model(x)\n",
         # Decorator without parentheses.
-        "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\n@torch.no_grad\ndef evaluate(x):\n"
-        "    return model(x)\n",
-        # A fresh model that is never trained: a demo, not inference.
-        "import torch\nmodel = torch.nn.Linear(10, 2)\nout = model(torch.randn(1, 10))\n",
+        _CKPT + "@torch.no_grad\ndef evaluate(x):\n    return model(x)\nevaluate(1)\n",
+        # Guarded in a file that never writes `import torch` (a notebook fragment).
+        "from torch import nn\nmodel = nn.Linear(2, 2)\nmodel.eval()\nwith torch.no_grad():\n"
+        "    for x in loader:\n        y = model(x)\n",
+        # A fresh model that is never trained or loaded: a demo, not inference.
+        "import torch\nmodel = torch.nn.Linear(10, 2)\nmodel.eval()\nfor x in loader:\n    out = model(x)\n",
         # Gradients are used.
-        "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.eval()\nout = model(x)\n"
-        "out.sum().backward()\n",
+        _CKPT + "model.eval()\nout = model(x)\nout.sum().backward()\n",
+        # The result is trained on after the loop.
+        _CKPT + "model.eval()\nfeats = []\nfor x in loader:\n    feats.append(model(x))\n"
+        "torch.stack(feats).sum().backward()\n",
         # Only called from a guarded region.
-        "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\ndef evaluate(x):\n    return model(x)\n"
-        "with torch.inference_mode():\n    evaluate(1)\n",
+        _CKPT + "def evaluate(x):\n    return model(x)\nwith torch.inference_mode():\n    evaluate(1)\n",
         # Back to training before the forward.
-        "import torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.eval()\nmodel.train()\nout = model(x)\n",
+        _CKPT + "model.eval()\nmodel.train()\nout = model(x)\nopt.step()\n",
+        # A unit test.
+        "import torch\ndef test_model_runs():\n    model = torch.load('m.pt')\n    model.eval()\n"
+        "    assert model(torch.zeros(1, 2)).shape == (1, 2)\n",
+        # `generate` already runs without gradients.
+        "import torch\nfrom transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained('m')\n"
+        "for batch in loader:\n    out = model.generate(**batch)\n",
+        # A training step in the same loop.
+        _CKPT + "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor x, y in loader:\n"
+        "    loss = (model(x) - y).pow(2).mean()\n    loss.backward()\n    opt.step()\n",
     )
     INVALID = (
         Invalid(
-            "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.eval()\nfor x in data:\n"
-            "    y = model(x)\n",
-            fixed="import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.eval()\n"
-            "with torch.inference_mode():\n    for x in data:\n        y = model(x)\n",
-            line=6,
+            _CKPT + "model.eval()\nfor x in loader:\n    y = model(x)\n",
+            fixed=_CKPT + "model.eval()\nwith torch.inference_mode():\n    for x in loader:\n        y = model(x)\n",
+            line=7,
             unsafe=True,
         ),
         Invalid(
-            "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\n\ndef predict(x):\n"
-            "    a = model(x)\n    b = model(a)\n    return b\n",
-            fixed="import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\n\n@torch.inference_mode()\n"
-            "def predict(x):\n    a = model(x)\n    b = model(a)\n    return b\n",
-            line=6,
+            _CKPT + "\ndef predict(x):\n    a = model(x)\n    b = model(a)\n    return b\nprint(predict(1))\n",
+            fixed=_CKPT + "\n@torch.inference_mode()\ndef predict(x):\n    a = model(x)\n    b = model(a)\n"
+            "    return b\nprint(predict(1))\n",
+            line=7,
             unsafe=True,
         ),
         Invalid(
@@ -114,172 +142,184 @@ class MissingNoGrad(Rule):
             line=5,
             unsafe=True,
         ),
+        # validate(model, loader): `.eval()` makes the parameter a model
+        Invalid(
+            "import torch\ndef validate(model, loader):\n    model.eval()\n    total = 0\n    for x, y in loader:\n"
+            "        total += (model(x).argmax(1) == y).sum()\n    return total\n",
+            fixed="import torch\n@torch.inference_mode()\ndef validate(model, loader):\n    model.eval()\n    total = 0\n"
+            "    for x, y in loader:\n        total += (model(x).argmax(1) == y).sum()\n    return total\n",
+            line=6,
+            unsafe=True,
+        ),
+        # an evaluation loop inside a training epoch: only that loop is wrapped
+        Invalid(
+            "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "for epoch in range(3):\n    model.train()\n    for x, y in train_loader:\n"
+            "        loss = (model(x) - y).pow(2).mean()\n        loss.backward()\n        opt.step()\n"
+            "    model.eval()\n    for x, y in val_loader:\n        val = (model(x) - y).pow(2).mean()\n",
+            fixed="import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "for epoch in range(3):\n    model.train()\n    for x, y in train_loader:\n"
+            "        loss = (model(x) - y).pow(2).mean()\n        loss.backward()\n        opt.step()\n"
+            "    model.eval()\n    with torch.no_grad():\n        for x, y in val_loader:\n"
+            "            val = (model(x) - y).pow(2).mean()\n",
+            line=13,
+            unsafe=True,
+        ),
+        # every loop around it trains: reported, no fix
+        Invalid(
+            "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "for x, y in loader:\n    loss = (model(x) - y).pow(2).mean()\n    loss.backward()\n    opt.step()\n"
+            "    if step % 100 == 0:\n        model.eval()\n        val = model(x_val)\n        model.train()\n",
+            line=11,
+        ),
     )
 
     def check(self, ctx: RuleContext) -> None:
-        grad = Grad.of(ctx.sem)
+        a = ctx.analysis
         found = []
-        is_test_file = bool(_TEST_FILE.search(ctx.path.replace("\\", "/")))
         for call in ctx.facts.calls:
-            if not grad.is_model_call(call):
-                continue
-            site = call.site
-            if _is_loss(ctx, call):
-                continue  # the loss is not the model; its forward is cheap and holds no weights
-            if self._inside_module_class(ctx, call):
-                continue  # a submodule call inside a model: the caller's context decides
-            reason, eval_order = self._context(ctx, grad, call, is_test_file)
-            if reason is None:
-                continue
-            if grad.guarded(site) or self._callers_use_grad(ctx, grad, call):
-                continue
-            if eval_order is not None:
-                # Training code before `.eval()` in the same function is not this forward's.
-                if grad.grad_used_after(site.scope, eval_order):
-                    continue
-            elif grad.scope_uses_grad(site.scope):
+            mc = a.values.model_call(call)
+            if mc is None or not mc.known or mc.method == "generate":
+                continue  # `generate` (Hugging Face, nanoGPT) already runs without gradients
+            if a.roles.in_model_method(call.site) and not self._inference_method(a, call):
+                continue  # a submodule call inside a model's forward: the caller's context decides
+            reason = a.grad.inference_context(mc)
+            if reason is None or a.grad.guarded(call.site) or a.grad.grad_needed(call):
                 continue
             found.append((call, reason))
-        # One root cause, one fix: a forward whose smallest loop sits inside
-        # another reported forward's loop takes that outer loop, so the fixes
-        # converge instead of nesting `with` blocks.
-        loops = {id(c.node): self._own_loop(c) for c, _ in found}
+        found.extend(self._evaluation_helpers(ctx, {id(c.node) for c, _ in found}))
+        # One root cause, one fix: forwards that share a region share its fix.
+        regions = {id(c.node): self._region(ctx, c) for c, _ in found}
         for call, reason in found:
-            loop = loops[id(call.node)]
-            for other, _ in found:
-                outer = loops[id(other.node)]
-                if outer is not None and outer.scope is call.site.scope and outer.contains(call.site.order) and (
-                        loop is None or outer.order < loop.order):
-                    loop = outer
-            fix = self._fix(ctx, grad, call, loop)
             ctx.report(
                 call.node,
                 f"Model forward runs with autograd on in an inference context ({reason}); "
                 "wrap it in `torch.inference_mode()` or `torch.no_grad()`",
-                replacements=fix,
+                replacements=self._fix(ctx, call, regions[id(call.node)], regions),
             )
 
     @staticmethod
-    def _own_loop(call: Call) -> Optional[Loop]:
-        loop = call.site.loop
-        return loop if loop is not None and loop.scope is call.site.scope else None
+    def _inference_method(a, call: Call) -> bool:
+        """A model's own `predict`/`generate`/`sample`-style method (not `forward`)
+        that the file calls: an inference entry point."""
+        fn = a.grad.inference_function(call.site)
+        return fn is not None and fn.name != "forward" and bool(a.values.callers(fn))
 
-    # -- context -------------------------------------------------------------
+    def _evaluation_helpers(self, ctx: RuleContext, reported):
+        """Calls of a same-file helper that runs a model over a loader without
+        training (`val_loss = calc_total_loss(val_loader, model, device)`), made
+        with autograd on: the helper's forwards are shared with training code,
+        so the call is where the no-grad region belongs."""
+        a = ctx.analysis
+        out = []
+        for call in ctx.facts.calls:
+            fn = a.helpers.function(call)
+            if fn is None or a.grad.inference_function(call.site) is not None:
+                continue
+            summary = a.helpers.summary(fn)
+            if summary.trains or not summary.forwards or a.grad.decorated_no_grad(fn):
+                continue
+            if not any(a.loops.is_data_loop(l) and a.loops.forwards(l) for l in ctx.facts.loops if l.scope is fn.scope):
+                continue  # not an evaluation over data
+            if a.roles.excluded(call.site) or a.grad.guarded(call.site) or a.grad.grad_needed(call):
+                continue
+            if any(id(c.node) in reported for c in a.helpers.calls_in(fn)):
+                continue  # its forwards are reported where they run
+            if not (a.roles.does_work(call.site) or call.site.scope is ctx.facts.module_scope):
+                continue
+            out.append((call, f"the evaluation helper `{fn.name}()`"))
+        return out
 
-    @staticmethod
-    def _inside_module_class(ctx: RuleContext, call: Call) -> bool:
-        for s in call.site.scope.chain():
-            if s.kind == "class":
-                return s.name in ctx.sem.module_classes()
-        return False
+    # -- the fix: the evaluation function, or the smallest loop that does not train -------------
 
-    @staticmethod
-    def _context(ctx: RuleContext, grad: Grad, call: Call, is_test_file: bool):
-        """(reason, order of the `.eval()` call or None), or (None, None)."""
-        fn = grad.inference_function(call.site)
-        if fn is not None and _lightning_step(ctx, fn):
-            return None, None  # Lightning runs validation/test/predict steps without gradients
-        if fn is not None and not (is_test_file and fn.name.lower().startswith("test")):
-            if not any(_decorator_enables_grad(ctx, d) for d in fn.decorators):
-                return f"function `{fn.name}`", None
-        eval_order = grad.after_eval(call)
-        if eval_order is not None:
-            return "after `.eval()`", eval_order
-        if not grad.file_trains() and grad.has_trained_weights(call):
-            return "a pretrained model in a file that never trains", None
-        return None, None
-
-    @staticmethod
-    def _callers_use_grad(ctx: RuleContext, grad: Grad, call: Call) -> bool:
-        fn_scope = call.site.scope.function
-        if fn_scope is None:
-            return False
-        fn = ctx.facts.function_of(fn_scope)
-        if fn is None:
-            return False
-        for c in ctx.facts.calls:
-            if isinstance(c.node.func, cst.Name) and c.node.func.value == fn.name and grad.scope_uses_grad(c.site.scope):
-                return True
-        return False
-
-    # -- fix -----------------------------------------------------------------
-
-    def _fix(self, ctx: RuleContext, grad: Grad, call: Call, loop: Optional[Loop]):
-        alias = ctx.facts.module_alias("torch")
-        if alias is None or not any(b.kind == "import" for b in ctx.facts.visible_bindings(alias, call.site.scope)):
-            return None
-        expr = cst.parse_expression(f"{alias}.inference_mode()")
+    def _region(self, ctx: RuleContext, call: Call):
+        """What the fix wraps: ("function", fn), ("loop", loop), ("statement", line), or None."""
+        a = ctx.analysis
         site = call.site
         if site.scope.kind == "lambda":
             return None  # a lambda runs later, outside any `with` around its definition
-        fn = grad.inference_function(site)
-        if fn is not None and site.scope is fn.scope and isinstance(fn.node, cst.FunctionDef):
+        fn_scope = site.scope.function
+        fn = ctx.facts.function_of(fn_scope) if fn_scope is not None and site.scope is fn_scope else None
+        if fn is not None and isinstance(fn.node, cst.FunctionDef) and a.grad.inference_function(site) is fn \
+                and not self._region_trains(ctx, a.helpers.calls_in(fn), fn_scope, fn) \
+                and not self._returns_to_training(ctx, fn):
+            return ("function", fn)
+        loop = site.loop
+        chosen = None
+        while loop is not None and loop.scope is site.scope:
+            if self._region_trains(ctx, a.loops.calls_in(loop), site.scope, None, loop):
+                break
+            chosen = loop
+            loop = loop.parent
+        if chosen is not None:
+            # The largest enclosing loop that does not train (evaluation epochs stay whole).
+            return ("loop", chosen)
+        if site.loop is not None:
+            return None  # every loop around it trains: no region is safe
+        line = _statement_line(ctx, site.stmt)
+        return ("statement", line) if line is not None else None
+
+    def _region_trains(self, ctx: RuleContext, calls, scope, fn, loop=None) -> bool:
+        """The region computes gradients, or something it binds later does."""
+        a = ctx.analysis
+        for c in calls:
+            if a.values.is_train_call(c):
+                return True
+            helper = a.helpers.function(c)
+            if helper is not None and helper is not fn and a.helpers.summary(helper).trains:
+                return True
+        if loop is not None:
+            # Names the loop binds that reach training after it.
+            bound = {b.name for b in ctx.facts.bindings if b.site.scope is scope and loop.contains(b.site.order)}
+            for c in a.helpers.calls_in_scope(scope):
+                if c.site.order > loop.end_order and a.values.is_train_call(c) and c.receiver is not None:
+                    if root_name(c.receiver) in bound:
+                        return True
+        return False
+
+    def _returns_to_training(self, ctx: RuleContext, fn: Function) -> bool:
+        a = ctx.analysis
+        if not any(r.value is not None for r, _ in ctx.facts.returns_of(fn)):
+            return False
+        for caller in a.values.callers(fn):
+            if any(a.values.is_train_call(x) for x in a.helpers.calls_in_scope(caller.site.scope)):
+                return True
+        return False
+
+    def _fix(self, ctx: RuleContext, call: Call, region, regions):
+        if region is None:
+            return None
+        a = ctx.analysis
+        alias = ctx.facts.module_alias("torch")
+        if alias is None or not any(b.kind == "import" for b in ctx.facts.visible_bindings(alias, call.site.scope)):
+            return None
+        kind, target = region
+        # Outputs that later take part in autograd (a teacher's targets) would fail under inference mode.
+        mode = "inference_mode" if not any(a.values.is_train_call(c) for c in ctx.facts.calls) else "no_grad"
+        expr = cst.parse_expression(f"{alias}.{mode}()")
+        if kind == "function":
+            fn = target
             decorators = list(fn.node.decorators) + [cst.Decorator(expr)]
             return {fn.node: fn.node.with_changes(decorators=decorators)}
-        target = loop.node if loop is not None else _statement_line(ctx.module, site.stmt)
-        if target is None:
-            return None
-        if isinstance(target, (cst.FunctionDef, cst.ClassDef)):
-            return None
+        node = target.node if kind == "loop" else target
+        if kind == "loop":
+            # Another reported forward's region around this one: one `with`, not nested ones.
+            for other in regions.values():
+                if other is not None and other[0] == "loop" and other[1] is not target \
+                        and other[1].contains(target.order) and other[1].scope is target.scope:
+                    node = other[1].node
         with_node = cst.With(
             items=[cst.WithItem(expr)],
-            body=cst.IndentedBlock(body=[target.with_changes(leading_lines=[])]),
-            leading_lines=target.leading_lines,
+            body=cst.IndentedBlock(body=[node.with_changes(leading_lines=[])]),
+            leading_lines=node.leading_lines,
         )
-        return {target: with_node}
+        return {node: with_node}
 
 
-def _lightning_step(ctx: RuleContext, fn: Function) -> bool:
-    parent = fn.scope.parent
-    if parent is None or parent.kind != "class" or not fn.name.endswith("_step"):
-        return False
-    info = ctx.facts.classes.get(parent.name)
-    if info is None:
-        return False
-    for base in info.bases:
-        q = ctx.facts.qualname(base) or ""
-        if q.startswith(("lightning", "pytorch_lightning")):
-            return True
-    return False
-
-
-def _is_loss(ctx: RuleContext, call: Call) -> bool:
-    func = call.node.func
-    q = ctx.facts.qualname(func)
-    if q is None and isinstance(func, (cst.Name, cst.Attribute)):
-        from torchlint.analysis.facts import dotted_name
-
-        name = dotted_name(func)
-        values = [b.value for b in ctx.facts.visible_bindings(name, call.site.scope) if b.value is not None] if name else []
-        qs = [ctx.facts.qualname(v.func) for v in values if isinstance(v, cst.Call)]
-        return bool(qs) and all(x is not None and x.startswith("torch.nn.") and x.endswith("Loss") for x in qs)
-    return bool(q and q.startswith("torch.nn.") and q.endswith("Loss"))
-
-
-def _decorator_enables_grad(ctx: RuleContext, d: cst.Decorator) -> bool:
-    target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
-    return ctx.facts.qualname(target) in ("torch.enable_grad", "torch.autograd.enable_grad")
-
-
-def _statement_line(module: cst.Module, stmt: Optional[cst.CSTNode]):
-    """The line-level statement holding `stmt` (a SimpleStatementLine with that
-    one small statement, or the compound statement itself)."""
-    if stmt is None:
-        return None
-    if isinstance(stmt, cst.BaseCompoundStatement):
-        return stmt
-    found = []
-
-    class _Find(cst.CSTVisitor):
-        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-            if any(s is stmt for s in node.body):
-                found.append(node)
-            return False
-
-        def visit_FunctionDef(self, node):  # keep walking into bodies
-            return True
-
-    module.visit(_Find())
-    if found and len(found[0].body) == 1:
-        return found[0]
+def _statement_line(ctx: RuleContext, stmt) -> Optional[cst.SimpleStatementLine]:
+    """The line holding the small statement `stmt`, when it holds only that."""
+    site = ctx.facts.site_of_statement(stmt) if stmt is not None else None
+    line = site.parent if site is not None else None
+    if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+        return line
     return None

@@ -6,17 +6,15 @@ from typing import Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call
-from torchlint.analysis.loaders import loader_calls
-from torchlint.analysis.semantics import TENSOR_FACTORIES
+from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.helpers import root_name
+from torchlint.analysis.vocabulary import ALLOCATING_FACTORIES, BENCHMARK_NAME, DATALOADER, ONLINE_PACKAGES
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
 _BATCH_NAME = re.compile(r"^(.*_)?(batch_?size|bs|batch)$", re.I)
 _BATCH_OPTION = re.compile(r"^-{1,2}(.*[-_])?(batch[-_]?size|bs)$", re.I)
 _BATCH_KEY = re.compile(r"^(.*[-_])?(batch[-_]?size|bs)$", re.I)
 _CONFIG_CLASS = re.compile(r"(Config|Cfg|Args|Arguments|Params|Hparams|HParams|Settings|Options)$")
-# Online, one-observation-at-a-time code (RL acting): a batch of one is inherent.
-_ONLINE_MODULES = ("gym", "gymnasium", "stable_baselines3", "pettingzoo")
 
 
 def _is_one(node: Optional[cst.BaseExpression]) -> bool:
@@ -26,14 +24,27 @@ def _is_one(node: Optional[cst.BaseExpression]) -> bool:
 class BatchSizeOne(Rule):
     """
     ## What it does
-    Flags a batch size of one: `DataLoader(batch_size=1)`, a name such as
-    `batch_size`/`bs`/`batch` bound to the literal `1` that feeds a
-    `batch_size=` argument or the leading dimension of tensors built in a hot
-    loop, or an argparse option like `--batch-size` whose default is `1`.
+    Flags a batch size of one that feeds real work: `DataLoader(batch_size=1)`
+    (or `batch_size=<name>` with that name bound to `1`) whose loader a
+    training loop or an inference pass iterates (or that is handed on); a name
+    such as `batch_size`/`bs` bound to `1` that is the leading dimension of
+    tensors a training loop builds, or that is handed to a data loader
+    builder; a `*batch_size=1` keyword given to a data module or loader
+    builder; an argparse option like `--batch-size` whose default is `1`; and
+    config defaults (`{"batch_size": 1}`, a `*Config` class attribute).
 
-    Not flagged: a project-local class or function whose `batch_size`
-    parameter defaults to 1, and online code that inherently handles one
-    sample at a time (reinforcement-learning acting with `gym`/`gymnasium`).
+    Where a name is bound to `1`, the finding is at the `batch_size=`
+    argument of the DataLoader it feeds (where the batch size takes effect).
+
+    Not flagged: loaders that are never iterated (or overwritten before
+    use); an evaluation loop that takes each batch apart as one sample
+    (`x[0]`, `x.squeeze(0)`, `x.item()`, beam search's `x.expand(k, ...)`)
+    or that evaluates with batch 1 in a file that trains with larger batches
+    (variable-size inputs that cannot be stacked); export, latency benchmark
+    and model summary code; unit tests; a project-local class or function
+    whose `batch_size` parameter defaults to 1; online code that inherently
+    handles one sample at a time (reinforcement-learning acting with
+    `gym`/`gymnasium`). A training loop with batch 1 is always reported.
 
     ## Why is this bad?
     Each step launches the same kernels for one sample as it would for a
@@ -46,6 +57,7 @@ class BatchSizeOne(Rule):
     for step in range(steps):
         x = torch.randn(batch_size, 512, device=device)
         loss = model(x).sum()
+        loss.backward()
     ```
 
     ## Use instead
@@ -65,8 +77,9 @@ class BatchSizeOne(Rule):
     NAME = "batch-size-one"
     MESSAGE = "Batch size of 1 leaves the GPU mostly idle; use a larger batch (e.g. 32-256)"
 
+    _TRAIN = "for x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"
     VALID = (
-        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32)\n",
+        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32)\n" + _TRAIN,
         "class Runner:\n    def __init__(self, batch_size=1):\n        self.batch_size = batch_size\n",
         "import torch\nbatch_size = 1\nprint(batch_size)\n",
         "import gym\nimport torch\nbatch_size = 1\nfor step in range(10):\n"
@@ -74,36 +87,79 @@ class BatchSizeOne(Rule):
         "import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs', default=1)\n",
         "config = {'batch_size': 64, 'epochs': 1}\n",
         "class Policy:\n    batch_size = 1\n",
+        # a loader that is never iterated
+        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=1)\nprint(len(ds))\n",
+        # beam search: each batch is one image, taken apart on purpose
+        "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(test_ds, batch_size=1)\n"
+        "for image, caps in loader:\n    enc = encoder(image)\n    enc = image.expand(5, 3, 256, 256)\n"
+        "    seqs = beam_search(decoder, enc)\n",
+        # evaluation with batch 1 beside training with larger batches (variable-size images)
+        "from torch.utils.data import DataLoader\ntrain = DataLoader(train_ds, batch_size=16)\n"
+        "test = DataLoader(test_ds, batch_size=1)\nfor x, y in train:\n    crit(model(x), y).backward()\n"
+        "for x, y in test:\n    mae = abs(model(x).sum() - y.sum())\n",
+        # export: the batch dimension of a traced graph
+        "import torch\ndef export_onnx(path, batch_size=1):\n    dummy = torch.zeros(batch_size, 3)\n"
+        "    torch.onnx.export(model, dummy, path)\nexport_onnx('m.onnx', batch_size=1)\n",
+        # a unit test
+        "import unittest\nfrom torch.utils.data import DataLoader\nclass LoaderTest(unittest.TestCase):\n"
+        "    def test_loader(self):\n        loader = DataLoader(ds, batch_size=1)\n"
+        "        for x, y in loader:\n            self.assertTrue(crit(model(x), y) >= 0)\n",
     )
     INVALID = (
-        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=1)\n", line=2),
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=1)\n" + _TRAIN, line=2),
         Invalid(
             "import torch\nbatch_size = 1\nfor step in range(10):\n    x = torch.randn(batch_size, 4)\n"
             "    loss = model(x)\n    loss.backward()\n",
+            line=2,
+        ),
+        # a name bound to 1 fed to the loader: reported where it takes effect
+        Invalid(
+            "from torch.utils.data import DataLoader\nBATCH_SIZE = 1\nloader = DataLoader(ds, batch_size=BATCH_SIZE)\n"
+            + _TRAIN,
+            line=3,
+        ),
+        # a training loop that takes each batch apart: still batch 1 for training
+        Invalid(
+            "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=1)\nfor lines, _ in loader:\n"
+            "    loss = train_step(lines[0])\n    loss.backward()\n",
             line=2,
         ),
         Invalid("config = {'lr': 0.1, 'batch_size': 1}\n", line=1),
         Invalid("from dataclasses import dataclass\n@dataclass\nclass TrainConfig:\n    batch_size: int = 1\n", line=4),
         Invalid("import argparse\np = argparse.ArgumentParser()\np.add_argument('--batch-size', type=int, default=1)\n",
                 line=3),
+        Invalid("from mypkg import MovingMNISTDataModule\ndm = MovingMNISTDataModule(root='d', eval_batch_size=1)\n",
+                line=2),
     )
 
     def check(self, ctx: RuleContext) -> None:
+        a = ctx.analysis
         reported = set()
+        online = any(v.split(".")[0] in ONLINE_PACKAGES for v in ctx.facts.aliases.values())
 
-        def report(node: cst.CSTNode, how: str) -> None:
-            if id(node) not in reported:
-                reported.add(id(node))
-                ctx.report(node, f"Batch size of 1 ({how}) leaves the GPU mostly idle; use a larger batch (e.g. 32-256)")
+        def report(node: cst.CSTNode, how: str, site) -> None:
+            if id(node) in reported or a.roles.excluded(site):
+                return
+            reported.add(id(node))
+            ctx.report(node, f"Batch size of 1 ({how}) leaves the GPU mostly idle; use a larger batch (e.g. 32-256)")
 
-        for call in loader_calls(ctx.sem):
+        trains_batched = self._trains_with_larger_batches(ctx)
+        for call in a.loaders.calls():
             kw = call.keyword("batch_size")
-            if kw is not None and _is_one(kw.value):
-                report(kw.value, "`DataLoader(batch_size=1)`")
-        online = any(v.split(".")[0] in _ONLINE_MODULES for v in ctx.facts.aliases.values())
+            if kw is None:
+                continue
+            if _is_one(kw.value):
+                if self._feeds_work(ctx, call, trains_batched):
+                    report(kw.value, "`DataLoader(batch_size=1)`", call.site)
+            elif isinstance(kw.value, cst.Name):
+                one = self._bound_to_one(ctx, kw.value, call.site)
+                if one is not None and self._feeds_work(ctx, call, trains_batched):
+                    report(kw.value, f"`{kw.value.value} = 1` fed to `DataLoader(batch_size=...)`", call.site)
         for call in ctx.facts.calls:
             if call.method == "add_argument":
                 self._argparse(call, report)
+            elif call.qualname not in DATALOADER:
+                self._keyword_config(ctx, call, report)
         self._config_dicts(ctx, report)
         for b in ctx.facts.bindings:
             if b.kind not in ("assign", "annassign") or b.index is not None or not _is_one(b.value):
@@ -113,67 +169,134 @@ class BatchSizeOne(Rule):
                 continue
             if b.site.scope.kind == "class":
                 if _CONFIG_CLASS.search(b.site.scope.name):
-                    report(b.value, "a config default")
+                    report(b.value, "a config default", b.site)
                 continue
             if len(ctx.facts.visible_bindings(b.name, b.site.scope)) != 1:
                 continue  # rebound somewhere: can't tell which value reaches
-            how = self._feeds(ctx, b, online)
-            if how:
-                report(b.value, how)
+            if not online and self._leads_hot_tensors(ctx, b):
+                report(b.value, "the leading dimension of tensors built in a training loop", b.site)
+            elif self._passed_to_loader_builder(ctx, b):
+                report(b.value, "passed to a data loader builder", b.site)
+
+    # -- where the batch size goes ---------------------------------------------------------
+
+    @staticmethod
+    def _bound_to_one(ctx: RuleContext, name: cst.Name, site):
+        bs = ctx.analysis.values.bindings_for(name.value, site)
+        if len(bs) == 1 and bs[0].kind in ("assign", "annassign") and bs[0].index is None and _is_one(bs[0].value):
+            return bs[0]
+        return None
+
+    def _feeds_work(self, ctx: RuleContext, loader, trains_batched: bool) -> bool:
+        """The loader is used, and not as a one-sample-at-a-time evaluation: an
+        evaluation loop does not take its batches apart as single samples (`x[0]`,
+        `x.squeeze(0)`, `x.item()`, `x.expand(k, ...)` for beam search), and a file
+        that trains with larger batches does not merely evaluate with batch 1
+        (variable-size inputs). A training loop with batch 1 is always reported."""
+        a = ctx.analysis
+        info = a.loaders.info(loader)
+        if not info.used:
+            return False
+        loops = [a.loops.loop_for(s.stmt) for s in a.loaders.iterated_in(loader)]
+        loops = [l for l in loops if l is not None]
+        if not loops:
+            return True  # handed on: used elsewhere
+        for loop in loops:
+            if not a.loops.trains(loop) and self._per_sample(ctx, loop):
+                return False  # evaluation one sample at a time by design (beam search, variable sizes)
+        if all(not a.loops.trains(l) for l in loops) and trains_batched:
+            return False
+        return any(a.loops.role(l) is not None for l in loops)
+
+    @staticmethod
+    def _per_sample(ctx: RuleContext, loop) -> bool:
+        names = set(loop.targets)
+        for call in ctx.analysis.loops.calls_in(loop):
+            recv = root_name(call.receiver) if call.receiver is not None else None
+            if recv in names and call.method in ("squeeze", "item", "expand", "numpy") and (
+                    call.method != "squeeze" or call.node.args):
+                return True
+        for use in ctx.facts.uses:
+            if use.node.value in names and loop.contains(use.site.order) and isinstance(use.site.parent, cst.Subscript):
+                sub = use.site.parent
+                if len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index) and \
+                        isinstance(sub.slice[0].slice.value, cst.Integer) and sub.slice[0].slice.value.value == "0":
+                    return True
+        return False
+
+    @staticmethod
+    def _trains_with_larger_batches(ctx: RuleContext) -> bool:
+        a = ctx.analysis
+        for call in a.loaders.calls():
+            kw = call.keyword("batch_size")
+            if kw is not None and not _is_one(kw.value):
+                if any(a.loops.trains(l) for l in (a.loops.loop_for(s.stmt) for s in a.loaders.iterated_in(call))
+                       if l is not None):
+                    return True
+        return False
+
+    @staticmethod
+    def _leads_hot_tensors(ctx: RuleContext, b) -> bool:
+        """`batch_size = 1` is the leading dimension of tensors a training loop builds."""
+        a = ctx.analysis
+        for use in ctx.facts.uses_of(b.name):
+            if ctx.facts.visible_bindings(b.name, use.site.scope) != [b]:
+                continue
+            parent = use.site.parent
+            if isinstance(parent, cst.Arg) and parent.value is use.node and parent.keyword is None:
+                call = ctx.facts.call_of_arg(parent)
+                if call is not None and call.qualname in ALLOCATING_FACTORIES and call.positional \
+                        and call.positional[0] is parent:
+                    loop = a.roles.work_loop(call.site)
+                    if loop is not None and a.loops.trains(loop):
+                        return True
+        return False
+
+    @staticmethod
+    def _passed_to_loader_builder(ctx: RuleContext, b) -> bool:
+        """`train_batch_size = 1` handed to something that builds loaders
+        (`MovingMNISTDataLoaders(train_batch_size, ...)`)."""
+        for use in ctx.facts.uses_of(b.name):
+            parent = use.site.parent
+            if isinstance(parent, cst.Arg) and parent.value is use.node:
+                call = ctx.facts.call_of_arg(parent)
+                name = (dotted_name(call.node.func) or "") if call is not None else ""
+                if re.search(r"(data_?loader|datamodule)", name, re.I) and call.qualname not in DATALOADER:
+                    return True
+        return False
+
+    @staticmethod
+    def _keyword_config(ctx: RuleContext, call, report) -> None:
+        """`Datamodule(eval_batch_size=1)`: a batch-size keyword of 1 handed to a
+        data module or loader builder."""
+        name = dotted_name(call.node.func) or ""
+        if not re.search(r"(data|loader|module|dataset)", name, re.I) or BENCHMARK_NAME.search(name):
+            return
+        for arg in call.node.args:
+            if arg.keyword is not None and _BATCH_KEY.match(arg.keyword.value) and _is_one(arg.value):
+                report(arg.value, f"`{arg.keyword.value}=1`", call.site)
 
     @staticmethod
     def _config_dicts(ctx: RuleContext, report) -> None:
         """`{"batch_size": 1}` and `dict(batch_size=1)` literals."""
-        found = []
         for string, site in ctx.facts.strings:  # dict keys, from the facts: no extra walk
             parent = site.parent
             if isinstance(parent, cst.DictElement) and parent.key is string and _is_one(parent.value):
                 name = string.evaluated_value
                 if isinstance(name, str) and _BATCH_KEY.match(name):
-                    found.append(parent.value)
+                    report(parent.value, "a config default", site)
         for call in ctx.facts.calls:
             if isinstance(call.node.func, cst.Name) and call.node.func.value == "dict" \
                     and not ctx.facts.bindings_of("dict"):
                 for arg in call.node.args:
                     if arg.keyword is not None and _BATCH_KEY.match(arg.keyword.value) and _is_one(arg.value):
-                        found.append(arg.value)
-        for value in found:
-            report(value, "a config default")
+                        report(arg.value, "a config default", call.site)
 
     @staticmethod
-    def _argparse(call: Call, report) -> None:
+    def _argparse(call, report) -> None:
         names = [a.value for a in call.positional if isinstance(a.value, cst.SimpleString)]
         if not any(_BATCH_OPTION.match(str(n.evaluated_value)) for n in names):
             return
         kw = call.keyword("default")
         if kw is not None and _is_one(kw.value):
-            report(kw.value, "an argparse default")
-
-    @staticmethod
-    def _feeds(ctx: RuleContext, b: Binding, online: bool) -> Optional[str]:
-        for use in ctx.facts.uses_of(b.name):
-            if use.site.scope is not b.site.scope and b.site.scope.kind != "module":
-                continue
-            if ctx.facts.visible_bindings(b.name, use.site.scope) != [b]:
-                continue
-            parent = use.site.parent
-            if isinstance(parent, cst.Arg) and parent.value is use.node:
-                call = _call_of_arg(ctx, use.site.order, parent)
-                if call is None:
-                    continue
-                if parent.keyword is not None and parent.keyword.value == "batch_size":
-                    if call.qualname is None and isinstance(call.node.func, cst.Name) and \
-                            call.node.func.value in ctx.facts.classes:
-                        continue  # a project-local class
-                    return "fed to `batch_size=`"
-                if (not online and call.qualname in TENSOR_FACTORIES and call.positional
-                        and call.positional[0] is parent and ctx.sem.hot_loop_of(call.site) is not None):
-                    return "the leading dimension of tensors built in a hot loop"
-        return None
-
-
-def _call_of_arg(ctx: RuleContext, order: int, arg: cst.Arg) -> Optional[Call]:
-    for call in ctx.facts.calls:
-        if any(a is arg for a in call.node.args):
-            return call
-    return None
+            report(kw.value, "an argparse default", call.site)

@@ -3,29 +3,28 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.loaders import (
-    class_places_on_device,
-    dataset_class,
-    dataset_expr,
-    loader_calls,
-    tensor_dataset_call,
-    with_keyword,
-)
-from torchlint.analysis.tensors import TENSOR, Tensors
+from torchlint.analysis.loaders import CPU_COLLATE, NO_COLLATE, PIN_MEMORY_POSITION, PLACES
+from torchlint.rules.nodes import with_keyword
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
-# DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, ...)
-_PIN_MEMORY_POSITION = 7
 
 
 class LoaderNoPinMemory(Rule):
     """
     ## What it does
-    Flags a `torch.utils.data.DataLoader` built without `pin_memory=True` in a
-    file where a device is in play. Calls passing `**kwargs` that could carry
-    `pin_memory`, and loaders over a `TensorDataset` of tensors already on the
-    device (which cannot be pinned), are not flagged.
+    Flags a `torch.utils.data.DataLoader` built without `pin_memory=True` (or
+    an expression that could enable it) whose batches are copied to a CUDA
+    device: the file puts something on an accelerator, and the loader's
+    batches are moved to the device in this file (or the loader is handed on,
+    returned or stored, to be used elsewhere).
+
+    Not flagged: loaders whose `collate_fn` we cannot see into, or that
+    places batches on the device itself (pinning a CUDA tensor raises),
+    datasets whose items are already on the device, loaders iterated here
+    whose batches are never moved to the device, loaders that are never used,
+    calls passing `**kwargs` that could carry `pin_memory`, TPU/XLA code
+    (pinned memory is CUDA advice), unit tests, export and benchmark code.
 
     ## Why is this bad?
     Batches in pageable host memory are first copied by the driver into a
@@ -41,13 +40,15 @@ class LoaderNoPinMemory(Rule):
 
     ## Use instead
     ```python
-    loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)
+    loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=torch.cuda.is_available())
     ```
 
     ## Fix safety
-    The fix is safe: pinning changes where host batches live, not their
-    values. On a machine without an accelerator PyTorch ignores it with a
-    warning.
+    Safe: it adds `pin_memory=torch.cuda.is_available()` (or sets an explicit
+    `pin_memory=False` to it), which pins where a GPU exists and changes
+    nothing, without a warning, on a machine without one. Pinning changes
+    where host batches live, not their values. It needs `torch` imported as
+    a module; otherwise no fix is offered.
 
     ## References
     - [torch.utils.data: memory pinning](https://pytorch.org/docs/stable/data.html#memory-pinning)
@@ -57,54 +58,105 @@ class LoaderNoPinMemory(Rule):
     CODE = "TL303"
     NAME = "loader-no-pin-memory"
     MESSAGE = "DataLoader without `pin_memory=True`: host-to-device copies go through pageable memory"
-    FIX_TITLE = "Add `pin_memory=True`"
+    FIX_TITLE = "Add `pin_memory=torch.cuda.is_available()`"
     APPLICABILITY = Applicability.SAFE
     REQUIRES_DEVICE = True
 
+    _LOOP = "for x, y in loader:\n    out = model(x.cuda())\n"
     VALID = (
-        "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=True)\nx.cuda()\n",
-        "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n",
-        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, **cfg)\nx.cuda()\n",
+        "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=True)\n" + _LOOP,
+        "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\nfor x, y in loader:\n    out = model(x)\n",
+        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, **cfg)\n" + _LOOP,
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
-        "ds = TensorDataset(torch.randn(8, 2, device='cuda'))\nloader = DataLoader(ds)\n",
-        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=flag)\nx.cuda()\n",
+        "ds = TensorDataset(torch.randn(8, 2, device='cuda'))\nloader = DataLoader(ds)\nfor (x,) in loader:\n    out = model(x)\n",
+        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=flag)\n" + _LOOP,
         # A dataset whose items are already on the GPU cannot be pinned.
         "from torch.utils.data import DataLoader, Dataset\nclass D(Dataset):\n    def __getitem__(self, i):\n"
-        "        return self.x[i].to('cuda')\nloader = DataLoader(D())\n",
+        "        return self.x[i].to('cuda')\nloader = DataLoader(D())\nfor x in loader:\n    out = model(x)\n",
+        # A collate_fn that returns device tensors (pinning them raises).
+        "import torch\nfrom functools import partial\nfrom torch.utils.data import DataLoader\n"
+        "loader = DataLoader(ds, collate_fn=partial(collate, device=device))\nfor x, y in loader:\n    out = model(x)\n",
+        # A collate_fn we cannot see into.
+        "import torch\nfrom torch.utils.data import DataLoader\nfrom mypkg import collate\n"
+        "loader = DataLoader(ds, collate_fn=collate)\n" + _LOOP,
+        # Batches that never go to the device (strings turned into tensors elsewhere).
+        "import torch\nfrom torch.utils.data import DataLoader\nmodel = Net().cuda()\nloader = DataLoader(texts)\n"
+        "for lines in loader:\n    print(len(lines))\n",
+        # TPU/XLA
+        "import torch\nimport torch_xla.core.xla_model as xm\nfrom torch.utils.data import DataLoader\n"
+        "loader = DataLoader(ds)\nfor x, y in loader:\n    out = model(x.to(xm.xla_device()))\n",
     )
     INVALID = (
         Invalid(
-            "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\nx.cuda()\n",
-            fixed="from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8, pin_memory=True)\nx.cuda()\n",
-            line=2,
+            "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n" + _LOOP,
+            fixed="import torch\nfrom torch.utils.data import DataLoader\n"
+            "loader = DataLoader(ds, batch_size=8, pin_memory=torch.cuda.is_available())\n" + _LOOP,
+            line=3,
         ),
         Invalid(
-            "from torch.utils.data import DataLoader as DL\nloader = DL(\n    ds,\n    batch_size=8,\n)\nx.cuda()\n",
-            fixed="from torch.utils.data import DataLoader as DL\nloader = DL(\n    ds,\n    batch_size=8,\n    pin_memory=True,\n)\n"
-            "x.cuda()\n",
-            line=2,
+            "import torch\nfrom torch.utils.data import DataLoader as DL\nloader = DL(\n    ds,\n    batch_size=8,\n)\n"
+            + _LOOP,
+            fixed="import torch\nfrom torch.utils.data import DataLoader as DL\nloader = DL(\n    ds,\n    batch_size=8,\n"
+            "    pin_memory=torch.cuda.is_available(),\n)\n" + _LOOP,
+            line=3,
         ),
         Invalid(
-            "from torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=False)\nx.cuda()\n",
-            fixed="from torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=True)\nx.cuda()\n",
+            "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(\n    ds,\n    batch_size=8\n)\n"
+            + _LOOP,
+            fixed="import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(\n    ds,\n    batch_size=8,\n"
+            "    pin_memory=torch.cuda.is_available()\n)\n" + _LOOP,
+            line=3,
+        ),
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=False)\n" + _LOOP,
+            fixed="import torch\nfrom torch.utils.data import DataLoader\n"
+            "loader = DataLoader(ds, pin_memory=torch.cuda.is_available())\n" + _LOOP,
+            line=3,
+        ),
+        # a loader handed on (built in a data module): used elsewhere
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader\ndef get_loader(ds):\n    return DataLoader(ds)\n"
+            "x = torch.zeros(1).cuda()\n",
+            fixed="import torch\nfrom torch.utils.data import DataLoader\ndef get_loader(ds):\n"
+            "    return DataLoader(ds, pin_memory=torch.cuda.is_available())\nx = torch.zeros(1).cuda()\n",
+            line=4,
+        ),
+        # no `import torch`: reported, no fix
+        Invalid(
+            "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n" + _LOOP,
             line=2,
         ),
     )
 
     def check(self, ctx: RuleContext) -> None:
-        tensors = Tensors.of(ctx.sem)
-        for call in loader_calls(ctx.sem):
-            if call.has_star_kwargs or any(a.star for a in call.node.args):
+        a = ctx.analysis
+        if a.places.xla:
+            return  # TPU/XLA: pinned host memory is CUDA advice
+        for call in a.loaders.calls():
+            if call.has_star_kwargs or any(arg.star for arg in call.node.args):
                 continue
-            if len(call.positional) > _PIN_MEMORY_POSITION:
+            if len(call.positional) > PIN_MEMORY_POSITION:
                 continue
             kw = call.keyword("pin_memory")
             if kw is not None and not (isinstance(kw.value, cst.Name) and kw.value.value == "False"):
                 continue
-            cls = dataset_class(ctx.sem, dataset_expr(call), call.site)
-            if cls is not None and class_places_on_device(ctx.sem, cls):
-                continue  # items may already be on the device: pinning them would fail
-            td = tensor_dataset_call(ctx.sem, dataset_expr(call), call.site)
-            if td is not None and any(tensors.place(a.value, call.site) == TENSOR for a in td.args):
-                continue  # device tensors cannot be pinned
-            ctx.report(call.node, replacements={call.node: with_keyword(call.node, "pin_memory", cst.Name("True"))})
+            if a.roles.excluded(call.site):
+                continue
+            info = a.loaders.info(call)
+            if not info.used or info.dataset == PLACES:
+                continue  # unused, or items already on the device (pinning them would fail)
+            if info.batches == "kept":
+                continue  # iterated here and never copied to the device: nothing to pin for
+            if info.collate not in (NO_COLLATE, CPU_COLLATE):
+                continue  # a collate_fn whose output device we cannot see, or that places batches
+            ctx.report(call.node, replacements=self._fix(ctx, call))
+
+    @staticmethod
+    def _fix(ctx: RuleContext, call):
+        """`pin_memory=torch.cuda.is_available()`: pinned where a GPU exists,
+        and no warning on a machine without one."""
+        torch = ctx.facts.module_alias("torch")
+        if torch is None or not any(b.kind == "import" for b in ctx.facts.visible_bindings(torch, call.site.scope)):
+            return None
+        value = cst.parse_expression(f"{torch}.cuda.is_available()")
+        return {call.node: with_keyword(call.node, "pin_memory", value)}

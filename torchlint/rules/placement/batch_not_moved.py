@@ -5,8 +5,9 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Loop
-from torchlint.analysis.placement import USE_ARG, USE_MOVE, placement
+from torchlint.analysis.facts import Loop, dotted_name
+from torchlint.analysis.helpers import root_name
+from torchlint.analysis.places import CPU, DEVICE
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
@@ -14,30 +15,36 @@ from torchlint.rules.base import Invalid, Rule, RuleContext
 class BatchNotMoved(Rule):
     """
     ## What it does
-    In a loop over a `DataLoader` (also through `enumerate` / `tqdm`), flags
-    batch variables (tuple elements, a dict batch passed as `model(**batch)`,
-    `batch[i]`) that reach a model or a loss without being moved to the
-    device first, in a file that uses a device. One finding per loop, at the
-    first such use, naming every unmoved variable.
+    In a loop over a `DataLoader` (also through `enumerate` / `tqdm`), or
+    after `x, y = next(iter(loader))`, flags batch variables (tuple elements,
+    a dict batch passed as `model(**batch)`, `batch[i]`, names unpacked from
+    a batch) that are still on the CPU where they meet a model that is on the
+    device at that point, or a tensor on the device in a loss, a torch op or
+    arithmetic (`abs(pred - target)`). One finding per loop, at the first
+    such use, naming every unmoved variable.
 
-    Batches that go through a helper (`batch = to_device(batch)`), loaders
-    prepared by `accelerator.prepare` / Lightning / Fabric, project-local
-    loader classes and datasets that already live on the device are not
-    flagged.
+    Not flagged: batches moved by a same-file helper they are handed to (its
+    body is read: `calc_loss(batch, model, device)` that moves its argument),
+    or handed to code we cannot see (`to_device(batch)`), loaders with a
+    custom `collate_fn` or a dataset that places its items, loaders prepared
+    by `accelerator.prepare` / Lightning / Fabric, and models that are not on
+    the device at that point (a CPU check before the move, an RPC proxy).
 
     ## Why is this bad?
-    A `DataLoader` yields CPU tensors. Fed to a model on the GPU they fail
-    with a device mismatch; fed to a model left on the CPU to match, they keep
-    the whole training loop off the GPU.
+    A `DataLoader` yields CPU tensors. Fed to a model on the GPU (or combined
+    with its output) they fail with "Expected all tensors to be on the same
+    device".
 
     ## Example
     ```python
+    model = Net().to(device)
     for inputs, targets in loader:
         loss = criterion(model(inputs), targets)
     ```
 
     ## Use instead
     ```python
+    model = Net().to(device)
     for inputs, targets in loader:
         inputs, targets = inputs.to(device), targets.to(device)
         loss = criterion(model(inputs), targets)
@@ -46,9 +53,12 @@ class BatchNotMoved(Rule):
     ## Fix safety
     Safe, offered where a device variable is in scope: one statement moving
     every unmoved batch variable is inserted as the loop body's first
-    statement (`x, y = x.to(device), y.to(device)`, or
-    `batch = {k: v.to(device) for k, v in batch.items()}` for a dict batch).
-    No fix is offered for batches indexed by position or unpacked later.
+    statement (or right after `next(...)`): `x, y = x.to(device), y.to(device)`,
+    or for a dict batch
+    `batch = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}`
+    (non-tensor values such as lists of strings stay as they are). No fix is
+    offered for batches reached through `batch[i]` or unpacked later, or when
+    a moved variable is later handed to NumPy (`.numpy()` needs host memory).
 
     ## References
     - [PyTorch: data loading and `pin_memory`](https://pytorch.org/docs/stable/data.html#memory-pinning)
@@ -56,7 +66,7 @@ class BatchNotMoved(Rule):
 
     CODE = "TL103"
     NAME = "batch-not-moved"
-    MESSAGE = "Batch {names} from the loader reach{s} the model without being moved to the device"
+    MESSAGE = "Batch {names} from the loader reach{s} the model (or a tensor) on the device without being moved"
     FIX_TITLE = "Move the batch to the device at the top of the loop"
     APPLICABILITY = Applicability.SAFE
     REQUIRES_DEVICE = True
@@ -71,6 +81,9 @@ class BatchNotMoved(Rule):
         # a helper moves it
         _PRE + "for batch in loader:\n    batch = to_device(batch, device)\n    out = model(**batch)\n",
         _PRE + "for batch in loader:\n    move(batch)\n    out = model(batch[0])\n",
+        # a same-file helper, read: its first line moves the batch
+        _PRE + "def calc_loss(x, y, model, device):\n    x, y = x.to(device), y.to(device)\n"
+        "    return crit(model(x), y)\nfor x, y in loader:\n    loss = calc_loss(x, y, model, device)\n",
         # a comprehension moves a dict batch
         _PRE + "for batch in loader:\n    batch = {k: v.to(device) for k, v in batch.items()}\n    out = model(**batch)\n",
         # a project-local DataLoader class
@@ -83,8 +96,13 @@ class BatchNotMoved(Rule):
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndevice = 'cuda'\n"
         "model = torch.nn.Linear(4, 2).to(device)\nds = TensorDataset(a.to(device), b.to(device))\n"
         "loader = DataLoader(ds)\nfor x, y in loader:\n    out = model(x)\n",
-        # a wrapper that places batches
-        _PRE + "loader = DeviceDataLoader(loader, device)\nfor x, y in loader:\n    out = model(x)\n",
+        # a collate_fn we cannot see into
+        "import torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'\n"
+        "model = torch.nn.Linear(4, 2).to(device)\nloader = DataLoader(ds, collate_fn=collate)\n"
+        "for x, y in loader:\n    out = model(x)\n",
+        # the model is not on the device at that point (moved after the loop)
+        "import torch\nfrom torch.utils.data import DataLoader\ndevice = 'cuda'\nmodel = torch.nn.Linear(4, 2)\n"
+        "for x, y in DataLoader(ds):\n    print(model(x).shape)\n    break\nmodel.to(device)\n",
         # no model use at all
         _PRE + "for x, y in loader:\n    print(x.shape)\n",
     )
@@ -98,7 +116,8 @@ class BatchNotMoved(Rule):
         Invalid(
             _PRE + "for step, batch in enumerate(loader):\n    out = model(**batch)\n",
             fixed=_PRE + "for step, batch in enumerate(loader):\n"
-            "    batch = {k: v.to(device) for k, v in batch.items()}\n    out = model(**batch)\n",
+            "    batch = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}\n"
+            "    out = model(**batch)\n",
             line=7,
         ),
         Invalid(
@@ -114,7 +133,7 @@ class BatchNotMoved(Rule):
             fixed=None,
             line=7,
         ),
-        # a model parameter in a training function
+        # a model parameter moved in the training function
         Invalid(
             "import torch\ndef train(model, train_loader, device):\n    model.to(device)\n    for x, y in train_loader:\n"
             "        loss = model(x).sum()\n        loss.backward()\n",
@@ -122,137 +141,229 @@ class BatchNotMoved(Rule):
             "        x = x.to(device)\n        loss = model(x).sum()\n        loss.backward()\n",
             line=5,
         ),
+        # a target combined with the model's output in arithmetic
+        Invalid(
+            _PRE + "for img, gt in loader:\n    pred = model(img.to(device))\n    err = abs(pred.sum() - gt)\n",
+            fixed=_PRE + "for img, gt in loader:\n    gt = gt.to(device)\n    pred = model(img.to(device))\n"
+            "    err = abs(pred.sum() - gt)\n",
+            line=8,
+        ),
+        # a batch drawn with next(iter(...))
+        Invalid(
+            _PRE + "x, y = next(iter(loader))\nout = model(x)\n",
+            fixed=_PRE + "x, y = next(iter(loader))\nx = x.to(device)\nout = model(x)\n",
+            line=7,
+        ),
     )
 
     def check(self, ctx: RuleContext) -> None:
-        pl = placement(ctx)
-        if pl.silenced:
+        a = ctx.analysis
+        if a.places.silenced:
             return
         for loop in ctx.facts.loops:
             node = loop.node
             if not isinstance(node, cst.For):
                 continue
             site = ctx.facts.site_of_statement(node)
-            if site is None or not ctx.sem.is_loader_expr(node.iter, site):
+            if site is None or not a.places.batch_source(node.iter, site):
                 continue
-            base, _ = pl.unwrap_iter(node.iter)
-            if base is None or not pl.trusted_loader(base, site):
-                continue
-            names = pl.loop_batch_vars(loop)
-            if names and pl.device_near(site):
-                self._check_loop(ctx, pl, loop, [n for n, _ in names])
+            targets = _loop_targets(a, node)
+            if targets:
+                self._check_region(ctx, targets, site.scope, loop.order, loop.end_order, loop=loop)
+        # `x, y = next(iter(loader))`
+        for b in ctx.facts.bindings:
+            if b.kind in ("assign", "annassign") and a.places.next_batch(b.value, b.site):
+                names = [x.name for x in ctx.facts.bindings if x.site.stmt is b.site.stmt and x.value is b.value
+                         and "." not in x.name]
+                end = _scope_end(ctx, b.site.scope)
+                self._check_region(ctx, names, b.site.scope, b.site.order, end, anchor=b)
 
-    def _check_loop(self, ctx: RuleContext, pl, loop: Loop, direct: List[str]) -> None:
-        scope = loop.scope
-        # Derived names: `x, y = batch`, `x = batch[0]` inside the loop.
-        root: Dict[str, str] = {n: n for n in direct}
-        moved: Set[str] = set()
-        for b in pl.loop_bindings(loop.node):
-            if b.site.scope is not scope:
-                continue
-            if b.kind == "for" and b.site.loop is loop:
-                continue
-            src = _source_name(b.value)
-            if src in root and b.name not in root and b.kind in ("assign", "annassign"):
-                root[b.name] = root[src]
-                continue
-            # Any other rebinding of a batch name: moved, or something we can't follow.
-            if b.name in root:
-                moved.add(b.name)
-        if not (set(root) - moved):
-            return
-        calls = [c for c in pl.loop_calls(loop.node) if c.site.scope is scope]
-        forwards = []
-        has_device = None
-        for c in calls:
-            if not pl.is_forward(c):
-                continue
-            state = pl.model_state(pl.model_expr(c), c.site)
-            if state == "unknown" and pl.sem.expr_kind(pl.model_expr(c), c.site) != "module":
-                # A name that only reads like a model: only with a device at hand.
-                if has_device is None:
-                    site = ctx.facts.site_of_statement(loop.node)
-                    has_device = site is not None and pl.device_var(site) is not None
-                if not has_device:
-                    continue
-            if state not in ("unplaced", "wrapped"):
-                forwards.append(c)
-        if not forwards:
-            return
-        # Moves of, and helpers handed, batch names.
-        for use in pl.loop_uses(loop.node):
-            name = use.node.value
-            if name not in root or use.site.scope is not scope:
-                continue
-            kind, call = pl.use_kind(use)
-            if kind == USE_MOVE:
-                moved.add(name)
-            elif kind == USE_ARG and call is not None and not pl.is_forward(call) and not pl.is_loss_call(call) \
-                    and not (call.qualname or "").startswith("torch."):
-                moved.add(name)
-        # A moved root moves what is derived from it afterwards and vice versa: stay silent then.
-        for name in list(root):
-            if root[name] in moved:
-                moved.add(name)
-        name_order = {id(u.node): u.site.order for u in pl.loop_uses(loop.node)}
+    def _check_region(self, ctx: RuleContext, targets: List[str], scope, start: int, end: int,
+                      loop: Optional[Loop] = None, anchor=None) -> None:
+        """Report the first use, between `start` and `end` in `scope`, of a batch
+        name (or a name derived from one) that is still on the CPU where it meets
+        a model on the device or a tensor on the device."""
+        a = ctx.analysis
+        roots = _derived_names(ctx, targets, scope, start, end)
+        unmoved: List[str] = []
+        first = None
         dict_like: Set[str] = set()
-        positional: Set[str] = set()
-        uses: List[Tuple[int, str, cst.CSTNode]] = []
-        for call in calls:
-            is_fwd = call in forwards
-            if not is_fwd and not pl.is_loss_call(call):
+        derived: Set[str] = set()  # reached through `batch[0]` / `batch["x"]`: no fix
+        for call in a.helpers.calls_in_scope(scope):
+            if not (start < call.site.order <= end):
+                continue
+            meets = self._meets_device(a, call)
+            if not meets:
                 continue
             for arg in call.node.args:
                 name, how = _batch_ref(arg)
-                if name is None or name not in root or name in moved:
+                if name is None or name not in roots:
                     continue
-                if how == "dict":
-                    dict_like.add(name)
-                elif how == "index":
-                    positional.add(name)
-                ref = arg.value.value if isinstance(arg.value, cst.Subscript) else arg.value
-                uses.append((name_order.get(id(ref), call.site.order), name, arg.value))
-        if not uses:
+                if self._still_on_cpu(a, arg.value, call.site, name, start):
+                    if name not in unmoved:
+                        unmoved.append(name)
+                    if how == "dict":
+                        dict_like.add(name)
+                    if how in ("key", "index") or name not in targets:
+                        derived.add(name)
+                    if first is None or call.site.order < first[0]:
+                        first = (call.site.order, arg.value)
+        # `abs(pred - gt)`: arithmetic with a tensor on the device.
+        for use in ctx.facts.uses:
+            if use.site.scope is not scope or not (start < use.site.order <= end) or use.node.value not in roots:
+                continue
+            parent = use.site.parent
+            if isinstance(parent, cst.BinaryOperation):
+                other = parent.right if parent.left is use.node else parent.left
+                if a.places.tensor_place(other, use.site) == DEVICE and self._still_on_cpu(
+                        a, use.node, use.site, use.node.value, start):
+                    if use.node.value not in unmoved:
+                        unmoved.append(use.node.value)
+                    if use.node.value not in targets:
+                        derived.add(use.node.value)
+                    if first is None or use.site.order < first[0]:
+                        first = (use.site.order, use.node)
+        if first is None:
             return
-        uses.sort(key=lambda u: u[0])  # source order of the names
-        unmoved: List[str] = []
-        for _, name, _ in uses:
-            if name not in unmoved:
-                unmoved.append(name)
         shown = ", ".join(f"`{n}`" for n in unmoved)
         message = self.MESSAGE.format(names=shown, s="es" if len(unmoved) == 1 else "")
-        ctx.report(uses[0][2], message, replacements=self._fix(pl, loop, unmoved, direct, dict_like, positional))
+        fix = None if derived else self._fix(ctx, loop, anchor, unmoved, targets, dict_like, roots, start, end, scope)
+        ctx.report(first[1], message, replacements=fix)
 
     @staticmethod
-    def _fix(pl, loop: Loop, unmoved: List[str], direct: List[str], dict_like: Set[str], positional: Set[str]):
-        node = loop.node
-        if not isinstance(node.body, cst.IndentedBlock):
-            return None
-        if any(n not in direct or n in positional for n in unmoved):
-            return None
-        site = pl.facts.site_of_statement(node)
-        device = pl.device_var(site) if site is not None else None
+    def _meets_device(a, call) -> bool:
+        """The call runs a model that is on the device, or mixes its tensor
+        arguments with one that is (a loss, a torch op)."""
+        mc = a.values.model_call(call)
+        if mc is not None:
+            return a.places.model_place(mc.model, call.site) == DEVICE
+        if a.values.is_loss_call(call) or (call.qualname or "").startswith("torch."):
+            return any(a.places.tensor_place(arg.value, call.site) == DEVICE for arg in call.node.args)
+        return False
+
+    @staticmethod
+    def _still_on_cpu(a, expr, site, name: str, start: int) -> bool:
+        if a.places.tensor_place(expr, site) != CPU:
+            return False
+        # Handed to code we cannot see before this use (`to_device(batch)`, `move(x)`): it may be placed.
+        for use in a.facts.uses_of(name):
+            if use.site.scope is not site.scope or not (start < use.site.order < site.order):
+                continue
+            parent = use.site.parent
+            if isinstance(parent, cst.Arg):
+                call = a.facts.call_of_arg(parent)
+                if call is None:
+                    continue
+                if a.values.model_call(call) is not None or a.values.is_loss_call(call) \
+                        or (call.qualname or "").startswith("torch."):
+                    continue
+                fn = a.helpers.function(call)
+                if fn is not None and not a.helpers.summary(fn).moves:
+                    continue
+                if isinstance(call.node.func, cst.Name) and call.node.func.value in ("print", "len", "isinstance"):
+                    continue
+                return False
+        return True
+
+    @staticmethod
+    def _fix(ctx: RuleContext, loop, anchor, unmoved, targets, dict_like, roots, start, end, scope):
+        """Move every unmoved batch name where the batch arrives: the loop body's
+        first statement, or the statement after `next(...)`."""
+        a = ctx.analysis
+        if any(n not in targets for n in unmoved):
+            return None  # derived names (`batch[0]`, `x = batch["x"]`): no fix
+        site = ctx.facts.site_of_statement(loop.node) if loop is not None else anchor.site
+        device = a.places.device_var(site) if site is not None else None
         if device is None:
             return None
+        # A later `.numpy()` (or numpy call) on a moved name would fail on the device.
+        for call in a.helpers.calls_in_scope(scope):
+            if start < call.site.order <= end:
+                if call.method == "numpy" and root_name(call.receiver) in unmoved:
+                    return None
+                if (call.qualname or "").split(".")[0] in ("numpy", "np") and any(
+                        root_name(x.value) in unmoved for x in call.node.args):
+                    return None
         lines = []
         tensors = [n for n in unmoved if n not in dict_like]
         if tensors:
-            lhs = ", ".join(tensors)
-            rhs = ", ".join(f"{n}.to({device})" for n in tensors)
-            lines.append(f"{lhs} = {rhs}\n")
+            lines.append(f"{', '.join(tensors)} = {', '.join(f'{n}.to({device})' for n in tensors)}\n")
+        torch = a.facts.module_alias("torch")
         for n in unmoved:
             if n in dict_like:
-                lines.append(f"{n} = {{k: v.to({device}) for k, v in {n}.items()}}\n")
+                if torch is None:
+                    return None
+                lines.append(f"{n} = {{k: v.to({device}) if isinstance(v, {torch}.Tensor) else v "
+                             f"for k, v in {n}.items()}}\n")
         stmts = [cst.parse_statement(line) for line in lines]
-        body = node.body
-        return {body: body.with_changes(body=stmts + list(body.body))}
+        if loop is not None:
+            body = loop.node.body
+            if not isinstance(body, cst.IndentedBlock):
+                return None
+            return {body: body.with_changes(body=stmts + list(body.body))}
+        line = _statement_line(ctx, anchor.site.stmt)
+        if line is None:
+            return None
+        return {line: cst.FlattenSentinel([line] + stmts)}
 
 
-def _source_name(value: Optional[cst.BaseExpression]) -> Optional[str]:
-    if isinstance(value, cst.Name):
-        return value.value
-    if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name):
-        return value.value.value
+def _loop_targets(a, node: cst.For) -> List[str]:
+    """The names a `for` over a loader binds to batch contents (the enumerate index left out)."""
+    expr, target = node.iter, node.target
+    while isinstance(expr, cst.Call):
+        name = dotted_name(expr.func) or ""
+        if name == "enumerate":
+            if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != 2:
+                return []
+            target = target.elements[1].value
+        if not expr.args:
+            break
+        expr = expr.args[0].value
+    return [n for n, _ in _names_in(target)]
+
+
+def _names_in(target: cst.BaseExpression) -> List[Tuple[str, cst.Name]]:
+    if isinstance(target, cst.Name):
+        return [(target.value, target)]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: List[Tuple[str, cst.Name]] = []
+        for el in target.elements:
+            if isinstance(el, cst.StarredElement):
+                return []
+            sub = _names_in(el.value)
+            if not sub:
+                return []
+            out.extend(sub)
+        return out
+    return []
+
+
+def _derived_names(ctx: RuleContext, targets: List[str], scope, start: int, end: int) -> Dict[str, str]:
+    """Batch names and the names unpacked or indexed from them in the region
+    (`x, y = batch`, `x = batch["x"]`): name -> the batch name it comes from."""
+    roots = {n: n for n in targets}
+    for b in ctx.facts.bindings:
+        if b.site.scope is not scope or not (start < b.site.order <= end) or b.kind not in ("assign", "annassign"):
+            continue
+        src = b.value
+        if isinstance(src, cst.Subscript):
+            src = src.value
+        if isinstance(src, cst.Name) and src.value in roots and b.name not in roots and "." not in b.name:
+            roots[b.name] = roots[src.value]
+    return roots
+
+
+def _scope_end(ctx: RuleContext, scope) -> int:
+    """An order past every node of `scope` (regions are also filtered by scope)."""
+    return 1 << 62
+
+
+def _statement_line(ctx: RuleContext, stmt) -> Optional[cst.SimpleStatementLine]:
+    """The line holding the small statement `stmt`, when it holds only that."""
+    site = ctx.facts.site_of_statement(stmt) if stmt is not None else None
+    line = site.parent if site is not None else None
+    if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
+        return line
     return None
 
 
@@ -269,6 +380,6 @@ def _batch_ref(arg: cst.Arg) -> Tuple[Optional[str], str]:
         sl = value.slice
         key = sl[0].slice if len(sl) == 1 and isinstance(sl[0].slice, cst.Index) else None
         if key is not None and isinstance(key.value, cst.SimpleString):
-            return value.value.value, "dict"
+            return value.value.value, "key"
         return value.value.value, "index"
     return None, ""

@@ -1,47 +1,77 @@
 """TL104 create-then-move."""
 from __future__ import annotations
 
-from typing import List
+import re
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.devices import is_dtype_expr, move_target
-from torchlint.analysis.semantics import DEVICE_KWARG_FACTORIES
+from torchlint.analysis.facts import Call, Site, dotted_name
+from torchlint.analysis.helpers import is_move_call
+from torchlint.analysis.places import ACCEL, CPU
+from torchlint.analysis.vocabulary import (
+    ACCEPTS_DEVICE,
+    ALLOCATING_FACTORIES,
+    CHAIN_METHODS,
+    LEGACY_TENSOR_TYPES,
+    VARIABLE,
+)
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
 # `.to()` keywords that only matter for a copy; allocating in place makes them moot.
 _MOOT_KWARGS = frozenset({"non_blocking", "copy", "memory_format"})
+# Methods between the factory and the move that keep it a fresh, local tensor.
+_THROUGH = CHAIN_METHODS | {"expand", "expand_as", "repeat", "tril", "triu", "masked_fill", "masked_fill_",
+                            "mul", "mul_", "add", "add_", "div", "div_", "sub", "sub_", "clamp", "clamp_"}
+_WRAPPERS = VARIABLE | {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
+_EQ = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 
 
 class CreateThenMove(Rule):
     """
     ## What it does
-    Flags a tensor that is created on the CPU and moved to a device at once,
-    such as `torch.randn(n, d).to(device)` or `torch.zeros(n).cuda()`.
+    Flags a tensor that an allocating factory creates on the CPU and that is
+    then moved to an accelerator: `torch.randn(n, d).to(device)`,
+    `torch.zeros(n).cuda()`, `torch.arange(n).expand(b, n).to(device)`,
+    `nn.Parameter(torch.zeros(n)).to(device)`, a factory result whose only use
+    is its move, or one handed to a same-file helper that moves it.
+
+    Not flagged: data constructors (`torch.tensor(host_list)`,
+    `torch.from_numpy(array)`), where the host-to-device copy is inherent;
+    factories given an explicit `device=` or a `generator=` (created on the
+    CPU on purpose, e.g. for reproducible random streams); unit tests, the
+    `__main__` smoke block of a model module, and export or benchmark code.
 
     ## Why is this bad?
     The tensor is first allocated and filled in host memory, then copied over
     PCIe to the device: an extra allocation, an extra host-to-device copy and,
     for random factories, CPU work the GPU could do much faster. Inside a
-    training loop the copy runs every iteration. Factories accept `device=` and
-    create the tensor where it is needed.
+    training loop or a model's `forward` the copy runs every iteration.
+    Factories accept `device=` and create the tensor where it is needed.
 
     ## Example
     ```python
-    noise = torch.randn(batch_size, 128).to(device)
+    h0 = torch.zeros(num_layers, batch, hidden).to(device)
     ```
 
     ## Use instead
     ```python
-    noise = torch.randn(batch_size, 128, device=device)
+    h0 = torch.zeros(num_layers, batch, hidden, device=device)
     ```
 
     ## Fix safety
-    The fix is safe: it moves the device (and any dtype given to `.to`) into
-    the factory call. Note that random factories draw from the device's
-    generator instead of the CPU's, so seeded values differ from before; the
-    distribution is the same.
+    Offered when the move follows the factory directly (or through
+    shape/dtype methods such as `.expand()` or `.long()`) and only sets the
+    device (and optionally the dtype): the device moves into the factory call
+    and the `.to()`/`.cuda()` goes. The values are the same; random factories
+    (`randn`, `rand`, `randint`, `randperm`) then draw from the device's
+    generator, so a seeded run gives other (equally distributed) numbers than
+    before; factories given a `generator=` are not flagged at all, because a
+    CPU generator must stay with CPU tensors. No fix is offered where the factory
+    does not take `device=` (`torch.bernoulli`, `torch.multinomial`,
+    `torch.poisson`, `torch.normal` with tensor arguments), for moves through
+    a name or a helper, or for `nn.Parameter` wrappers.
 
     ## References
     - [PyTorch: Tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)
@@ -55,18 +85,33 @@ class CreateThenMove(Rule):
     APPLICABILITY = Applicability.SAFE
 
     VALID = (
-        "import torch\nx = torch.randn(3, device='cuda')\n",
-        "import torch\nx = torch.randn(3).to(torch.float16)\n",
+        "import torch\nx = torch.zeros(3, device='cuda')\n",
+        # a dtype conversion, not a move
+        "import torch\nx = torch.zeros(3).to(torch.float16)\n",
+        # data constructors: the host-to-device copy is inherent
         "import torch\nx = torch.from_numpy(a).to('cuda')\n",
-        "import torch\ny = torch.randn(3)\nz = y.to('cuda')\n",
+        "import torch\nx = torch.tensor([1, 2, 3]).to('cuda')\n",
+        "import torch\nx = torch.LongTensor([[1, 2]]).cuda()\n",
+        # created, used on the CPU, then moved
+        "import torch\ny = torch.zeros(3)\nprint(y)\nz = y.to('cuda')\n",
         "import torch\nx = torch.randn_like(y).to('cuda')\n",
         "def randn(*a): ...\nx = randn(3).to('cuda')\n",
-        "import torch\nx = torch.randn(3).to(other)\n",
+        "import torch\nx = torch.zeros(3).to(other)\n",
+        # created on the CPU on purpose: an explicit device, a CPU generator
+        "import torch\nx = torch.randn(3, device='cpu').to('cuda')\n",
+        "import torch\ng = torch.Generator().manual_seed(0)\nx = torch.randn(3, generator=g).to('cuda')\n",
+        # moved to the CPU
+        "import torch\nx = torch.zeros(3).to('cpu')\n",
+        # a unit test
+        "import torch\ndef test_shapes():\n    x = torch.zeros(2, 3).cuda()\n    assert x.shape == (2, 3)\n",
+        # the smoke block of a model module
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n        return x\n"
+        "if __name__ == '__main__':\n    print(Net()(torch.zeros(1, 3).cuda()).shape)\n",
     )
     INVALID = (
         Invalid(
-            "import torch\ndevice = torch.device('cuda')\nx = torch.randn(1, 10).to(device)\n",
-            fixed="import torch\ndevice = torch.device('cuda')\nx = torch.randn(1, 10, device=device)\n",
+            "import torch\ndevice = torch.device('cuda')\nx = torch.zeros(1, 10).to(device)\n",
+            fixed="import torch\ndevice = torch.device('cuda')\nx = torch.zeros(1, 10, device=device)\n",
             line=3,
         ),
         Invalid(
@@ -75,34 +120,192 @@ class CreateThenMove(Rule):
             line=2,
         ),
         Invalid(
-            "import torch\nx = torch.tensor([1, 2]).to(dev, dtype=torch.float16)\n",
-            fixed="import torch\nx = torch.tensor([1, 2], device=dev, dtype=torch.float16)\n",
-            line=2,
-        ),
-        Invalid(
             "from torch import ones\nx = ones(2, 2).to('cuda', non_blocking=True)\n",
             fixed="from torch import ones\nx = ones(2, 2, device='cuda')\n",
             line=2,
         ),
+        Invalid(
+            "import torch\nx = torch.zeros(2).to(dev, dtype=torch.float16)\n",
+            fixed="import torch\nx = torch.zeros(2, device=dev, dtype=torch.float16)\n",
+            line=2,
+        ),
+        # through shape methods
+        Invalid(
+            "import torch\ndef f(n, b, device):\n    return torch.arange(n).expand(b, n).to(device)\n",
+            fixed="import torch\ndef f(n, b, device):\n    return torch.arange(n, device=device).expand(b, n)\n",
+            line=3,
+        ),
+        Invalid(
+            "import torch\ndevice = 'cuda'\nz = torch.randn(8, 100).to(device)\n",
+            fixed="import torch\ndevice = 'cuda'\nz = torch.randn(8, 100, device=device)\n",
+            line=3,
+        ),
+        # the factory result's only use is its move
+        Invalid(
+            "import torch\ndef mask(n, device):\n    m = torch.tril(torch.ones(n, n))\n    return m.to(device)\n",
+            line=3,
+        ),
+        # a same-file helper moves it
+        Invalid(
+            "import torch\ndef cuda_variable(t):\n    return t.cuda()\nh = cuda_variable(torch.zeros(2, 4))\n",
+            line=4,
+        ),
+        # a Parameter built on the CPU and moved (which also makes it a plain tensor)
+        Invalid(
+            "import torch\nfrom torch import nn\nDEVICE = 'cuda'\nw = nn.Parameter(torch.zeros(3)).to(DEVICE)\n",
+            line=4,
+        ),
+        # bernoulli takes no device=: reported, no fix
+        Invalid("import torch\nm = torch.bernoulli(torch.full((3,), 0.5)).cuda()\n", line=2),
     )
 
     def check(self, ctx: RuleContext) -> None:
+        a = ctx.analysis
+        reported = set()
+
+        def report(factory: Call, replacements=None) -> None:
+            if id(factory.node) in reported or a.roles.excluded(factory.site):
+                return
+            reported.add(id(factory.node))
+            ctx.report(factory.node, replacements=replacements)
+
         for call in ctx.facts.calls:
-            if call.method not in ("to", "cuda") or not isinstance(call.receiver, cst.Call):
+            if not is_move_call(call) or a.places.move_device(call) != ACCEL:
                 continue
-            inner = ctx.facts.call_for(call.receiver)
-            if inner is None or inner.qualname not in DEVICE_KWARG_FACTORIES:
+            if call.method == "to" and a.places.move_target(call) is None:
                 continue
-            device = move_target(ctx.sem, call)
-            if device is None:
+            factory, direct = self._factory_under(ctx, call.receiver, call.site)
+            if factory is not None:
+                fix = self._fix(ctx, call, factory) if direct else None
+                report(factory, fix)
                 continue
-            replacement = self._fixed_factory(ctx, call, inner.node, device)
-            ctx.report(inner.node, replacements={call.node: replacement} if replacement is not None else None)
+            # `m = torch.ones(...)` ... `m.to(device)`: the factory's only use is its move.
+            if isinstance(call.receiver, cst.Name):
+                factory = self._only_use_is_move(ctx, call)
+                if factory is not None:
+                    report(factory)
+                    continue
+            # `helper(...).to(device)` where the helper returns a fresh CPU factory result.
+            if isinstance(call.receiver, cst.Call):
+                inner = ctx.facts.call_for(call.receiver)
+                fn = a.helpers.function(inner) if inner is not None else None
+                if fn is not None and self._returns_factory(ctx, fn):
+                    report(inner)
+        # A factory handed straight to a same-file helper that moves that argument.
+        for call in ctx.facts.calls:
+            fn = a.helpers.function(call)
+            if fn is None:
+                continue
+            moved = a.helpers.summary(fn).moves
+            if not moved:
+                continue
+            for param in moved:
+                arg = a.values.argument_for(call, fn, param)
+                if arg is None:
+                    continue
+                factory, _ = self._factory_under(ctx, arg, call.site)
+                if factory is not None and self._helper_moves_to_accel(ctx, fn, param):
+                    report(factory)
+
+    # -- finding the factory ---------------------------------------------------------------
+
+    def _factory_under(self, ctx: RuleContext, expr: Optional[cst.BaseExpression], site: Site
+                       ) -> Tuple[Optional[Call], bool]:
+        """The allocating factory call `expr` is (through shape/dtype methods and
+        Parameter/Variable wrappers), and whether the move can absorb it (no
+        wrapper on the way)."""
+        direct = True
+        for _ in range(8):
+            if not isinstance(expr, cst.Call):
+                return None, False
+            call = ctx.facts.call_for(expr)
+            if call is None:
+                return None, False
+            if call.qualname in _WRAPPERS and call.positional:
+                direct = False
+                expr = call.positional[0].value
+                continue
+            if call.receiver is not None and isinstance(call.receiver, cst.Call) and call.method in _THROUGH:
+                expr = call.receiver
+                continue
+            if self._is_allocating(ctx, call):
+                return call, direct
+            q = call.qualname or ""
+            if q.startswith("torch.") and q.count(".") == 1 and call.positional and \
+                    isinstance(call.positional[0].value, cst.Call) and call.keyword("device") is None:
+                direct = False  # `torch.tril(torch.ones(n, n))`: an op on a fresh CPU tensor
+                expr = call.positional[0].value
+                continue
+            return None, False
+        return None, False
 
     @staticmethod
-    def _fixed_factory(ctx: RuleContext, move, factory: cst.Call, device: cst.BaseExpression):
+    def _is_allocating(ctx: RuleContext, call: Call) -> bool:
+        q = call.qualname or ""
+        if call.keyword("device") is not None or call.keyword("generator") is not None or call.has_star_kwargs:
+            return False  # placed on purpose (a CPU generator must stay with CPU tensors)
+        if ctx.analysis.places.under_device_context(call.site):
+            return False
+        if q in ALLOCATING_FACTORIES or q in ("torch.bernoulli", "torch.multinomial", "torch.poisson"):
+            return True
+        if q.startswith("torch.") and q.rsplit(".", 1)[-1] in LEGACY_TENSOR_TYPES and not q.startswith("torch.cuda."):
+            # `torch.FloatTensor(3, 4)` allocates; `torch.FloatTensor(data)` copies host data.
+            return bool(call.positional) and _sizes_only(ctx, call)
+        if q.startswith("torch.") and q.endswith("_like") and call.positional:
+            return ctx.analysis.places.tensor_place(call.positional[0].value, call.site) == CPU
+        return False
+
+    def _only_use_is_move(self, ctx: RuleContext, move: Call) -> Optional[Call]:
+        name = move.receiver.value  # type: ignore[union-attr]
+        scope = move.site.scope
+        bindings = [b for b in ctx.facts.bindings_of(name) if b.site.scope is scope]
+        if len(bindings) != 1 or bindings[0].kind not in ("assign", "annassign") or bindings[0].index is not None:
+            return None
+        b = bindings[0]
+        uses = [u for u in ctx.facts.uses_of(name) if u.site.scope is scope]
+        if len(uses) != 1 or uses[0].node is not move.receiver or b.site.order > move.site.order:
+            return None
+        factory, _ = self._factory_under(ctx, b.value, b.site)
+        return factory
+
+    def _returns_factory(self, ctx: RuleContext, fn) -> bool:
+        returns = ctx.facts.returns_of(fn)
+        if not returns:
+            return False
+        for r, s in returns:
+            value = r.value
+            if isinstance(value, cst.Name):
+                bs = [b for b in ctx.facts.bindings_of(value.value) if b.site.scope is s.scope]
+                if len(bs) != 1 or bs[0].value is None or bs[0].index is not None:
+                    return False
+                value = bs[0].value
+            factory, _ = self._factory_under(ctx, value, s)
+            if factory is None:
+                return False
+        return True
+
+    @staticmethod
+    def _helper_moves_to_accel(ctx: RuleContext, fn, param: str) -> bool:
+        """The helper moves `param` to an accelerator (not to a device it is handed)."""
+        for call in ctx.analysis.helpers.calls_in(fn):
+            if is_move_call(call) and dotted_name(call.receiver) == param:
+                return ctx.analysis.places.move_device(call) == ACCEL
+        return False
+
+    # -- fix -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _fix(ctx: RuleContext, move: Call, factory: Call):
+        """Replace the move call by its receiver with `device=` (and `dtype=`) in
+        the factory; None when the move does more than that."""
+        q = factory.qualname or ""
+        if q not in ACCEPTS_DEVICE or (q == "torch.normal" and factory.positional and not isinstance(
+                factory.positional[0].value, (cst.Integer, cst.Float))):
+            return None
+        device = ctx.analysis.places.move_target(move)
+        if device is None:
+            return None
         extra: List[cst.Arg] = []
-        positional = move.positional
         for i, arg in enumerate(move.node.args):
             if arg.star:
                 return None
@@ -111,24 +314,51 @@ class CreateThenMove(Rule):
                 continue
             if name in _MOOT_KWARGS:
                 continue
-            if name == "dtype" or (name is None and i == 1 and is_dtype_expr(ctx.sem, arg.value)):
+            if name == "dtype" or (name is None and i == 1 and ctx.analysis.places.is_dtype_expr(arg.value)):
+                if move.receiver is not factory.node or factory.keyword("dtype") is not None:
+                    return None
                 extra.append(cst.Arg(arg.value, keyword=cst.Name("dtype"), equal=_EQ))
                 continue
             return None  # something we don't understand: no fix
-        if move.method == "cuda" and positional and not isinstance(positional[0].value, cst.Integer):
+        if move.method == "cuda" and move.positional and not isinstance(move.positional[0].value, cst.Integer):
             return None
-        replaced = {"device"} | ({"dtype"} if extra else set())
-        args = [a for a in factory.args if not (a.keyword and a.keyword.value in replaced)]
-        new_args = args + [cst.Arg(device, keyword=cst.Name("device"), equal=_EQ)] + extra
-        # Commas: every arg but the last gets ", ".
+        new_args = list(factory.node.args) + [cst.Arg(device, keyword=cst.Name("device"), equal=_EQ)] + extra
         fixed = []
         for i, a in enumerate(new_args):
             last = i == len(new_args) - 1
             comma = cst.MaybeSentinel.DEFAULT if last else (
-                a.comma if isinstance(a.comma, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-            )
+                a.comma if isinstance(a.comma, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
             fixed.append(a.with_changes(comma=comma))
-        return factory.with_changes(args=fixed)
+        new_factory = factory.node.with_changes(args=fixed)
+        if move.receiver is factory.node:
+            return {move.node: new_factory}
+        # Through methods: the chain stays, the move goes.
+        return {move.node: _replace_inner(move.receiver, factory.node, new_factory)}
 
 
-_EQ = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+_SIZE_NAME = re.compile(r"(size|len|dim|num|count|width|height|channel|hidden|layer|batch|^n$|^n_|_n$|^[a-z]$)", re.I)
+
+
+def _sizes_only(ctx: RuleContext, call: Call) -> bool:
+    """`torch.FloatTensor(n, 3)`: every argument is a size (an int literal, an
+    arithmetic expression, or a name that reads as one), not host data."""
+    for a in call.positional:
+        value = a.value
+        if isinstance(value, cst.Integer):
+            continue
+        if isinstance(value, cst.BinaryOperation):
+            if any(isinstance(side, (cst.List, cst.Tuple, cst.ListComp)) for side in (value.left, value.right)):
+                return False  # `[[start]] * k`: host data
+            continue
+        name = dotted_name(value)
+        if name is None or not _SIZE_NAME.search(name.rsplit(".", 1)[-1]):
+            return False
+    return True
+
+
+def _replace_inner(expr: cst.BaseExpression, old: cst.CSTNode, new: cst.CSTNode) -> cst.BaseExpression:
+    """`expr` (a method chain) with its innermost receiver `old` replaced by `new`."""
+    if expr is old:
+        return new  # type: ignore[return-value]
+    assert isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+    return expr.with_changes(func=expr.func.with_changes(value=_replace_inner(expr.func.value, old, new)))

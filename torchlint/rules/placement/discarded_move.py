@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.analysis.facts import dotted_name
-from torchlint.analysis.placement import placement
+from torchlint.analysis.values import TENSOR
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
@@ -82,7 +82,7 @@ class DiscardedMove(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        pl = None
+        a = ctx.analysis
         for stmt, site in ctx.facts.statements:
             if not isinstance(stmt, cst.Expr) or not isinstance(stmt.value, cst.Call):
                 continue
@@ -90,33 +90,17 @@ class DiscardedMove(Rule):
             if call is None or call.method not in _TENSOR_MOVES or call.receiver is None:
                 continue
             name = dotted_name(call.receiver)
-            if name is None:
-                continue
-            if pl is None:
-                pl = placement(ctx)
-            if not self._is_tensor(ctx, pl, call.receiver, site):
+            if name is None or not self._is_tensor(a, call.receiver, site):
                 continue
             assign = cst.Assign(targets=[cst.AssignTarget(call.receiver)], value=call.node,
                                 semicolon=stmt.semicolon)
             ctx.report(call.node, self.MESSAGE.format(name=name, method=call.method), replacements={stmt: assign})
 
     @staticmethod
-    def _is_tensor(ctx: RuleContext, pl, receiver: cst.BaseExpression, site) -> bool:
-        kind = ctx.sem.expr_kind(receiver, site)
-        if kind == "tensor":
-            return True
-        if kind is not None or not isinstance(receiver, cst.Name):
-            return False
-        # A tuple element of a loader loop's target is a tensor (the batch tuple's parts).
-        loop = site.loop
-        while loop is not None:
-            node = loop.node
-            if isinstance(node, cst.For) and ctx.sem.is_loader_expr(node.iter, site):
-                names = pl.loop_batch_vars(loop)
-                if len(names) > 1 and receiver.value in [n for n, _ in names]:
-                    # and not rebound in the loop to something else
-                    others = [b for b in ctx.facts.bindings_of(receiver.value)
-                              if b.site.scope is site.scope and b.kind != "for"]
-                    return not others
-            loop = loop.parent
-        return False
+    def _is_tensor(a, receiver: cst.BaseExpression, site) -> bool:
+        """A tensor (not a module, which moves in place, nor tokenizer output,
+        whose `.to()` moves in place too)."""
+        kind = a.values.expr_kind(receiver, site)
+        if kind is not None:
+            return kind == TENSOR
+        return a.places.tensor_place(receiver, site) is not None

@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.placement import USE_ARG, USE_MOVE, USE_OTHER, call_with_to, placement, with_keyword
-from torchlint.analysis.semantics import DEVICE_KWARG_FACTORIES
+from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.places import CPU, DEVICE
+from torchlint.analysis.values import TOKENS
+from torchlint.analysis.vocabulary import ACCEPTS_DEVICE, NO_DEVICE_KWARG
+from torchlint.rules.nodes import call_with_to, with_keyword
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
@@ -13,14 +16,22 @@ class InputNotMoved(Rule):
     """
     ## What it does
     Flags a tensor created on the CPU (a `torch.*` factory without `device=`,
-    `torch.tensor` / `torch.as_tensor` / `torch.from_numpy`, or a tokenizer
-    call with `return_tensors="pt"`) that reaches a model call without being
-    moved, in a file that uses a device.
+    `torch.tensor` / `torch.as_tensor` / `torch.from_numpy`, a legacy
+    `torch.FloatTensor(...)`, or a tokenizer call with `return_tensors="pt"`)
+    that reaches a model that is on the device *at that point of the
+    program*, without being moved first.
+
+    "At that point" is read in statement order (notebook cells in their
+    order): a forward that runs before `model.to(device)` runs on the CPU with
+    CPU inputs, on purpose, and is not flagged; neither is a model whose move
+    happens only in one branch of an unrelated `if`, a model we cannot see
+    (a parameter nobody in the file passes), or an input handed first to a
+    helper that could move it.
 
     ## Why is this bad?
-    The model runs where its parameters are; an input left in host memory
-    either makes the forward fail with a device mismatch or, when the model
-    was left on the CPU to match, keeps all the work off the GPU.
+    The model runs where its parameters are: an input left in host memory
+    makes the forward fail with "Expected all tensors to be on the same
+    device".
 
     ## Example
     ```python
@@ -38,9 +49,11 @@ class InputNotMoved(Rule):
 
     ## Fix safety
     Safe, offered where a device variable is in scope at the creation: the
-    fix adds `device=<device>` to a factory, or appends `.to(<device>)` to a
-    tokenizer call or `torch.from_numpy(...)`. Random factories then draw from
-    the device's generator, so seeded values differ from the CPU's.
+    fix adds `device=<device>` to a factory that accepts it, or appends
+    `.to(<device>)` to a tokenizer call or `torch.from_numpy(...)` (and to
+    `torch.bernoulli` / `multinomial` / `poisson`, which take no `device=`).
+    Random factories then draw from the device's generator, so a seeded run
+    gives other (equally distributed) numbers.
 
     ## References
     - [PyTorch: tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)
@@ -60,9 +73,15 @@ class InputNotMoved(Rule):
         "x = torch.randn(1, 2, device=device)\ny = model(x)\n",
         "import torch\ndevice = 'cuda'\nmodel = torch.nn.Linear(2, 2).to(device)\n"
         "x = torch.randn(1, 2)\nx = x.to(device)\ny = model(x)\n",
-        # moved in a branch
+        # moved on the GPU path
         "import torch\nmodel = torch.nn.Linear(2, 2)\nx = torch.randn(1, 2)\nif torch.cuda.is_available():\n"
         "    model.cuda()\n    x = x.cuda()\ny = model(x)\n",
+        # the model is still on the CPU here: a CPU check before it moves (a notebook's earlier cell)
+        "import torch\ndevice = 'cuda'\nmodel = torch.nn.Linear(2, 2)\nx = torch.randn(1, 2)\nprint(model(x).shape)\n"
+        "model = model.to(device)\n",
+        # moved only in one branch of an unrelated `if`: we can't tell where it is
+        "import torch\ndevice = 'cuda'\nmodel = torch.nn.Linear(2, 2)\nif args.big:\n    model.to(device)\n"
+        "x = torch.randn(1, 2)\ny = model(x)\n",
         # never reaches a model
         "import torch\ndevice = 'cuda'\ncrit = torch.nn.MSELoss()\ny = torch.randn(2)\nl = crit(out, y)\n",
         # handed to a helper first
@@ -75,9 +94,11 @@ class InputNotMoved(Rule):
         "y = model(x)\n",
         # no device in play: a CPU script (TL100's business)
         "import torch\nmodel = torch.nn.Linear(2, 2)\nx = torch.randn(1, 2)\ny = model(x)\n",
-        # a moved tokenizer output
+        # a model we cannot see (a parameter nobody here passes)
+        "import torch\ndef run(model):\n    x = torch.zeros(1, 2)\n    return model(x)\nprint(torch.zeros(1).cuda())\n",
+        # moved tokenizer output (in place)
         "import torch\ntokenizer = AutoTokenizer.from_pretrained('m')\nmodel = AutoModel.from_pretrained('m').to('cuda')\n"
-        "inputs = tokenizer('hi', return_tensors='pt').to('cuda')\nout = model(**inputs)\n",
+        "inputs = tokenizer('hi', return_tensors='pt')\ninputs.to('cuda')\nout = model(**inputs)\n",
     )
     INVALID = (
         Invalid(
@@ -96,6 +117,7 @@ class InputNotMoved(Rule):
             "inputs = tokenizer('hi', return_tensors='pt').to(device)\nout = model(**inputs)\n",
             line=6,
         ),
+        # a model parameter every caller passes on the device
         Invalid(
             "import torch as T\nfrom torch import nn\nclass Net(nn.Module):\n    pass\n"
             "def run(model, device):\n    x = T.tensor([[1.0, 2.0]]).float()\n    return model(x)\n"
@@ -111,6 +133,14 @@ class InputNotMoved(Rule):
             "y = model(torch.ones(1, 2, device=device))\n",
             line=4,
         ),
+        # after the move, in statement order
+        Invalid(
+            "import torch\ndevice = 'cuda'\nmodel = torch.nn.Linear(2, 2)\nmodel = model.to(device)\n"
+            "x = torch.zeros(1, 2)\ny = model(x)\n",
+            fixed="import torch\ndevice = 'cuda'\nmodel = torch.nn.Linear(2, 2)\nmodel = model.to(device)\n"
+            "x = torch.zeros(1, 2, device=device)\ny = model(x)\n",
+            line=5,
+        ),
         # no device variable in scope: no fix
         Invalid(
             "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nx = torch.zeros(1, 2)\ny = model(x)\n",
@@ -120,70 +150,74 @@ class InputNotMoved(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        pl = placement(ctx)
-        if pl.silenced:
+        a = ctx.analysis
+        if a.places.silenced:
             return
-        for b in ctx.facts.bindings:
-            if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None or "." in b.name:
-                continue
-            creation = pl.cpu_creation(b.value)
-            if creation is None or b.name in pl.moves:
-                continue
-            scope = b.site.scope
-            # Another binding of the name in the same scope: we can't tell which reaches the model.
-            if any(o is not b and o.site.scope is scope for o in ctx.facts.bindings_of(b.name)):
-                continue
-            reaches = None
-            escaped = False
-            for use in ctx.facts.uses_of(b.name):
-                if use.site.scope is not scope or use.site.order < b.site.order:
-                    continue
-                kind, call = pl.use_kind(use)
-                if kind in (USE_MOVE, USE_OTHER):
-                    escaped = True
-                    break
-                if kind == USE_ARG and call is not None:
-                    if self._placed_forward(pl, call):
-                        reaches = reaches or call
-                    elif not (call.qualname or "").startswith("torch.") and not pl.is_loss_call(call):
-                        escaped = True  # a helper could hand back a moved copy through state we can't see
-                        break
-            if escaped or reaches is None or not pl.device_near(b.site):
-                continue
-            ctx.report(creation.node, self.MESSAGE.format(name=b.name),
-                       replacements=self._fix(pl, creation, b.site))
-        # Created right in the call: `model(torch.randn(8, 4))`.
+        reported = set()
         for call in ctx.facts.calls:
-            if not call.node.args or not isinstance(call.node.func, (cst.Name, cst.Attribute)):
+            mc = a.values.model_call(call)
+            if mc is None or not call.node.args:
                 continue
-            inline = [a for a in call.node.args if isinstance(a.value, cst.Call) and not a.star]
-            if not inline or not self._placed_forward(pl, call):
-                continue
-            for arg in inline:
-                creation = pl.cpu_creation(arg.value)
-                if creation is not None and pl.device_near(call.site):
-                    ctx.report(creation.node, self.INLINE_MESSAGE, replacements=self._fix(pl, creation, call.site))
+            if a.places.model_place(mc.model, call.site) != DEVICE:
+                continue  # on the CPU here (or we can't tell): its CPU inputs are right
+            for arg in call.node.args:
+                found = self._cpu_input(a, arg.value, call.site)
+                if found is None or id(found[0].node) in reported:
+                    continue
+                creation, name = found
+                reported.add(id(creation.node))
+                message = self.MESSAGE.format(name=name) if name else self.INLINE_MESSAGE
+                ctx.report(creation.node, message, replacements=self._fix(a, creation))
 
     @staticmethod
-    def _placed_forward(pl, call) -> bool:
-        """A forward of a model that is (or may be) on the device and does not move
-        its inputs itself. A callee that only reads like a model (`model` as a
-        parameter) counts only with a device variable at hand."""
-        if not pl.is_forward(call):
-            return False
-        state = pl.model_state(pl.model_expr(call), call.site)
-        if state in ("unplaced", "wrapped"):
-            return False
-        if state == "unknown" and pl.sem.expr_kind(pl.model_expr(call), call.site) != "module":
-            return pl.device_var(call.site) is not None
-        return True
+    def _cpu_input(a, expr: cst.BaseExpression, site):
+        """(the creating call, the name it is bound to or None) for an input that
+        is certainly created on the CPU and not moved before this point."""
+        creation = a.places.cpu_creation(expr)
+        if creation is not None:
+            return creation, None
+        if not isinstance(expr, cst.Name) or a.places.tensor_place(expr, site) != CPU and \
+                a.values.expr_kind(expr, site) != TOKENS:
+            return None
+        reaching = a.places.reaching(expr.value, site)
+        if len(reaching) != 1 or reaching[0].kind not in ("assign", "annassign") or reaching[0].index is not None:
+            return None
+        b = reaching[0]
+        if b.site.scope is not site.scope or _escapes_between(a, expr.value, b.site, site):
+            return None
+        if any(c.method == "to" and dotted_name(c.receiver) == expr.value and b.site.order < c.site.order < site.order
+               for c in a.helpers.calls_in_scope(site.scope)):
+            return None  # tokenizer output moves in place: `inputs.to(device)`
+        creation = a.places.cpu_creation(b.value)
+        return (creation, expr.value) if creation is not None else None
 
     @staticmethod
-    def _fix(pl, creation, site):
-        device = pl.device_var(site)
+    def _fix(a, creation):
+        device = a.places.device_var(creation.site)
         if device is None:
             return None
         node: cst.Call = creation.node
-        if creation.qualname in DEVICE_KWARG_FACTORIES:
+        q = creation.qualname or ""
+        if q in ACCEPTS_DEVICE and not (q == "torch.normal" and creation.positional and not isinstance(
+                creation.positional[0].value, (cst.Integer, cst.Float))):
             return {node: with_keyword(node, "device", cst.Name(device))}
-        return {node: call_with_to(node, device)}
+        if q in NO_DEVICE_KWARG or a.values.is_tokenizer_call(creation):
+            return {node: call_with_to(node, device)}
+        return None
+
+
+def _escapes_between(a, name: str, start, end) -> bool:
+    """Between the binding and the use, the name is handed to code that could
+    move or replace its contents (`to_device(x)`, `x.copy_(...)` is fine)."""
+    for use in a.facts.uses_of(name):
+        if use.site.scope is not end.scope or not (start.order < use.site.order < end.order):
+            continue
+        parent = use.site.parent
+        if isinstance(parent, cst.Arg):
+            call = a.facts.call_of_arg(parent)
+            if call is None or a.values.model_call(call) is not None or (call.qualname or "").startswith("torch."):
+                continue
+            if isinstance(call.node.func, cst.Name) and call.node.func.value in ("print", "len"):
+                continue
+            return True
+    return False

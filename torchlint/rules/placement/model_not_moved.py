@@ -1,7 +1,13 @@
 """TL101 model-not-moved."""
 from __future__ import annotations
 
-from torchlint.analysis.placement import call_with_to, placement
+import libcst as cst
+
+from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.places import ACCEL, CPU, DEVICE
+from torchlint.analysis.values import MODULE
+from torchlint.analysis.vocabulary import MODEL_NAME, MOVE_METHODS, STATELESS_LAYER
+from torchlint.rules.nodes import call_with_to
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
@@ -9,18 +15,29 @@ from torchlint.rules.base import Invalid, Rule, RuleContext
 class ModelNotMoved(Rule):
     """
     ## What it does
-    Flags an `nn.Module` instance (a subclass defined in the file, a
+    Flags a model (an instance of a same-file `nn.Module` subclass, a
     `torch.nn` layer, a `torchvision.models` / `timm.create_model` /
-    `*.from_pretrained(...)` model) that is called or trained in a file that
-    uses a device, but is never moved: no `.to(...)`, `.cuda()`, `device=` at
-    construction or `.to_empty(...)`, and it is never handed to anything that
-    could place it (an unknown function, `accelerator.prepare`,
-    `DataParallel`, `DistributedDataParallel`, `fabric.setup`).
+    `*.from_pretrained(...)` model) that is never moved and that runs either
+    on inputs that *are* on the device (the forward fails with a device
+    mismatch), or in a training loop or an inference pass over data while a
+    device variable is at hand (the GPU sits idle).
+
+    Never moved means: no `.to(...)`, `.cuda()`, `device=` at construction or
+    `.to_empty(...)` anywhere in the file, and it is not handed to anything
+    that could place it (an unknown function, `accelerator.prepare`,
+    `DataParallel`, `DistributedDataParallel`, `fabric.setup`). An instance of
+    a class imported from another module of the project counts only in the
+    first case (its forward gets device inputs), when it is named like a
+    model and given no device. Not flagged: a module whose constructor places
+    its own layers, a module fed `x.cpu()` on purpose (an equivalence check
+    against the CPU), forward-only demos, unit tests and smoke blocks in the
+    second case.
 
     ## Why is this bad?
-    The model's parameters stay in host memory and every forward and backward
-    runs on the CPU while the GPU the script selected sits idle; when the
-    inputs were moved, the first forward fails with a device mismatch instead.
+    The model's parameters stay in host memory: either the first forward on
+    device inputs raises "Expected all tensors to be on the same device", or
+    every forward and backward runs on the CPU while the GPU the script
+    selected sits idle.
 
     ## Example
     ```python
@@ -37,10 +54,12 @@ class ModelNotMoved(Rule):
     ```
 
     ## Fix safety
-    Safe, and offered only where a device variable is in scope at the
-    construction: `.to(device)` is appended to it. Code that relied on the
-    model's parameters living on the CPU (for example `.numpy()` on them) must
-    then move them back explicitly.
+    Safe, and offered only when the model's inputs are already on the device
+    (the fix then makes the forward run instead of fail) and a device
+    variable is in scope at the construction: `.to(device)` is appended to
+    it. Where the inputs are still on the CPU, moving the model alone would
+    break the forward, so no fix is offered; move the model and its inputs
+    together.
 
     ## References
     - [PyTorch: `nn.Module.to`](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.to)
@@ -49,43 +68,49 @@ class ModelNotMoved(Rule):
 
     CODE = "TL101"
     NAME = "model-not-moved"
-    MESSAGE = "Model `{name}` is used but never moved to the device; append `.to(device)` to its construction"
+    MESSAGE = "Model `{name}` is used but never moved to the device"
     FIX_TITLE = "Append `.to(device)` to the model's construction"
     APPLICABILITY = Applicability.SAFE
     REQUIRES_DEVICE = True
 
+    _LOOP = "for x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"
     VALID = (
         # moved later, in place
         "import torch\nfrom torch import nn\ndevice = torch.device('cuda')\nmodel = nn.Linear(2, 2)\n"
-        "model.to(device)\ny = model(x)\n",
+        "model.to(device)\ny = model(x.to(device))\n",
         # rebinding through a move
-        "import torch.nn as nn\ndevice = 'cuda'\nmodel = nn.Linear(2, 2)\nmodel = model.to(device)\ny = model(x)\n",
-        # moved only in a branch still counts
+        "import torch.nn as nn\ndevice = 'cuda'\nmodel = nn.Linear(2, 2)\nmodel = model.to(device)\ny = model(x.to(device))\n",
+        # moved only on the GPU path still counts
         "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\nif torch.cuda.is_available():\n"
-        "    model.cuda()\ny = model(x)\n",
+        "    model.cuda()\ny = model(x.cuda())\n",
         # device= at construction
-        "import torch\nfrom torch import nn\ndevice = 'cuda'\nmodel = nn.Linear(2, 2, device=device)\ny = model(x)\n",
+        "import torch\nfrom torch import nn\ndevice = 'cuda'\nmodel = nn.Linear(2, 2, device=device)\ny = model(x.to(device))\n",
         # handed to something that could place it
         "import torch\nfrom torch import nn\ndevice = 'cuda'\nmodel = nn.Linear(2, 2)\n"
-        "model = torch.nn.DataParallel(model)\ny = model(x)\n",
-        "import torch\nfrom torch import nn\ndevice = 'cuda'\nmodel = nn.Linear(2, 2)\nplace(model)\ny = model(x)\n",
+        "model = torch.nn.DataParallel(model)\ny = model(x.to(device))\n",
+        "import torch\nfrom torch import nn\ndevice = 'cuda'\nmodel = nn.Linear(2, 2)\nplace(model)\ny = model(x.to(device))\n",
         # accelerate places it
         "import torch\nfrom torch import nn\nfrom accelerate import Accelerator\nacc = Accelerator()\n"
         "model = nn.Linear(2, 2)\nmodel = acc.prepare(model)\ny = model(torch.zeros(2, device='cuda'))\n",
         # a loss module has nothing to move
         "import torch\nfrom torch import nn\ndevice = 'cuda'\ncrit = nn.MSELoss()\nl = crit(a.to(device), b.to(device))\n",
-        # returned by a builder: the caller places it
-        "import torch\nfrom torch import nn\ndef build(device):\n    model = nn.Linear(2, 2)\n    return model\n"
-        "model = build('cuda')\ny = model(x)\n",
-        # never used
-        "import torch\nfrom torch import nn\ndevice = 'cuda'\nmodel = nn.Linear(2, 2)\n",
-        # no device in play at all (TL100's business)
-        "import torch\nfrom torch import nn\ndef f(x):\n    model = nn.Linear(2, 2)\n    return model(x).sum()\n",
+        # a forward-only demo on CPU inputs in a file that uses a GPU elsewhere
+        "import torch\nfrom torch import nn\ndevice = 'cuda'\nprobe = nn.Linear(2, 2)\nprint(probe(torch.zeros(1, 2)).shape)\n",
+        # deliberately on the CPU: an equivalence check against CPU tensors
+        "import torch\nfrom torch import nn\ndevice = 'cuda'\nref = nn.Linear(2, 2)\n"
+        "for x, y in loader:\n    expected = ref(x.cpu())\n    loss = crit(expected, y)\n    loss.backward()\n",
+        # its constructor places its own layers
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.layers = [nn.Linear(2, 2).cuda()]\nnet = Net()\ny = net(x.cuda())\n",
+        # a unit test in a file that uses a device
+        "import torch\nfrom torch import nn\ndevice = 'cuda'\ndef test_shapes():\n    model = nn.Linear(2, 2)\n"
+        "    assert model(torch.zeros(1, 2)).shape == (1, 2)\n",
         # moved in another function
         "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\ndef setup(device):\n    model.to(device)\n"
-        "def run(x):\n    return model(x)\n",
+        "def run(x):\n    return model(x.cuda())\n",
     )
     INVALID = (
+        # its inputs are on the device: the forward fails
         Invalid(
             "import torch\nimport torch.nn as nn\ndevice = torch.device('cuda')\nmodel = nn.Linear(4, 2)\n"
             "out = model(x.to(device))\n",
@@ -94,41 +119,145 @@ class ModelNotMoved(Rule):
             line=4,
         ),
         Invalid(
-            "import torch as T\nclass Net(T.nn.Module):\n    pass\ndevice = 'cuda'\nnet = Net()\nnet.train()\n"
-            "for x in xs:\n    net(x.to(device)).sum().backward()\n",
-            fixed="import torch as T\nclass Net(T.nn.Module):\n    pass\ndevice = 'cuda'\nnet = Net().to(device)\nnet.train()\n"
-            "for x in xs:\n    net(x.to(device)).sum().backward()\n",
-            line=5,
-        ),
-        # no device variable in scope: reported, no fix
-        Invalid(
-            "import torch\nfrom torch import nn\nmodel = nn.Linear(4, 2)\nout = model(torch.zeros(4, device='cuda'))\n",
-            fixed=None,
-            line=3,
-        ),
-        Invalid(
             "from transformers import AutoModel\nimport torch\ndef main(device):\n"
             "    model = AutoModel.from_pretrained('m').eval()\n    return model(ids.to(device))\n",
             fixed="from transformers import AutoModel\nimport torch\ndef main(device):\n"
             "    model = AutoModel.from_pretrained('m').eval().to(device)\n    return model(ids.to(device))\n",
             line=4,
         ),
+        # an attribute model fed tokenizer output on the device
+        Invalid(
+            "import torch\nfrom transformers import AutoModel, AutoTokenizer\ndevice = 'cuda'\nclass Scorer:\n"
+            "    def __init__(self):\n        self.tok = AutoTokenizer.from_pretrained('m')\n"
+            "        self.model = AutoModel.from_pretrained('m')\n    def score(self, texts):\n"
+            "        inputs = self.tok(texts, return_tensors='pt').to(device)\n        return self.model(**inputs)\n",
+            fixed="import torch\nfrom transformers import AutoModel, AutoTokenizer\ndevice = 'cuda'\nclass Scorer:\n"
+            "    def __init__(self):\n        self.tok = AutoTokenizer.from_pretrained('m')\n"
+            "        self.model = AutoModel.from_pretrained('m').to(device)\n    def score(self, texts):\n"
+            "        inputs = self.tok(texts, return_tensors='pt').to(device)\n        return self.model(**inputs)\n",
+            line=7,
+        ),
+        # training on the CPU with a GPU at hand: reported, no fix (the batches would stay behind)
+        Invalid(
+            "import torch as T\nclass Net(T.nn.Module):\n    pass\ndevice = T.device('cuda')\nmodel = Net()\n" + _LOOP,
+            line=5,
+        ),
+        # an imported model class fed device tensors
+        Invalid(
+            "import torch\nfrom mypkg.model import Seq2Seq\nDEVICE = 'cuda'\nmodel = Seq2Seq(hidden=8)\n"
+            "out = model(torch.rand(2, 3, device=DEVICE))\n",
+            line=4,
+        ),
     )
 
     def check(self, ctx: RuleContext) -> None:
-        pl = placement(ctx)
-        if pl.silenced:
+        a = ctx.analysis
+        if a.places.silenced:
             return
+        events = a.places._model_events()
         for b in ctx.facts.bindings:
-            if "." in b.name:
-                continue  # attributes (self.model): moved by their owner, silent
-            info = pl.model_construction(b)
-            if info is None or info[1]:
+            found = self._construction(a, b)
+            if found is None:
+                ctor, seen_class = self._imported_construction(a, b), False
+                if ctor is None:
+                    continue
+            else:
+                ctor, seen_class = found, True
+            if any(e.site.order > b.site.order or e.site.scope is not b.site.scope for e in events.get(b.name, [])):
+                continue  # moved, or handed on, somewhere: not "never moved"
+            crash = speed = False
+            for call in ctx.facts.calls:
+                mc = a.values.model_call(call)
+                if mc is None or dotted_name(mc.model) != b.name or call.site.order < b.site.order:
+                    continue
+                if seen_class and a.places.model_place(mc.model, call.site) != CPU:
+                    continue
+                if self._deliberately_on_cpu(a, call):
+                    continue
+                if any(a.places.tensor_place(arg.value, call.site) == DEVICE for arg in call.node.args):
+                    crash = True
+                    break
+                if seen_class and a.roles.does_work(call.site) and a.places.device_var(b.site) is not None:
+                    speed = True
+            if not (crash or speed):
                 continue
-            ctor, _ = info
-            placed, called, _ = pl.model_uses(b)
-            if placed or not called or not pl.device_near(b.site):
-                continue
-            device = pl.device_var(b.site)
-            replacements = {b.value: call_with_to(b.value, device)} if device else None
-            ctx.report(ctor.node, self.MESSAGE.format(name=b.name), replacements=replacements)
+            device = a.places.device_var(b.site)
+            fix = {b.value: call_with_to(b.value, device)} if crash and device and seen_class else None
+            message = self.MESSAGE.format(name=b.name) + (
+                ", but its inputs are on the device: the forward fails with a device mismatch" if crash else "")
+            ctx.report(ctor.node, message, replacements=fix)
+
+    @staticmethod
+    def _construction(a, b):
+        """For `model = Net(...)` (a module that is built, not loaded or wrapped,
+        and has parameters): the construction call."""
+        if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+            return None
+        if a.places._value_place(b.value, b.site) != CPU:
+            return None
+        ctor, _ = a.places.unwrap(b.value)
+        if ctor is None or a.values.call_kind(ctor) != MODULE or ctor.method in MOVE_METHODS:
+            return None
+        last = (ctor.qualname or dotted_name(ctor.node.func) or "").rsplit(".", 1)[-1]
+        if STATELESS_LAYER.match(last) or last.endswith("Loss"):
+            return None
+        return ctor
+
+    @staticmethod
+    def _imported_construction(a, b):
+        """`model = Imported(...)`: an instance of a class from another module of the
+        project, named like a model and given no device (we can't see the class;
+        only a forward on device inputs will tell)."""
+        if b.kind not in ("assign", "annassign") or b.index is not None or not isinstance(b.value, cst.Call):
+            return None
+        if "." in b.name or not MODEL_NAME.search(b.name):
+            return None
+        call = a.facts.call_for(b.value)
+        if call is None or call.method is not None or not isinstance(call.node.func, cst.Name):
+            return None
+        name = call.node.func.value
+        q = call.qualname or ""
+        if not name[:1].isupper() or q.startswith(("torch", "transformers", "timm")) or name in a.facts.classes:
+            return None
+        if not any(x.kind == "import" for x in a.facts.bindings_of(name)):
+            return None
+        for arg in call.node.args:
+            if arg.keyword is not None and "device" in arg.keyword.value:
+                return None
+            if arg.star == "**" and not _dict_without_device(a, arg.value, call.site):
+                return None
+            if arg.star == "*" or (arg.keyword is None and a.places.device_of(arg.value, call.site) == ACCEL
+                                   and not isinstance(arg.value, cst.Integer)):
+                return None
+        return call
+
+    @staticmethod
+    def _deliberately_on_cpu(a, call) -> bool:
+        """`layer(x.cpu())`, `layer(x).cuda()`, or a device variable that is the
+        CPU: a model kept on the CPU on purpose."""
+        for arg in call.node.args:
+            if isinstance(arg.value, cst.Call):
+                inner = a.facts.call_for(arg.value)
+                if inner is not None and inner.method == "cpu":
+                    return True
+        site = call.site
+        for c in a.helpers.calls_in_scope(site.scope):
+            if c.method in ("to", "cuda") and c.receiver is call.node:
+                return True
+        return False
+
+
+def _dict_without_device(a, expr, site) -> bool:
+    """`**params` where `params` is bound once to a dict literal with no key that
+    mentions a device."""
+    if not isinstance(expr, cst.Name):
+        return False
+    bs = a.facts.visible_bindings(expr.value, site.scope)
+    if len(bs) != 1 or not isinstance(bs[0].value, cst.Dict):
+        return False
+    for el in bs[0].value.elements:
+        if not isinstance(el, cst.DictElement) or not isinstance(el.key, cst.SimpleString):
+            return False
+        if "device" in str(el.key.evaluated_value):
+            return False
+    return True

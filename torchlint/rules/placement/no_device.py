@@ -1,11 +1,15 @@
 """TL100 no-device."""
 from __future__ import annotations
 
-from typing import Optional, Set
+import re
+from typing import Set
 
 import libcst as cst
 
-from torchlint.analysis.placement import USE_CALL, call_with_to, placement
+from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.vocabulary import ACCEPTS_DEVICE
+from torchlint.rules.nodes import call_with_to, with_keyword
+from torchlint.rules.placement.model_not_moved import ModelNotMoved
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
@@ -13,15 +17,23 @@ from torchlint.rules.base import Invalid, Rule, RuleContext
 class NoDevice(Rule):
     """
     ## What it does
-    Flags a script that builds a model and runs it (a forward, `.backward()`
-    or `optimizer.step()`) at module level or under
-    `if __name__ == "__main__":`, in a file that never selects any device and
-    hands the model to nothing that could place it. Library code (models
-    built inside functions) is not a script: a CPU-only helper is legitimate.
+    Flags a script that builds a model and runs it at module level (or under
+    `if __name__ == "__main__":`, or in a module-level function the script
+    calls) on the CPU although it looks at devices: it reads `x.device` or
+    `.is_cuda`, or calls `torch.cuda.*`, but never selects a device and never
+    hands the model to anything that could place it.
+
+    Not flagged: library code (models built inside functions), scripts that
+    choose the CPU (`torch.device("cpu")`, `device = "cpu"`, or device code
+    left commented out), scripts that never mention devices at all (running on
+    the CPU may well be the intent; we cannot tell), unit tests, the
+    `__main__` smoke block of a model-definition module, and export or
+    benchmark scripts.
 
     ## Why is this bad?
     Without a device, every tensor and parameter lives in host memory and all
-    the work runs on the CPU, even on a machine with an idle GPU.
+    the work runs on the CPU, even on a machine with an idle GPU; a script
+    that prints where its tensors live expects that to matter.
 
     ## Example
     ```python
@@ -29,6 +41,7 @@ class NoDevice(Rule):
 
     model = torch.nn.Linear(10, 2)
     out = model(torch.randn(1, 10))
+    print(out.device)
     ```
 
     ## Use instead
@@ -38,14 +51,21 @@ class NoDevice(Rule):
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model = torch.nn.Linear(10, 2).to(device)
     out = model(torch.randn(1, 10, device=device))
+    print(out.device)
     ```
 
     ## Fix safety
-    Unsafe: the fix adds
+    Unsafe (it changes where the script runs), and offered only when it is
+    complete: the fix adds
     `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`
-    after the imports and `.to(device)` on the model's construction, which
-    changes where the script runs. Inputs are then flagged by TL102/TL103
-    and fixed by their own (safe) fixes.
+    after the imports, `.to(device)` to the model's construction, `device=`
+    to every tensor the script creates at that level, and a move of every
+    loader batch it feeds the model, so nothing is left on the CPU to meet
+    the model. It is not offered when the script feeds the model anything
+    else (a tensor from another module, a helper's result), when a factory
+    takes no `device=`, or when the script hands tensors to NumPy or
+    Matplotlib (they need host memory). On a machine without a GPU the fixed
+    script still runs, on the CPU.
 
     ## References
     - [PyTorch: CUDA semantics](https://pytorch.org/docs/stable/notes/cuda.html)
@@ -53,85 +73,113 @@ class NoDevice(Rule):
 
     CODE = "TL100"
     NAME = "no-device"
-    MESSAGE = "Model `{name}` runs on the CPU: this script never selects a device"
-    FIX_TITLE = "Select a device and move the model to it"
+    MESSAGE = "Model `{name}` runs on the CPU: this script looks at devices but never selects one"
+    FIX_TITLE = "Select a device and move the model and its inputs to it"
     APPLICABILITY = Applicability.UNSAFE
 
+    _SHOW = "print(out.device)\n"
     VALID = (
         # a library function: legitimate CPU code
-        "import torch\ndef make():\n    model = torch.nn.Linear(10, 2)\n    return model(torch.randn(1, 10))\n",
-        # a device is selected
-        "import torch\ndevice = torch.device('cpu')\nmodel = torch.nn.Linear(10, 2).to(device)\ny = model(x)\n",
-        "import torch\ndevice = 'cpu'\nmodel = torch.nn.Linear(10, 2)\ny = model(x)\n",
+        "import torch\ndef make():\n    model = torch.nn.Linear(10, 2)\n    out = model(torch.randn(1, 10))\n"
+        "    print(out.device)\n",
+        # a device is selected: the CPU, on purpose
+        "import torch\ndevice = torch.device('cpu')\nmodel = torch.nn.Linear(10, 2).to(device)\nout = model(x)\n" + _SHOW,
+        "import torch\ndevice = 'cpu'\nmodel = torch.nn.Linear(10, 2)\nout = model(x)\n" + _SHOW,
+        # device code left commented out: the CPU is a choice
+        "import torch\n# device = torch.device('cuda')\nmodel = torch.nn.Linear(10, 2)\nout = model(x)\n" + _SHOW,
+        # never mentions a device: we cannot tell the CPU is not the intent
+        "import torch\nmodel = torch.nn.Linear(10, 2)\nfor x, y in loader:\n    loss = (model(x) - y).pow(2).mean()\n"
+        "    loss.backward()\n",
         # handed to something that places it (Lightning)
-        "import torch\nimport lightning as L\nmodel = torch.nn.Linear(10, 2)\nL.Trainer().fit(model)\n",
-        "import torch\nmodel = torch.nn.Linear(10, 2)\ntrainer.fit(model)\ny = model(x)\n",
+        "import torch\nimport lightning as L\nmodel = torch.nn.Linear(10, 2)\nL.Trainer().fit(model)\n" + _SHOW,
+        "import torch\nmodel = torch.nn.Linear(10, 2)\ntrainer.fit(model)\nout = model(x)\n" + _SHOW,
         # built but never run
-        "import torch\nmodel = torch.nn.Linear(10, 2)\nprint(model)\n",
+        "import torch\nmodel = torch.nn.Linear(10, 2)\nprint(model, torch.cuda.is_available())\n",
         # built by a builder whose kind we cannot see
-        "import torch\nmodel = build_model()\ny = model(x)\n",
-        # a loss module is not a model
-        "import torch\ncrit = torch.nn.MSELoss()\nl = crit(a, b)\n",
+        "import torch\nmodel = build_model()\nout = model(x)\n" + _SHOW,
+        # the smoke block of a model-definition module
+        "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n        return x\n"
+        "if __name__ == '__main__':\n    net = Net()\n    out = net(torch.zeros(2, 3))\n    print(out.shape, out.device)\n",
     )
     INVALID = (
         Invalid(
-            "import torch\n\nmodel = torch.nn.Linear(10, 2)\nout = model(x)\n",
+            "import torch\n\nmodel = torch.nn.Linear(10, 2)\nx = torch.randn(1, 10)\nout = model(x)\nprint(out.device)\n",
             fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n'
-            "model = torch.nn.Linear(10, 2).to(device)\nout = model(x)\n",
+            "model = torch.nn.Linear(10, 2).to(device)\nx = torch.randn(1, 10, device=device)\nout = model(x)\n"
+            "print(out.device)\n",
             line=3,
             unsafe=True,
         ),
+        # a training loop over a loader: the batches move too
         Invalid(
-            "import torch as T\nfrom torch import nn\nclass Net(nn.Module):\n    pass\n"
-            "if __name__ == '__main__':\n    net = Net()\n    loss = net(x).sum()\n    loss.backward()\n",
-            fixed="import torch as T\nfrom torch import nn\n"
-            'device = T.device("cuda" if T.cuda.is_available() else "cpu")\nclass Net(nn.Module):\n    pass\n'
-            "if __name__ == '__main__':\n    net = Net().to(device)\n    loss = net(x).sum()\n    loss.backward()\n",
-            line=6,
+            "import torch\nfrom torch.utils.data import DataLoader\nprint(torch.cuda.is_available())\n"
+            "model = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "for x, y in DataLoader(ds, batch_size=8):\n    loss = torch.nn.functional.mse_loss(model(x), y)\n"
+            "    loss.backward()\n    opt.step()\n",
+            fixed="import torch\nfrom torch.utils.data import DataLoader\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nprint(torch.cuda.is_available())\n'
+            "model = torch.nn.Linear(4, 1).to(device)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "for x, y in DataLoader(ds, batch_size=8):\n    x, y = x.to(device), y.to(device)\n"
+            "    loss = torch.nn.functional.mse_loss(model(x), y)\n    loss.backward()\n    opt.step()\n",
+            line=4,
             unsafe=True,
         ),
+        # fed something we cannot move: reported, no fix
         Invalid(
-            "from torch import nn\nmodel = nn.Sequential(nn.Linear(2, 2))\ndef step(x):\n    return model(x)\nstep(1)\n",
-            fixed="from torch import nn\nimport torch\n"
-            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            "model = nn.Sequential(nn.Linear(2, 2)).to(device)\ndef step(x):\n    return model(x)\nstep(1)\n",
+            "from torch import nn\nmodel = nn.Sequential(nn.Linear(2, 2))\nout = model(load_batch())\n"
+            "print(out.is_cuda)\n",
             line=2,
-            unsafe=True,
         ),
     )
 
     def check(self, ctx: RuleContext) -> None:
-        if ctx.sem.device_in_play():
+        a = ctx.analysis
+        if a.places.silenced or a.places.selects_device() or not self._device_aware(ctx):
             return
-        pl = placement(ctx)
-        if pl.silenced or pl.has_device_binding():
-            return
+        if _DELIBERATE_CPU.search(ctx.source):
+            return  # commented-out device code: running on the CPU is a choice
         facts = ctx.facts
         module_scope = facts.module_scope
-        runners: Optional[Set[str]] = None
+        runners = self._module_level_runners(ctx)
+        events = a.places._model_events()
         for b in facts.bindings:
             if b.site.scope is not module_scope or "." in b.name:
                 continue
-            info = pl.model_construction(b)
-            if info is None or info[1]:
+            ctor = ModelNotMoved._construction(a, b)
+            if ctor is None or a.roles.excluded(b.site):
                 continue
-            placed, called, uses = pl.model_uses(b)
-            if placed:
+            if any(e.site.order > b.site.order or e.site.scope is not module_scope for e in events.get(b.name, [])):
                 continue
-            if runners is None:
-                runners = self._module_level_runners(ctx)
-            runs = False
-            for use in uses:
-                if pl.use_kind(use)[0] != USE_CALL:
-                    continue
-                scope = use.site.scope
-                if scope is module_scope or (scope.kind == "function" and scope.parent is module_scope
-                                             and scope.name in runners):
-                    runs = True
-                    break
-            if not runs:
+            forwards = [c for c in facts.calls if self._runs(a, c, b.name)
+                        and (c.site.scope is module_scope or (c.site.scope.kind == "function"
+                                                              and c.site.scope.parent is module_scope
+                                                              and c.site.scope.name in runners))]
+            if not forwards:
                 continue
-            ctx.report(info[0].node, self.MESSAGE.format(name=b.name), replacements=self._fix(ctx, b))
+            ctx.report(ctor.node, self.MESSAGE.format(name=b.name), replacements=self._fix(ctx, b, forwards, runners))
+
+    @staticmethod
+    def _runs(a, call, name: str) -> bool:
+        mc = a.values.model_call(call)
+        if mc is not None:
+            return dotted_name(mc.model) == name
+        return False
+
+    @staticmethod
+    def _device_aware(ctx: RuleContext) -> bool:
+        """The script looks at where things run (`x.device`, `.is_cuda`,
+        `torch.cuda.is_available()`) without ever choosing a device: it expects
+        the GPU to matter."""
+        for use in ctx.facts.uses:
+            parent = use.site.parent
+            if isinstance(parent, cst.Attribute) and parent.value is use.node and parent.attr.value in (
+                    "device", "is_cuda"):
+                return True
+        for call in ctx.facts.calls:
+            q = call.qualname or ""
+            if q.startswith("torch.cuda.") or q.startswith("torch.backends.mps.") or call.method == "get_device":
+                return True
+        return False
 
     @staticmethod
     def _module_level_runners(ctx: RuleContext) -> Set[str]:
@@ -145,8 +193,92 @@ class NoDevice(Rule):
                     out.add(func.value)
         return out
 
+    # -- the fix: a device, the model on it, and every input the script feeds it ---------------
+
+    def _fix(self, ctx: RuleContext, b, forwards, runners):
+        a = ctx.analysis
+        facts = ctx.facts
+        scopes = {id(facts.module_scope.node)} | {
+            id(f.scope.node) for f in facts.functions if f.name in runners and f.scope.parent is facts.module_scope}
+        in_script = [c for c in facts.calls if id(c.site.scope.node) in scopes]
+        if any(c.method == "numpy" or (c.qualname or "").split(".")[0] in ("numpy", "matplotlib") for c in in_script):
+            return None  # host-only code would meet device tensors
+        creations = [c for c in in_script if a.places.cpu_creation(c.node) is c and not _inside_creation(a, c)]
+        if any(c.qualname not in ACCEPTS_DEVICE for c in creations):
+            return None
+        # Every input of every forward must be one we move: a creation here or a batch of a loop here.
+        loops = {}
+        for call in forwards:
+            for arg in call.node.args:
+                if not self._movable(a, arg.value, call.site, creations, loops):
+                    return None
+        # A loss that compares the (moved) output with a target needs the target moved too.
+        outputs = {id(c.node) for c in forwards}
+        for call in in_script:
+            if not a.values.is_loss_call(call):
+                continue
+            for arg in call.node.args:
+                if not (self._is_output(a, arg.value, call.site, outputs)
+                        or self._movable(a, arg.value, call.site, creations, loops)):
+                    return None
+        anchor = self._import_anchor(ctx, b)
+        if anchor is None:
+            return None
+        torch = facts.module_alias("torch")
+        lines = []
+        if torch is None:
+            torch = "torch"
+            lines.append("import torch\n")
+        lines.append(f'device = {torch}.device("cuda" if {torch}.cuda.is_available() else "cpu")\n')
+        new = [cst.parse_statement(line) for line in lines]
+        replacements = {anchor: cst.FlattenSentinel([anchor] + new), b.value: call_with_to(b.value, "device")}
+        for c in creations:
+            replacements[c.node] = with_keyword(c.node, "device", cst.Name("device"))
+        for loop, names in loops.items():
+            body = loop.node.body
+            if not isinstance(body, cst.IndentedBlock):
+                return None
+            move = cst.parse_statement(f"{', '.join(names)} = {', '.join(n + '.to(device)' for n in names)}\n")
+            replacements[body] = body.with_changes(body=[move] + list(body.body))
+        return replacements
+
     @staticmethod
-    def _fix(ctx: RuleContext, b):
+    def _movable(a, expr, site, creations, loops) -> bool:
+        creation = a.places.cpu_creation(expr)
+        if creation is not None:
+            return creation in creations
+        if not isinstance(expr, cst.Name):
+            return False
+        reaching = a.places.reaching(expr.value, site)
+        if not reaching:
+            return False
+        for r in reaching:
+            if r.kind in ("assign", "annassign") and r.value is not None and r.index is None:
+                creation = a.places.cpu_creation(r.value)
+                if creation is None or creation not in creations:
+                    return False
+            elif r.kind == "for" and r.site.loop is not None and a.places.batch_source(r.value, r.site):
+                loop = r.site.loop
+                loops.setdefault(loop, [])
+                if r.name not in loops[loop]:
+                    loops[loop].append(r.name)
+            else:
+                return False
+        return True
+
+    @staticmethod
+    def _is_output(a, expr, site, outputs) -> bool:
+        """The model's output (directly or through a name bound to it)."""
+        if isinstance(expr, cst.Call):
+            return id(expr) in outputs
+        if isinstance(expr, cst.Name):
+            reaching = a.places.reaching(expr.value, site)
+            return bool(reaching) and all(isinstance(r.value, cst.Call) and id(r.value) in outputs and r.index is None
+                                          for r in reaching)
+        return False
+
+    @staticmethod
+    def _import_anchor(ctx: RuleContext, b):
         facts = ctx.facts
         anchor = None
         for stmt in ctx.module.body:
@@ -157,13 +289,14 @@ class NoDevice(Rule):
             if isinstance(stmt, cst.SimpleStatementLine) and all(
                     isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
                 anchor = stmt
-        if anchor is None:
-            return None
-        torch = facts.module_alias("torch")
-        lines = []
-        if torch is None:
-            torch = "torch"
-            lines.append("import torch\n")
-        lines.append(f'device = {torch}.device("cuda" if {torch}.cuda.is_available() else "cpu")\n')
-        new = [cst.parse_statement(line) for line in lines]
-        return {anchor: cst.FlattenSentinel([anchor] + new), b.value: call_with_to(b.value, "device")}
+        return anchor
+
+
+def _inside_creation(a, call) -> bool:
+    """A factory nested in another creation's arguments (`torch.tensor(torch.zeros(2))`)."""
+    return isinstance(call.site.parent, cst.Arg) and a.facts.call_of_arg(call.site.parent) is not None and \
+        a.places.cpu_creation(a.facts.call_of_arg(call.site.parent).node) is not None
+
+
+_DELIBERATE_CPU = re.compile(r"^[ \t]*#.*(\.cuda\(|\.to\(\s*['\"]?(cuda|device)|torch\.device\(|\bdevice\s*=)",
+                             re.M)

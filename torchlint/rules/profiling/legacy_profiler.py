@@ -50,11 +50,17 @@ class LegacyProfiler(Rule):
     ```
 
     ## Fix safety
-    Safe when the profiler's result is used only through `key_averages()` and
-    `export_chrome_trace()`, which both profilers provide with the same
-    meaning; unsafe otherwise (other attributes such as `function_events`
-    differ). The fix needs `torch` imported as a module in the file; without
-    it no fix is offered.
+    Safe when the profiler's result is used only through `key_averages()`
+    and `export_chrome_trace()`, which both profilers provide with the same
+    meaning (or not bound at all); unsafe when other attributes are read
+    (`function_events` and friends differ). When the profiler object itself
+    is printed, formatted or handed on (`print(prof)` shows a table only for
+    the legacy profiler), no fix is offered: the message suggests printing
+    `prof.key_averages().table()`. The fix needs `torch` imported as a module.
+
+    Only reported where CUDA is in play (`use_cuda=True`, or a file that puts
+    something on an accelerator): on a CPU-only script both profilers see
+    the same operators.
 
     ## References
     - [torch.profiler](https://pytorch.org/docs/stable/profiler.html)
@@ -71,6 +77,9 @@ class LegacyProfiler(Rule):
         "import torch\nwith torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:\n    pass\n",
         "from torch.profiler import profile\nwith profile() as p:\n    pass\n",
         "import profiler\nwith profiler.profile(use_cuda=True) as p:\n    pass\n",
+        # a CPU-only script: both profilers see the same operators
+        "import torch\nfrom torch.autograd import profiler\nwith profiler.profile() as prof:\n    run()\n"
+        "print(prof.key_averages().table())\n",
     )
     INVALID = (
         Invalid(
@@ -84,22 +93,25 @@ class LegacyProfiler(Rule):
             line=4,
         ),
         Invalid(
-            "import torch as T\nwith T.autograd.profiler.profile(record_shapes=True) as prof:\n    run()\n"
-            "prof.export_chrome_trace('t.json')\n",
-            fixed="import torch as T\nwith T.profiler.profile(record_shapes=True, "
+            "import torch as T\nx = T.zeros(2).cuda()\nwith T.autograd.profiler.profile(record_shapes=True) as prof:\n"
+            "    run()\nprof.export_chrome_trace('t.json')\n",
+            fixed="import torch as T\nx = T.zeros(2).cuda()\nwith T.profiler.profile(record_shapes=True, "
             "activities=[T.profiler.ProfilerActivity.CPU]) as prof:\n    run()\n"
             "prof.export_chrome_trace('t.json')\n",
-            line=2,
+            line=3,
         ),
         Invalid(
-            "import torch\nwith torch.autograd.profiler.profile() as prof:\n    run()\n"
+            "import torch\nwith torch.autograd.profiler.profile(use_cuda=True) as prof:\n    run()\n"
             "events = prof.function_events\n",
-            fixed="import torch\nwith torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:\n"
-            "    run()\nevents = prof.function_events\n",
+            fixed="import torch\nwith torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, "
+            "torch.profiler.ProfilerActivity.CUDA]) as prof:\n    run()\nevents = prof.function_events\n",
             line=2,
             unsafe=True,
         ),
         Invalid("from torch.autograd import profiler\nwith profiler.profile(use_cuda=True):\n    run()\n", line=2),
+        # printed: the new profiler prints no table, so no fix
+        Invalid("import torch\nwith torch.autograd.profiler.profile(use_cuda=True) as prof:\n    run()\nprint(prof)\n",
+                line=2),
     )
 
     def check(self, ctx: RuleContext) -> None:
@@ -107,16 +119,29 @@ class LegacyProfiler(Rule):
         for call in ctx.facts.calls:
             if call.qualname not in LEGACY:
                 continue
+            if not (self._profiles_cuda(call) or ctx.analysis.places.accelerator_in_play()):
+                continue  # CPU-only profiling: both profilers see the same CPU operators
             fixed = self._fixed(call, torch) if torch else None
-            if fixed is None:
-                ctx.report(call.node)
+            uses = self._result_uses(ctx, call)
+            if fixed is None or uses == "other":
+                ctx.report(call.node)  # the result is printed or read in ways the new profiler changes
                 continue
-            safe = self._only_safe_uses(ctx, call)
             ctx.report(
                 call.node,
                 replacements={call.node: fixed},
-                applicability=Applicability.SAFE if safe else Applicability.UNSAFE,
+                applicability=Applicability.SAFE if uses == "safe" else Applicability.UNSAFE,
             )
+
+    @staticmethod
+    def _profiles_cuda(call: Call) -> bool:
+        for arg in call.node.args:
+            name = arg.keyword.value if arg.keyword else None
+            if name == "use_cuda" and isinstance(arg.value, cst.Name) and arg.value.value == "True":
+                return True
+            if name == "use_device" and isinstance(arg.value, cst.SimpleString) and \
+                    arg.value.evaluated_value == "cuda":
+                return True
+        return False
 
     @staticmethod
     def _fixed(call: Call, torch: str) -> Optional[cst.Call]:
@@ -145,19 +170,28 @@ class LegacyProfiler(Rule):
         return call.node.with_changes(func=cst.parse_expression(f"{torch}.profiler.profile"), args=kept)
 
     @staticmethod
-    def _only_safe_uses(ctx: RuleContext, call: Call) -> bool:
-        """The result is bound by `with ... as name` and only `name.key_averages()` /
-        `name.export_chrome_trace()` read it."""
+    def _result_uses(ctx: RuleContext, call: Call) -> str:
+        """"safe": the result is bound by `with ... as name` and only
+        `name.key_averages()` / `name.export_chrome_trace()` read it (or it is not
+        bound); "unsafe": other attributes are read (their meaning differs);
+        "other": the profiler object itself is printed, formatted or handed on
+        (`print(prof)` shows a table only for the legacy profiler)."""
         parent = call.site.parent
-        if not isinstance(parent, cst.WithItem) or parent.asname is None:
-            return parent is not None and isinstance(parent, cst.WithItem)
+        if not isinstance(parent, cst.WithItem):
+            return "other"
+        if parent.asname is None:
+            return "safe"
         name = dotted_name(parent.asname.name)
         if name is None or "." in name:
-            return False
+            return "other"
+        result = "safe"
         for use in ctx.facts.uses_of(name):
             if use.site.order <= call.site.order:
                 continue
             attr = use.site.parent
-            if not (isinstance(attr, cst.Attribute) and attr.value is use.node and attr.attr.value in _SAFE_USES):
-                return False
-        return True
+            if isinstance(attr, cst.Attribute) and attr.value is use.node:
+                if attr.attr.value not in _SAFE_USES:
+                    result = "unsafe"
+                continue
+            return "other"
+        return result

@@ -6,8 +6,7 @@ from typing import Optional
 import libcst as cst
 
 from torchlint.analysis.facts import Call, Loop, Site
-from torchlint.analysis.loops import HotContext, Loops
-from torchlint.analysis.tensors import TENSOR, Tensors
+from torchlint.analysis.loops import HotContext
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
@@ -19,19 +18,27 @@ _CASTS = frozenset({"float", "int", "bool"})
 class SyncInLoop(Rule):
     """
     ## What it does
-    Flags a host/device synchronization that runs every iteration of a hot
-    loop (or of a same-file helper the hot loop calls every iteration):
-    `.item()`, `.tolist()`, `float(t)`, `int(t)`, `bool(t)`, a tensor used as
-    an `if`/`while` condition or compared in one, and, in training loops,
-    `.cpu()`, `.numpy()` and `print(t)` of a tensor.
+    Flags a host/device synchronization that runs every iteration of a
+    per-batch loop: `.item()`, `.tolist()`, `float(t)`, `int(t)`, `bool(t)`,
+    a tensor used as an `if`/`while` condition or compared in one, `.cpu()`
+    of a value that is then reduced on the host (`pred.eq(y).cpu().sum()`),
+    and, in training loops, `.cpu()`, `.numpy()` and `print(t)` of a tensor.
+    A same-file helper the loop calls every iteration and that syncs inside
+    (`accuracy(out, y)` returning `float(...)`, a `train_step` returning
+    `loss.item()`) is reported at that call.
 
-    Only values the analysis knows are tensors on a device count (a loss, a
-    model output, results of torch ops on those); Python numbers such as
-    `float(scheduler.get_last_lr()[0])` or `float(group["lr"])`, and tensors
-    known to live on the CPU, are not flagged. Code under a periodic guard
-    (`if step % 100 == 0:`) or after the loop is not flagged, and neither is
-    `.cpu()` of outputs collected per batch in an inference loop (the copy is
-    the point of the loop there).
+    Only values on the accelerator count: a loss, a model output (also
+    unpacked from a tuple, `loss, logits = model(x)`), a loss returned by a
+    same-file helper or computed by a criterion passed in as a parameter,
+    metric tensors such as `(pred == y).sum()`, and tensors whose place we
+    cannot tell in a file that uses an accelerator. Python numbers
+    (`float(scheduler.get_last_lr()[0])`), tensors known to live on the CPU,
+    and everything in files that never use an accelerator are not flagged.
+    Neither is code under a periodic guard (`if step % 100 == 0:`), code that
+    runs once per epoch after the batch loop, the per-sample `.tolist()` of a
+    generation loop, `.cpu()` of outputs collected per batch in an inference
+    loop (the copy is the point there), reinforcement-learning acting loops
+    (`env.step(action)`), unit tests and benchmarks.
 
     ## Why is this bad?
     Reading a device value on the host waits for every queued kernel to
@@ -54,15 +61,19 @@ class SyncInLoop(Rule):
         loss = criterion(model(x), y)
         loss.backward()
         optimizer.step()
-        total += loss.detach()
+        total += loss.detach().float()
     print(float(total) / len(loader))
     ```
 
     ## Fix safety
     Only the accumulation `total += t.item()` has a fix, and it is unsafe:
-    `total` becomes a tensor during the loop and is converted with
-    `float(...)` where it is read after the loop, which changes its type
-    inside the loop. Other cases get a suggestion: log every N steps, or
+    `total` becomes a tensor during the loop. The fix accumulates
+    `t.detach().float()` (float32 whatever the model's dtype, so a bf16 loss
+    does not lose precision) and converts where `total` is read after the
+    loop (`float(total)`, or `int(total)` for a count that started as an
+    int). It is offered only when `total` is bound before the loop (and, in
+    an epoch loop, reset for each epoch), only accumulated inside it, and
+    read only after it. Other cases get a suggestion: log every N steps, or
     keep values on the device and convert once after the loop.
 
     ## References
@@ -76,75 +87,112 @@ class SyncInLoop(Rule):
     FIX_TITLE = "Accumulate on the device; convert once after the loop"
     APPLICABILITY = Applicability.UNSAFE
 
+    _HEAD = "import torch\nimport torch.nn as nn\ndevice = torch.device('cuda')\nmodel = nn.Linear(2, 2).to(device)\n"
     VALID = (
         # Periodic guard.
-        "import torch\nfor step, (x, y) in enumerate(loader):\n    loss = criterion(model(x), y)\n"
+        _HEAD + "for step, (x, y) in enumerate(loader):\n    loss = criterion(model(x.to(device)), y.to(device))\n"
         "    loss.backward()\n    if step % 100 == 0:\n        print(loss.item())\n",
         # Python numbers.
-        "import torch\nfor x in loader:\n    lr = float(scheduler.get_last_lr()[0])\n"
+        _HEAD + "for x in loader:\n    lr = float(scheduler.get_last_lr()[0])\n"
         "    for group in opt.param_groups:\n        v = float(group['lr'])\n",
         # After the loop.
-        "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nfor x in loader:\n    loss = model(x).sum()\n"
-        "    loss.backward()\nprint(loss.item())\n",
+        _HEAD + "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\nprint(loss.item())\n",
+        # Once per epoch, after the batch loop.
+        _HEAD + "for epoch in range(3):\n    for x in loader:\n        loss = model(x.to(device)).sum()\n"
+        "        loss.backward()\n    print(epoch, loss.item())\n",
         # .cpu() of outputs collected in an inference loop.
-        "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\npreds = []\nfor x in loader:\n"
-        "    preds.append(model(x).cpu())\n",
+        _HEAD + "preds = []\nfor x in loader:\n    preds.append(model(x.to(device)).cpu())\n",
         # A CPU tensor.
-        "import torch\nfor x in loader:\n    n = torch.zeros(3).sum().item()\n",
+        _HEAD + "for x in loader:\n    n = torch.zeros(3).sum().item()\n",
+        # A CPU-only script: `.item()` is no device sync.
+        "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nfor x in loader:\n    loss = model(x).sum()\n"
+        "    loss.backward()\n    total = loss.item()\n",
+        # An explicit CPU device.
+        "import torch\nimport torch.nn as nn\ndevice = torch.device('cpu')\nmodel = nn.Linear(2, 2).to(device)\n"
+        "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n    total = loss.item()\n",
+        # One generate() per sample: decoding its output is inherent.
+        _HEAD + "for k in range(4):\n    y = model.generate(x, 100)\n    print(decode(y[0].tolist()))\n",
     )
     INVALID = (
         Invalid(
-            "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\ntotal = 0.0\nfor x in loader:\n"
-            "    loss = model(x).sum()\n    loss.backward()\n    total += loss.item()\nprint(total / 10)\n",
-            fixed="import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\ntotal = 0.0\nfor x in loader:\n"
-            "    loss = model(x).sum()\n    loss.backward()\n    total += loss.detach()\nprint(float(total) / 10)\n",
-            line=8,
+            _HEAD + "total = 0.0\nfor x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n"
+            "    total += loss.item()\nprint(total / 10)\n",
+            fixed=_HEAD + "total = 0.0\nfor x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n"
+            "    total += loss.detach().float()\nprint(float(total) / 10)\n",
+            line=9,
             unsafe=True,
         ),
         Invalid(
-            "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nfor x in loader:\n"
-            "    loss = model(x).sum()\n    loss.backward()\n    if loss < 0.1:\n        break\n",
-            line=7,
+            _HEAD + "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n    if loss < 0.1:\n"
+            "        break\n",
+            line=8,
+        ),
+        # a helper that syncs, called every iteration: reported at the call
+        Invalid(
+            _HEAD + "def log(loss):\n    print(float(loss))\nfor x in loader:\n    loss = model(x.to(device)).sum()\n"
+            "    loss.backward()\n    log(loss)\n",
+            line=10,
         ),
         Invalid(
-            "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\ndef log(loss):\n    print(float(loss))\n"
-            "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    log(loss)\n",
-            line=5,
+            _HEAD + "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n    print(loss)\n",
+            line=8,
         ),
+        # a count: the int start becomes int(...) where it is read
         Invalid(
-            "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nfor x in loader:\n"
-            "    loss = model(x).sum()\n    loss.backward()\n    print(loss)\n",
+            _HEAD + "correct = 0\nfor x, y in loader:\n    out = model(x.to(device))\n"
+            "    correct += (out.argmax(1) == y.to(device)).sum().item()\nacc = correct / 10\n",
+            fixed=_HEAD + "correct = 0\nfor x, y in loader:\n    out = model(x.to(device))\n"
+            "    correct += (out.argmax(1) == y.to(device)).sum().detach()\nacc = int(correct) / 10\n",
+            line=8,
+            unsafe=True,
+        ),
+        # a value unpacked from the model's output tuple, with a criterion passed in
+        Invalid(
+            "import torch\ndef train(model, loader, criterion, device):\n    for x, y in loader:\n"
+            "        logits, aux = model(x.to(device))\n        loss = criterion(logits, y.to(device))\n"
+            "        loss.backward()\n        print(loss.item())\n",
             line=7,
+        ),
+        # `.cpu()` only to reduce on the host
+        Invalid(
+            _HEAD + "correct = 0\nfor x, y in loader:\n    pred = model(x.to(device)).argmax(1)\n"
+            "    correct += pred.eq(y.to(device)).cpu().sum()\n",
+            line=8,
         ),
     )
 
     def check(self, ctx: RuleContext) -> None:
-        tensors = Tensors.of(ctx.sem)
-        loops = Loops.of(ctx.sem)
+        a = ctx.analysis
+        via_calls = set()
         for call in ctx.facts.calls:
-            what = self._sync_kind(ctx, tensors, call)
+            what = self._sync_kind(a, call)
             if what is None:
                 continue
-            hot = loops.hot_context(call.site)
-            if hot is None:
+            hot = a.loops.hot_context(call.site)
+            if hot is None or (what[1] and not hot.training) or a.roles.excluded(call.site):
                 continue
-            if what[1] and not hot.training:
-                continue
-            if loops.steps_environment(hot.loop):
+            if a.loops.steps_environment(hot.loop):
                 continue  # RL acting: the environment needs the action on the host
-            fix = self._accumulation_fix(ctx, tensors, call, hot) if call.method == "item" else None
+            if hot.call is not None:
+                # Inside a same-file helper: report where the loop calls it, every iteration.
+                if id(hot.call.node) not in via_calls and not a.roles.excluded(hot.call.site):
+                    via_calls.add(id(hot.call.node))
+                    ctx.report(hot.call.node, f"`{hot.via}()` reads a device tensor on the host ({what[0]}) and "
+                                              "is called every iteration of the loop: each call syncs host and "
+                                              "device; keep values on the device and convert once after the loop")
+                continue
+            fix = self._accumulation_fix(ctx, call, hot) if call.method == "item" else None
             ctx.report(call.node, self._message(what[0], hot), replacements=fix)
         for node, site in list(ctx.facts.ifs) + self._whiles(ctx):
-            test = node.test
-            culprit = self._tensor_condition(tensors, test, site)
-            if culprit is None:
+            culprit = self._tensor_condition(a, node.test, site)
+            if culprit is None or a.roles.excluded(site):
                 continue
-            hot = loops.hot_context(site)
+            hot = a.loops.hot_context(site)
             if hot is None and isinstance(node, cst.While):
-                loop = next((l for l in ctx.facts.loops if l.node is node), None)
-                if loop is not None and ctx.sem.is_hot(loop):
-                    hot = HotContext(loop, loops.is_training_loop(loop))
-            if hot is None:
+                loop = a.loops.loop_for(node)
+                if loop is not None and a.loops.direct_hot(loop) and not a.loops.is_epoch_loop(loop):
+                    hot = HotContext(loop, a.loops.trains(loop))
+            if hot is None or hot.call is not None:
                 continue
             ctx.report(culprit, self._message("a tensor used as a condition", hot))
 
@@ -160,54 +208,61 @@ class SyncInLoop(Rule):
 
     @staticmethod
     def _message(what: str, hot: HotContext) -> str:
-        where = f"in `{hot.via}`, called every iteration of a hot loop" if hot.via else "every iteration of a hot loop"
+        where = f"in `{hot.via}`, called every iteration of a loop" if hot.via else "every iteration of the loop"
         return (f"{what} syncs host and device {where}; keep values on the device and convert "
                 "once after the loop, or only every N steps (`if step % N == 0:`)")
 
     @staticmethod
-    def _sync_kind(ctx: RuleContext, tensors: Tensors, call: Call):
-        """(description, training_only) or None."""
+    def _sync_kind(a, call: Call):
+        """(description, training_only) for a host read of a tensor on the device, or None."""
         if call.method is not None and call.receiver is not None and call.qualname is None:
             if call.method in _ALWAYS or call.method in _TRAINING_ONLY:
                 if call.node.args and call.method != "tolist":
                     return None
-                if tensors.place(call.receiver, call.site) == TENSOR:
+                if a.places.on_accelerator(call.receiver, call.site):
+                    if call.method == "cpu" and _reduced_on_host(a, call):
+                        # `correct += pred.eq(y).cpu().sum()`: a copy only to reduce it on the host.
+                        return "`.cpu()` of a value then reduced on the host", False
                     return f"`.{call.method}()`", call.method in _TRAINING_ONLY
             return None
         func = call.node.func
-        if isinstance(func, cst.Name) and not ctx.facts.bindings_of(func.value):
+        if isinstance(func, cst.Name) and not a.facts.bindings_of(func.value):
             if func.value in _CASTS and len(call.node.args) == 1 and not call.node.args[0].star:
-                if tensors.place(call.node.args[0].value, call.site) == TENSOR:
+                if a.places.on_accelerator(call.node.args[0].value, call.site):
                     return f"`{func.value}()` of a tensor", False
             if func.value == "print":
                 for arg in call.node.args:
-                    if arg.keyword is None and _mentions_tensor(tensors, arg.value, call.site):
+                    if arg.keyword is None and _mentions_device_tensor(a, arg.value, call.site):
                         return "`print()` of a tensor", True
         return None
 
     @staticmethod
-    def _tensor_condition(tensors: Tensors, test: cst.BaseExpression, site: Site) -> Optional[cst.CSTNode]:
+    def _tensor_condition(a, test: cst.BaseExpression, site: Site) -> Optional[cst.CSTNode]:
         if isinstance(test, cst.BooleanOperation):
-            return (SyncInLoop._tensor_condition(tensors, test.left, site)
-                    or SyncInLoop._tensor_condition(tensors, test.right, site))
+            return (SyncInLoop._tensor_condition(a, test.left, site)
+                    or SyncInLoop._tensor_condition(a, test.right, site))
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            return SyncInLoop._tensor_condition(tensors, test.expression, site)
+            return SyncInLoop._tensor_condition(a, test.expression, site)
         if isinstance(test, cst.Comparison):
             if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in test.comparisons):
                 return None
             operands = [test.left] + [c.comparator for c in test.comparisons]
-            if any(tensors.place(o, site) == TENSOR for o in operands):
+            if any(a.places.on_accelerator(o, site) for o in operands):
                 return test
             return None
         if isinstance(test, (cst.Call, cst.Name, cst.Attribute, cst.Subscript, cst.BinaryOperation)):
-            if tensors.place(test, site) == TENSOR:
+            if a.places.on_accelerator(test, site):
                 return test
         return None
 
     # -- the accumulation fix ------------------------------------------------
 
     @staticmethod
-    def _accumulation_fix(ctx: RuleContext, tensors: Tensors, call: Call, hot: HotContext):
+    def _accumulation_fix(ctx: RuleContext, call: Call, hot: HotContext):
+        """`total += t.item()` in the loop and `total` read after it: accumulate
+        `t.detach().float()` (float32, whatever the model's dtype) and convert
+        where `total` is read."""
+        a = ctx.analysis
         stmt = call.site.stmt
         if not (isinstance(stmt, cst.AugAssign) and isinstance(stmt.operator, cst.AddAssign)
                 and stmt.value is call.node and isinstance(stmt.target, cst.Name)):
@@ -215,10 +270,7 @@ class SyncInLoop(Rule):
         loop: Optional[Loop] = call.site.loop
         if loop is None or hot.via is not None:
             return None
-        # The outermost loop of this scope that holds the statement and is hot.
-        for outer in loop.chain():
-            if ctx.sem.is_hot(outer):
-                loop = outer
+        loop = hot.loop
         name = stmt.target.value
         scope = call.site.scope
         # Bound before the loop, in this scope, and only accumulated inside it.
@@ -228,6 +280,10 @@ class SyncInLoop(Rule):
         inside = [b for b in ctx.facts.bindings_of(name) if b.site.scope is scope and loop.contains(b.site.order)]
         if len(inside) != 1:
             return None
+        # An enclosing loop that re-runs this one (epochs) must reset the total before it.
+        outer = loop.parent
+        if outer is not None and outer.scope is scope and not any(outer.contains(b.site.order) for b in before):
+            return None
         reads_after = []
         for use in ctx.facts.uses_of(name):
             if use.site.scope is not scope:
@@ -235,7 +291,7 @@ class SyncInLoop(Rule):
                     return None  # read from a nested function
                 continue
             if use.site.order <= loop.end_order:
-                if use.site.order >= before[0].site.order:
+                if use.site.order >= before[-1].site.order:
                     return None  # read before or inside the loop
                 continue
             reads_after.append(use)
@@ -244,31 +300,33 @@ class SyncInLoop(Rule):
         init = before[-1].value
         if before[-1].kind != "assign" or not isinstance(init, (cst.Integer, cst.Float)):
             return None
-        torch_alias = ctx.facts.module_alias("torch")
-        if torch_alias is not None and not any(
-                b.kind == "import" for b in ctx.facts.visible_bindings(torch_alias, scope)):
-            torch_alias = None
-        if isinstance(init, cst.Integer) and torch_alias is None:
-            return None
-        replacements = {call.node: call.node.with_changes(
-            func=call.node.func.with_changes(attr=cst.Name("detach")))}
+        func = call.node.func
+        detached = cst.Call(cst.Attribute(cst.Call(func.with_changes(attr=cst.Name("detach"))), cst.Name("float")))
+        if isinstance(init, cst.Integer):
+            detached = cst.Call(func.with_changes(attr=cst.Name("detach")))
+        replacements = {call.node: detached}
+        convert = "float" if isinstance(init, cst.Float) else "int"
         for use in reads_after:
-            if isinstance(init, cst.Float):
-                # float + floats: convert back to a float.
-                replacements[use.node] = cst.Call(cst.Name("float"), [cst.Arg(use.node)])
-            else:
-                # An int start: the sum's type follows the tensors' dtype, as `.item()` did.
-                replacements[use.node] = cst.parse_expression(f"{torch_alias}.as_tensor(x).item()").with_changes(
-                    func=cst.parse_expression(f"{torch_alias}.as_tensor(x).item").with_changes(
-                        value=cst.Call(cst.parse_expression(f"{torch_alias}.as_tensor"), [cst.Arg(use.node)])))
+            replacements[use.node] = cst.Call(cst.Name(convert), [cst.Arg(use.node)])
         return replacements
 
 
-def _mentions_tensor(tensors: Tensors, expr: cst.BaseExpression, site: Site) -> bool:
-    if tensors.place(expr, site) == TENSOR:
+def _mentions_device_tensor(a, expr: cst.BaseExpression, site: Site) -> bool:
+    if a.places.on_accelerator(expr, site):
         return True
     if isinstance(expr, cst.FormattedString):
         for part in expr.parts:
-            if isinstance(part, cst.FormattedStringExpression) and tensors.place(part.expression, site) == TENSOR:
+            if isinstance(part, cst.FormattedStringExpression) and a.places.on_accelerator(part.expression, site):
                 return True
+    return False
+
+
+_HOST_REDUCTIONS = frozenset({"sum", "mean", "item", "max", "min", "argmax", "argmin", "float", "int", "all", "any"})
+
+
+def _reduced_on_host(a, call: Call) -> bool:
+    """`t.cpu().sum()`: the copy's result is reduced right away."""
+    parent = a.facts.parent_of(call.node)
+    if isinstance(parent, cst.Attribute) and parent.value is call.node and parent.attr.value in _HOST_REDUCTIONS:
+        return isinstance(a.facts.parent_of(parent), cst.Call)
     return False

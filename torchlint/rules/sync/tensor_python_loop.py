@@ -1,56 +1,52 @@
 """TL402 tensor-python-loop."""
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import Loop, dotted_name
-from torchlint.analysis.tensors import Tensors
+from torchlint.analysis.facts import dotted_name
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
 _NOT_WORK_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "requires_grad", "is_cuda"})
 
 
-def parent_map(root: cst.CSTNode) -> Dict[int, cst.CSTNode]:
-    parents: Dict[int, cst.CSTNode] = {}
-
-    class _V(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            for child in node.children:
-                parents[id(child)] = node
-            return True
-
-    root.visit(_V())
-    return parents
-
-
 class TensorPythonLoop(Rule):
     """
     ## What it does
-    Flags a Python `for` loop that walks a tensor element by element --
-    `for x in t:`, or `for i in range(len(t))` / `range(t.shape[0])` /
-    `range(t.size(0))` with `t[i]` in the body -- and does tensor work on
-    each element. `t` must be known to be a tensor (created by torch, a model
-    output, or a parameter that every caller in the same file passes a tensor
-    to). Loops over lists of tensors, `named_parameters()`, `ModuleList`s and
-    dict items are not flagged.
+    Flags a Python loop that walks a tensor element by element and does
+    small work on each element: a host read (`.item()`, `int(x)`,
+    `float(x)`, `bool(x)`, a comparison in an `if`), a scalar op, indexing,
+    or a small tensor op. It recognises `for x in t:`, `for i, x in
+    enumerate(t)`, `for a, x in zip(xs, t)`, index loops (`for i in
+    range(len(t))`, `range(t.size(0))`, or any `range(n)` whose body reads
+    `t[i]` of a tensor, also through `label = labels[i]`) and comprehensions
+    (`[int(i) for i in t]`, `[i for i, w in enumerate(t) if w != end]`).
+
+    Not flagged: loops whose body runs a model per element (stepping a
+    recurrence through time, or dispatching groups of rows to experts: the
+    per-element work is large), loops over lists or tuples of tensors,
+    `parameters()`, `ModuleList`s, `split`/`chunk` pieces and dict items,
+    elements used only to compute an index or slice into something else
+    (host-side gathering from a NumPy array), unit tests and smoke blocks.
+    The iterated value must be known to be a tensor.
 
     ## Why is this bad?
     Every element becomes its own tiny tensor and every operation its own
-    kernel launch (or its own host round trip): thousands of launches where
-    one vectorised operation over the whole tensor would do.
+    kernel launch, or its own host round trip: thousands of launches or
+    syncs where one vectorised operation over the whole tensor would do.
 
     ## Example
     ```python
-    sums = []
-    for row in batch:
-        sums.append(row.sum())
+    correct = 0
+    for i in range(labels.size(0)):
+        if predicted[i] == labels[i]:
+            correct += 1
     ```
 
     ## Use instead
     ```python
-    sums = batch.sum(dim=1)
+    correct = int((predicted == labels).sum())
     ```
 
     ## Fix safety
@@ -71,6 +67,13 @@ class TensorPythonLoop(Rule):
         "import torch\nt = torch.randn(4, 3)\nfor row in t:\n    rows.append(row)\n",
         "import torch\nd = {'a': torch.randn(2)}\nfor k, v in d.items():\n    v.mul_(2)\n",
         "import torch\nt = torch.randn(4)\nfor i in range(len(t)):\n    print(i)\n",
+        # a recurrence through time: a model per step
+        "import torch\nfrom torch import nn\ncell = nn.GRUCell(4, 8)\nx = torch.randn(10, 2, 4)\nh = torch.zeros(2, 8)\n"
+        "for x_t in x:\n    h = cell(x_t, h)\n",
+        # host-side gathering: CPU indices used only to slice a NumPy array
+        "import torch\nix = torch.randint(100, (8,))\nbatch = torch.stack([torch.from_numpy(data[i:i + 16]) for i in ix])\n",
+        # split pieces
+        "import torch\nx = torch.randn(8, 4)\nfor piece in x.split(2):\n    out.append(piece.sum())\n",
     )
     INVALID = (
         Invalid("import torch\nt = torch.randn(8, 3)\nfor row in t:\n    total = row.sum()\n", line=3),
@@ -81,85 +84,193 @@ class TensorPythonLoop(Rule):
             "x = torch.randn(4, 2)\nf(x)\n",
             line=3,
         ),
+        # per-element host reads through names bound to `t[i]`
+        Invalid(
+            "import torch\npredicted = torch.zeros(4)\nlabels = torch.ones(4)\nfor i in range(batch_size):\n"
+            "    label = labels[i]\n    if label == predicted[i]:\n        correct += 1\n",
+            line=4,
+        ),
+        # a comprehension converting every element
+        Invalid("import torch\ny = torch.arange(10)\ntext = ''.join([itos[int(i)] for i in y])\n", line=3),
     )
 
     def check(self, ctx: RuleContext) -> None:
-        tensors = Tensors.of(ctx.sem)
+        a = ctx.analysis
         for loop in ctx.facts.loops:
-            if not isinstance(loop.node, cst.For):
+            node = loop.node
+            if not isinstance(node, cst.For):
                 continue
-            site = ctx.facts.site_of_statement(loop.node)
-            if site is None:
+            site = ctx.facts.site_of_statement(node)
+            if site is None or a.roles.excluded(site):
                 continue
-            it = loop.node.iter
-            if isinstance(loop.node.target, cst.Name) and tensors.is_tensor(it, site) \
-                    and not tensors.is_forward_output(it, site):  # a model may return a tuple
-                if self._element_work(ctx, loop, loop.node.target.value, None):
-                    ctx.report(loop.node, f"Python loop over the elements of tensor `{ctx.code(it)}` does tensor "
-                                          "work per element; vectorize it (one op over the whole tensor)")
+            found = self._elements(ctx, node.iter, node.target, site)
+            if found is None:
                 continue
-            tensor = self._range_over(tensors, it, site)
-            if tensor is not None and isinstance(loop.node.target, cst.Name):
-                if self._element_work(ctx, loop, loop.node.target.value, tensor):
-                    ctx.report(loop.node, f"Python index loop over tensor `{tensor}` does tensor work per "
-                                          "element; vectorize it (one op over the whole tensor)")
+            tensor, names, indexed = found
+            if any(a.values.model_call(c) is not None for c in a.loops.calls_in(loop)):
+                continue  # a model per element: a recurrence or a dispatch over groups, not element work
+            uses = [u for u in ctx.facts.uses if u.node.value in names and u.site.scope is loop.scope
+                    and loop.contains(u.site.order) and u.site.order > loop.order]
+            if self._small_work(ctx, uses, tensor if indexed else None):
+                what = "index loop over" if indexed else "loop over the elements of"
+                ctx.report(node, f"Python {what} tensor `{tensor}` does tensor work (or a host read) per "
+                                 "element; vectorize it (one op over the whole tensor)")
+        self._comprehensions(ctx)
+
+    def _comprehensions(self, ctx: RuleContext) -> None:
+        """`[int(i) for i in t]`, `[i for i, w in enumerate(t) if w != end]`."""
+        a = ctx.analysis
+        seen = set()
+        for b in ctx.facts.bindings:
+            if b.kind != "comprehension" or b.value is None:
+                continue
+            comp_for = ctx.facts.parent_of(b.target)
+            while comp_for is not None and not isinstance(comp_for, cst.CompFor):
+                comp_for = ctx.facts.parent_of(comp_for)
+            comp = ctx.facts.parent_of(comp_for) if comp_for is not None else None
+            if not isinstance(comp, (cst.ListComp, cst.GeneratorExp, cst.SetComp)) or id(comp) in seen:
+                continue
+            if a.roles.excluded(b.site):
+                continue
+            found = self._elements(ctx, comp_for.iter, comp_for.target, b.site)
+            if found is None or b.name not in found[1]:
+                continue
+            tensor, names, _ = found
+            uses = [u for u in ctx.facts.uses if u.node.value in names and _inside(ctx, u.node, comp)]
+            if self._small_work(ctx, uses, None):
+                seen.add(id(comp))
+                ctx.report(comp, f"Comprehension over the elements of tensor `{tensor}` reads or computes per "
+                                 "element; vectorize it (one op over the whole tensor)")
+
+    def _elements(self, ctx: RuleContext, it: cst.BaseExpression, target: cst.BaseExpression, site):
+        """(tensor code, element names, indexed?) when the loop walks a tensor's elements."""
+        a = ctx.analysis
+        if self._is_element_tensor(a, it, site) and isinstance(target, cst.Name):
+            return ctx.code(it), {target.value}, False
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and not ctx.facts.bindings_of(it.func.value):
+            fname = it.func.value
+            args = [x.value for x in it.args if x.keyword is None and not x.star]
+            if fname == "enumerate" and len(args) == 1 and isinstance(target, cst.Tuple) and \
+                    len(target.elements) == 2 and isinstance(target.elements[1].value, cst.Name) and \
+                    self._is_element_tensor(a, args[0], site):
+                return ctx.code(args[0]), {target.elements[1].value.value}, False
+            if fname == "zip" and isinstance(target, cst.Tuple) and len(target.elements) == len(args):
+                pairs = [(el.value, arg) for el, arg in zip(target.elements, args)
+                         if isinstance(el.value, cst.Name) and self._is_element_tensor(a, arg, site)]
+                if pairs:
+                    return ctx.code(pairs[0][1]), {el.value for el, _ in pairs}, False
+            if fname == "range" and len(args) == 1 and isinstance(target, cst.Name):
+                # `range(len(t))` / `range(t.size(0))`, or any `range(n)` whose body indexes
+                # tensors with the loop variable (`labels[i]`, `correct[i]`).
+                tensor = self._range_over(a, args[0], site)
+                if tensor is not None or self._indexes_tensor(ctx, target.value, site):
+                    return tensor or ctx.code(args[0]), {target.value}, True
+        return None
 
     @staticmethod
-    def _range_over(tensors: Tensors, it: cst.BaseExpression, site) -> Optional[str]:
+    def _indexes_tensor(ctx: RuleContext, var: str, site) -> bool:
+        loop = ctx.analysis.loops.loop_for(site.stmt) if site.stmt is not None else None
+        if loop is None:
+            return False
+        return any(_tensor_element(ctx, use) is not None for use in ctx.facts.uses_of(var)
+                   if use.site.scope is site.scope and loop.order < use.site.order <= loop.end_order)
+
+    @staticmethod
+    def _is_element_tensor(a, expr, site) -> bool:
+        """A tensor (not a model's output, which may be a tuple, nor split chunks)."""
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in (
+                "split", "chunk", "unbind", "parameters", "named_parameters"):
+            return False
+        return a.places.is_tensor(expr, site) and not a.places.is_forward_output(expr, site)
+
+    @staticmethod
+    def _range_over(a, arg: cst.BaseExpression, site) -> Optional[str]:
         """`range(len(t))`, `range(t.shape[0])`, `range(t.size(0))`: the name `t`."""
-        if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range"
-                and len(it.args) == 1):
-            return None
-        arg = it.args[0].value
         t = None
         if isinstance(arg, cst.Call) and isinstance(arg.func, cst.Name) and arg.func.value == "len" and len(arg.args) == 1:
             t = arg.args[0].value
-            if tensors.is_forward_output(t, site):
+            if a.places.is_forward_output(t, site):
                 return None  # `len()` of a model output: it may be a tuple
         elif isinstance(arg, cst.Subscript) and isinstance(arg.value, cst.Attribute) and arg.value.attr.value == "shape":
             t = arg.value.value
         elif isinstance(arg, cst.Call) and isinstance(arg.func, cst.Attribute) and arg.func.attr.value == "size":
             t = arg.func.value
         name = dotted_name(t) if t is not None else None
-        if name is None or not tensors.is_tensor(t, site):
+        if name is None or not a.places.is_tensor(t, site):
             return None
         return name
 
     @staticmethod
-    def _element_work(ctx: RuleContext, loop: Loop, var: str, tensor: Optional[str]) -> bool:
-        parents = None
-        for use in ctx.facts.uses_of(var):
-            if use.site.scope is not loop.scope or not loop.contains(use.site.order) or use.site.order <= loop.order:
+    def _small_work(ctx: RuleContext, uses, tensor: Optional[str]) -> bool:
+        """Some use of an element does a host read or a small tensor op. For an
+        index loop the elements are the loop's `t[i]` subscripts of tensors, and
+        the names bound to them (`label = labels[i]`)."""
+        if tensor is None:
+            return any(_is_element_work(ctx, use.node) for use in uses)
+        derived = set()
+        for use in uses:
+            sub = _tensor_element(ctx, use)
+            if sub is None:
                 continue
-            if parents is None:
-                parents = parent_map(loop.node.body)
-            node: cst.CSTNode = use.node
-            if tensor is not None:
-                # `t[i]`: the element is the subscript.
-                index = parents.get(id(node))
-                sub_el = parents.get(id(index)) if isinstance(index, cst.Index) else None
-                sub = parents.get(id(sub_el)) if isinstance(sub_el, cst.SubscriptElement) else None
-                if not (isinstance(sub, cst.Subscript) and dotted_name(sub.value) == tensor
-                        and sub.slice and sub.slice[0] is sub_el):
-                    continue
-                node = sub
-            if _is_tensor_work(ctx, node, parents):
+            if _is_element_work(ctx, sub):
                 return True
+            stmt = use.site.stmt
+            if isinstance(stmt, cst.Assign) and stmt.value is sub and len(stmt.targets) == 1 and \
+                    isinstance(stmt.targets[0].target, cst.Name):
+                derived.add((stmt.targets[0].target.value, use.site.order))
+        for name, order in derived:
+            for use in ctx.facts.uses_of(name):
+                if use.site.order > order and use.site.scope is uses[0].site.scope and _is_element_work(ctx, use.node):
+                    return True
         return False
 
 
-def _is_tensor_work(ctx: RuleContext, node: cst.CSTNode, parents: Dict[int, cst.CSTNode]) -> bool:
-    parent = parents.get(id(node))
+def _tensor_element(ctx: RuleContext, use) -> Optional[cst.Subscript]:
+    """For a use of the loop variable `i`: the `t[i]` it forms with a tensor `t`."""
+    index = ctx.facts.parent_of(use.node)
+    element = ctx.facts.parent_of(index) if isinstance(index, cst.Index) else None
+    sub = ctx.facts.parent_of(element) if isinstance(element, cst.SubscriptElement) else None
+    if isinstance(sub, cst.Subscript) and len(sub.slice) == 1 and ctx.analysis.places.is_tensor(sub.value, use.site):
+        return sub
+    return None
+
+
+def _is_element_work(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    parent = ctx.facts.parent_of(node)
     if isinstance(parent, cst.Attribute) and parent.value is node:
         return parent.attr.value not in _NOT_WORK_ATTRS
-    if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget)):
-        return True
+    if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget, cst.UnaryOperation)):
+        return not _index_arithmetic(ctx, parent)
     if isinstance(parent, cst.Subscript) and parent.value is node:
         return True
     if isinstance(parent, cst.Arg):
-        call = parents.get(id(parent))
-        if isinstance(call, cst.Call):
-            c = ctx.facts.call_for(call)
-            if c is not None and ((c.qualname or "").startswith("torch.") or ctx.sem.is_model_forward(c)):
-                return True
+        call = ctx.facts.call_of_arg(parent)
+        if call is None:
+            return False
+        func = call.node.func
+        if isinstance(func, cst.Name) and func.value in ("int", "float", "bool") and not ctx.facts.bindings_of(func.value):
+            return True
+        if (call.qualname or "").startswith("torch."):
+            return True
+        return ctx.analysis.helpers.function(call) is not None and call.method is not None
+    return False
+
+
+def _index_arithmetic(ctx: RuleContext, node: cst.CSTNode) -> bool:
+    """`data[i:i + n]`: arithmetic on the element that only computes an index or
+    a slice bound for something else (host-side gathering)."""
+    current = node
+    while isinstance(current, (cst.BinaryOperation, cst.UnaryOperation)):
+        current = ctx.facts.parent_of(current)
+    return isinstance(current, (cst.Slice, cst.Index))
+
+
+def _inside(ctx: RuleContext, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
+    current = ctx.facts.parent_of(node)
+    for _ in range(64):
+        if current is None:
+            return False
+        if current is ancestor:
+            return True
+        current = ctx.facts.parent_of(current)
     return False

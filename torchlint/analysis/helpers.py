@@ -1,0 +1,152 @@
+"""Same-file helpers, summarised once: which arguments a function moves to a
+device, whether it trains, runs a model, switches one to eval mode, or
+builds one. A helper from another module stays unknown (rules stay silent
+about what it does)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, List, Optional, Set
+
+import libcst as cst
+
+from torchlint.analysis.facts import Call, Facts, Function, dotted_name
+from torchlint.analysis.values import MODULE, Values
+from torchlint.analysis.vocabulary import MOVE_METHODS, PLACING_NAME
+
+MAX_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class Summary:
+    moves: FrozenSet[str] = frozenset()  # parameters moved to a device (or handed to something that places them)
+    trains: bool = False  # calls .backward(), an optimizer step or torch.autograd.grad (itself or a helper)
+    forwards: bool = False  # runs a model forward (itself or a helper)
+    evals: bool = False  # calls `.eval()` on something
+    returns_module: bool = False
+
+
+def is_move_call(call: Call) -> bool:
+    """`x.to(...)` (with an argument), `x.cuda()`, `x.to_empty(...)`..."""
+    if call.method not in MOVE_METHODS or call.receiver is None:
+        return False
+    return not (call.method == "to" and not call.node.args)
+
+
+def root_name(expr: Optional[cst.BaseExpression]) -> Optional[str]:
+    """`x` for `x`, `x[0]`, `x.y`, `x.items()`, `x.to(d)`: the name at the bottom."""
+    while expr is not None:
+        if isinstance(expr, cst.Name):
+            return expr.value
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Attribute):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            expr = expr.func.value
+        else:
+            return None
+    return None
+
+
+class Helpers:
+    def __init__(self, facts: Facts, values: Values) -> None:
+        self.facts = facts
+        self.values = values
+        self._summaries: Dict[int, Summary] = {}
+        self._calls_in: Optional[Dict[int, List[Call]]] = None
+        self._calls_by_scope: Optional[Dict[int, List[Call]]] = None
+
+    def function(self, call: Call) -> Optional[Function]:
+        return self.values.local_function(call)
+
+    def calls_in(self, fn: Function) -> List[Call]:
+        """Calls in `fn`'s body, nested lambdas and comprehensions included,
+        nested functions excluded."""
+        if self._calls_in is None:
+            index: Dict[int, List[Call]] = {}
+            for call in self.facts.calls:
+                for scope in call.site.scope.chain():
+                    index.setdefault(id(scope.node), []).append(call)
+                    if scope.kind == "function":
+                        break
+            self._calls_in = index
+        return self._calls_in.get(id(fn.scope.node), [])
+
+    def calls_in_scope(self, scope) -> List[Call]:
+        """Calls whose own scope is `scope`."""
+        if self._calls_by_scope is None:
+            index: Dict[int, List[Call]] = {}
+            for call in self.facts.calls:
+                index.setdefault(id(call.site.scope.node), []).append(call)
+            self._calls_by_scope = index
+        return self._calls_by_scope.get(id(scope.node), [])
+
+    def summary(self, fn: Function, depth: int = 0) -> Summary:
+        key = id(fn.node)
+        if key in self._summaries:
+            return self._summaries[key]
+        self._summaries[key] = Summary()  # cycle guard: a recursive call adds nothing
+        if depth > MAX_DEPTH:
+            return self._summaries[key]
+        params = set(fn.params)
+        derived = self._derived(fn, params)
+        moves: Set[str] = set()
+        trains = forwards = evals = False
+        for call in self.calls_in(fn):
+            if is_move_call(call):
+                root = root_name(call.receiver)
+                if root in derived:
+                    moves.add(derived[root])
+            if self.values.is_train_call(call):
+                trains = True
+            if call.method == "eval" and not call.node.args:
+                evals = True
+            if self.values.model_call(call) is not None:
+                forwards = True
+            inner = self.function(call)
+            if inner is not None and inner is not fn:
+                s = self.summary(inner, depth + 1)
+                trains, forwards, evals = trains or s.trains, forwards or s.forwards, evals or s.evals
+                for p in s.moves:
+                    arg = self.values.argument_for(call, inner, p)
+                    root = root_name(arg)
+                    if root in derived:
+                        moves.add(derived[root])
+            elif inner is None and _places_by_name(call):
+                for arg in call.node.args:
+                    root = root_name(arg.value)
+                    if root in derived:
+                        moves.add(derived[root])
+        returns = self.facts.returns_of(fn)
+        returns_module = bool(returns) and all(
+            r.value is not None and self.values.expr_kind(r.value, s) == MODULE for r, s in returns)
+        result = Summary(frozenset(moves), trains, forwards, evals, returns_module)
+        self._summaries[key] = result
+        return result
+
+    def _derived(self, fn: Function, params: Set[str]) -> Dict[str, str]:
+        """Names in `fn` that hold a parameter or a part of it (`x, y = batch`,
+        `x = batch[0]`, `for k, v in batch.items()`): name -> the parameter."""
+        derived = {p: p for p in params}
+        bindings = [b for b in self.facts.bindings
+                    if b.value is not None and any(s is fn.scope for s in b.site.scope.chain())
+                    and b.kind in ("assign", "annassign", "for", "comprehension")]
+        for _ in range(MAX_DEPTH):
+            changed = False
+            for b in bindings:
+                if b.name in derived or "." in b.name:
+                    continue
+                root = root_name(b.value)
+                if root in derived:
+                    derived[b.name] = derived[root]
+                    changed = True
+            if not changed:
+                break
+        return derived
+
+
+def _places_by_name(call: Call) -> bool:
+    """`to_device(batch)`, `move_to_cuda(x)`, `accelerator.prepare(...)`: a callee
+    whose name says it places what it is handed."""
+    name = dotted_name(call.node.func) or ""
+    return bool(PLACING_NAME.search(name.rsplit(".", 1)[-1]))

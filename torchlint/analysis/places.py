@@ -1,0 +1,979 @@
+"""Where values live, as facts at a point of the program.
+
+- `device_of(expr)`: does an expression name an accelerator (`"cuda"`,
+  `torch.device("cuda" if ... else "cpu")`, a `device` variable bound to one),
+  the CPU, or something we cannot tell?
+- `model_place(model, site)`: is the model on the accelerator *at that
+  statement*? Moves count in statement order (notebook cells in their order);
+  a move that runs on every path to the statement (or under
+  `if torch.cuda.is_available():`) counts; a move in one branch of an
+  unrelated `if`, or a model handed to code we cannot see, makes it unknown.
+- `tensor_place(expr, site)`: DEVICE, CPU, TENSOR (a tensor whose place we
+  cannot tell) or None (not known to be a tensor), through factories, moves,
+  model outputs, losses, arithmetic, same-file helpers' returns, unpacked
+  outputs and the reaching bindings of names.
+
+Precision first: every question answers "unknown" when a value could have
+been placed somewhere we cannot see, and rules stay silent then.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from torchlint.analysis.facts import Binding, Call, Facts, Site, dominates, dotted_name
+from torchlint.analysis.helpers import Helpers, is_move_call
+from torchlint.analysis.values import LOADER, MODULE, TENSOR as TENSOR_KIND, TOKENS, Values
+from torchlint.analysis.vocabulary import (
+    CHAIN_METHODS,
+    CPU_STRING,
+    CPU_TENSOR_SOURCES,
+    DEFAULT_DEVICE_SETTERS,
+    DEVICE_CALLS,
+    DEVICE_CONTEXTS,
+    DEVICE_NAME,
+    DEVICE_STRING,
+    DEVICE_VAR,
+    FRAMEWORKS,
+    ITER_WRAPPERS,
+    LEGACY_TENSOR_TYPES,
+    LOADER_NAME,
+    NON_PLACING,
+    PLACERS,
+    PLACING_NAME,
+    VARIABLE,
+    WRAPPER_CLASSES,
+    XLA_PACKAGES,
+)
+
+# Device expressions.
+ACCEL, HOST = "accel", "cpu"
+# Places.
+DEVICE, CPU, TENSOR, UNKNOWN, WRAPPED = "device", "cpu", "tensor", "unknown", "wrapped"
+
+_DTYPES = frozenset(
+    "float float32 float64 float16 half bfloat16 double int int8 int16 int32 int64 long short uint8 bool "
+    "complex64 complex128 cfloat cdouble".split()
+)
+# Tensor methods that do not return a tensor.
+_NON_TENSOR_METHODS = frozenset(
+    "item tolist numpy size dim ndimension numel nelement data_ptr element_size is_contiguous is_floating_point "
+    "is_complex is_cuda backward register_hook get_device stride storage_offset untyped_storage "
+    "__len__ __repr__ __str__ __format__ equal allclose all_close is_set_to is_pinned "
+    "keys values items parameters named_parameters modules children named_modules state_dict "
+    "step append extend split chunk unbind tensor_split sort topk kthvalue".split()
+)
+_NON_TENSOR_ATTRS = frozenset(
+    "shape device dtype ndim requires_grad is_cuda is_leaf layout names grad_fn is_sparse is_quantized "
+    "is_meta itemsize nbytes".split()
+)
+_TENSOR_ATTRS = frozenset("T mT H mH data grad real imag".split())
+# torch.* functions (top level) that do not return a tensor.
+_TORCH_NON_TENSOR = frozenset(
+    "device dtype is_tensor is_storage numel no_grad inference_mode enable_grad set_grad_enabled "
+    "manual_seed seed initial_seed save load compile jit cuda backends get_default_dtype set_default_dtype "
+    "is_grad_enabled is_inference_mode_enabled set_printoptions get_num_threads set_num_threads "
+    "use_deterministic_algorithms is_floating_point is_complex typename equal allclose Size Generator "
+    "autocast set_float32_matmul_precision get_rng_state set_rng_state from_dlpack is_nonzero "
+    "split chunk unbind tensor_split hsplit vsplit dsplit meshgrid broadcast_tensors atleast_1d atleast_2d "
+    "atleast_3d unique_consecutive sort topk kthvalue mode median aminmax frexp lu svd qr eig slogdet "
+    "nonzero_static".split()
+)
+_OUTPUT_TENSOR_ATTR = re.compile(
+    r"(logits|loss|last_hidden_state|pooler_output|embeds|embeddings|scores|pred_boxes|pred_masks|sample|"
+    r"prediction|predictions|output)$")
+# Tensor methods that return a tuple of tensors (values, indices).
+_TUPLE_METHODS = frozenset({"max", "min", "sort", "topk", "kthvalue", "mode", "median", "aminmax"})
+_DEVICE_TEST = re.compile(r"cuda|gpu|device|mps|accelerat|xpu", re.I)
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that may change where a module lives: a move or an escape."""
+
+    site: Site
+    kind: str  # "move" | "escape"
+    place: str  # for moves: DEVICE, CPU or UNKNOWN
+
+
+def _binds_after(b: Binding, site: Site) -> bool:
+    """`x = f(x)`: the binding happens after its own right-hand side is read."""
+    return b.kind in ("assign", "annassign", "augassign") and b.site.stmt is site.stmt
+
+
+def join(places) -> Optional[str]:
+    """Combine tensor places: any DEVICE operand puts the result on the device."""
+    places = list(places)
+    if not places or None in places:
+        return None
+    if DEVICE in places:
+        return DEVICE
+    if all(p == CPU for p in places):
+        return CPU
+    return TENSOR
+
+
+class Places:
+    def __init__(self, facts: Facts, values: Values, helpers: Helpers, path: str = "") -> None:
+        self.facts = facts
+        self.values = values
+        self.helpers = helpers
+        self._device_cache: Dict[int, Optional[str]] = {}
+        self._tensor_cache: Dict[int, Optional[str]] = {}
+        self._model_cache: Dict[Tuple[int, int], str] = {}
+        self._events: Optional[Dict[str, List[Event]]] = None
+        self._device_names: Optional[List[str]] = None
+        self._accelerator: Optional[bool] = None
+        roots = {q.split(".", 1)[0] for q in facts.aliases.values()}
+        self.framework = bool(roots & FRAMEWORKS)
+        self.xla = bool(roots & XLA_PACKAGES)
+        self.default_device = any(c.qualname in DEFAULT_DEVICE_SETTERS for c in facts.calls)
+
+    # -- device expressions --------------------------------------------------------------
+
+    @property
+    def silenced(self) -> bool:
+        """A framework or a default device places things: placement advice stays silent."""
+        return self.framework or self.default_device
+
+    def is_dtype_expr(self, expr: cst.BaseExpression) -> bool:
+        q = self.facts.qualname(expr)
+        return bool(q and q.startswith("torch.") and q.split(".", 1)[1] in _DTYPES)
+
+    def device_of(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> Optional[str]:
+        """ACCEL, HOST (the CPU), or None (not a device, or one we cannot tell)."""
+        if expr is None or depth > 6:
+            return None
+        key = id(expr)
+        if key in self._device_cache:
+            return self._device_cache[key]
+        self._device_cache[key] = None
+        result = self._device_of(expr, site, depth)
+        self._device_cache[key] = result
+        return result
+
+    def _device_of(self, expr: cst.BaseExpression, site: Site, depth: int) -> Optional[str]:
+        if isinstance(expr, cst.SimpleString):
+            if DEVICE_STRING.match(expr.value):
+                return ACCEL
+            return HOST if CPU_STRING.match(expr.value) else None
+        if isinstance(expr, cst.FormattedString):
+            head = expr.parts[0] if expr.parts else None
+            if isinstance(head, cst.FormattedStringText) and re.match(r"(cuda|mps|xpu|npu)\b", head.value):
+                return ACCEL
+            return None
+        if isinstance(expr, cst.Integer):
+            return ACCEL  # `.to(0)`, `.cuda(1)`: a CUDA device index
+        if isinstance(expr, cst.IfExp):
+            sides = {self.device_of(expr.body, site, depth + 1), self.device_of(expr.orelse, site, depth + 1)}
+            if ACCEL in sides:
+                return ACCEL  # "cuda" if available else "cpu": the accelerator where there is one
+            return HOST if sides == {HOST} else None
+        if isinstance(expr, cst.Call):
+            q = self.facts.qualname(expr.func)
+            if q == "torch.device":
+                return self.device_of(expr.args[0].value, site, depth + 1) if expr.args else None
+            if q in ("torch.cuda.current_device", "torch.accelerator.current_accelerator"):
+                return ACCEL
+            return None
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "device":
+            # `x.device` of a tensor or a model: wherever x is.
+            place = self.tensor_place(expr.value, site)
+            if place == DEVICE:
+                return ACCEL
+            if place == CPU:
+                return HOST
+            if self.values.expr_kind(expr.value, site) == MODULE:
+                mplace = self.model_place(expr.value, site)
+                return ACCEL if mplace == DEVICE else (HOST if mplace == CPU else None)
+            if place is not None:
+                return None
+        name = dotted_name(expr)
+        if name is None:
+            return None
+        bindings = self.values.bindings_for(name, site)
+        found = set()
+        for b in bindings:
+            if b.kind == "param":
+                found.add(self._param_device(b, depth))
+            elif b.kind in ("assign", "annassign") and b.index is None and b.value is not None:
+                found.add(self.device_of(b.value, b.site, depth + 1))
+            else:
+                found.add(None)
+        if ACCEL in found:
+            return ACCEL
+        if found == {HOST}:
+            return HOST
+        last = name.rsplit(".", 1)[-1]
+        if not bindings or None in found:
+            # `args.device`, `self.device`, a `device` parameter nobody in the file calls.
+            if DEVICE_NAME.search(last) and not self.is_dtype_expr(expr):
+                return ACCEL if not found - {None} else None
+        return None
+
+    def _param_device(self, b: Binding, depth: int) -> Optional[str]:
+        fn = self.facts.function_of(b.site.scope)
+        if fn is None:
+            return None
+        seen = set()
+        for c in self.values.callers(fn):
+            arg = self.values.argument_for(c, fn, b.name)
+            seen.add(self.device_of(arg, c.site, depth + 1) if arg is not None else None)
+        if ACCEL in seen:
+            return ACCEL
+        if seen == {HOST}:
+            return HOST
+        return None
+
+    def move_device(self, call: Call) -> Optional[str]:
+        """Where a move call sends its receiver: ACCEL, HOST, or None (unknown/not a move)."""
+        if call.method == "cuda":
+            return ACCEL
+        if call.method == "cpu":
+            return HOST
+        if call.method in ("xpu", "mps", "ipu"):
+            return ACCEL
+        if call.method == "to":
+            target = self.move_target(call)
+            return self.device_of(target, call.site) if target is not None else None
+        return None
+
+    def move_target(self, call: Call) -> Optional[cst.BaseExpression]:
+        """The device expression of `.to(dev)` / `.to(device=dev)` / `.cuda()`,
+        None when this is not certainly a device move (`.to(torch.float16)`)."""
+        if call.method == "cuda":
+            if not call.node.args:
+                return cst.SimpleString('"cuda"')
+            arg = call.node.args[0]
+            if isinstance(arg.value, cst.Integer) and arg.keyword is None:
+                return cst.SimpleString(f'"cuda:{arg.value.value}"')
+            return None
+        if call.method != "to":
+            return None
+        kw = call.keyword("device")
+        if kw is not None:
+            return kw.value
+        pos = call.positional
+        if not pos or self.is_dtype_expr(pos[0].value):
+            return None
+        value = pos[0].value
+        if isinstance(value, (cst.SimpleString, cst.Integer, cst.FormattedString)) or \
+                (isinstance(value, cst.Call) and self.facts.qualname(value.func) == "torch.device"):
+            return value
+        name = dotted_name(value)
+        if name is None:
+            return None
+        if DEVICE_NAME.search(name.rsplit(".", 1)[-1]) or self.device_of(value, call.site) is not None:
+            return value
+        return None
+
+    def accelerator_in_play(self) -> bool:
+        """The file puts something on an accelerator: a move, a `device=` or a
+        device variable that resolves to one (printing `torch.cuda.is_available()`
+        alone is not)."""
+        if self._accelerator is None:
+            self._accelerator = self._find_accelerator()
+        return self._accelerator
+
+    def _find_accelerator(self) -> bool:
+        for call in self.facts.calls:
+            if is_move_call(call) and self.move_device(call) == ACCEL:
+                return True
+            kw = call.keyword("device")
+            if kw is not None and self.device_of(kw.value, call.site) == ACCEL:
+                return True
+        return any(self.device_of(b.value, b.site) == ACCEL for name in self.device_names()
+                   for b in self.facts.bindings_of(name) if b.value is not None)
+
+    def selects_device(self) -> bool:
+        """The file chooses a device at all (the CPU included): `torch.device(...)`,
+        a device variable, a device string, a move, or `device=`."""
+        if self.device_names():
+            return True
+        for call in self.facts.calls:
+            if call.qualname == "torch.device" or is_move_call(call) or call.keyword("device") is not None:
+                return True
+        return any(DEVICE_STRING.match(s.value) or CPU_STRING.match(s.value) for s, _ in self.facts.strings)
+
+    def device_names(self) -> List[str]:
+        """Plain names that hold a device (`device`, `dev`, `x = torch.device(...)`)."""
+        if self._device_names is None:
+            names = set()
+            for name, bindings in self.facts._bindings_by_name.items():
+                if "." in name:
+                    continue
+                if DEVICE_VAR.match(name):
+                    names.add(name)
+                    continue
+                for b in bindings:
+                    if isinstance(b.value, cst.Call) and self.facts.qualname(b.value.func) == "torch.device" \
+                            and b.index is None:
+                        names.add(name)
+                        break
+            self._device_names = sorted(names, key=lambda n: (n != "device", n))
+        return self._device_names
+
+    def device_var(self, site: Site) -> Optional[str]:
+        """A name holding an accelerator device that code at `site` can use."""
+        for name in self.device_names():
+            found = self.facts.bindings_of(name)
+            for s in site.scope.chain():
+                if s is not site.scope and s.kind == "class":
+                    continue
+                here = [b for b in found if b.site.scope is s]
+                if not here:
+                    continue
+                if s is not site.scope or any(b.site.order < site.order for b in here):
+                    if any(b.value is not None and self.device_of(b.value, b.site) == HOST for b in here) and \
+                            not any(b.value is not None and self.device_of(b.value, b.site) == ACCEL for b in here):
+                        break  # `device = "cpu"`: not an accelerator
+                    return name
+                break
+        return None
+
+    def under_device_context(self, site: Site) -> bool:
+        """Inside `with torch.device(...):`, where factories and layers allocate on that device."""
+        for w in site.withs:
+            for item in w.items:
+                expr = item.item
+                if isinstance(expr, cst.Call) and self.facts.qualname(expr.func) in DEVICE_CONTEXTS:
+                    return True
+        return False
+
+    # -- modules: flow-sensitive ---------------------------------------------------------
+
+    def unwrap(self, expr: cst.BaseExpression) -> Tuple[Optional[Call], Optional[str]]:
+        """Peel `X(...).eval().to(d)`: the innermost call, and where the moves on
+        the way send it (None: no move)."""
+        moved: Optional[str] = None
+        while isinstance(expr, cst.Call):
+            call = self.facts.call_for(expr)
+            if call is None:
+                return None, moved
+            moves = is_move_call(call) or (call.method == "cpu" and call.receiver is not None)
+            if moved is None and moves:
+                device = self.move_device(call)
+                moved = DEVICE if device == ACCEL else (CPU if device == HOST else UNKNOWN)
+            if call.receiver is not None and isinstance(call.receiver, cst.Call) and (
+                    call.method in CHAIN_METHODS or moves):
+                expr = call.receiver
+                continue
+            if moves:
+                return None, moved  # `model.to(device)`: the move decides
+            return call, moved
+        return None, moved
+
+    def _model_events(self) -> Dict[str, List[Event]]:
+        """Per dotted name: the moves and escapes of that name, in source order."""
+        if self._events is None:
+            events: Dict[str, List[Event]] = {}
+
+            def add(name: Optional[str], event: Event) -> None:
+                if name:
+                    events.setdefault(name, []).append(event)
+
+            for call in self.facts.calls:
+                if is_move_call(call) or (call.method == "cpu" and call.receiver is not None and not call.node.args):
+                    root = call.receiver
+                    while isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute) \
+                            and root.func.attr.value in CHAIN_METHODS:
+                        root = root.func.value
+                    device = self.move_device(call)
+                    add(dotted_name(root), Event(call.site, "move",
+                                                 DEVICE if device == ACCEL else (CPU if device == HOST else UNKNOWN)))
+                    continue
+                if self._keeps_arguments(call):
+                    continue
+                for arg in call.node.args:
+                    add(dotted_name(arg.value), Event(call.site, "escape", UNKNOWN))
+            for use in self.facts.uses:
+                parent = use.site.parent
+                if isinstance(parent, (cst.Call, cst.Attribute, cst.Arg, cst.BinaryOperation, cst.Comparison,
+                                       cst.ComparisonTarget, cst.UnaryOperation, cst.BooleanOperation,
+                                       cst.Subscript, cst.FormattedStringExpression, cst.If, cst.While, cst.Expr)):
+                    continue
+                # Returned, stored, aliased or put in a container: it could go anywhere.
+                add(use.node.value, Event(use.site, "escape", UNKNOWN))
+            for evs in events.values():
+                evs.sort(key=lambda e: e.site.order)
+            self._events = events
+        return self._events
+
+    def _keeps_arguments(self, call: Call) -> bool:
+        """A call that neither places nor keeps a module it is handed: builtins
+        like `print`/`len`, `torch.save`, a model forward, or a same-file helper
+        that does not move that argument."""
+        func = call.node.func
+        if isinstance(func, cst.Name) and func.value in NON_PLACING and func.value not in self.facts.aliases \
+                and not self.facts.bindings_of(func.value):
+            return True
+        if call.qualname in ("torch.save", "builtins.print"):
+            return True
+        if self.values.model_call(call) is not None or self.values.is_loss_call(call):
+            return True
+        fn = self.helpers.function(call)
+        if fn is not None:
+            return not self.helpers.summary(fn).moves and not self.facts.returns_of(fn)
+        return False
+
+    def model_place(self, model: cst.BaseExpression, site: Site) -> str:
+        """DEVICE, CPU, WRAPPED (DataParallel & co., which move inputs themselves)
+        or UNKNOWN, for the module `model` at `site`."""
+        key = (id(model), site.order)
+        if key in self._model_cache:
+            return self._model_cache[key]
+        self._model_cache[key] = UNKNOWN
+        result = self._model_place(model, site)
+        self._model_cache[key] = result
+        return result
+
+    def _model_place(self, model: cst.BaseExpression, site: Site) -> str:
+        if isinstance(model, cst.Call):
+            return self._value_place(model, site)
+        name = dotted_name(model)
+        if name is None:
+            return UNKNOWN
+        if name.startswith("self.") and self._in_module_class(site):
+            return UNKNOWN  # a submodule: it moves with the model that owns it
+        bindings = self.values.bindings_for(name, site)
+        if not bindings:
+            return UNKNOWN
+        events = self._model_events().get(name, [])
+        states = set()
+        for b in bindings:
+            states.add(self._after_events(self._binding_place(b), b, events, site))
+        return states.pop() if len(states) == 1 else UNKNOWN
+
+    def _in_module_class(self, site: Site) -> bool:
+        for scope in site.scope.chain():
+            if scope.kind == "class":
+                return scope.name in self.values.module_classes()
+        return False
+
+    def _class_places(self, class_name: str) -> bool:
+        """The class's `__init__` moves something or creates it on a device."""
+        for call in self.facts.calls:
+            scope = call.site.scope
+            if scope.kind == "function" and scope.name == "__init__" and scope.parent is not None \
+                    and scope.parent.kind == "class" and scope.parent.name == class_name:
+                if is_move_call(call) or call.keyword("device") is not None:
+                    return True
+        return False
+
+    def _binding_place(self, b: Binding) -> str:
+        if b.kind == "param":
+            fn = self.facts.function_of(b.site.scope)
+            if fn is None:
+                return UNKNOWN
+            places = set()
+            callers = self.values.callers(fn)
+            for c in callers:
+                arg = self.values.argument_for(c, fn, b.name)
+                places.add(self.model_place(arg, c.site) if arg is not None else UNKNOWN)
+            return places.pop() if callers and len(places) == 1 else UNKNOWN
+        if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+            return UNKNOWN
+        return self._value_place(b.value, b.site)
+
+    def _value_place(self, value: cst.BaseExpression, site: Site) -> str:
+        if isinstance(value, (cst.Name, cst.Attribute)):
+            return self.model_place(value, site)
+        ctor, moved = self.unwrap(value)
+        if moved is not None:
+            return moved
+        if ctor is None:
+            return UNKNOWN
+        last = (ctor.qualname or dotted_name(ctor.node.func) or "").rsplit(".", 1)[-1]
+        if ctor.qualname in PLACERS and ctor.qualname != "torch.compile" or last in WRAPPER_CLASSES:
+            return WRAPPED
+        if ctor.qualname == "torch.compile" and ctor.positional:
+            return self.model_place(ctor.positional[0].value, site)
+        fn = self.helpers.function(ctor)
+        if fn is not None:
+            places = {self.model_place(r.value, s) for r, s in self.facts.returns_of(fn) if r.value is not None}
+            return places.pop() if len(places) == 1 else UNKNOWN
+        if self.values.call_kind(ctor) != MODULE:
+            return UNKNOWN
+        func = ctor.node.func
+        if isinstance(func, cst.Name) and func.value in self.values.module_classes() and self._class_places(func.value):
+            return UNKNOWN  # its constructor places its own layers
+        for arg in ctor.node.args:
+            if arg.star:
+                return UNKNOWN
+            if arg.keyword is not None and arg.keyword.value in ("device", "device_map", "map_location"):
+                device = self.device_of(arg.value, site)
+                return DEVICE if device == ACCEL else (CPU if device == HOST else UNKNOWN)
+            if arg.keyword is None and not isinstance(arg.value, cst.Integer) and \
+                    self.device_of(arg.value, site) == ACCEL:
+                return UNKNOWN  # `build(cfg, device)`: it may place itself
+        if self.under_device_context(ctor.site):
+            return DEVICE
+        return CPU
+
+    def _after_events(self, place: str, b: Binding, events: List[Event], site: Site) -> str:
+        later = [e for e in events if e.site.order > b.site.order]
+        same_scope = site.scope is b.site.scope and "." not in b.name
+        if not same_scope:
+            # Read in another function (or an attribute): it runs later, after any of the moves.
+            # Handing a model to code we cannot see may place it, but does not take it off
+            # the device: escapes only make an unplaced model unknown.
+            moves = [e for e in later if e.kind == "move"]
+            if any(e.kind == "escape" for e in later) and place != DEVICE:
+                return UNKNOWN
+            if not moves:
+                return place
+            places = {e.place for e in moves}
+            if len(places) == 1 and all(self._unconditional(e.site) for e in moves):
+                return places.pop()
+            return UNKNOWN
+        for e in later:
+            if e.site.scope is not b.site.scope:
+                return UNKNOWN  # a function moves or keeps it: we cannot order that
+            if e.site.order >= site.order:
+                for loop in site.loop.chain() if site.loop is not None else ():
+                    if loop.scope is not site.scope:
+                        break
+                    if loop.contains(e.site.order) and not loop.contains(b.site.order):
+                        return UNKNOWN  # later in a loop around the use: the next iteration sees it
+                continue
+            if e.kind == "escape":
+                if place != DEVICE:
+                    return UNKNOWN
+                continue
+            if dominates(e.site, site) or self._device_dominates(e.site, site):
+                place = e.place
+            elif not self._in_device_else(e.site):
+                return UNKNOWN  # moved on some paths only
+        return place
+
+    def _is_device_test(self, node: cst.If) -> bool:
+        test = node.test
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return False
+        code = self.facts.module.code_for_node(test)
+        return bool(_DEVICE_TEST.search(code))
+
+    def _device_dominates(self, first: Site, later: Site) -> bool:
+        """`first` dominates `later` once `if <device test>:` bodies count as taken."""
+        if first.scope is not later.scope or first.order >= later.order:
+            return False
+        kept = tuple(r for r in first.region if not (
+            isinstance(r[0], cst.If) and r[1] == "body" and self._is_device_test(r[0])))
+        return later.region[:len(kept)] == kept
+
+    def _in_device_else(self, s: Site) -> bool:
+        """In the `else` of `if torch.cuda.is_available():` (the CPU fallback)."""
+        return any(isinstance(r[0], cst.If) and r[1] == "else" and self._is_device_test(r[0]) for r in s.region)
+
+    def _unconditional(self, s: Site) -> bool:
+        """Runs whenever its scope does (device tests count as taken)."""
+        return all(isinstance(r[0], cst.If) and r[1] == "body" and self._is_device_test(r[0])
+                   or isinstance(r[0], cst.Try) and r[1] == "body" for r in s.region)
+
+    def cpu_creation(self, expr: Optional[cst.BaseExpression]) -> Optional[Call]:
+        """The call that creates `expr` on the CPU: a torch factory or data
+        constructor without `device=`, a tokenizer call with
+        `return_tensors="pt"` (through `Variable(...)` and shape/dtype methods);
+        None if it is moved on the way or is not a creation."""
+        for _ in range(8):
+            if not isinstance(expr, cst.Call):
+                return None
+            call = self.facts.call_for(expr)
+            if call is None:
+                return None
+            if call.qualname in VARIABLE and call.positional:
+                expr = call.positional[0].value
+                continue
+            if call.receiver is not None and isinstance(call.receiver, cst.Call) and call.method in CHAIN_METHODS \
+                    and call.method not in ("to", "cuda"):
+                expr = call.receiver
+                continue
+            q = call.qualname or ""
+            if q in CPU_TENSOR_SOURCES or (q.startswith("torch.") and q.rsplit(".", 1)[-1] in LEGACY_TENSOR_TYPES
+                                           and not q.startswith("torch.cuda.")):
+                if call.keyword("device") is not None or call.has_star_kwargs or self.under_device_context(call.site):
+                    return None
+                return call
+            if self.values.is_tokenizer_call(call):
+                return call
+            return None
+        return None
+
+    # -- tensors --------------------------------------------------------------------------
+
+    def tensor_place(self, expr: Optional[cst.BaseExpression], site: Site) -> Optional[str]:
+        """DEVICE, CPU, TENSOR (place unknown) or None (not known to be a tensor)."""
+        if expr is None:
+            return None
+        key = id(expr)
+        if key in self._tensor_cache:
+            return self._tensor_cache[key]
+        self._tensor_cache[key] = None  # cycle guard
+        result = self._tensor_place(expr, site)
+        self._tensor_cache[key] = result
+        return result
+
+    def is_tensor(self, expr: Optional[cst.BaseExpression], site: Site) -> bool:
+        return self.tensor_place(expr, site) is not None
+
+    def on_accelerator(self, expr: Optional[cst.BaseExpression], site: Site) -> bool:
+        """A tensor on the accelerator, or one whose place we cannot tell in a
+        file that uses an accelerator (a model or batch handed in from elsewhere)."""
+        place = self.tensor_place(expr, site)
+        return place == DEVICE or (place == TENSOR and self.accelerator_in_play())
+
+    def _tensor_place(self, expr: cst.BaseExpression, site: Site) -> Optional[str]:
+        if isinstance(expr, cst.Call):
+            return self._call_place(expr, site)
+        if isinstance(expr, cst.Name):
+            return self._name_place(expr.value, site)
+        if isinstance(expr, cst.Attribute):
+            attr = expr.attr.value
+            if attr in _NON_TENSOR_ATTRS:
+                return None
+            forward = self._forward_place(expr.value, site)
+            if forward is not None:
+                # `outputs.logits`, `out.loss`; `hidden_states`, `past_key_values` are tuples.
+                return forward if _OUTPUT_TENSOR_ATTR.search(attr) or attr in _TENSOR_ATTRS else None
+            base = self.tensor_place(expr.value, site)
+            if base is not None:
+                return base if attr in _TENSOR_ATTRS else None
+            name = dotted_name(expr)
+            if name and "." in name and not name.startswith("self."):
+                return self._name_place(name, site)
+            return None
+        if isinstance(expr, cst.Subscript):
+            base = self.tensor_place(expr.value, site)
+            if base is not None:
+                return base
+            forward = self._forward_place(expr.value, site)
+            return forward  # `model(x)[0]`: an element of the output
+        if isinstance(expr, cst.BinaryOperation):
+            left, right = self.tensor_place(expr.left, site), self.tensor_place(expr.right, site)
+            if left is None and right is None:
+                return None
+            return join([p for p in (left, right) if p is not None])
+        if isinstance(expr, cst.Comparison):
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+                return None
+            operands = [expr.left] + [c.comparator for c in expr.comparisons]
+            places = [p for p in (self.tensor_place(o, site) for o in operands) if p is not None]
+            return join(places) if places else None
+        if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
+            return self.tensor_place(expr.expression, site)
+        return None
+
+    def _forward_place(self, expr: cst.BaseExpression, site: Site) -> Optional[str]:
+        """For a model's direct output (a call, or a name bound only to one): its place."""
+        if isinstance(expr, cst.Call):
+            call = self.facts.call_for(expr)
+            mc = self.values.model_call(call) if call is not None else None
+            return self._output_place(mc, site) if mc is not None else None
+        if isinstance(expr, cst.Name):
+            bs = self.reaching(expr.value, site)
+            places = set()
+            for b in bs:
+                if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+                    return None
+                p = self._forward_place(b.value, b.site)
+                if p is None:
+                    return None
+                places.add(p)
+            return join(places) if places else None
+        return None
+
+    def is_forward_output(self, expr: cst.BaseExpression, site: Site) -> bool:
+        """A model's direct output (may be a tuple or a ModelOutput, not a tensor)."""
+        return self._forward_place(expr, site) is not None
+
+    def _output_place(self, mc, site: Site) -> str:
+        """Where a forward's output lives: on the device if the model is, or if
+        any tensor input is (a CPU model fed device inputs would fail)."""
+        model = self.model_place(mc.model, mc.call.site)
+        if model == DEVICE:
+            return DEVICE
+        inputs = [self.tensor_place(a.value, mc.call.site) for a in mc.call.node.args if not a.star]
+        if DEVICE in inputs:
+            return DEVICE
+        if model == CPU and inputs and all(p == CPU for p in inputs):
+            return CPU
+        return TENSOR
+
+    def _call_place(self, node: cst.Call, site: Site) -> Optional[str]:
+        call = self.facts.call_for(node)
+        if call is None:
+            return None
+        q = call.qualname
+        if q in VARIABLE and call.positional:
+            return self.tensor_place(call.positional[0].value, call.site)
+        if q in CPU_TENSOR_SOURCES or (q and q.startswith("torch.") and q.rsplit(".", 1)[-1] in LEGACY_TENSOR_TYPES):
+            if q and q.startswith("torch.cuda."):
+                return DEVICE
+            kw = call.keyword("device")
+            if kw is not None:
+                device = self.device_of(kw.value, call.site)
+                return DEVICE if device == ACCEL else (CPU if device == HOST else TENSOR)
+            if self.under_device_context(call.site) or call.has_star_kwargs:
+                return TENSOR
+            return CPU
+        mc = self.values.model_call(call)
+        if mc is not None:
+            return self._output_place(mc, site)
+        if self.values.is_tokenizer_call(call):
+            return CPU  # a BatchEncoding of CPU tensors
+        if self.values.is_loss_call(call):
+            places = [self.tensor_place(a.value, call.site) for a in call.node.args if not a.star]
+            known = [p for p in places if p is not None]
+            return join(known) if known else TENSOR
+        if q and q.startswith("torch."):
+            rest = q[len("torch."):]
+            if "." not in rest:
+                if rest in _TORCH_NON_TENSOR or rest[:1].isupper() or rest.startswith(("is_", "get_", "set_", "_")):
+                    return None
+                kw = call.keyword("device")
+                if kw is not None:
+                    device = self.device_of(kw.value, call.site)
+                    return DEVICE if device == ACCEL else (CPU if device == HOST else TENSOR)
+                places = [self.tensor_place(a.value, call.site) for a in node.args if a.keyword is None]
+                known = [p for p in places if p is not None]
+                return join(known) if known else TENSOR
+            if rest.startswith(("nn.functional.", "linalg.", "fft.", "special.")):
+                places = [self.tensor_place(a.value, call.site) for a in node.args if a.keyword is None]
+                known = [p for p in places if p is not None]
+                return join(known) if known else TENSOR
+            return None
+        if call.method is not None and call.receiver is not None and q is None:
+            if call.method in _NON_TENSOR_METHODS:
+                return None
+            base = self.tensor_place(call.receiver, call.site)
+            if base is None:
+                # `x.to(device)` / `x.cuda()` of something we can't type (a batch of an unknown
+                # loader): whatever it is, it now lives on the device.
+                if call.method in ("to", "cuda") and is_move_call(call) and self.move_device(call) == ACCEL \
+                        and self.values.expr_kind(call.receiver, call.site) not in (MODULE, TOKENS):
+                    return DEVICE
+                return None
+            if call.method == "cpu":
+                return CPU
+            if call.method in ("to", "cuda") and is_move_call(call):
+                device = self.move_device(call)
+                return DEVICE if device == ACCEL else (CPU if device == HOST else (base if call.method == "to" else DEVICE))
+            return base
+        fn = self.helpers.function(call)
+        if fn is not None:
+            places = [self.tensor_place(r.value, s) for r, s in self.facts.returns_of(fn) if r.value is not None]
+            if places and all(p is not None for p in places):
+                return join(places)
+        return None
+
+    # -- names ------------------------------------------------------------------------------
+
+    def reaching(self, name: str, site: Site) -> List[Binding]:
+        """Bindings of `name` that may reach `site`: in the same scope the latest
+        ones back to the nearest that runs on every path (plus later ones in a
+        loop around the site, which reach it on the next iteration); in an
+        enclosing scope, all of its bindings."""
+        visible = self.facts.visible_bindings(name, site.scope)
+        if not visible:
+            return []
+        if visible[0].site.scope is not site.scope:
+            return list(visible)
+        before = sorted((b for b in visible if (b.site.order < site.order and not _binds_after(b, site)) or
+                         b.kind == "for" and b.site.loop is not None and b.site.loop.contains(site.order)
+                         and b.site.order <= site.order),
+                        key=lambda b: b.site.order, reverse=True)
+        out: List[Binding] = []
+        killed_in_loop = False
+        for b in before:
+            out.append(b)
+            if dominates(b.site, site) or b.site.order == site.order:
+                killed_in_loop = site.loop is not None and site.loop.contains(b.site.order)
+                break
+        if site.loop is not None and not killed_in_loop:
+            for loop in site.loop.chain():
+                if loop.scope is not site.scope:
+                    break
+                out.extend(b for b in visible if b.site.order > site.order and loop.contains(b.site.order)
+                           and b not in out)
+        return out
+
+    def _name_place(self, name: str, site: Site) -> Optional[str]:
+        if "." in name:
+            bindings = self.facts.bindings_of(name)
+        else:
+            bindings = self.reaching(name, site)
+        if not bindings:
+            return None
+        places = [self._binding_tensor_place(b) for b in bindings]
+        return join(places)
+
+    def next_batch(self, value: Optional[cst.BaseExpression], site: Site) -> bool:
+        """`next(iter(loader))` / `next(it)` with `it = iter(loader)`: a CPU batch."""
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "next"
+                and value.args):
+            return False
+        inner = value.args[0].value
+        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "iter" and inner.args:
+            return self.batch_source(inner.args[0].value, site)
+        if isinstance(inner, cst.Name):
+            bs = self.values.bindings_for(inner.value, site)
+            return len(bs) == 1 and bs[0].value is not None and isinstance(bs[0].value, cst.Call) and \
+                isinstance(bs[0].value.func, cst.Name) and bs[0].value.func.value == "iter" and bool(bs[0].value.args) \
+                and self.batch_source(bs[0].value.args[0].value, bs[0].site)
+        return False
+
+    def _binding_tensor_place(self, b: Binding) -> Optional[str]:
+        if b.kind in ("assign", "annassign", "walrus"):
+            if b.value is None:
+                return None
+            if self.next_batch(b.value, b.site):
+                return CPU
+            if b.index is not None:
+                if isinstance(b.value, (cst.Tuple, cst.List)):
+                    if b.index < len(b.value.elements):
+                        el = b.value.elements[b.index]
+                        return None if isinstance(el, cst.StarredElement) else self.tensor_place(el.value, b.site)
+                    return None
+                # `loss, logits = model(x)` / `loss, acc = step(batch)`: parts of a forward's output.
+                forward = self._forward_place(b.value, b.site)
+                if forward is not None:
+                    return forward
+                if isinstance(b.value, cst.Call) and (self.facts.qualname(b.value.func) or "").startswith("torch."):
+                    # `_, predicted = torch.max(out, 1)`: tensors where the input is.
+                    places = [p for p in (self.tensor_place(a.value, b.site) for a in b.value.args if a.keyword is None)
+                              if p is not None]
+                    return join(places) if places else None
+                if isinstance(b.value, cst.Call) and isinstance(b.value.func, cst.Attribute) and \
+                        b.value.func.attr.value in _TUPLE_METHODS:
+                    # `_, idx = out.max(1)`, `values, indices = t.topk(k)`
+                    return self.tensor_place(b.value.func.value, b.site)
+                if isinstance(b.value, cst.Call):
+                    call = self.facts.call_for(b.value)
+                    fn = self.helpers.function(call) if call is not None else None
+                    if fn is not None:
+                        return self._returned_part(fn, b.index)
+                return None
+            return self.tensor_place(b.value, b.site)
+        if b.kind == "augassign":
+            return self.tensor_place(b.value, b.site) if b.value is not None else None
+        if b.kind in ("for", "comprehension"):
+            if b.value is None:
+                return None
+            if self.batch_source(b.value, b.site):
+                return CPU
+            value = b.value
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+                    value.func.attr.value in ("items", "values") and not value.args:
+                # `for k, v in out.items()` over a model's output dict: its tensors.
+                forward = self._forward_place(value.func.value, b.site)
+                if forward is not None and (value.func.attr.value == "values" or b.index == 1):
+                    return forward
+                return None
+            if b.index is not None:
+                return None
+            base = self.tensor_place(b.value, b.site)
+            return base
+        if b.kind == "param":
+            return self._param_tensor_place(b)
+        return None
+
+    def _returned_part(self, fn, index: int) -> Optional[str]:
+        places = []
+        for r, s in self.facts.returns_of(fn):
+            if not isinstance(r.value, cst.Tuple) or index >= len(r.value.elements):
+                return None
+            places.append(self.tensor_place(r.value.elements[index].value, s))
+        return join(places) if places else None
+
+    def _param_tensor_place(self, b: Binding) -> Optional[str]:
+        """A parameter every same-file caller passes a tensor to."""
+        fn = self.facts.function_of(b.site.scope)
+        if fn is None:
+            return None
+        callers = self.values.callers(fn)
+        if not callers:
+            return None
+        places = []
+        for c in callers:
+            arg = self.values.argument_for(c, fn, b.name)
+            if arg is None:
+                return None
+            places.append(self.tensor_place(arg, c.site))
+        return join(places)
+
+    def batch_source(self, expr: Optional[cst.BaseExpression], site: Site) -> bool:
+        """An iterable whose items are CPU batches: a torch DataLoader (through
+        enumerate/tqdm), with no custom collate_fn."""
+        while isinstance(expr, cst.Call):
+            call = self.facts.call_for(expr)
+            name = dotted_name(expr.func) or ""
+            if call is None or not (name in ITER_WRAPPERS or (call.qualname or "") in ITER_WRAPPERS
+                                    or (call.qualname or "").startswith("tqdm")):
+                break
+            if not call.positional:
+                return False
+            expr = call.positional[0].value
+        if expr is None:
+            return False
+        if isinstance(expr, cst.Call):
+            call = self.facts.call_for(expr)
+            return call is not None and self.values.call_kind(call) == LOADER and call.keyword("collate_fn") is None
+        name = dotted_name(expr)
+        if name is None or PLACING_NAME.search(name):
+            return False
+        return self._loader_name(name, site, 0)
+
+    def _loader_name(self, name: str, site: Site, depth: int) -> bool:
+        """Every binding of `name` is a torch DataLoader without a custom
+        collate_fn, or a parameter named like a loader (a DataLoader yields CPU
+        batches unless something we would see places them)."""
+        bindings = self.values.bindings_for(name, site)
+        if not bindings or depth > 3:
+            return False
+        for b in bindings:
+            if b.kind == "param":
+                if not LOADER_NAME.search(b.name) and self.values.param_kind(b) != LOADER:
+                    return False
+                continue
+            if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+                return False
+            if isinstance(b.value, (cst.Name, cst.Attribute)):
+                inner = dotted_name(b.value)
+                if inner is None or PLACING_NAME.search(inner) or not self._loader_name(inner, b.site, depth + 1):
+                    return False
+                continue
+            if not isinstance(b.value, cst.Call):
+                return False
+            call = self.facts.call_for(b.value)
+            if call is None or self.values.call_kind(call) != LOADER or call.keyword("collate_fn") is not None \
+                    or call.has_star_kwargs:
+                return False
+            if self._dataset_places(call):
+                return False
+        return True
+
+    def _dataset_places(self, loader: Call) -> bool:
+        """The loader's dataset may hand out device tensors: a TensorDataset of
+        moved tensors, a same-file dataset class that moves or creates on a device."""
+        ds = loader.keyword("dataset")
+        expr = ds.value if ds is not None else (loader.positional[0].value if loader.positional else None)
+        for _ in range(3):
+            if isinstance(expr, cst.Name):
+                bs = [b for b in self.facts.visible_bindings(expr.value, loader.site.scope) if b.kind != "param"]
+                expr = bs[0].value if len(bs) == 1 else None
+        if not isinstance(expr, cst.Call):
+            return False
+        func = expr.func
+        if isinstance(func, cst.Name) and func.value in self.facts.classes:
+            for call in self.facts.calls:
+                if any(s.kind == "class" and s.name == func.value for s in call.site.scope.chain()) and (
+                        is_move_call(call) or call.keyword("device") is not None):
+                    return True
+            return False
+        for arg in expr.args:
+            if self.tensor_place(arg.value, loader.site) == DEVICE:
+                return True
+        return False

@@ -1,0 +1,230 @@
+"""The code's role: does it do real work on data?
+
+Speed advice matters only in code that trains (a loop that calls
+`.backward()` or an optimizer step) or runs inference over data (a loop over a
+DataLoader, a dataset or batches, or a decoding loop). It does not matter in
+unit tests, in forward-only demonstrations (a model called once on a random
+tensor to show a shape), in the `if __name__ == "__main__":` smoke block of a
+module whose job is to define models, or in scripts that only export,
+benchmark latency or print a model summary.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional, Set
+
+import libcst as cst
+
+from torchlint.analysis.facts import Call, Facts, Function, Scope, Site, dotted_name
+from torchlint.analysis.helpers import Helpers
+from torchlint.analysis.loops import Loops
+from torchlint.analysis.values import Values
+from torchlint.analysis.vocabulary import (
+    BENCHMARK_CALLS,
+    BENCHMARK_NAME,
+    EXPORT_CALLS,
+    SUMMARY_CALLS,
+    TEST_FUNCTION,
+    TEST_PATH,
+)
+
+MAX_CALL_DEPTH = 3
+
+
+class Roles:
+    def __init__(self, facts: Facts, values: Values, helpers: Helpers, loops: Loops, path: str) -> None:
+        self.facts = facts
+        self.values = values
+        self.helpers = helpers
+        self.loops = loops
+        self.test_file = bool(TEST_PATH.search(path.replace("\\", "/")))
+        self._work_functions: Optional[Set[int]] = None
+        self._tooling_scopes: Optional[Set[int]] = None
+        self._memo: Dict[tuple, bool] = {}
+
+    # -- tests ------------------------------------------------------------------------
+
+    def is_test_function(self, fn: Function) -> bool:
+        """A unit test: any `test*` function in a test file; elsewhere a
+        `test_*` function (or a `unittest.TestCase` method) with no loop over
+        data (a `test(model, loader)` that walks a test set is an evaluation)."""
+        if fn.name == "<lambda>":
+            return False
+        parent = fn.scope.parent
+        if parent is not None and parent.kind == "class":
+            info = self.facts.classes.get(parent.name)
+            if info is not None and any((self.facts.qualname(b) or dotted_name(b) or "").endswith("TestCase")
+                                        for b in info.bases):
+                return fn.name.startswith("test")
+        if not TEST_FUNCTION.match(fn.name):
+            return False
+        if self.test_file:
+            return True
+        if fn.name.lower().strip("_") == "test":
+            return False
+        return not any(self.loops.is_data_loop(loop) for loop in self.facts.loops if loop.scope is fn.scope)
+
+    def in_test(self, site: Site) -> bool:
+        if self.test_file:
+            return True
+        for scope in site.scope.chain():
+            if scope.kind == "function":
+                fn = self.facts.function_of(scope)
+                if fn is not None and self.is_test_function(fn):
+                    return True
+        return False
+
+    # -- model modules and smoke blocks --------------------------------------------------
+
+    def defines_models(self) -> bool:
+        return bool(self.values.module_classes())
+
+    def in_smoke_block(self, site: Site) -> bool:
+        """In the `__main__` block of a module that defines models and whose
+        `__main__` block does no real work (no training, no loop over data)."""
+        if not site.in_main_guard or not self.defines_models():
+            return False
+        return self._cached(("smoke",), lambda: not any(
+            self.loops.role(loop) is not None for loop in self.facts.loops
+            if loop.scope is self.facts.module_scope and self._loop_site(loop).in_main_guard)
+            and not self._main_calls_work())
+
+    def _main_calls_work(self) -> bool:
+        """The `__main__` block calls a same-file function that does real work."""
+        for call in self.facts.calls:
+            if call.site.scope is self.facts.module_scope and call.site.in_main_guard:
+                fn = self.helpers.function(call)
+                if fn is not None and self.function_does_work(fn):
+                    return True
+        return False
+
+    # -- tooling scripts: export, benchmark, summary -----------------------------------------
+
+    def in_tooling(self, site: Site) -> bool:
+        """In a function that exports, benchmarks or summarises a model (by its
+        calls or its name), or a file that does only that (no training)."""
+        if self._tooling_scopes is None:
+            scopes: Set[int] = set()
+            tool_calls = [c for c in self.facts.calls if self._is_tool_call(c)]
+            for c in tool_calls:
+                for scope in c.site.scope.chain():
+                    if scope.kind == "function":
+                        scopes.add(id(scope.node))
+                        break
+            for fn in self.facts.functions:
+                if fn.name != "<lambda>" and BENCHMARK_NAME.search(fn.name) and not self._function_trains(fn):
+                    scopes.add(id(fn.scope.node))
+            if tool_calls and not any(self.values.is_train_call(c) for c in self.facts.calls):
+                scopes.add(id(self.facts.module_scope.node))
+            self._tooling_scopes = scopes
+        return any(id(s.node) in self._tooling_scopes for s in site.scope.chain())
+
+    def _is_tool_call(self, call: Call) -> bool:
+        q = call.qualname or ""
+        if q in EXPORT_CALLS or q in SUMMARY_CALLS or q in BENCHMARK_CALLS:
+            return True
+        if q.startswith(("torch.onnx.", "torchsummary.", "torchinfo.", "thop.", "torch.utils.benchmark.")):
+            return True
+        return q in ("time.perf_counter", "time.time") and self._timed_forward(call)
+
+    def _timed_forward(self, call: Call) -> bool:
+        """A clock read in the same scope as `torch.cuda.synchronize()`: latency timing."""
+        return any(c.qualname == "torch.cuda.synchronize" and c.site.scope is call.site.scope for c in self.facts.calls)
+
+    def _function_trains(self, fn: Function) -> bool:
+        return self.helpers.summary(fn).trains
+
+    # -- real work -----------------------------------------------------------------------
+
+    def excluded(self, site: Site) -> bool:
+        """Tests, smoke blocks and tooling: speed advice does not apply here."""
+        return self.in_test(site) or self.in_smoke_block(site) or self.in_tooling(site)
+
+    def work_loop(self, site: Site, innermost: bool = False):
+        """The outermost (or innermost) loop around `site` (in its scope) that
+        trains or runs inference over data, if any."""
+        found = None
+        current = site.loop
+        while current is not None and current.scope is site.scope:
+            if self.loops.role(current) is not None:
+                found = current
+                if innermost:
+                    break
+            current = current.parent
+        return found
+
+    def function_does_work(self, fn: Function) -> bool:
+        """The function holds a work loop, or is called from one (or from a
+        function that is, up to a few calls deep)."""
+        return id(fn.node) in self.work_functions()
+
+    def work_functions(self) -> Set[int]:
+        if self._work_functions is None:
+            found: Set[int] = set()
+            for loop in self.facts.loops:
+                if self.loops.role(loop) is not None:
+                    fn = self.facts.function_of(loop.scope) if loop.scope.kind == "function" else None
+                    if fn is not None:
+                        found.add(id(fn.node))
+            # Called from a work loop, transitively.
+            frontier = [c for c in self.facts.calls if self.work_loop(c.site) is not None]
+            seen: Set[int] = set()
+            for _ in range(MAX_CALL_DEPTH):
+                nxt = []
+                for call in frontier:
+                    fn = self.helpers.function(call)
+                    if fn is None or id(fn.node) in seen:
+                        continue
+                    seen.add(id(fn.node))
+                    found.add(id(fn.node))
+                    nxt.extend(self.helpers.calls_in(fn))
+                frontier = nxt
+            self._work_functions = found
+        return self._work_functions
+
+    def does_work(self, site: Site) -> bool:
+        """`site` runs as part of real work: in a work loop, or in a function that
+        holds one or is called from one; and not in tests, smoke blocks or tooling."""
+        if self.excluded(site):
+            return False
+        if self.work_loop(site) is not None:
+            return True
+        for scope in site.scope.chain():
+            if scope.kind in ("function", "lambda"):
+                fn = self.facts.function_of(scope)
+                if fn is not None and self.function_does_work(fn):
+                    return True
+        return False
+
+    def in_model_method(self, site: Site) -> bool:
+        """In a method of a same-file nn.Module (forward, helpers): runs per batch
+        wherever the model is trained or served."""
+        for scope in site.scope.chain():
+            if scope.kind == "class":
+                return scope.name in self.values.module_classes()
+        return False
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _cached(self, key: tuple, compute) -> bool:
+        if key not in self._memo:
+            self._memo[key] = False
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    def _loop_site(self, loop) -> Site:
+        site = self.facts.site_of_statement(loop.node)
+        assert site is not None
+        return site
+
+    def enclosing_function(self, site: Site) -> Optional[Function]:
+        for scope in site.scope.chain():
+            if scope.kind == "function":
+                return self.facts.function_of(scope)
+        return None
+
+    def script_level(self, scope: Scope) -> bool:
+        return scope.kind == "module"
+
+
+def is_expression_statement(site: Site) -> bool:
+    return isinstance(site.stmt, cst.Expr)

@@ -1,0 +1,457 @@
+"""What kind of value an expression holds: a module, a tensor, a loader, a
+dataset, a device, an optimizer, a loss function, tokenizer output.
+
+Kinds come from where a value is made (`nn.Linear(...)`, `DataLoader(...)`, a
+same-file `nn.Module` subclass, `X.from_pretrained(...)`) and, for modules,
+also from how a name is used: a name that is `.eval()`'d, `.parameters()`'d,
+given `load_state_dict`, annotated `nn.Module` or wrapped in `DataParallel` is
+a module whatever its class (`model = MLP()` with `MLP` imported from another
+file of the project). A function parameter takes the kind every same-file
+caller passes to it.
+
+This module holds the one answer to "is this call a model forward"
+(`model_call`) and to "is this call a loss" (`is_loss_call`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Set
+
+import libcst as cst
+
+from torchlint.analysis.facts import Binding, Call, Facts, Function, Site, dotted_name
+from torchlint.analysis.vocabulary import (
+    CPU_TENSOR_SOURCES,
+    DATALOADER,
+    DATASET_BASES,
+    GRAD_USERS,
+    ITERABLE_DATASET_BASES,
+    LEGACY_TENSOR_TYPES,
+    LOSS_FUNCTIONS,
+    LOSS_NAME,
+    MODEL_LOADERS,
+    MODEL_NAME,
+    MODULE_ONLY_METHODS,
+    NN_MODULE,
+    NN_NON_MODULES,
+    NON_MODEL_PRETRAINED,
+    OPTIMIZER_PREFIX,
+    PLACERS,
+    TENSOR_DATASET,
+    VARIABLE,
+    WRAPPER_CLASSES,
+)
+
+MODULE, TENSOR, LOADER, DATASET, DEVICE, TOKENS, TOKENIZER, OPTIMIZER, LOSS_FN = (
+    "module", "tensor", "loader", "dataset", "device", "tokens", "tokenizer", "optimizer", "loss_fn")
+# Methods that return a value of the receiver's kind.
+_SAME_KIND_METHODS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval",
+                                "requires_grad_", "to_empty", "share_memory"})
+
+_OPT_NAME = re.compile(r"^(opt|optimi[sz]er)(_\w+)?$|^\w+_opt$")
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """A model forward: `model(x)`, `model.forward(x)`, `model.generate(...)`."""
+
+    call: Call
+    model: cst.BaseExpression  # the model expression (`model`, `self.net`)
+    method: Optional[str]  # None, "forward" or "generate"
+    known: bool  # the callee is known to be a module (not only named like one)
+
+
+def is_nn_layer(qualname: str) -> bool:
+    """`torch.nn.Linear` and friends (a class in torch.nn)."""
+    if not qualname.startswith("torch.nn.") or qualname.startswith(NN_NON_MODULES):
+        return False
+    return qualname.rsplit(".", 1)[-1][:1].isupper()
+
+
+class Values:
+    """Kinds of values in one file, memoised."""
+
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
+        self._kind_cache: Dict[int, Optional[str]] = {}
+        self._module_classes: Optional[Set[str]] = None
+        self._dataset_classes: Optional[Dict[str, str]] = None
+        self._used_as_module: Optional[Set[int]] = None
+        self._callers: Optional[Dict[str, List[Call]]] = None
+        self._param_kinds: Dict[int, Optional[str]] = {}
+
+    # -- same-file classes -------------------------------------------------------
+
+    def _subclasses(self, roots: frozenset, extra=lambda q: False) -> Set[str]:
+        found: Set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for name, info in self.facts.classes.items():
+                if name in found:
+                    continue
+                for base in info.bases:
+                    q = self.facts.qualname(base)
+                    if (q and (q in roots or extra(q))) or (isinstance(base, cst.Name) and base.value in found):
+                        found.add(name)
+                        changed = True
+                        break
+        return found
+
+    def module_classes(self) -> Set[str]:
+        """Classes defined in this file that subclass torch.nn.Module (transitively)."""
+        if self._module_classes is None:
+            self._module_classes = self._subclasses(NN_MODULE, is_nn_layer)
+        return self._module_classes
+
+    def dataset_classes(self) -> Dict[str, str]:
+        """Same-file Dataset subclasses: name -> "map" or "iterable"."""
+        if self._dataset_classes is None:
+            iterable = self._subclasses(ITERABLE_DATASET_BASES)
+            mapped = self._subclasses(DATASET_BASES)
+            out = {n: "map" for n in mapped}
+            out.update({n: "iterable" for n in iterable})
+            self._dataset_classes = out
+        return self._dataset_classes
+
+    # -- kinds -------------------------------------------------------------------
+
+    def call_kind(self, call: Call) -> Optional[str]:
+        q = call.qualname
+        if q in VARIABLE and call.positional:
+            return self.expr_kind(call.positional[0].value, call.site)
+        if q:
+            if q in CPU_TENSOR_SOURCES or q.rsplit(".", 1)[-1] in LEGACY_TENSOR_TYPES and q.startswith("torch."):
+                return TENSOR
+            if q in DATALOADER:
+                return LOADER
+            if q in TENSOR_DATASET:
+                return DATASET
+            if q == "torch.device":
+                return DEVICE
+            if q.startswith(OPTIMIZER_PREFIX) and q.rsplit(".", 1)[-1][:1].isupper() and ".lr_scheduler" not in q:
+                return OPTIMIZER
+            if is_nn_layer(q):
+                return LOSS_FN if q.endswith("Loss") else MODULE
+            if q.startswith("torchvision.models.") and q.rsplit(".", 1)[-1][:1].islower():
+                return MODULE
+            if q == "timm.create_model":
+                return MODULE
+            if q.startswith("torchvision.datasets."):
+                return DATASET
+        func = call.node.func
+        if isinstance(func, cst.Name) and not self._shadowed_local(func.value, call.site):
+            if func.value in self.module_classes():
+                return MODULE
+            if func.value in self.dataset_classes():
+                return DATASET
+        if call.method == "from_pretrained":
+            recv = dotted_name(call.receiver) or ""
+            return TOKENIZER if NON_MODEL_PRETRAINED.search(recv) else MODULE
+        if call.method in _SAME_KIND_METHODS and call.receiver is not None:
+            inner = self.expr_kind(call.receiver, call.site)
+            if inner in (MODULE, TENSOR, TOKENS):
+                return inner
+        if call.method is None and isinstance(func, cst.Name) and self.is_tokenizer_call(call):
+            return TOKENS
+        if isinstance(func, cst.Name) and call.qualname is None:
+            fn = self.local_function(call)
+            if fn is not None and self._returns_kind(fn) == MODULE:
+                return MODULE
+        return None
+
+    def _shadowed_local(self, name: str, site: Site) -> bool:
+        """A class name rebound in the calling scope (not the class any more)."""
+        return any(b.kind not in ("class", "import") and b.site.scope is site.scope for b in self.facts.bindings_of(name)) \
+            and name not in self.facts.classes
+
+    def is_tokenizer_call(self, call: Call) -> bool:
+        """`tokenizer(..., return_tensors="pt")` on a name bound to a tokenizer."""
+        arg = call.keyword("return_tensors")
+        if arg is None or not isinstance(arg.value, cst.SimpleString) or arg.value.evaluated_value != "pt":
+            return False
+        func = call.node.func
+        if isinstance(func, cst.Name):
+            return any(self.binding_kind(b) == TOKENIZER for b in self.facts.visible_bindings(func.value, call.site.scope)) \
+                or "tokenizer" in func.value.lower()
+        return "tokenizer" in (dotted_name(func) or "").lower()
+
+    def binding_kind(self, b: Binding) -> Optional[str]:
+        if b.kind == "param":
+            return self.param_kind(b)
+        if b.kind in ("class", "def", "import", "for", "comprehension", "except", "with"):
+            return MODULE if id(b) in self.used_as_module() else None
+        if id(b) in self.used_as_module():
+            return MODULE
+        if b.value is None:
+            return None
+        if b.index is not None:
+            return None
+        return self.expr_kind(b.value, b.site)
+
+    def expr_kind(self, expr: cst.BaseExpression, site: Site) -> Optional[str]:
+        key = id(expr)
+        if key in self._kind_cache:
+            return self._kind_cache[key]
+        self._kind_cache[key] = None  # cycle guard
+        kind: Optional[str] = None
+        if isinstance(expr, cst.Call):
+            call = self.facts.call_for(expr)
+            kind = self.call_kind(call) if call else None
+        elif isinstance(expr, (cst.Name, cst.Attribute)):
+            kind = self._name_kind(expr, site)
+        self._kind_cache[key] = kind
+        return kind
+
+    def _name_kind(self, expr: cst.BaseExpression, site: Site) -> Optional[str]:
+        name = dotted_name(expr)
+        if not name:
+            return None
+        bindings = self.bindings_for(name, site)
+        kinds = {self.binding_kind(b) for b in bindings}
+        kinds.discard(None)
+        if len(kinds) == 1:
+            return kinds.pop()
+        return None
+
+    def bindings_for(self, name: str, site: Site) -> List[Binding]:
+        """The bindings a read of `name` at `site` may see: earlier ones of its
+        scope (any, for an enclosing scope), every one of a dotted attribute."""
+        if "." in name:
+            return [b for b in self.facts.bindings_of(name)]
+        return [b for b in self.facts.visible_bindings(name, site.scope)
+                if (b.site.order <= site.order and not (b.site.stmt is site.stmt and b.kind in ("assign", "annassign")))
+                or b.site.scope is not site.scope or _in_same_loop(b.site, site)]
+
+    # -- modules by use ------------------------------------------------------------
+
+    def used_as_module(self) -> Set[int]:
+        """ids of bindings whose name is used as only an nn.Module can be."""
+        if self._used_as_module is None:
+            found: Set[int] = set()
+            for call in self.facts.calls:
+                target = None
+                if call.method in MODULE_ONLY_METHODS and call.receiver is not None:
+                    if call.method in ("train", "eval") and call.node.args and not _bool_literal(call.node.args[0].value):
+                        continue  # `trainer.train(dataset)`: not nn.Module.train
+                    target = call.receiver
+                elif (call.qualname in PLACERS or _last(call) in WRAPPER_CLASSES) and call.positional:
+                    target = call.positional[0].value
+                name = dotted_name(target) if target is not None else None
+                if name:
+                    for b in self.bindings_for(name, call.site):
+                        found.add(id(b))
+            for b in self.facts.bindings:
+                if self._annotated_module(b):
+                    found.add(id(b))
+            self._used_as_module = found
+        return self._used_as_module
+
+    def _annotated_module(self, b: Binding) -> bool:
+        """`model: nn.Module` (or a same-file module class) as a parameter or an
+        annotated assignment."""
+        annotation = None
+        if b.kind == "param" and isinstance(b.target, cst.Param):
+            annotation = b.target.annotation
+        elif b.kind == "annassign" and isinstance(b.site.stmt, cst.AnnAssign):
+            annotation = b.site.stmt.annotation
+        if annotation is None:
+            return False
+        ann = annotation.annotation
+        q = self.facts.qualname(ann)
+        if q and (q in NN_MODULE or is_nn_layer(q)):
+            return True
+        return isinstance(ann, cst.Name) and ann.value in self.module_classes()
+
+    # -- parameters and same-file functions ---------------------------------------------
+
+    def local_function(self, call: Call) -> Optional[Function]:
+        """The same-file function a call runs: `f(...)` for a def visible by name,
+        `self.f(...)` for a method of the enclosing class."""
+        func = call.node.func
+        if isinstance(func, cst.Name):
+            bs = self.facts.visible_bindings(func.value, call.site.scope)
+            if len(bs) != 1 or bs[0].kind != "def":
+                return None
+            return self.facts.function_for_def(bs[0].target)
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            cls = next((s for s in call.site.scope.chain() if s.kind == "class"), None)
+            if cls is None:
+                return None
+            for fn in self.facts.functions:
+                if fn.name == func.attr.value and fn.scope.parent is cls:
+                    return fn
+        return None
+
+    def callers(self, fn: Function) -> List[Call]:
+        """Same-file calls that run `fn`."""
+        if self._callers is None:
+            self._callers = {}
+            for call in self.facts.calls:
+                func = call.node.func
+                name = func.value if isinstance(func, cst.Name) else (
+                    func.attr.value if isinstance(func, cst.Attribute) else None)
+                if name:
+                    self._callers.setdefault(name, []).append(call)
+        return [c for c in self._callers.get(fn.name, []) if self.local_function(c) is fn]
+
+    def argument_for(self, call: Call, fn: Function, param: str) -> Optional[cst.BaseExpression]:
+        """The expression `call` passes for `fn`'s parameter `param` (None: not
+        passed, or hidden behind *args/**kwargs)."""
+        node = fn.node
+        if not isinstance(node, cst.FunctionDef):
+            return None
+        kw = call.keyword(param)
+        if kw is not None:
+            return kw.value
+        if any(a.star for a in call.node.args):
+            return None
+        params = [p.name.value for p in list(node.params.posonly_params) + list(node.params.params)]
+        if params and params[0] in ("self", "cls") and fn.scope.parent is not None and fn.scope.parent.kind == "class":
+            params = params[1:]
+        if param not in params:
+            return None
+        i = params.index(param)
+        pos = call.positional
+        return pos[i].value if i < len(pos) else None
+
+    def param_kind(self, b: Binding) -> Optional[str]:
+        """A parameter's kind: annotated `nn.Module`, used as a module, or the
+        kind every same-file caller passes."""
+        key = id(b)
+        if key in self._param_kinds:
+            return self._param_kinds[key]
+        self._param_kinds[key] = None
+        kind: Optional[str] = MODULE if id(b) in self.used_as_module() else None
+        if kind is None:
+            fn = self.facts.function_of(b.site.scope)
+            if fn is not None:
+                kinds = set()
+                callers = self.callers(fn)
+                for c in callers:
+                    arg = self.argument_for(c, fn, b.name)
+                    kinds.add(self.expr_kind(arg, c.site) if arg is not None else None)
+                if callers and len(kinds) == 1:
+                    kind = kinds.pop()
+        self._param_kinds[key] = kind
+        return kind
+
+    def _returns_kind(self, fn: Function) -> Optional[str]:
+        returns = self.facts.returns_of(fn)
+        kinds = {self.expr_kind(r.value, s) if r.value is not None else None for r, s in returns}
+        return kinds.pop() if len(kinds) == 1 else None
+
+    # -- forwards and losses -------------------------------------------------------------
+
+    def model_call(self, call: Call) -> Optional[ModelCall]:
+        """The one answer to "is this a model forward"."""
+        func = call.node.func
+        method = None
+        model: cst.BaseExpression = func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("forward", "generate"):
+            method, model = func.attr.value, func.value
+        if not isinstance(model, (cst.Name, cst.Attribute)) or self.is_loss_call(call):
+            return None
+        kind = self.expr_kind(model, call.site)
+        if kind == MODULE:
+            return ModelCall(call, model, method, True)
+        if kind is not None:
+            return None
+        if self._loaded_model(model, call.site):
+            return ModelCall(call, model, method, True)
+        name = dotted_name(model) or ""
+        if MODEL_NAME.search(name.rsplit(".", 1)[-1]):
+            return ModelCall(call, model, method, False)
+        return None
+
+    def _loaded_model(self, model: cst.BaseExpression, site: Site) -> bool:
+        """A name bound to `torch.load(...)` (and friends) that is called: a model."""
+        name = dotted_name(model)
+        if name is None:
+            return False
+        for b in self.bindings_for(name, site):
+            if b.kind in ("assign", "annassign") and isinstance(b.value, cst.Call):
+                inner = b.value
+                while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) \
+                        and inner.func.attr.value in _SAME_KIND_METHODS:
+                    inner = inner.func.value
+                if isinstance(inner, cst.Call) and self.facts.qualname(inner.func) in MODEL_LOADERS:
+                    return True
+        return False
+
+    def is_loss_call(self, call: Call) -> bool:
+        """The one answer to "is this a loss": `F.cross_entropy(...)`, a call of
+        an `nn.*Loss()` instance, or of a callee named like one (`criterion`,
+        `loss_fn`, `self.loss_fct`)."""
+        q = call.qualname or ""
+        if q.startswith("torch.nn.functional.") and q.rsplit(".", 1)[-1] in LOSS_FUNCTIONS:
+            return True
+        func = call.node.func
+        name = dotted_name(func)
+        if name is None:
+            return False
+        if LOSS_NAME.search(name.rsplit(".", 1)[-1]):
+            return True
+        return self.expr_kind(func, call.site) == LOSS_FN
+
+    def is_optimizer_step(self, call: Call) -> bool:
+        """`optimizer.step()` on an optimizer (by kind, or by a name like `optim`, `opt_g`)."""
+        if call.method != "step" or call.receiver is None:
+            return False
+        last = (dotted_name(call.receiver) or "").rsplit(".", 1)[-1].lower()
+        if "optim" in last or _OPT_NAME.match(last):
+            return True
+        return self.expr_kind(call.receiver, call.site) == OPTIMIZER
+
+    def is_train_call(self, call: Call) -> bool:
+        """`.backward()`, `torch.autograd.grad`/`backward`, or an optimizer step."""
+        return (call.method == "backward" and call.receiver is not None) or call.qualname in GRAD_USERS \
+            or self.is_optimizer_step(call)
+
+    def is_pretrained(self, model: cst.BaseExpression, site: Site, depth: int = 0) -> bool:
+        """The model carries trained weights: `from_pretrained`, a hub/checkpoint
+        load, `pretrained=`/`weights=`, or `load_state_dict` on it."""
+        if depth > 5:
+            return False
+        if isinstance(model, cst.Call):
+            c = self.facts.call_for(model)
+            if c is None:
+                return False
+            if c.method == "from_pretrained" or c.qualname in MODEL_LOADERS:
+                return True
+            if c.qualname and (c.qualname.startswith("torchvision.models.") or c.qualname == "timm.create_model"):
+                for kw in ("pretrained", "weights"):
+                    arg = c.keyword(kw)
+                    if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value in ("None", "False")):
+                        return True
+                return False
+            if c.method in _SAME_KIND_METHODS and c.receiver is not None:
+                return self.is_pretrained(c.receiver, site, depth + 1)
+            return False
+        name = dotted_name(model)
+        if name is None:
+            return False
+        for c in self.facts.calls:
+            if c.method in ("load_state_dict", "from_pretrained") and dotted_name(c.receiver) == name:
+                return True
+        values = [b for b in self.bindings_for(name, site)
+                  if b.kind in ("assign", "annassign") and b.value is not None and b.index is None]
+        return any(self.is_pretrained(b.value, b.site, depth + 1) for b in values)
+
+
+def _in_same_loop(binding: Site, use: Site) -> bool:
+    """A later binding inside a loop that also holds the use reaches it on the next iteration."""
+    if binding.scope is not use.scope or use.loop is None:
+        return False
+    return any(loop.contains(binding.order) for loop in use.loop.chain())
+
+
+def _bool_literal(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value in ("True", "False")
+
+
+def _last(call: Call) -> str:
+    return (call.qualname or dotted_name(call.node.func) or "").rsplit(".", 1)[-1]
+
+
