@@ -13,7 +13,7 @@ import libcst as cst
 from hypothesis import strategies as st
 
 from torchlint.api import check, fix_source
-from torchlint.engine import parse
+from torchlint.parsing import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ROOT.parent / "shared" / "seeds" / "blocks"

@@ -6,7 +6,8 @@ import jsonschema
 import pytest
 
 from torchlint.findings import Applicability, Edit, Finding, Fix
-from torchlint.report import ReportData, render, rule_url, summary
+from torchlint.report import ReportData, render, summary
+from torchlint.rules import rule_url
 from torchlint.report.github import escape_data, escape_property
 from torchlint.report import statistics
 

@@ -2,14 +2,17 @@ import codecs
 import os
 import stat
 
+import libcst as cst
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
 from helpers import BAD_SYNTAX, CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC
-from torchlint import engine, runner
+from torchlint import checker, pipeline, runner
 from torchlint.api import lint_paths
 from torchlint.config import Settings
-from torchlint.engine import FileResult
+from torchlint.findings import Applicability
+from torchlint.rules import all_rules
+from torchlint.rules.base import Rule
 from torchlint.runner import FileJob, process_bytes, process_file, run
 
 ALL = Settings().enabled()
@@ -105,17 +108,30 @@ def test_vanished_file_is_a_problem(tmp_path):
 
 
 def test_never_writes_code_that_does_not_parse(tmp_path, monkeypatch):
+    """A rule whose fix breaks the code: the file is left as it was."""
+
+    class Garbage(cst.Name):
+        def _codegen_impl(self, state, default_semicolon=False):
+            state.add_token("def (:")
+
+    class BreaksCode(Rule):
+        CODE, NAME, MESSAGE, FIX_TITLE = "TL996", "breaks-code", "m", "break it"
+        APPLICABILITY = Applicability.SAFE
+        TRIGGERS = r"."
+
+        def check(self, ctx):
+            for node in ctx.facts.calls:
+                ctx.report(node.node, replacements={node.node: Garbage("x")})
+
+    monkeypatch.setattr(checker, "all_rules", lambda: tuple(all_rules()) + (BreaksCode,))
     f = tmp_path / "a.py"
-    f.write_text(TL104_SRC)
-
-    def broken_fix(source, path, enabled, unsafe=False):
-        return FileResult(path, (), (), "def (:\n", 1)
-
-    monkeypatch.setattr(engine, "fix_source", broken_fix)
-    out = process_file(job(f, "fix"))
-    assert f.read_text() == TL104_SRC and not out.written
-    assert out.problems[0].message == "fixed code does not parse; not fixed"
-    assert [x.code for x in out.findings] == ["TL104"]
+    f.write_text(CLEAN_SRC)
+    out = process_file(FileJob(str(f), ALL | {"TL996"}, "fix"))
+    assert f.read_text() == CLEAN_SRC and not out.written
+    assert {(p.rule, p.message) for p in out.problems} == {
+        ("TL996", "a fix produced code that does not parse; it was not applied")
+    }
+    assert [x.code for x in out.findings] == ["TL996"]
 
 
 def test_internal_error_in_one_file_is_a_problem(tmp_path, monkeypatch):
@@ -125,7 +141,7 @@ def test_internal_error_in_one_file_is_a_problem(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("kaput")
 
-    monkeypatch.setattr(engine, "check_source", boom)
+    monkeypatch.setattr(pipeline, "lint_text", boom)
     out = process_file(job(f))
     assert out.problems[0].message == "internal error: RuntimeError: kaput"
 
@@ -193,7 +209,7 @@ def test_any_bytes_give_findings_not_exceptions(data):
         if out.new_data is not None:
             # whatever the fix produced must decode and parse
             from torchlint.api import decode_source
-            from torchlint.engine import parse
+            from torchlint.parsing import parse
 
             parse(decode_source(out.new_data).text)
 

@@ -62,6 +62,16 @@ def diff_edits(old: str, new: str) -> Tuple[Edit, ...]:
     return tuple(edits)
 
 
+def unified_diff(path: str, old: str, new: str) -> str:
+    """`old` -> `new` as a unified diff of `path` (`--diff`)."""
+    old_lines = old.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
+    out = []
+    for line in difflib.unified_diff(old_lines, new_lines, fromfile=path, tofile=path):
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
 def apply_edits(text: str, edits: Iterable[Edit]) -> Tuple[str, int]:
     """Apply non-overlapping edits (later overlapping ones are skipped).
     Returns the new text and how many edits were applied."""

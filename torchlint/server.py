@@ -15,13 +15,6 @@ import sys
 import click
 
 
-def rule_url(code: str):
-    """The documentation URL of a rule code (None for an unknown code)."""
-    from torchlint.lsp.convert import rule_url as _rule_url
-
-    return _rule_url(code)
-
-
 def main(log_level: str = "WARNING") -> None:
     """Serve LSP on stdin/stdout until the client says exit."""
     try:

@@ -22,17 +22,6 @@ UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 FIX_ALL_KIND = "source.fixAll.torchlint"
 
 
-def rule_url(code: str) -> Optional[str]:
-    """The rule's documentation page (the same link as the CLI's JSON and SARIF),
-    or None for a code no rule claims."""
-    from torchlint.rules import rule_url as url
-
-    try:
-        return url(code)
-    except KeyError:
-        return None
-
-
 class TextLines:
     """A document's lines, converting torchlint (row, column) to LSP (line, character)."""
 

@@ -25,9 +25,8 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from torchlint import __version__
-from torchlint.api import check, fix_source
+from torchlint.api import FileResult, check, fix_source
 from torchlint.config import ConfigError, Settings, load_settings
-from torchlint.engine import FileResult
 from torchlint.findings import Applicability, Finding
 from torchlint.fixes import diff_edits
 from torchlint.lsp.convert import (
@@ -39,15 +38,15 @@ from torchlint.lsp.convert import (
     kind_wanted,
     overlaps,
     parse_client_settings,
-    rule_url,
     settings_section,
 )
+from torchlint.rules import rule_url
+from torchlint.rules import severity as rule_severity
 from torchlint.suppression import suppression_comment
 
 log = logging.getLogger("torchlint.lsp")
 
 DEBOUNCE_S = 0.05
-SYNTAX_ERROR = "TL000"
 
 
 @dataclass
@@ -415,7 +414,8 @@ class TorchlintServer(LanguageServer):
                             is_preferred=safe,
                         )
                     )
-            if f.code != SYNTAX_ERROR and kind_wanted(types.CodeActionKind.QuickFix, only):
+            # An error-severity finding (the file cannot be analysed) cannot be suppressed.
+            if rule_severity(f.code) != "error" and kind_wanted(types.CodeActionKind.QuickFix, only):
                 row = f.noqa_row or f.row
                 if (f.code, row) in seen_ignores:
                     continue
@@ -562,7 +562,7 @@ def _diagnostic(f: Finding, lines: TextLines) -> types.Diagnostic:
     return types.Diagnostic(
         range=_range(lines, f.row, f.column, f.end_row, f.end_column),
         message=f.message,
-        severity=types.DiagnosticSeverity.Error if f.code == SYNTAX_ERROR else types.DiagnosticSeverity.Warning,
+        severity=types.DiagnosticSeverity.Error if rule_severity(f.code) == "error" else types.DiagnosticSeverity.Warning,
         code=f.code,
         code_description=types.CodeDescription(href=url) if url else None,
         source="torchlint",
