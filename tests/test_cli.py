@@ -289,3 +289,26 @@ def test_read_only_file_under_fix_exits_2_after_fixing_others(proj):
     assert r.stderr == "torchlint: error: ro.py: file is read-only; fixes not written\n"
     assert "ro.py:3:5: TL104" in r.stdout
     assert ro.read_text() == TL104_SRC and rw.read_text() == TL104_FIXED
+
+
+# Two findings whose fixes are the same edit: both TL201 calls in one loop are
+# fixed by wrapping that loop once.
+SAME_FIX = (
+    "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.eval()\n"
+    "for x in data:\n    y = model(x)\n    z = model(y)\n"
+)
+
+
+def test_fix_counts_findings_not_edits(proj):
+    """`--fix` says how many findings it fixed, as Ruff does: two findings that
+    share one edit are two fixed, so the total matches what check reported."""
+    f = proj / "a.py"
+    f.write_text(SAME_FIX)
+    check = invoke("--select", "TL201", "--unsafe-fixes", ".")
+    assert "Found 2 errors." in check.stdout
+    diff = invoke("--select", "TL201", "--diff", "--unsafe-fixes", ".")
+    assert "Would fix 2 errors in 1 file." in diff.stderr
+    fixed = invoke("--select", "TL201", "--fix", "--unsafe-fixes", ".")
+    assert fixed.exit_code == 0, fixed.output
+    assert "Found 2 errors (2 fixed, 0 remaining)." in fixed.stdout
+    assert f.read_text().count("inference_mode") == 1

@@ -6,7 +6,7 @@ import os
 import re
 import tempfile
 from bisect import bisect_right
-from typing import Iterable, List, Mapping, Sequence, Tuple
+from typing import Iterable, List, Mapping, Sequence, Set, Tuple
 
 from torchlint.findings import Edit
 
@@ -93,17 +93,26 @@ def apply_edits(text: str, edits: Iterable[Edit]) -> Tuple[str, int]:
 
 def apply_fix_groups(text: str, groups: Sequence[Sequence[Edit]]) -> Tuple[str, int]:
     """Apply whole fixes (each a group of edits) that don't overlap an earlier one.
-    A fix is applied entirely or not at all. Returns (text, fixes applied)."""
+    A fix is applied entirely or not at all. Returns (text, fixes applied).
+
+    A fix identical to edits already applied (two findings with the same fix)
+    counts as applied without being applied twice, as in Ruff: the count is of
+    findings fixed, not of edits made."""
     index = LineIndex(text)
     taken: List[Tuple[int, int]] = []
     chosen: List[Edit] = []
+    done: Set[Edit] = set()
     count = 0
     for group in groups:
+        if group and all(e in done for e in group):
+            count += 1
+            continue
         spans = [(index.offset(e.row, e.column), index.offset(e.end_row, e.end_column)) for e in group]
         if any(_overlaps(s, t) for s in spans for t in taken):
             continue
         taken.extend(spans)
         chosen.extend(group)
+        done.update(group)
         count += 1
     new, _ = apply_edits(text, chosen)
     return new, count
