@@ -436,3 +436,77 @@ def replace_sources(text: str, sources: Dict[int, Tuple[str, bool]]) -> str:
         pos = end
     out.append(text[pos:])
     return "".join(out)
+
+
+# ---------------------------------------------------------------------------
+# Positions in the notebook's JSON text (an editor showing the .ipynb as text)
+
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+class JsonPositions:
+    """Where a cell-relative (row, column) of a finding lies in the notebook's
+    JSON text: inside the string literal that holds that character of the
+    cell's "source". Raises NotebookError for text that is not a notebook."""
+
+    def __init__(self, text: str) -> None:
+        try:
+            spans = _source_spans(text)
+        except (ValueError, IndexError) as exc:
+            raise NotebookError(f"invalid JSON: {exc}") from None
+        # cell number -> (offsets of each source character in `text`, the offset
+        # just past the last one, the cell's line starts as character indices)
+        self._cells: Dict[int, Tuple[List[int], int, List[int]]] = {}
+        for number, (start, end) in spans.items():
+            chars, offsets, tail = _literal_chars(text, start, end)
+            source = "".join(chars)
+            starts = [0]
+            for line in source.splitlines(keepends=True):  # as `_transform` splits cells
+                starts.append(starts[-1] + len(line))
+            self._cells[number] = (offsets, tail, starts)
+
+    def offset(self, cell: int, row: int, column: int) -> Optional[int]:
+        """The offset in the JSON text of the cell's 1-based (row, column); None
+        for a cell without a source."""
+        found = self._cells.get(cell)
+        if found is None:
+            return None
+        offsets, tail, starts = found
+        row = max(1, min(row, len(starts)))
+        index = starts[row - 1] + max(0, column - 1)
+        return offsets[index] if index < len(offsets) else tail
+
+
+def _literal_chars(text: str, start: int, end: int) -> Tuple[List[str], List[int], int]:
+    """The characters of the JSON string (or list of strings) in text[start:end],
+    each with its offset, and the offset of the closing quote of the last one."""
+    chars: List[str] = []
+    offsets: List[int] = []
+    tail = start
+    i = start
+    while i < end:
+        if text[i] != '"':
+            i += 1
+            continue
+        i += 1
+        while text[i] != '"':
+            offsets.append(i)
+            if text[i] != "\\":
+                chars.append(text[i])
+                i += 1
+                continue
+            kind = text[i + 1]
+            if kind != "u":
+                chars.append(_ESCAPES.get(kind, kind))
+                i += 2
+                continue
+            code, width = int(text[i + 2 : i + 6], 16), 6
+            if 0xD800 <= code < 0xDC00 and text[i + 6 : i + 8] == "\\u":  # a surrogate pair: one character
+                low = int(text[i + 8 : i + 12], 16)
+                if 0xDC00 <= low < 0xE000:
+                    code, width = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00), 12
+            chars.append(chr(code))
+            i += width
+        tail = i
+        i += 1
+    return chars, offsets, tail

@@ -34,6 +34,7 @@ from torchlint.lsp.convert import (
     UTF16,
     ClientSettings,
     TextLines,
+    document_lines,
     fix_data,
     kind_wanted,
     overlaps,
@@ -356,7 +357,7 @@ class TorchlintServer(LanguageServer):
 
     def publish(self, uri: str, version: Optional[int], lint: _Lint) -> None:
         self._published[uri] = version
-        lines = TextLines(lint.text, self.position_encoding)
+        lines = document_lines(lint.text, lint.result.path, self.position_encoding)
         diagnostics = [_diagnostic(f, lines) for f in lint.result.findings]
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
@@ -381,7 +382,7 @@ class TorchlintServer(LanguageServer):
         # No await between the lint and here: the document is at the linted text.
         version = doc.version
         only = params.context.only
-        lines = TextLines(lint.text, self.position_encoding)
+        lines = document_lines(lint.text, lint.result.path, self.position_encoding)
         requested = ((params.range.start.line, params.range.start.character), (params.range.end.line, params.range.end.character))
         asked = {
             (d.code, d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character)
@@ -398,6 +399,8 @@ class TorchlintServer(LanguageServer):
             if not overlaps(lines_span, requested) and (f.code, *span[0], *span[1]) not in asked:
                 continue
             diagnostic = _diagnostic(f, lines)
+            if f.cell is not None:
+                continue  # edits in a notebook's cells are not edits of its JSON text: fix-all only
             if f.fix is not None and kind_wanted(types.CodeActionKind.QuickFix, only):
                 safe = f.fix.applicability == Applicability.SAFE
                 if safe or self.client_settings.unsafe_fixes:
@@ -559,8 +562,9 @@ def _text_edit(lines: TextLines, row: int, column: int, end_row: int, end_column
 
 def _diagnostic(f: Finding, lines: TextLines) -> types.Diagnostic:
     url = rule_url(f.code)
+    (l0, c0), (l1, c1) = lines.finding_span(f)
     return types.Diagnostic(
-        range=_range(lines, f.row, f.column, f.end_row, f.end_column),
+        range=types.Range(start=types.Position(line=l0, character=c0), end=types.Position(line=l1, character=c1)),
         message=f.message,
         severity=types.DiagnosticSeverity.Error if rule_severity(f.code) == "error" else types.DiagnosticSeverity.Warning,
         code=f.code,
