@@ -5,8 +5,8 @@ import difflib
 import os
 import re
 import tempfile
-from bisect import bisect_right
-from typing import Iterable, List, Mapping, Sequence, Set, Tuple
+from bisect import bisect_left, bisect_right
+from typing import Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from torchlint.findings import Edit
 
@@ -99,7 +99,7 @@ def apply_fix_groups(text: str, groups: Sequence[Sequence[Edit]]) -> Tuple[str, 
     counts as applied without being applied twice, as in Ruff: the count is of
     findings fixed, not of edits made."""
     index = LineIndex(text)
-    taken: List[Tuple[int, int]] = []
+    taken = _Taken()
     chosen: List[Edit] = []
     done: Set[Edit] = set()
     count = 0
@@ -108,9 +108,10 @@ def apply_fix_groups(text: str, groups: Sequence[Sequence[Edit]]) -> Tuple[str, 
             count += 1
             continue
         spans = [(index.offset(e.row, e.column), index.offset(e.end_row, e.end_column)) for e in group]
-        if any(_overlaps(s, t) for s in spans for t in taken):
+        if any(taken.overlaps(start, end) for start, end in spans):
             continue
-        taken.extend(spans)
+        for start, end in spans:
+            taken.add(start, end)
         chosen.extend(group)
         done.update(group)
         count += 1
@@ -120,9 +121,41 @@ def apply_fix_groups(text: str, groups: Sequence[Sequence[Edit]]) -> Tuple[str, 
 
 def _overlaps(a: Tuple[int, int], b: Tuple[int, int]) -> bool:
     # Two insertions at the same point, or ranges that share any character.
-    if a[0] == a[1] == b[0] == b[1]:
-        return True
-    return (a[0] < b[1] and b[0] < a[1]) or a[0] == b[0]
+    return a[0] == b[0] or (a[0] < b[1] and b[0] < a[1])
+
+
+class _Taken:
+    """The spans of the fixes chosen so far, answering "does this span overlap
+    one of them?" (`_overlaps`) in logarithmic time: chosen spans do not overlap
+    each other, so sorted by start they are sorted by end too, and the only
+    candidates are the one starting at the same point and the first one ending
+    after the new span starts. A file's thousands of fixes cost n log n, not n².
+    Spans of one fix that overlap each other (never built by torchlint) switch
+    to comparing with every span, as before."""
+
+    def __init__(self) -> None:
+        self.starts: List[int] = []
+        self.ends: List[int] = []
+        self.irregular: Optional[List[Tuple[int, int]]] = None
+
+    def overlaps(self, start: int, end: int) -> bool:
+        if self.irregular is not None:
+            return any(_overlaps((start, end), t) for t in self.irregular)
+        i = bisect_left(self.starts, start)
+        if i < len(self.starts) and self.starts[i] == start:
+            return True
+        j = bisect_right(self.ends, start)
+        return j < len(self.starts) and self.starts[j] < end
+
+    def add(self, start: int, end: int) -> None:
+        if self.irregular is None and self.overlaps(start, end):
+            self.irregular = list(zip(self.starts, self.ends))
+        if self.irregular is not None:
+            self.irregular.append((start, end))
+            return
+        i = bisect_left(self.starts, start)
+        self.starts.insert(i, start)
+        self.ends.insert(i, end)
 
 
 def replace_nodes(module, mapping: Mapping[object, object]):
