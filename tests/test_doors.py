@@ -12,11 +12,12 @@ from click.testing import CliRunner
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_client import caps, open_doc, server_config
 from torchlint import api
 from torchlint.cli import main
 from torchlint.flake8_plugin import TorchlintChecker
 from torchlint.notebook import JsonPositions
+
+from lsp_client import caps, open_doc, server_config
 
 LINES = [
     "import torch\n",

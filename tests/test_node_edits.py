@@ -6,10 +6,11 @@ import inspect
 import libcst as cst
 import pytest
 
-from helpers import repo_sources, training_script
 from torchlint import node_edits, pipeline
 from torchlint.fixes import apply_edits
 from torchlint.rules import all_codes, all_rules
+
+from helpers import repo_sources, training_script
 
 ALL = frozenset(all_codes())
 

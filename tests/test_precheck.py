@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import repo_sources
-
 from torchlint import checker, pipeline
 from torchlint.precheck import could_matter, pattern_for
 from torchlint.rules import all_codes, all_rules
+
+from helpers import repo_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 ALL = frozenset(all_codes())

@@ -4,9 +4,10 @@ import stat
 
 import libcst as cst
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from helpers import BAD_SYNTAX, CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC
 from torchlint import checker, pipeline, runner
 from torchlint.api import lint_paths
 from torchlint.config import Settings
@@ -14,6 +15,8 @@ from torchlint.findings import Applicability
 from torchlint.rules import all_rules
 from torchlint.rules.base import Rule
 from torchlint.runner import FileJob, process_bytes, process_file, run
+
+from helpers import BAD_SYNTAX, CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC
 
 ALL = Settings().enabled()
 

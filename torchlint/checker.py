@@ -5,7 +5,7 @@ reports are dropped, and the other rules go on."""
 from __future__ import annotations
 
 import logging
-from typing import AbstractSet, List, Tuple
+from typing import AbstractSet, List, Tuple, Type
 
 import libcst as cst
 
@@ -13,12 +13,12 @@ from torchlint.analysis.facts import collect_facts
 from torchlint.analysis.semantics import Semantics
 from torchlint.findings import Problem
 from torchlint.rules import all_rules
-from torchlint.rules.base import Report, RuleContext
+from torchlint.rules.base import Report, Rule, RuleContext
 
 log = logging.getLogger("torchlint")
 
 
-def enabled_rules(enabled: AbstractSet[str]) -> List[type]:
+def enabled_rules(enabled: AbstractSet[str]) -> List[Type[Rule]]:
     """The rule classes whose codes are in `enabled`, in code order."""
     return [r for r in all_rules() if r.CODE in enabled]
 

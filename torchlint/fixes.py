@@ -6,7 +6,7 @@ import os
 import re
 import tempfile
 from bisect import bisect_left, bisect_right
-from typing import Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from torchlint.findings import Edit
 
@@ -158,7 +158,7 @@ class _Taken:
         self.ends.insert(i, end)
 
 
-def replace_nodes(module, mapping: Mapping[object, object]):
+def replace_nodes(module, mapping: Mapping[Any, Any]):
     """`module` with each node in `mapping` (by identity) replaced by its value."""
     import libcst as cst  # here, not at import: the runner imports this module for writing only
 
@@ -166,7 +166,7 @@ def replace_nodes(module, mapping: Mapping[object, object]):
         def __init__(self) -> None:
             self.mapping = {id(k): v for k, v in mapping.items()}
 
-        def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        def on_leave(self, original_node, updated_node):
             replacement = self.mapping.get(id(original_node))
             return replacement if replacement is not None else updated_node
 

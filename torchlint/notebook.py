@@ -330,12 +330,13 @@ def _cells(nb: dict) -> List[_Cell]:
 # Byte-preserving JSON editing
 
 
-_WS = re.compile(r"[ \t\n\r]*")
 _decoder = json.JSONDecoder()
 
 
 def _skip_ws(s: str, i: int) -> int:
-    return _WS.match(s, i).end()
+    while i < len(s) and s[i] in " \t\n\r":
+        i += 1
+    return i
 
 
 def _source_spans(text: str) -> Dict[int, Tuple[int, int]]:
@@ -429,7 +430,8 @@ def replace_sources(text: str, sources: Dict[int, Tuple[str, bool]]) -> str:
             raise ValueError(f"cell {number} has no 'source'")
         start, end = spans[number]
         line_start = text.rfind("\n", 0, start) + 1
-        indent = re.match(r"[ \t]*", text[line_start:start]).group(0)
+        before = text[line_start:start]
+        indent = before[: len(before) - len(before.lstrip(" \t"))]
         new, as_list = sources[number]
         out.append(text[pos:start])
         out.append(_dump_source(new, as_list, text[start:end], ensure_ascii, indent, unit))

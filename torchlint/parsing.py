@@ -16,7 +16,7 @@ import re
 import threading
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Optional, Tuple
 
 import libcst as cst
 
@@ -41,7 +41,6 @@ _SCAN = re.compile(
 )
 
 
-_STRING_PREFIX = re.compile(r"[rRbBuUfF]*")
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
@@ -88,7 +87,7 @@ def _shape(source: str) -> _Shape:
         elif c == "#":
             excluded += len(tok)
         elif c != "\\":
-            prefix = _STRING_PREFIX.match(tok).group()
+            prefix = tok[: len(tok) - len(tok.lstrip("rRbBuUfF"))]  # the string's prefix letters
             if "f" in prefix.lower():
                 # f-string replacement fields are code: count their brackets and length.
                 inner = _fstring_depth(tok)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple, Type, Union
 
-from torchlint.findings import Applicability
 from torchlint import rules as rules_registry
+from torchlint.findings import Applicability
 from torchlint.rules import all_rules, rule_by_code
 from torchlint.rules.base import Rule
 

@@ -19,6 +19,7 @@ from torchlint.config import Settings
 from torchlint.findings import MODES, FileOutcome, Finding, Problem
 from torchlint.fixes import write_atomic
 
+
 @dataclass(frozen=True)
 class FileJob:
     path: str

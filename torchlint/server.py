@@ -24,7 +24,7 @@ def main(log_level: str = "WARNING") -> None:
             f"torchlint server needs the `server` extra ({exc}): pip install 'torchlint[server]'",
             err=True,
         )
-        raise SystemExit(2)
+        raise SystemExit(2) from None
     # Logs go to stderr; stdout carries the protocol.
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, log_level.upper(), logging.WARNING),
                         format="torchlint-server %(levelname)s %(name)s: %(message)s")

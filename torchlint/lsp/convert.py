@@ -63,8 +63,8 @@ class TextLines:
         """0-based (line, character in code units) of an offset into the text."""
         if not hasattr(self, "_starts"):
             starts = [0]
-            for line in self.lines[:-1]:
-                starts.append(starts[-1] + len(line) + 1)
+            for text in self.lines[:-1]:
+                starts.append(starts[-1] + len(text) + 1)
             self._starts = starts
         line = max(0, bisect_right(self._starts, offset) - 1)
         return line, self.units(self.lines[line][: offset - self._starts[line]])

@@ -9,6 +9,7 @@ wins; an older result is dropped, never shown over newer text).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import re
@@ -196,7 +197,8 @@ class TorchlintServer(LanguageServer):
             encoding = self.workspace.position_encoding
         except RuntimeError:
             return UTF16
-        return str(encoding.value if hasattr(encoding, "value") else encoding or UTF16)
+        value = getattr(encoding, "value", encoding)
+        return str(value or UTF16)
 
     def settings_for(self, path: Optional[str]) -> Settings:
         """The settings for a document: its folder's pyproject.toml [tool.torchlint]
@@ -249,7 +251,11 @@ class TorchlintServer(LanguageServer):
         self._timers.pop(uri, None)
         task = asyncio.ensure_future(self.lint_and_publish(uri))
         self._tasks[uri] = task
-        task.add_done_callback(lambda t, uri=uri: self._tasks.pop(uri, None) if self._tasks.get(uri) is t else None)
+        task.add_done_callback(functools.partial(self._forget_task, uri))
+
+    def _forget_task(self, uri: str, task: "asyncio.Future[Any]") -> None:
+        if self._tasks.get(uri) is task:
+            self._tasks.pop(uri, None)
 
     def document(self, uri: str):
         return self.workspace.text_documents.get(uri)
@@ -640,4 +646,4 @@ def create_server() -> TorchlintServer:
 
 
 def serve_stdio() -> None:
-    create_server().start_io(stdin=FramedStdin(sys.stdin.buffer))
+    create_server().start_io(stdin=FramedStdin(sys.stdin.buffer))  # type: ignore[arg-type]  # readline/read suffice

@@ -13,9 +13,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from functools import lru_cache
-from typing import Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Type
 
 from torchlint.rules.catalog import CATALOG, SEVERITIES
+
+if TYPE_CHECKING:  # rules.base imports LibCST: not at run time here
+    from torchlint.rules.base import Rule
 
 __all__ = [
     "CATALOG",
@@ -33,10 +36,10 @@ DOCS_BASE_URL = "https://github.com/torchlint/torchlint/blob/main/docs/rules/"
 _NOT_RULES = ("base", "catalog")
 
 
-def _walk() -> List[type]:
+def _walk() -> List[Type["Rule"]]:
     from torchlint.rules.base import Rule
 
-    found: Dict[str, type] = {}
+    found: Dict[str, Type[Rule]] = {}
     for info in pkgutil.walk_packages(__path__, prefix=__name__ + "."):
         if info.name.rsplit(".", 1)[-1] in _NOT_RULES:
             continue
@@ -51,12 +54,12 @@ def _walk() -> List[type]:
 
 
 @lru_cache(maxsize=None)
-def all_rules() -> Tuple[type, ...]:
+def all_rules() -> Tuple[Type["Rule"], ...]:
     """Every rule class, sorted by code (TL000, the file-level syntax error, first)."""
     return tuple(_walk())
 
 
-def rule_by_code(code: str) -> type:
+def rule_by_code(code: str) -> Type["Rule"]:
     """The rule class for `code`; KeyError for an unknown code."""
     for rule in all_rules():
         if rule.CODE == code.upper():
