@@ -23,6 +23,7 @@ import logging
 from dataclasses import replace
 from typing import AbstractSet, List, Optional, Sequence, Tuple
 
+from torchlint import notebook
 from torchlint.checker import enabled_rules, run_rules
 from torchlint.decode import DecodeError, decode_source
 from torchlint.findings import MODES, Applicability, FileOutcome, FileResult, Finding, Fix, Problem
@@ -216,8 +217,6 @@ def process_bytes(data: bytes, path: str, enabled: AbstractSet[str], mode: str =
 
 
 def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsafe: bool) -> FileOutcome:
-    from torchlint import notebook
-
     try:
         cells = notebook.read(data)
     except notebook.NotebookError as exc:
@@ -252,6 +251,8 @@ def process_text(text: str, path: str, enabled: AbstractSet[str], mode: str = "l
     if is_notebook(path):
         data = text.encode("utf-8", "surrogatepass")
         outcome = process_bytes(data, path, enabled, mode, unsafe)
+        if mode == "lint":
+            return FileResult(path, outcome.findings, outcome.problems)
         new = outcome.new_data.decode("utf-8", "surrogatepass") if outcome.new_data is not None else text
         return FileResult(path, outcome.findings, outcome.problems, new, outcome.fixes_applied)
     if mode == "lint":
