@@ -187,7 +187,7 @@ def fix_edits(
     """The edits of one fix, as the whole-module transform would give them, or
     None when only that transform is known to be exact here."""
     spans: List[Tuple[int, int, str]] = []
-    statement_level = False
+    by_lines = False
     for old, new in replacements.items():
         anchor = anchors.get(old)
         if anchor is None:
@@ -202,22 +202,46 @@ def fix_edits(
         if source[anchor.start : anchor.end] != old_code:
             return None
         spans.append((anchor.start, anchor.end, new_code))
-        if isinstance(old, (cst.BaseStatement, cst.BaseSuite)) or isinstance(new, cst.FlattenSentinel):
-            statement_level = True
+        by_lines = by_lines or not _inline(old, new)
     spans.sort()
     for (_, end, _), (start, _, _) in zip(spans, spans[1:]):
         if start < end:  # nested or overlapping replacements: the transform decides
             return None
-    return tuple(_edits(source, index, spans, statement_level))
+    return tuple(_edits(source, index, spans, by_lines))
 
 
-def _edits(source: str, index: LineIndex, spans, statement_level: bool) -> List[Edit]:
-    """A fix that replaces statements becomes the line diff of the lines its
-    replacements touch: what the whole-module diff gives there. One that only
-    swaps expressions becomes one edit per replacement, trimmed of what the old
-    and new text share at either end (the same text; these edits are what the
-    expression-level path has always given)."""
-    if not statement_level:
+# Nodes that sit within a line: an expression swapped for another. Statements
+# and blocks span whole lines.
+_INLINE = (cst.BaseExpression, cst.Arg, cst.Param, cst.Parameters, cst.Index, cst.Slice, cst.SubscriptElement,
+           cst.Element, cst.DictElement, cst.StarredElement, cst.WithItem, cst.ImportAlias, cst.AsName, cst.Decorator)
+
+
+def _inline(old: cst.CSTNode, new: object) -> bool:
+    """Is this an expression-level replacement, laid out within its lines?"""
+    return isinstance(old, _INLINE) and isinstance(new, _INLINE) and not _spans_lines(old) and not _spans_lines(new)
+
+
+def _spans_lines(node: cst.CSTNode) -> bool:
+    """Does the node hold a block, or a line break indented like its block?"""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.IndentedBlock, cst.BaseCompoundStatement)):
+            return True
+        if isinstance(current, cst.ParenthesizedWhitespace) and current.indent:
+            return True
+        stack.extend(current.children)
+    return False
+
+
+def _edits(source: str, index: LineIndex, spans, by_lines: bool) -> List[Edit]:
+    """A fix that replaces statements (or code laid out over indented lines)
+    becomes the line diff of the lines its replacements touch: what the
+    whole-module diff gives there. One that swaps expressions within their
+    lines becomes one edit per replacement, trimmed of what the old and new
+    text share at either end (the same text, in the edits the expression-level
+    path has always given)."""
+    if not by_lines:
         return [e for start, end, new_code in spans for e in _trimmed(source, index, start, end, new_code)]
     edits: List[Edit] = []
     for first, last, group in _line_regions(index, spans):
