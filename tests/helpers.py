@@ -1,4 +1,5 @@
-"""Shared snippets and sample sources for the core tests."""
+"""Shared snippets, notebook builders and sample sources for the core tests."""
+import json
 from pathlib import Path
 from typing import List, Tuple
 
@@ -12,6 +13,24 @@ TL104_FIXED = "import torch\ndevice = torch.device('cuda')\nx = torch.randn(3, d
 UNSAFE_SRC = "import torch\nwith torch.autograd.profiler.profile() as prof:\n    run()\nevents = prof.function_events\n"
 CLEAN_SRC = "import torch\nx = torch.randn(3, device='cuda')\n"
 BAD_SYNTAX = "def f(:\n    pass\n"
+
+
+def code(source, count=None, outputs=(), metadata=None) -> dict:
+    """A notebook code cell; `source` is a string or a list of lines."""
+    return {"cell_type": "code", "execution_count": count, "metadata": metadata or {},
+            "outputs": list(outputs), "source": source}
+
+
+def notebook(*cells, indent=1) -> bytes:
+    """An nbformat 4 Python notebook file holding `cells`."""
+    nb = {
+        "cells": list(cells),
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+                     "language_info": {"name": "python", "version": "3.11.4"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    return (json.dumps(nb, indent=indent, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def training_script(lines: int = 120) -> str:

@@ -17,6 +17,7 @@ from torchlint.cli import main
 from torchlint.flake8_plugin import TorchlintChecker
 from torchlint.notebook import JsonPositions
 
+from helpers import code, notebook
 from lsp_client import caps, open_doc, server_config
 
 LINES = [
@@ -36,17 +37,12 @@ PY = "".join(LINES)
 
 
 def _notebook() -> bytes:
-    def code(lines):
-        return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": lines}
-
-    cells = [
+    return notebook(
         {"cell_type": "markdown", "metadata": {}, "source": ["# Training\n"]},
         code(LINES[:4]),
         code(["%time\n"] + LINES[4:8]),  # an IPython line among them
         code(LINES[8:]),
-    ]
-    nb = {"cells": cells, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
-    return (json.dumps(nb, indent=1) + "\n").encode()
+    )
 
 
 NOTEBOOK = _notebook()

@@ -8,6 +8,8 @@ from torchlint.notebook import replace_sources
 from torchlint.pipeline import lint_text, process_bytes
 from torchlint.rules import all_codes
 
+from helpers import code, notebook
+
 ALL = frozenset(all_codes())
 
 
@@ -15,22 +17,6 @@ def check_notebook(data, path, enabled, fix=False):
     """(findings, new bytes or None, problems) of the pipeline on a notebook."""
     out = process_bytes(data, path, enabled, "fix" if fix else "lint")
     return list(out.findings), out.new_data, list(out.problems)
-
-
-def code(source, count=None, outputs=(), metadata=None):
-    return {"cell_type": "code", "execution_count": count, "metadata": metadata or {},
-            "outputs": list(outputs), "source": source}
-
-
-def notebook(*cells, indent=1):
-    nb = {
-        "cells": list(cells),
-        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-                     "language_info": {"name": "python", "version": "3.11.4"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    return (json.dumps(nb, indent=indent, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 OUTPUT = {"name": "stdout", "output_type": "stream", "text": ["tensor([1., 2.]) — ok\n"]}

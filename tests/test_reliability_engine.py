@@ -13,8 +13,8 @@ from torchlint.findings import Applicability
 from torchlint.rules import all_rules, rule_by_code
 from torchlint.rules.base import Rule
 
-TL104_SRC = "import torch\nx = torch.zeros(2).cuda()\n"
-TL104_FIXED = 'import torch\nx = torch.zeros(2, device="cuda")\n'
+CUDA_SRC = "import torch\nx = torch.zeros(2).cuda()\n"
+CUDA_FIXED = 'import torch\nx = torch.zeros(2, device="cuda")\n'
 TL501_SRC = rule_by_code("TL501").INVALID[0].code
 BOTH = TL501_SRC + "x = torch.zeros(2).cuda()\n"
 REAL = frozenset(r.CODE for r in all_rules())
@@ -68,13 +68,13 @@ def test_crash_while_building_a_fix_keeps_the_finding(monkeypatch):
     # Both ways of building a fix: node-local edits and the whole-module rewrite.
     monkeypatch.setattr(pipeline, "fix_edits", boom)
     monkeypatch.setattr(pipeline, "replace_nodes", boom)
-    result = pipeline.lint_text(TL104_SRC, "f.py", REAL)
+    result = pipeline.lint_text(CUDA_SRC, "f.py", REAL)
     (finding,) = result.findings
     assert finding.code == "TL104" and finding.fix is None
     (problem,) = result.problems
     assert problem.rule == "TL104" and "fix bug" in problem.message
-    fixed = pipeline.fix_text(TL104_SRC, "f.py", REAL)
-    assert fixed.fixed_source == TL104_SRC
+    fixed = pipeline.fix_text(CUDA_SRC, "f.py", REAL)
+    assert fixed.fixed_source == CUDA_SRC
 
 
 def test_crash_in_shared_facts_is_a_problem_for_the_file(monkeypatch):
@@ -116,7 +116,7 @@ def test_positions_failure_is_a_problem(monkeypatch):
         raise RuntimeError("positions bug")
 
     monkeypatch.setattr(pipeline, "render", boom)
-    result = pipeline.lint_text(TL104_SRC, "p.py", REAL)
+    result = pipeline.lint_text(CUDA_SRC, "p.py", REAL)
     assert result.findings == () and "positions bug" in result.problems[0].message
 
 
@@ -144,9 +144,9 @@ class BrokenFix(Rule):
 
 def test_unparsable_fix_is_refused_and_reported_and_others_still_apply(monkeypatch):
     enabled = with_rules(monkeypatch, BrokenFix)
-    src = "marker\n" + TL104_SRC
+    src = "marker\n" + CUDA_SRC
     result = pipeline.fix_text(src, "b.py", enabled)
-    assert result.fixed_source == "marker\n" + TL104_FIXED
+    assert result.fixed_source == "marker\n" + CUDA_FIXED
     cst.parse_module(result.fixed_source)
     assert [p.rule for p in result.problems] == ["TL992"]
     assert "does not parse" in result.problems[0].message

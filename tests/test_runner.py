@@ -16,7 +16,7 @@ from torchlint.rules import all_rules
 from torchlint.rules.base import Rule
 from torchlint.runner import FileJob, process_bytes, process_file, run
 
-from helpers import BAD_SYNTAX, CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC
+from helpers import BAD_SYNTAX, CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC, code, notebook
 
 ALL = Settings().enabled()
 
@@ -158,20 +158,9 @@ def test_run_reports_tl000_and_still_lints_other_files(tmp_path):
     assert result.files == 3 and result.problems == ()
 
 
-def _notebook(*cells):
-    import json
-
-    return json.dumps({
-        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-                   "source": src} for src in cells],
-        "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
-        "nbformat": 4, "nbformat_minor": 5,
-    }, indent=1) + "\n"
-
-
 def test_notebooks_are_linted_and_fixed_in_place(tmp_path):
     nb = tmp_path / "n.ipynb"
-    nb.write_text(_notebook("import torch\n", "device = 'cuda'\n", "x = torch.randn(3).to(device)\n"))
+    nb.write_bytes(notebook(code("import torch\n"), code("device = 'cuda'\n"), code("x = torch.randn(3).to(device)\n")))
     result = run([str(tmp_path)], Settings(root=str(tmp_path)))
     assert [(f.code, f.cell, f.row) for f in result.findings] == [("TL104", 3, 1)]
     result = run([str(tmp_path)], Settings(root=str(tmp_path)), mode="fix")
