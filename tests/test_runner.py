@@ -250,3 +250,28 @@ def test_no_cache_root_writes_no_cache(tmp_path):
     (tmp_path / "a.py").write_text(TL104_SRC)
     run([str(tmp_path)], Settings(root=str(tmp_path)))
     assert not (tmp_path / ".torchlint_cache").exists()
+
+
+def test_a_fix_the_files_encoding_cannot_hold_is_not_applied_by_any_door(tmp_path, monkeypatch):
+    """One branch for it: the CLI's runner and api.fix_bytes keep the file and
+    report the original findings; the runner says why."""
+    from torchlint import api
+    from torchlint.rules import rule_by_code
+
+    def check(self, ctx):
+        for call in ctx.facts.calls:
+            if call.method == "cuda":
+                ctx.report(call.node, replacements={call.node: cst.Name("caf\u00e9")})
+
+    monkeypatch.setattr(rule_by_code("TL104"), "check", check)
+    data = b"# -*- coding: ascii -*-\nimport torch\nx = torch.zeros(2).cuda()\n"
+    f = tmp_path / "a.py"
+    f.write_bytes(data)
+    out = process_file(job(f, "fix"))
+    assert f.read_bytes() == data and not out.written and out.fixes_applied == 0
+    assert [p.message for p in out.problems] == [
+        "fixed code cannot be encoded as ascii: ordinal not in range(128); not fixed"
+    ]
+    new, remaining = api.fix_bytes(data, "a.py")
+    assert new == data
+    assert [(x.code, x.row) for x in remaining] == [(x.code, x.row) for x in out.findings] == [("TL104", 3)]
