@@ -186,23 +186,27 @@ def fix_edits(
 ) -> Optional[Tuple[Edit, ...]]:
     """The edits of one fix, as the whole-module transform would give them, or
     None when only that transform is known to be exact here."""
+    if _MARK in source:  # cannot tell our marker from the file's text
+        return None
     spans: List[Tuple[int, int, str]] = []
     by_lines = False
     for old, new in replacements.items():
         anchor = anchors.get(old)
         if anchor is None:
             return None
-        new_code = _new_code(module, old, new, anchor.indent)
-        if new_code is None:
+        rendered_new = _new_code(module, old, new, anchor.indent)
+        if rendered_new is None:
             return None
         try:
-            old_code = _code(module, [old], anchor.indent)
+            old_code, old_indented = _code(module, [old], anchor.indent)
         except Exception:  # a node that cannot render alone (an Annotation): not local
             return None
         if source[anchor.start : anchor.end] != old_code:
             return None
+        new_code, new_indented = rendered_new
         spans.append((anchor.start, anchor.end, new_code))
-        by_lines = by_lines or not _inline(old, new)
+        inline = isinstance(old, _INLINE) and isinstance(new, _INLINE) and not old_indented and not new_indented
+        by_lines = by_lines or not inline
     spans.sort()
     for (_, end, _), (start, _, _) in zip(spans, spans[1:]):
         if start < end:  # nested or overlapping replacements: the transform decides
@@ -210,28 +214,11 @@ def fix_edits(
     return tuple(_edits(source, index, spans, by_lines))
 
 
-# Nodes that sit within a line: an expression swapped for another. Statements
-# and blocks span whole lines.
+# Nodes that sit within a line: an expression swapped for another, unless its
+# code continues on lines indented like its block. Statements and blocks span
+# whole lines.
 _INLINE = (cst.BaseExpression, cst.Arg, cst.Param, cst.Parameters, cst.Index, cst.Slice, cst.SubscriptElement,
            cst.Element, cst.DictElement, cst.StarredElement, cst.WithItem, cst.ImportAlias, cst.AsName, cst.Decorator)
-
-
-def _inline(old: cst.CSTNode, new: object) -> bool:
-    """Is this an expression-level replacement, laid out within its lines?"""
-    return isinstance(old, _INLINE) and isinstance(new, _INLINE) and not _spans_lines(old) and not _spans_lines(new)
-
-
-def _spans_lines(node: cst.CSTNode) -> bool:
-    """Does the node hold a block, or a line break indented like its block?"""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, (cst.IndentedBlock, cst.BaseCompoundStatement)):
-            return True
-        if isinstance(current, cst.ParenthesizedWhitespace) and current.indent:
-            return True
-        stack.extend(current.children)
-    return False
 
 
 def _edits(source: str, index: LineIndex, spans, by_lines: bool) -> List[Edit]:
@@ -295,18 +282,28 @@ def _line_end(index: LineIndex, row: int) -> int:
     return index.starts[row] if row < len(index.starts) else len(index.text)
 
 
-def _code(module: cst.Module, nodes: Sequence[cst.CSTNode], indent: Tuple[str, ...]) -> str:
-    """The code `nodes` get, one after the other, where `indent` is in force."""
+# Stands for the indentation in force while a node is rendered alone, so that
+# its code says whether it uses it (a block, a line break indented like the
+# block): such code spans lines. Files containing it fall back to the transform.
+_MARK = "\x00\ufdd0"
+
+
+def _code(module: cst.Module, nodes: Sequence[cst.CSTNode], indent: Tuple[str, ...]) -> Tuple[str, bool]:
+    """The code `nodes` get, one after the other, where `indent` is in force,
+    and whether it uses that indentation."""
     state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
-    state.indent_tokens = list(indent)
+    state.indent_tokens = [_MARK]
     for node in nodes:
         node._codegen(state)
-    return "".join(state.tokens)
+    code = "".join(state.tokens)
+    return code.replace(_MARK, "".join(indent)), _MARK in code
 
 
-def _new_code(module: cst.Module, old: cst.CSTNode, new: object, indent: Tuple[str, ...]) -> Optional[str]:
-    """The code `new` gets in `old`'s place, or None when that may depend on more
-    than the indentation."""
+def _new_code(
+    module: cst.Module, old: cst.CSTNode, new: object, indent: Tuple[str, ...]
+) -> Optional[Tuple[str, bool]]:
+    """The code `new` gets in `old`'s place (and whether it uses the indentation),
+    or None when that may depend on more than the indentation."""
     if isinstance(new, cst.FlattenSentinel):
         # Statements in a body get no separators from their parent; anything else
         # (arguments, small statements) does, by position: not local.
