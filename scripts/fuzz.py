@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 import random
-import tempfile
 import sys
+import tempfile
 import time
 import traceback
 import warnings
@@ -27,9 +27,8 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import hypothesmith  # noqa: E402
+from fuzzlib import SEEDS, bytes_program, check_bytes, check_program, corpus, deep_program, mutate  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
-
-from fuzzlib import bytes_program, check_bytes, check_program, corpus, deep_program, mutate  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -58,7 +57,7 @@ def main(argv=None) -> int:
     start = time.time()
     if args.only in (None, "mutated"):
         rnd = random.Random(seed)
-        snippets = corpus()
+        snippets = corpus(SEEDS)
         t0 = time.time()
         for _ in range(args.examples):
             if args.seconds and time.time() - t0 > args.seconds:
@@ -67,7 +66,7 @@ def main(argv=None) -> int:
         print(f"mutated: {tried['mutated']} programs in {time.time() - t0:.0f} s", flush=True)
     if args.only in (None, "bytes"):
         rnd = random.Random(seed)
-        snippets = corpus()
+        snippets = corpus(SEEDS)
         t0 = time.time()
         for _ in range(args.examples):
             if args.seconds and time.time() - t0 > args.seconds:

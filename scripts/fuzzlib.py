@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 import random
-import tokenize
 import re
+import tokenize
 from pathlib import Path
 from typing import List, Optional
 
@@ -13,22 +13,23 @@ import libcst as cst
 from hypothesis import strategies as st
 
 from torchlint.api import check, fix_source
-from torchlint.engine import parse
+from torchlint.parsing import parse
 
 ROOT = Path(__file__).resolve().parents[1]
+# Extra real code for longer fuzzing runs (scripts/fuzz.py), when it is there.
 SEEDS = ROOT.parent / "shared" / "seeds" / "blocks"
 
 
-def corpus() -> List[str]:
-    """Real-looking snippets: every rule's examples, plus the seed blocks when present."""
+def corpus(seeds: Optional[Path] = None) -> List[str]:
+    """Real-looking snippets: every rule's examples, plus the .py files in `seeds`."""
     from torchlint.rules import all_rules
 
     out: List[str] = []
     for rule in all_rules():
         out.extend(ex.code for ex in rule.INVALID)
         out.extend(rule.VALID)
-    if SEEDS.is_dir():
-        for path in sorted(SEEDS.glob("*.py")):
+    if seeds is not None and seeds.is_dir():
+        for path in sorted(seeds.glob("*.py")):
             try:
                 out.append(path.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError):

@@ -1,63 +1,66 @@
 #!/usr/bin/env python
-"""Write docs/rules/<name>.md for every rule and docs/rules/README.md (the index).
+"""Write what is generated from the rule classes: docs/rules/<name>.md for every
+rule, docs/rules/README.md (the index) and torchlint/rules/catalog.py.
 
-    python scripts/gen_rule_docs.py          # (re)write the pages
-    python scripts/gen_rule_docs.py --check  # exit 1 when a page is stale, missing or extra
+    python scripts/gen_rule_docs.py          # (re)write them
+    python scripts/gen_rule_docs.py --check  # exit 1 when one is stale, missing or extra
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import Dict, List
+
+from torchlint.ruledocs import CATALOG_PATH, DOCS_DIR, doc_problems, documented_rules, generated_docs, render_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from torchlint.ruledocs import DOCS_DIR, doc_problems, documented_rules, generated_docs  # noqa: E402
 
 
-def stale_files(docs: Path) -> list:
-    """Relative names of pages that differ from what the rules render (or should not exist)."""
-    want = generated_docs()
-    stale = []
-    for name, text in sorted(want.items()):
-        path = docs / name
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            stale.append(name)
+def wanted(docs: Path, catalog: Path) -> Dict[Path, str]:
+    """Every generated file (its path) and the text it should hold."""
+    files = {docs / name: text for name, text in generated_docs().items()}
+    files[catalog] = render_catalog()
+    return files
+
+
+def stale_files(docs: Path, catalog: Path) -> List[Path]:
+    """Generated files that differ from what the rules render, or should not exist."""
+    want = wanted(docs, catalog)
+    stale = [p for p, text in sorted(want.items()) if not p.is_file() or p.read_text(encoding="utf-8") != text]
     if docs.is_dir():
-        for path in sorted(docs.glob("*.md")):
-            if path.name not in want:
-                stale.append(path.name)
+        stale += [p for p in sorted(docs.glob("*.md")) if p not in want]
     return stale
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="report stale pages and exit 1 instead of writing")
+    parser.add_argument("--check", action="store_true", help="report stale files and exit 1 instead of writing")
     parser.add_argument("--docs", default=str(ROOT / DOCS_DIR), help="output folder (default: docs/rules)")
+    parser.add_argument("--catalog", default=str(ROOT / CATALOG_PATH), help=f"catalog file (default: {CATALOG_PATH})")
     args = parser.parse_args(argv)
-    docs = Path(args.docs)
+    docs, catalog = Path(args.docs), Path(args.catalog)
 
     bad = [(r.CODE, p) for r in documented_rules() for p in doc_problems(r)]
     for code, problem in bad:
         print(f"{code}: docstring: {problem}", file=sys.stderr)
 
     if args.check:
-        stale = stale_files(docs)
-        for name in stale:
-            print(f"stale: {docs / name}", file=sys.stderr)
+        stale = stale_files(docs, catalog)
+        for path in stale:
+            print(f"stale: {path}", file=sys.stderr)
         if stale:
-            print("run `python scripts/gen_rule_docs.py` to regenerate the rule docs", file=sys.stderr)
+            print("run `python scripts/gen_rule_docs.py` to regenerate them", file=sys.stderr)
         return 1 if stale or bad else 0
 
     docs.mkdir(parents=True, exist_ok=True)
-    want = generated_docs()
-    for path in docs.glob("*.md"):
-        if path.name not in want:
+    want = wanted(docs, catalog)
+    for path in sorted(docs.glob("*.md")):
+        if path not in want:
             path.unlink()
             print(f"removed {path}")
-    for name, text in sorted(want.items()):
-        path = docs / name
+    for path, text in sorted(want.items()):
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8", newline="\n")
             print(f"wrote {path}")

@@ -10,8 +10,15 @@ from click.testing import CliRunner
 
 from torchlint import cache as cache_mod
 from torchlint.api import check
-from torchlint.cache import (CACHE_DIR_NAME, CACHEDIR_TAG, Cache, clean_cache, clean_command, settings_key,
-                             settings_key_for)
+from torchlint.cache import (
+    CACHE_DIR_NAME,
+    CACHEDIR_TAG,
+    Cache,
+    clean_cache,
+    clean_command,
+    settings_key,
+    settings_key_for,
+)
 from torchlint.config import Settings
 
 SRC = b"import torch\nx = torch.randn(3).to('cuda')\n"

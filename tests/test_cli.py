@@ -4,11 +4,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import libcst as cst
 import pytest
 from click.testing import CliRunner
 
-from helpers import BAD_SYNTAX, CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC
 from torchlint.cli import main
+
+from helpers import BAD_SYNTAX, CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -289,3 +291,56 @@ def test_read_only_file_under_fix_exits_2_after_fixing_others(proj):
     assert r.stderr == "torchlint: error: ro.py: file is read-only; fixes not written\n"
     assert "ro.py:3:5: TL104" in r.stdout
     assert ro.read_text() == TL104_SRC and rw.read_text() == TL104_FIXED
+
+
+# Two findings whose fixes are the same edit: both TL201 calls in one loop are
+# fixed by wrapping that loop once.
+SAME_FIX = (
+    "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.eval()\n"
+    "for x in data:\n    y = model(x)\n    z = model(y)\n"
+)
+
+
+def test_fix_counts_findings_not_edits(proj):
+    """`--fix` says how many findings it fixed, as Ruff does: two findings that
+    share one edit are two fixed, so the total matches what check reported."""
+    f = proj / "a.py"
+    f.write_text(SAME_FIX)
+    check = invoke("--select", "TL201", "--unsafe-fixes", ".")
+    assert "Found 2 errors." in check.stdout
+    diff = invoke("--select", "TL201", "--diff", "--unsafe-fixes", ".")
+    assert "Would fix 2 errors in 1 file." in diff.stderr
+    fixed = invoke("--select", "TL201", "--fix", "--unsafe-fixes", ".")
+    assert fixed.exit_code == 0, fixed.output
+    assert "Found 2 errors (2 fixed, 0 remaining)." in fixed.stdout
+    assert f.read_text().count("inference_mode") == 1
+
+
+class _Crash(cst.Name):
+    """A replacement whose code generation fails: a fix that crashes when built."""
+
+    def _codegen_impl(self, state, default_semicolon=False):
+        raise RuntimeError("fix bug")
+
+
+@pytest.mark.parametrize("suppressed", [True, False])
+def test_crashing_fix_on_a_suppressed_finding_does_not_change_the_exit_code(proj, monkeypatch, suppressed):
+    """Fixes are built only for findings that survive suppression: a fix that
+    would crash on a `# noqa`'d finding is never built. Unsuppressed, the same
+    crash is a problem (exit 2) and the finding is still reported."""
+    from torchlint.rules import rule_by_code
+
+    def check(self, ctx):
+        for call in ctx.facts.calls:
+            if call.method == "cuda":
+                ctx.report(call.node, replacements={call.node: _Crash("x")})
+
+    monkeypatch.setattr(rule_by_code("TL104"), "check", check)
+    comment = "  # noqa: TL104" if suppressed else ""
+    (proj / "a.py").write_text(f"import torch\nx = torch.zeros(2).cuda(){comment}\n")
+    r = invoke("--no-cache", "--output-format", "concise", ".")
+    if suppressed:
+        assert r.exit_code == 0 and "All checks passed!" in r.stdout and r.stderr == ""
+    else:
+        assert r.exit_code == 2 and "a.py:2:5: TL104" in r.stdout
+        assert "internal error building fix: RuntimeError: fix bug" in r.stderr

@@ -9,9 +9,10 @@ import pytest
 
 from torchlint.flake8_plugin import TorchlintChecker
 
+from helpers import TL104_FIXED, TL104_SRC
+
 ENTRY = "torchlint.flake8_plugin:TorchlintChecker"
-BAD = "import torch\ndevice = torch.device('cuda')\nx = torch.randn(3).to(device)\n"
-CLEAN = "import torch\ndevice = torch.device('cuda')\nx = torch.randn(3, device=device)\n"
+BAD, CLEAN = TL104_SRC, TL104_FIXED
 
 
 def _run(source):

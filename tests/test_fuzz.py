@@ -1,16 +1,13 @@
 """Property-based fuzzing, bounded and derandomised for CI (scripts/fuzz.py runs longer):
 lint never raises; a fix's output parses and fixing it again changes nothing."""
 import random
-import sys
-from pathlib import Path
 
 import hypothesmith
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from fuzzlib import bytes_program, check_bytes, check_program, corpus, deep_program, mutated  # noqa: E402
+from scripts.fuzzlib import bytes_program, check_bytes, check_program, corpus, deep_program, mutated
 
 pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")  # from hypothesmith
 

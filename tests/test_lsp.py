@@ -30,7 +30,6 @@ from lsp_client import (
     uri_for,
 )
 
-
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 

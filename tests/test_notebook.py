@@ -3,27 +3,20 @@ import json
 
 import pytest
 
-from torchlint.engine import check_source
-from torchlint.notebook import check_notebook, replace_sources
+from torchlint import notebook as notebook_mod
+from torchlint.notebook import replace_sources
+from torchlint.pipeline import lint_text, process_bytes
 from torchlint.rules import all_codes
+
+from helpers import code, notebook
 
 ALL = frozenset(all_codes())
 
 
-def code(source, count=None, outputs=(), metadata=None):
-    return {"cell_type": "code", "execution_count": count, "metadata": metadata or {},
-            "outputs": list(outputs), "source": source}
-
-
-def notebook(*cells, indent=1):
-    nb = {
-        "cells": list(cells),
-        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-                     "language_info": {"name": "python", "version": "3.11.4"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    return (json.dumps(nb, indent=indent, ensure_ascii=False) + "\n").encode("utf-8")
+def check_notebook(data, path, enabled, fix=False):
+    """(findings, new bytes or None, problems) of the pipeline on a notebook."""
+    out = process_bytes(data, path, enabled, "fix" if fix else "lint")
+    return list(out.findings), out.new_data, list(out.problems)
 
 
 OUTPUT = {"name": "stdout", "output_type": "stream", "text": ["tensor([1., 2.]) — ok\n"]}
@@ -127,7 +120,7 @@ def test_syntax_error_in_a_cell_is_tl000_at_that_cell():
     data = notebook(code("import torch\n"), code("x = 1\n"), code("for x in y\n    pass\n"))
     findings, new, _ = check_notebook(data, "nb.ipynb", ALL, fix=True)
     assert new is None
-    alone = check_source("for x in y\n    pass\n", "a.py", ALL).findings
+    alone = lint_text("for x in y\n    pass\n", "a.py", ALL).findings
     assert [(f.code, f.cell, f.row, f.column) for f in findings] == [("TL000", 3, alone[0].row, alone[0].column)]
 
 
@@ -153,10 +146,8 @@ def test_non_python_notebook_is_skipped():
 
 def test_cross_cell_fix_is_dropped():
     from torchlint.findings import Edit
-    from torchlint.notebook import _Layout, _cells
 
-    cells = _cells(json.loads(notebook(code("a = 1\nb = 2\n"), code("c = 3\n"))))
-    layout = _Layout(cells)
+    layout = notebook_mod.read(notebook(code("a = 1\nb = 2\n"), code("c = 3\n")))
     assert layout.edits_cell([Edit(2, 1, 3, 2, "x")]) is None
     assert layout.edits_cell([Edit(1, 1, 1, 2, "x"), Edit(3, 1, 3, 2, "y")]) is None
     assert layout.edits_cell([Edit(3, 1, 3, 2, "y")]) == 1
@@ -192,7 +183,7 @@ def test_fix_that_adds_lines_keeps_later_cells_mapped(monkeypatch):
     and the list-form source of the grown cell is written back line by line."""
     import libcst as cst
 
-    import torchlint.engine as engine
+    import torchlint.checker as checker
     from torchlint.rules import all_rules
     from torchlint.rules.base import Rule
 
@@ -205,7 +196,7 @@ def test_fix_that_adds_lines_keeps_later_cells_mapped(monkeypatch):
                     new = cst.FlattenSentinel([cst.parse_statement("grown()\n"), cst.parse_statement("more = 1\n")])
                     ctx.report(stmt, replacements={stmt: new})
 
-    monkeypatch.setattr(engine, "all_rules", lambda: tuple(all_rules()) + (Grow,))
+    monkeypatch.setattr(checker, "all_rules", lambda: tuple(all_rules()) + (Grow,))
     data = notebook(
         code(["grow()\n", "after = 2"], 1, [OUTPUT]),
         code(["from torch.autograd import profiler\n", "with profiler.profile(use_cuda=True):\n", "    run()\n"]),
@@ -223,12 +214,10 @@ def test_fix_that_adds_lines_keeps_later_cells_mapped(monkeypatch):
     assert new.decode() == data.decode().replace('"grow()\\n",\n', '"grown()\\n",\n    "more = 1\\n",\n')
 
 
-def test_notebook_result_counts_fixes():
-    from torchlint.notebook import notebook_result
-
-    r = notebook_result(third_cell_notebook(), "nb.ipynb", ALL, fix=True)
-    assert r.fixes_applied == 1 and r.new_bytes is not None and r.findings == ()
-    assert notebook_result(third_cell_notebook(), "nb.ipynb", ALL).fixes_applied == 0
+def test_notebook_outcome_counts_fixes():
+    r = process_bytes(third_cell_notebook(), "nb.ipynb", ALL, "fix")
+    assert r.fixes_applied == 1 and r.new_data is not None and r.findings == ()
+    assert process_bytes(third_cell_notebook(), "nb.ipynb", ALL, "lint").fixes_applied == 0
 
 
 @pytest.mark.parametrize("indent", [1, 2, 4])

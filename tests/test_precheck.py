@@ -5,12 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from torchlint import engine
+import torchlint.analysis
+from torchlint import pipeline
 from torchlint.precheck import could_matter, pattern_for
 from torchlint.rules import all_codes, all_rules
 
+from helpers import repo_sources
+
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
 ALL = frozenset(all_codes())
 
 
@@ -19,10 +21,7 @@ def _corpus():
     for rule in all_rules():
         out += [(f"{rule.CODE}-valid-{i}", s) for i, s in enumerate(rule.VALID)]
         out += [(f"{rule.CODE}-invalid-{i}", inv.code) for i, inv in enumerate(rule.INVALID)]
-    for folder in (SHARED / "seeds" / "blocks", ROOT / "fixtures", ROOT / "examples"):
-        if folder.is_dir():
-            out += [(str(p.relative_to(folder.parent)), p.read_text(encoding="utf-8")) for p in sorted(folder.rglob("*.py"))]
-    return out
+    return out + repo_sources()
 
 
 CORPUS = _corpus()
@@ -30,8 +29,8 @@ CORPUS = _corpus()
 
 @pytest.mark.parametrize("name,source", CORPUS, ids=[n for n, _ in CORPUS])
 def test_findings_are_the_same_with_and_without_the_precheck(name, source):
-    with_pre = engine.check_source(source, name, ALL, precheck=True)
-    without = engine.check_source(source, name, ALL, precheck=False)
+    with_pre = pipeline.lint_text(source, name, ALL, precheck=True)
+    without = pipeline.lint_text(source, name, ALL, precheck=False)
     assert with_pre.findings == without.findings
 
 
@@ -88,8 +87,8 @@ def test_rule_triggers_widen_the_pattern():
     "\tif x:\n  y = 1\n",
 ])
 def test_syntax_errors_are_still_reported_without_torch(source):
-    fast = engine.check_source(source, "plain.py", ALL, precheck=True)
-    slow = engine.check_source(source, "plain.py", ALL, precheck=False)
+    fast = pipeline.lint_text(source, "plain.py", ALL, precheck=True)
+    slow = pipeline.lint_text(source, "plain.py", ALL, precheck=False)
     assert [f.code for f in fast.findings] == ["TL000"]
     assert fast.findings == slow.findings
 
@@ -98,11 +97,11 @@ def test_plain_valid_file_has_no_findings_and_skips_the_analysis(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("facts should not be collected")
 
-    monkeypatch.setattr(engine, "collect_facts", boom)
-    skipped = engine.check_source("import os\nx = 1\n", "p.py", ALL)
+    monkeypatch.setattr(torchlint.analysis, "collect_facts", boom)
+    skipped = pipeline.lint_text("import os\nx = 1\n", "p.py", ALL)
     assert skipped.findings == () and skipped.problems == ()
-    # A torch file does reach the analysis (whose failure the engine reports as a problem).
-    analysed = engine.check_source("import torch\nx = 1\n", "p.py", ALL)
+    # A torch file does reach the analysis (whose failure the pipeline reports as a problem).
+    analysed = pipeline.lint_text("import torch\nx = 1\n", "p.py", ALL)
     assert [p.message for p in analysed.problems] == [
         "internal error in analysis: AssertionError: facts should not be collected"
     ]

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers import TL104_FIXED, TL104_SRC
+
 pytestmark = pytest.mark.slow
 
-BAD = "import torch\ndevice = torch.device('cuda')\nx = torch.randn(3).to(device)\n"
-CLEAN = "import torch\ndevice = torch.device('cuda')\nx = torch.randn(3, device=device)\n"
-FIXED = "import torch\ndevice = torch.device('cuda')\nx = torch.randn(3, device=device)\n"
+BAD, CLEAN, FIXED = TL104_SRC, TL104_FIXED, TL104_FIXED
 
 NOTEBOOK = {
     "cells": [

@@ -4,14 +4,18 @@ fix passes are bounded; overlapping fixes are applied one at a time."""
 import libcst as cst
 import pytest
 
-import torchlint.engine as engine
+import torchlint.analysis
+import torchlint.checker as checker
+import torchlint.fix_loop as fix_loop
+import torchlint.parsing as parsing
+import torchlint.pipeline as pipeline
 from torchlint.analysis.places import Places
 from torchlint.findings import Applicability
 from torchlint.rules import all_rules, rule_by_code
 from torchlint.rules.base import Rule
 
-TL104_SRC = "import torch\nx = torch.zeros(2).cuda()\n"
-TL104_FIXED = 'import torch\nx = torch.zeros(2, device="cuda")\n'
+CUDA_SRC = "import torch\nx = torch.zeros(2).cuda()\n"
+CUDA_FIXED = 'import torch\nx = torch.zeros(2, device="cuda")\n'
 TL501_SRC = rule_by_code("TL501").INVALID[0].code
 BOTH = TL501_SRC + "x = torch.zeros(2).cuda()\n"
 REAL = frozenset(r.CODE for r in all_rules())
@@ -21,7 +25,7 @@ def with_rules(monkeypatch, *extra):
     for rule in extra:  # fake rules look at any text (the pre-check must not skip their files)
         rule.TRIGGERS = r"."
     rules = tuple(all_rules()) + extra
-    monkeypatch.setattr(engine, "all_rules", lambda: rules)
+    monkeypatch.setattr(checker, "all_rules", lambda: rules)
     return REAL | {r.CODE for r in extra}
 
 
@@ -37,7 +41,7 @@ def test_crashing_rule_is_a_problem_and_others_still_report(monkeypatch):
         raise ZeroDivisionError("rule bug")
 
     monkeypatch.setattr(rule_by_code("TL104"), "check", boom)
-    result = engine.check_source(BOTH, "both.py", REAL)
+    result = pipeline.lint_text(BOTH, "both.py", REAL)
     assert codes(result) == ["TL501"]
     (problem,) = result.problems
     assert problem.rule == "TL104" and problem.path == "both.py"
@@ -53,7 +57,7 @@ def test_crashing_rule_reports_made_before_the_crash_are_dropped(monkeypatch):
             raise RuntimeError("after one report")
 
     enabled = with_rules(monkeypatch, HalfThenCrash)
-    result = engine.check_source(BOTH, "h.py", enabled)
+    result = pipeline.lint_text(BOTH, "h.py", enabled)
     assert codes(result) == ["TL104", "TL501"]
     assert [p.rule for p in result.problems] == ["TL990"]
 
@@ -63,27 +67,27 @@ def test_crash_while_building_a_fix_keeps_the_finding(monkeypatch):
         raise ValueError("fix bug")
 
     # Both ways of building a fix: node-local edits and the whole-module rewrite.
-    monkeypatch.setattr(engine, "local_edits", boom)
-    monkeypatch.setattr(engine, "replace_nodes", boom)
-    result = engine.check_source(TL104_SRC, "f.py", REAL)
+    monkeypatch.setattr(pipeline, "fix_edits", boom)
+    monkeypatch.setattr(pipeline, "replace_nodes", boom)
+    result = pipeline.lint_text(CUDA_SRC, "f.py", REAL)
     (finding,) = result.findings
     assert finding.code == "TL104" and finding.fix is None
     (problem,) = result.problems
     assert problem.rule == "TL104" and "fix bug" in problem.message
-    fixed = engine.fix_source(TL104_SRC, "f.py", REAL)
-    assert fixed.fixed_source == TL104_SRC
+    fixed = pipeline.fix_text(CUDA_SRC, "f.py", REAL)
+    assert fixed.fixed_source == CUDA_SRC
 
 
 def test_crash_in_shared_facts_is_a_problem_for_the_file(monkeypatch):
     def boom(module):
         raise KeyError("facts bug")
 
-    monkeypatch.setattr(engine, "collect_facts", boom)
-    result = engine.check_source(BOTH, "s.py", REAL)
+    monkeypatch.setattr(torchlint.analysis, "collect_facts", boom)
+    result = pipeline.lint_text(BOTH, "s.py", REAL)
     assert result.findings == ()
     (problem,) = result.problems
     assert problem.path == "s.py" and "internal error in analysis" in problem.message
-    assert engine.fix_source(BOTH, "s.py", REAL).fixed_source == BOTH
+    assert pipeline.fix_text(BOTH, "s.py", REAL).fixed_source == BOTH
 
 
 def test_crash_in_semantics_blames_the_rules_that_asked(monkeypatch):
@@ -99,7 +103,7 @@ def test_crash_in_semantics_blames_the_rules_that_asked(monkeypatch):
 
     monkeypatch.setattr(Places, "accelerator_in_play", boom)
     enabled = with_rules(monkeypatch, NeedsDevice)
-    result = engine.check_source(BOTH, "d.py", enabled)
+    result = pipeline.lint_text(BOTH, "d.py", enabled)
     assert codes(result) == ["TL104", "TL501"]
     # Every rule that asked (TL991, and real rules that consult accelerator_in_play) is blamed;
     # TL104 and TL501, which don't ask, still report.
@@ -109,11 +113,11 @@ def test_crash_in_semantics_blames_the_rules_that_asked(monkeypatch):
 
 
 def test_positions_failure_is_a_problem(monkeypatch):
-    def boom(module):
+    def boom(*args):
         raise RuntimeError("positions bug")
 
-    monkeypatch.setattr(engine, "positions_and_code", boom)
-    result = engine.check_source(TL104_SRC, "p.py", REAL)
+    monkeypatch.setattr(pipeline, "render", boom)
+    result = pipeline.lint_text(CUDA_SRC, "p.py", REAL)
     assert result.findings == () and "positions bug" in result.problems[0].message
 
 
@@ -141,9 +145,9 @@ class BrokenFix(Rule):
 
 def test_unparsable_fix_is_refused_and_reported_and_others_still_apply(monkeypatch):
     enabled = with_rules(monkeypatch, BrokenFix)
-    src = "marker\n" + TL104_SRC
-    result = engine.fix_source(src, "b.py", enabled)
-    assert result.fixed_source == "marker\n" + TL104_FIXED
+    src = "marker\n" + CUDA_SRC
+    result = pipeline.fix_text(src, "b.py", enabled)
+    assert result.fixed_source == "marker\n" + CUDA_FIXED
     cst.parse_module(result.fixed_source)
     assert [p.rule for p in result.problems] == ["TL992"]
     assert "does not parse" in result.problems[0].message
@@ -152,7 +156,7 @@ def test_unparsable_fix_is_refused_and_reported_and_others_still_apply(monkeypat
 
 def test_unparsable_fix_alone_leaves_the_source(monkeypatch):
     enabled = with_rules(monkeypatch, BrokenFix)
-    result = engine.fix_source("marker\n", "b.py", enabled)
+    result = pipeline.fix_text("marker\n", "b.py", enabled)
     assert result.fixed_source == "marker\n" and result.fixes_applied == 0
     assert [p.rule for p in result.problems] == ["TL992"]
 
@@ -172,9 +176,9 @@ class Grow(Rule):
 
 def test_fix_passes_are_bounded(monkeypatch):
     enabled = with_rules(monkeypatch, Grow)
-    result = engine.fix_source("a\n", "g.py", enabled)
-    assert result.fixed_source == "a" * (engine.MAX_FIX_PASSES + 1) + "\n"
-    assert result.fixes_applied == engine.MAX_FIX_PASSES
+    result = pipeline.fix_text("a\n", "g.py", enabled)
+    assert result.fixed_source == "a" * (fix_loop.MAX_FIX_PASSES + 1) + "\n"
+    assert result.fixes_applied == fix_loop.MAX_FIX_PASSES
     assert any("did not converge" in p.message and "TL993" in p.message for p in result.problems)
 
 
@@ -210,9 +214,9 @@ class WrapCallH(WrapCall):
 
 def test_overlapping_fixes_apply_one_at_a_time(monkeypatch):
     enabled = with_rules(monkeypatch, WrapCall, WrapCallH)
-    result = engine.check_source("f(x)\n", "o.py", enabled)
+    result = pipeline.lint_text("f(x)\n", "o.py", enabled)
     assert codes(result) == ["TL994", "TL995"]
-    fixed = engine.fix_source("f(x)\n", "o.py", enabled)
+    fixed = pipeline.fix_text("f(x)\n", "o.py", enabled)
     # TL994 wins the first pass (sorted order); TL995 is re-linted and applied on the new text.
     assert fixed.fixed_source == "g(h(f(x)))\n"
     assert fixed.fixes_applied == 2
@@ -222,8 +226,8 @@ def test_overlapping_fixes_apply_one_at_a_time(monkeypatch):
 def test_fix_is_idempotent_on_examples():
     for rule in all_rules():
         for ex in rule.INVALID:
-            once = engine.fix_source(ex.code, "e.py", REAL, unsafe=True).fixed_source
-            twice = engine.fix_source(once, "e.py", REAL, unsafe=True).fixed_source
+            once = pipeline.fix_text(ex.code, "e.py", REAL, unsafe=True).fixed_source
+            twice = pipeline.fix_text(once, "e.py", REAL, unsafe=True).fixed_source
             assert once == twice, rule.CODE
 
 
@@ -232,7 +236,7 @@ def test_rule_recursion_error_is_that_rules_problem(monkeypatch):
         return deep(self, ctx)
 
     monkeypatch.setattr(rule_by_code("TL104"), "check", deep)
-    result = engine.check_source(BOTH, "r.py", REAL)
+    result = pipeline.lint_text(BOTH, "r.py", REAL)
     assert codes(result) == ["TL501"]
     assert [(p.rule, "nested" in p.message) for p in result.problems] == [("TL104", True)]
 
@@ -245,11 +249,11 @@ def test_big_stack_parse_falls_back_when_no_thread_can_start(monkeypatch):
         def start(self):
             raise RuntimeError("can't start new thread")
 
-    monkeypatch.setattr(engine.threading, "Thread", NoThread)
-    module = engine._in_big_stack(cst.parse_module, "x = 1\n")
+    monkeypatch.setattr(parsing.threading, "Thread", NoThread)
+    module = parsing._in_big_stack(cst.parse_module, "x = 1\n")
     assert module.code == "x = 1\n"
 
 
 def test_big_stack_parse_reraises_in_caller():
     with pytest.raises(cst.ParserSyntaxError):
-        engine._in_big_stack(cst.parse_module, "x = (\n")
+        parsing._in_big_stack(cst.parse_module, "x = (\n")

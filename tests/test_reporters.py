@@ -6,9 +6,9 @@ import jsonschema
 import pytest
 
 from torchlint.findings import Applicability, Edit, Finding, Fix
-from torchlint.report import ReportData, render, rule_url, summary
+from torchlint.report import ReportData, render, statistics, summary
 from torchlint.report.github import escape_data, escape_property
-from torchlint.report import statistics
+from torchlint.rules import rule_url
 
 HERE = Path(__file__).resolve().parent
 VENDORED_SCHEMA = HERE / "data" / "sarif-schema-2.1.0.json"

@@ -23,6 +23,18 @@ def test_generated_docs_are_current(root):
     )
 
 
+def test_generated_catalog_is_current(root):
+    """torchlint/rules/catalog.py (read without importing the rules) says what the
+    rule classes say; fails when a rule changed without `python scripts/gen_rule_docs.py`."""
+    assert (root / ruledocs.CATALOG_PATH).read_text(encoding="utf-8") == ruledocs.render_catalog(), (
+        "stale rule catalog: run `python scripts/gen_rule_docs.py`"
+    )
+    from torchlint.rules import CATALOG, severity
+
+    assert CATALOG == {r.CODE: r.NAME for r in all_rules()}
+    assert [c for c in CATALOG if severity(c) == "error"] == ["TL000"]
+
+
 def test_every_rule_has_a_page_and_an_index_row():
     files = ruledocs.generated_docs()
     index = files["README.md"]
@@ -108,7 +120,8 @@ def test_json_forms():
     assert entry["url"].endswith("/docs/rules/create-then-move.md")
     assert "## What it does" in entry["explanation"]
     table = ruledocs.rules_table_json()
-    assert [e["code"] for e in table] == ["TL000"] + [r.CODE for r in all_rules()]
+    assert [e["code"] for e in table] == [r.CODE for r in all_rules()]
+    assert table[0]["code"] == "TL000"
     json.dumps(table)  # serialisable
     assert ruledocs.render_rule_json("create-then-move") == entry
     with pytest.raises(KeyError):
@@ -122,14 +135,22 @@ def test_text_table_lists_every_rule():
 
 
 def test_script_check_mode(root, tmp_path):
-    script = str(root / "scripts" / "gen_rule_docs.py")
     out = tmp_path / "rules"
-    assert subprocess.run([sys.executable, script, "--check", "--docs", str(out)],
-                          capture_output=True).returncode == 1
-    assert subprocess.run([sys.executable, script, "--docs", str(out)], capture_output=True).returncode == 0
-    assert subprocess.run([sys.executable, script, "--check", "--docs", str(out)],
-                          capture_output=True).returncode == 0
+    catalog = tmp_path / "catalog.py"
+
+    def gen(*args):
+        cmd = [sys.executable, str(root / "scripts" / "gen_rule_docs.py"), *args, "--docs", str(out),
+               "--catalog", str(catalog)]
+        return subprocess.run(cmd, capture_output=True, text=True)
+
+    assert gen("--check").returncode == 1
+    assert gen().returncode == 0
+    assert gen("--check").returncode == 0
+    assert catalog.read_text() == (root / ruledocs.CATALOG_PATH).read_text()
     page = out / "create-then-move.md"
     page.write_text(page.read_text() + "edited\n")
-    proc = subprocess.run([sys.executable, script, "--check", "--docs", str(out)], capture_output=True, text=True)
+    proc = gen("--check")
     assert proc.returncode == 1 and "create-then-move.md" in proc.stderr
+    catalog.write_text("CATALOG = {}\n")
+    proc = gen("--check")
+    assert proc.returncode == 1 and "catalog.py" in proc.stderr

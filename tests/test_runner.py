@@ -2,15 +2,21 @@ import codecs
 import os
 import stat
 
+import libcst as cst
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from helpers import BAD_SYNTAX, CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC
-from torchlint import engine, runner
+from torchlint import checker, pipeline, runner
 from torchlint.api import lint_paths
 from torchlint.config import Settings
-from torchlint.engine import FileResult
+from torchlint.findings import Applicability
+from torchlint.rules import all_rules
+from torchlint.rules.base import Rule
 from torchlint.runner import FileJob, process_bytes, process_file, run
+
+from helpers import BAD_SYNTAX, CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC, code, notebook
 
 ALL = Settings().enabled()
 
@@ -105,17 +111,30 @@ def test_vanished_file_is_a_problem(tmp_path):
 
 
 def test_never_writes_code_that_does_not_parse(tmp_path, monkeypatch):
+    """A rule whose fix breaks the code: the file is left as it was."""
+
+    class Garbage(cst.Name):
+        def _codegen_impl(self, state, default_semicolon=False):
+            state.add_token("def (:")
+
+    class BreaksCode(Rule):
+        CODE, NAME, MESSAGE, FIX_TITLE = "TL996", "breaks-code", "m", "break it"
+        APPLICABILITY = Applicability.SAFE
+        TRIGGERS = r"."
+
+        def check(self, ctx):
+            for node in ctx.facts.calls:
+                ctx.report(node.node, replacements={node.node: Garbage("x")})
+
+    monkeypatch.setattr(checker, "all_rules", lambda: tuple(all_rules()) + (BreaksCode,))
     f = tmp_path / "a.py"
-    f.write_text(TL104_SRC)
-
-    def broken_fix(source, path, enabled, unsafe=False):
-        return FileResult(path, (), (), "def (:\n", 1)
-
-    monkeypatch.setattr(engine, "fix_source", broken_fix)
-    out = process_file(job(f, "fix"))
-    assert f.read_text() == TL104_SRC and not out.written
-    assert out.problems[0].message == "fixed code does not parse; not fixed"
-    assert [x.code for x in out.findings] == ["TL104"]
+    f.write_text(CLEAN_SRC)
+    out = process_file(FileJob(str(f), ALL | {"TL996"}, "fix"))
+    assert f.read_text() == CLEAN_SRC and not out.written
+    assert {(p.rule, p.message) for p in out.problems} == {
+        ("TL996", "a fix produced code that does not parse; it was not applied")
+    }
+    assert [x.code for x in out.findings] == ["TL996"]
 
 
 def test_internal_error_in_one_file_is_a_problem(tmp_path, monkeypatch):
@@ -125,7 +144,7 @@ def test_internal_error_in_one_file_is_a_problem(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("kaput")
 
-    monkeypatch.setattr(engine, "check_source", boom)
+    monkeypatch.setattr(pipeline, "lint_text", boom)
     out = process_file(job(f))
     assert out.problems[0].message == "internal error: RuntimeError: kaput"
 
@@ -139,20 +158,9 @@ def test_run_reports_tl000_and_still_lints_other_files(tmp_path):
     assert result.files == 3 and result.problems == ()
 
 
-def _notebook(*cells):
-    import json
-
-    return json.dumps({
-        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-                   "source": src} for src in cells],
-        "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
-        "nbformat": 4, "nbformat_minor": 5,
-    }, indent=1) + "\n"
-
-
 def test_notebooks_are_linted_and_fixed_in_place(tmp_path):
     nb = tmp_path / "n.ipynb"
-    nb.write_text(_notebook("import torch\n", "device = 'cuda'\n", "x = torch.randn(3).to(device)\n"))
+    nb.write_bytes(notebook(code("import torch\n"), code("device = 'cuda'\n"), code("x = torch.randn(3).to(device)\n")))
     result = run([str(tmp_path)], Settings(root=str(tmp_path)))
     assert [(f.code, f.cell, f.row) for f in result.findings] == [("TL104", 3, 1)]
     result = run([str(tmp_path)], Settings(root=str(tmp_path)), mode="fix")
@@ -193,7 +201,7 @@ def test_any_bytes_give_findings_not_exceptions(data):
         if out.new_data is not None:
             # whatever the fix produced must decode and parse
             from torchlint.api import decode_source
-            from torchlint.engine import parse
+            from torchlint.parsing import parse
 
             parse(decode_source(out.new_data).text)
 
@@ -242,3 +250,28 @@ def test_no_cache_root_writes_no_cache(tmp_path):
     (tmp_path / "a.py").write_text(TL104_SRC)
     run([str(tmp_path)], Settings(root=str(tmp_path)))
     assert not (tmp_path / ".torchlint_cache").exists()
+
+
+def test_a_fix_the_files_encoding_cannot_hold_is_not_applied_by_any_door(tmp_path, monkeypatch):
+    """One branch for it: the CLI's runner and api.fix_bytes keep the file and
+    report the original findings; the runner says why."""
+    from torchlint import api
+    from torchlint.rules import rule_by_code
+
+    def check(self, ctx):
+        for call in ctx.facts.calls:
+            if call.method == "cuda":
+                ctx.report(call.node, replacements={call.node: cst.Name("caf\u00e9")})
+
+    monkeypatch.setattr(rule_by_code("TL104"), "check", check)
+    data = b"# -*- coding: ascii -*-\nimport torch\nx = torch.zeros(2).cuda()\n"
+    f = tmp_path / "a.py"
+    f.write_bytes(data)
+    out = process_file(job(f, "fix"))
+    assert f.read_bytes() == data and not out.written and out.fixes_applied == 0
+    assert [p.message for p in out.problems] == [
+        "fixed code cannot be encoded as ascii: ordinal not in range(128); not fixed"
+    ]
+    new, remaining = api.fix_bytes(data, "a.py")
+    assert new == data
+    assert [(x.code, x.row) for x in remaining] == [(x.code, x.row) for x in out.findings] == [("TL104", 3)]

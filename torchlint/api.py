@@ -1,51 +1,54 @@
-"""The library API the CLI, the language server, pre-commit and tests share."""
+"""The library API: the one way in. The CLI (and pre-commit through it), the
+language server, the flake8 plugin and the tests all call these functions;
+each runs the same pipeline (torchlint/pipeline.py) on one file's contents, or
+the runner (torchlint/runner.py) over paths.
+
+Text in, text out (`lint_source`, `check`, `fix_source`) for contents already
+decoded (an editor's buffer); bytes in, bytes out (`lint_bytes`, `fix_bytes`,
+`process_bytes`) for a file's contents, decoded as Python does and written
+back in the same encoding; `run`/`lint_paths` for files and folders. A path
+ending in `.ipynb` is read as a Jupyter notebook by every one of them.
+"""
+
 from __future__ import annotations
 
-import codecs
-import io
-import tokenize
-from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from torchlint.config import Settings
-from torchlint.engine import FileResult, check_source, fix_source as _fix_source, syntax_error_finding
-from torchlint.findings import Finding
+from torchlint.decode import Decoded, DecodeError, decode_source
+from torchlint.findings import MODES, FileOutcome, FileResult, Finding, Problem
+from torchlint.runner import RunResult
 
-
-@dataclass(frozen=True)
-class Decoded:
-    text: str
-    encoding: str
-    bom: bool
-
-    def encode(self, text: str) -> bytes:
-        data = text.encode(self.encoding)
-        return codecs.BOM_UTF8 + data if self.bom else data
-
-
-def decode_source(data: bytes) -> Decoded:
-    """Decode Python source as the interpreter would (BOM, PEP 263 cookie).
-    Raises UnicodeDecodeError / SyntaxError / LookupError on undecodable input."""
-    if b"\x00" in data:
-        raise UnicodeDecodeError("utf-8", data, data.index(b"\x00"), data.index(b"\x00") + 1, "NUL byte: not a text file")
-    bom = data.startswith(codecs.BOM_UTF8)
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    if encoding == "utf-8-sig":
-        encoding = "utf-8"
-    body = data[len(codecs.BOM_UTF8):] if bom else data
-    return Decoded(body.decode(encoding), encoding, bom)
-
-
-def lint_source(source: str, path: str = "<stdin>", settings: Optional[Settings] = None) -> List[Finding]:
-    """Findings for one source text, sorted by position."""
-    settings = settings or Settings()
-    return list(check_source(source, path, settings.enabled_for(path)).findings)
+__all__ = [
+    "DecodeError",
+    "Decoded",
+    "FileOutcome",
+    "FileResult",
+    "RunResult",
+    "check",
+    "decode_source",
+    "fix_bytes",
+    "fix_source",
+    "lint_bytes",
+    "lint_paths",
+    "lint_source",
+    "process_bytes",
+    "run",
+]
 
 
 def check(source: str, path: str = "<stdin>", settings: Optional[Settings] = None) -> FileResult:
-    """Like `lint_source`, also returning problems (crashed rules)."""
+    """Findings (sorted by position, each with its fix) and problems (a crashed
+    rule) for source text."""
+    from torchlint.pipeline import process_text
+
     settings = settings or Settings()
-    return check_source(source, path, settings.enabled_for(path))
+    return process_text(source, path, settings.enabled_for(path))
+
+
+def lint_source(source: str, path: str = "<stdin>", settings: Optional[Settings] = None) -> List[Finding]:
+    """Findings for source text, sorted by position."""
+    return list(check(source, path, settings).findings)
 
 
 def fix_source(
@@ -53,67 +56,67 @@ def fix_source(
 ) -> Tuple[str, List[Finding]]:
     """Apply safe (and, with `unsafe`, unsafe) fixes; return the new text and
     the findings that remain in it."""
+    from torchlint.pipeline import process_text
+
     settings = settings or Settings()
-    result = _fix_source(source, path, settings.enabled_for(path), unsafe=unsafe)
+    result = process_text(source, path, settings.enabled_for(path), mode="fix", unsafe=unsafe)
     return result.fixed_source if result.fixed_source is not None else source, list(result.findings)
 
 
-def decode_error_finding(data: bytes, path: str, exc: Exception) -> Finding:
-    """TL000 for bytes that cannot be decoded, at the offending line when known."""
-    row = column = 1
-    if isinstance(exc, UnicodeDecodeError):
-        nul = "NUL byte" in str(exc.reason)
-        # Offsets are into the body after a UTF-8 BOM, except for the NUL check.
-        start = exc.start + (0 if nul or not data.startswith(codecs.BOM_UTF8) else len(codecs.BOM_UTF8))
-        start = min(start, len(data))
-        head = data[:start]
-        row = head.count(b"\n") + 1
-        column = start - (head.rfind(b"\n") + 1) + 1
-        if nul:
-            message = "cannot decode file: contains a NUL byte (binary, not Python source)"
-        else:
-            byte = f" (byte 0x{data[start]:02x})" if start < len(data) else ""
-            message = f"cannot decode file as {exc.encoding}: {exc.reason}{byte}"
-    elif isinstance(exc, SyntaxError):  # a bad or unknown PEP 263 coding cookie
-        row = exc.lineno or 1
-        message = f"cannot decode file: {exc.msg}"
-    else:
-        message = f"cannot decode file: {exc}"
-    return syntax_error_finding(path, message, row, column)
+def process_bytes(
+    data: bytes, path: str, settings: Optional[Settings] = None, mode: str = "lint", unsafe: bool = False
+) -> FileOutcome:
+    """Lint ("lint"), fix ("fix") or diff ("diff") contents not read from disk
+    (stdin, a buffer); never writes. Undecodable input gives TL000; an internal
+    error is a problem of the outcome, never an exception."""
+    from torchlint.pipeline import process_bytes as pipeline
+
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}")
+    settings = settings or Settings()
+    try:
+        return pipeline(data, path, settings.enabled_for(path), mode, unsafe)
+    except Exception as exc:  # an internal bug on this input: a problem, as for a file
+        return FileOutcome(path, problems=(Problem(path, f"internal error: {type(exc).__name__}: {exc}"),))
 
 
 def lint_bytes(data: bytes, path: str, settings: Optional[Settings] = None) -> FileResult:
     """Lint raw file contents; undecodable input becomes a TL000 finding."""
-    try:
-        decoded = decode_source(data)
-    except Exception as exc:  # any codec's failure (UnicodeError, LookupError, a bad cookie...)
-        return FileResult(path, (decode_error_finding(data, path, exc),))
-    return check(decoded.text, path, settings)
-
-
-def lint_paths(paths, settings: Optional[Settings] = None, fix: bool = False, unsafe: bool = False, jobs: int = 1):
-    """Lint (or, with `fix`, fix in place) files and folders; returns a
-    `torchlint.runner.RunResult` (sorted findings, problems, counts)."""
-    from torchlint.runner import run
-
-    return run(list(paths), settings or Settings(), mode="fix" if fix else "lint", unsafe=unsafe, jobs=jobs)
+    outcome = process_bytes(data, path, settings)
+    return FileResult(path, outcome.findings, outcome.problems)
 
 
 def fix_bytes(
     data: bytes, path: str = "<stdin>", settings: Optional[Settings] = None, unsafe: bool = False
 ) -> Tuple[bytes, List[Finding]]:
-    """`fix_source` on raw file contents: the result keeps the file's encoding,
-    BOM and line endings. Undecodable input is returned unchanged with its TL000.
-    The returned bytes are the input itself when nothing was fixed."""
-    try:
-        decoded = decode_source(data)
-    except Exception as exc:  # as in lint_bytes
-        return data, [decode_error_finding(data, path, exc)]
-    fixed, findings = fix_source(decoded.text, path, settings, unsafe)
-    if fixed == decoded.text:
-        return data, findings
-    try:
-        return decoded.encode(fixed), findings
-    except UnicodeEncodeError:
-        # A fix introduced text the file's declared encoding cannot hold: keep the file.
-        return data, lint_source(decoded.text, path, settings)
+    """Fix raw file contents: the result keeps the file's encoding, BOM and line
+    endings. Undecodable input is returned unchanged with its TL000, and so is
+    input whose fixes the file's encoding cannot hold. The returned bytes are
+    the input itself when nothing was fixed."""
+    outcome = process_bytes(data, path, settings, mode="fix", unsafe=unsafe)
+    return (outcome.new_data if outcome.new_data is not None else data), list(outcome.findings)
+
+
+def run(
+    paths: Sequence[str],
+    settings: Optional[Settings] = None,
+    mode: str = "lint",
+    unsafe: bool = False,
+    jobs: int = 1,
+    force_exclude: bool = False,
+    cache_root: Optional[str] = None,
+) -> RunResult:
+    """Lint (mode "lint"), fix in place ("fix") or diff ("diff") the files under
+    `paths`: sorted findings, problems, counts, diffs. `jobs=0` uses every core;
+    with `cache_root`, lint results are cached in `<cache_root>/.torchlint_cache`."""
+    from torchlint.runner import run as run_files
+
+    return run_files(
+        list(paths), settings or Settings(), mode=mode, unsafe=unsafe, jobs=jobs,
+        force_exclude=force_exclude, cache_root=cache_root,
+    )
+
+
+def lint_paths(paths, settings: Optional[Settings] = None, fix: bool = False, unsafe: bool = False, jobs: int = 1):
+    """`run` in lint mode, or with `fix` in fix mode (files fixed in place)."""
+    return run(paths, settings, mode="fix" if fix else "lint", unsafe=unsafe, jobs=jobs)

@@ -175,11 +175,11 @@ def _problems_out(problems) -> int:
 
 
 def _check_paths(paths, settings, opts: _Opts, jobs: int, force_exclude: bool) -> int:
-    from torchlint.runner import run
+    from torchlint import api
 
     cache_root = None if opts.no_cache else settings.root
-    result = run(paths, settings, mode=opts.mode, unsafe=opts.unsafe, jobs=jobs, force_exclude=force_exclude,
-                 cache_root=cache_root)
+    result = api.run(paths, settings, mode=opts.mode, unsafe=opts.unsafe, jobs=jobs, force_exclude=force_exclude,
+                     cache_root=cache_root)
     if opts.mode == "diff":
         _write_output("".join(d for _, d in result.diffs), opts.output_file)
         fixes = sum(o.fixes_applied for o in result.outcomes if o.diff)
@@ -195,10 +195,10 @@ def _check_paths(paths, settings, opts: _Opts, jobs: int, force_exclude: bool) -
 
 def _check_stdin(settings, filename: str, opts: _Opts) -> int:
     """Lint source from stdin. With --fix: fixed source on stdout, findings on stderr."""
-    from torchlint.runner import run_source
+    from torchlint import api
 
     data = sys.stdin.buffer.read()
-    outcome = run_source(data, filename, settings, mode=opts.mode, unsafe=opts.unsafe)
+    outcome = api.process_bytes(data, filename, settings, mode=opts.mode, unsafe=opts.unsafe)
     lines = {(outcome.path, r): t for r, t in outcome.lines}
     if opts.mode == "diff":
         _write_output(outcome.diff or "", opts.output_file)
@@ -250,8 +250,8 @@ def rule_command(code, output_format):
 
 def _register_subcommands() -> None:
     """Commands that live with their feature; none imports torch or pygls at import time."""
-    from torchlint.server import server_command
     from torchlint.cache import clean_command
+    from torchlint.server import server_command
     from torchlint.verify.cli import doctor_command, verify_command
 
     for command in (server_command, verify_command, doctor_command, clean_command):

@@ -86,3 +86,30 @@ class FileResult:
     # Set by fixing: the new text and how many fixes were applied.
     fixed_source: Optional[str] = None
     fixes_applied: int = 0
+
+
+# What the pipeline can do with a file: report findings, fix it in place, or show the fixes as a diff.
+MODES = ("lint", "fix", "diff")
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """What linting, fixing or diffing one file's contents produced (the
+    runner's and the cache's unit): findings, problems and, when fixing, the
+    new contents."""
+
+    path: str
+    findings: Tuple[Finding, ...] = ()
+    problems: Tuple[Problem, ...] = ()
+    fixes_applied: int = 0
+    # The fixed file contents when they differ from the original (fix/diff modes);
+    # dropped once written by the runner.
+    new_data: Optional[bytes] = None
+    diff: Optional[str] = None  # diff mode: the unified diff
+    written: bool = False
+    # Text of the lines findings point at, for code frames: ((row, text), ...).
+    lines: Tuple[Tuple[int, str], ...] = ()
+
+    @property
+    def needs_write(self) -> bool:
+        return self.new_data is not None and not self.written

@@ -5,8 +5,8 @@ import difflib
 import os
 import re
 import tempfile
-from bisect import bisect_right
-from typing import Iterable, List, Mapping, Sequence, Tuple
+from bisect import bisect_left, bisect_right
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from torchlint.findings import Edit
 
@@ -62,6 +62,16 @@ def diff_edits(old: str, new: str) -> Tuple[Edit, ...]:
     return tuple(edits)
 
 
+def unified_diff(path: str, old: str, new: str) -> str:
+    """`old` -> `new` as a unified diff of `path` (`--diff`)."""
+    old_lines = old.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
+    out = []
+    for line in difflib.unified_diff(old_lines, new_lines, fromfile=path, tofile=path):
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
 def apply_edits(text: str, edits: Iterable[Edit]) -> Tuple[str, int]:
     """Apply non-overlapping edits (later overlapping ones are skipped).
     Returns the new text and how many edits were applied."""
@@ -83,17 +93,27 @@ def apply_edits(text: str, edits: Iterable[Edit]) -> Tuple[str, int]:
 
 def apply_fix_groups(text: str, groups: Sequence[Sequence[Edit]]) -> Tuple[str, int]:
     """Apply whole fixes (each a group of edits) that don't overlap an earlier one.
-    A fix is applied entirely or not at all. Returns (text, fixes applied)."""
+    A fix is applied entirely or not at all. Returns (text, fixes applied).
+
+    A fix identical to edits already applied (two findings with the same fix)
+    counts as applied without being applied twice, as in Ruff: the count is of
+    findings fixed, not of edits made."""
     index = LineIndex(text)
-    taken: List[Tuple[int, int]] = []
+    taken = _Taken()
     chosen: List[Edit] = []
+    done: Set[Edit] = set()
     count = 0
     for group in groups:
-        spans = [(index.offset(e.row, e.column), index.offset(e.end_row, e.end_column)) for e in group]
-        if any(_overlaps(s, t) for s in spans for t in taken):
+        if group and all(e in done for e in group):
+            count += 1
             continue
-        taken.extend(spans)
+        spans = [(index.offset(e.row, e.column), index.offset(e.end_row, e.end_column)) for e in group]
+        if any(taken.overlaps(start, end) for start, end in spans):
+            continue
+        for start, end in spans:
+            taken.add(start, end)
         chosen.extend(group)
+        done.update(group)
         count += 1
     new, _ = apply_edits(text, chosen)
     return new, count
@@ -101,12 +121,44 @@ def apply_fix_groups(text: str, groups: Sequence[Sequence[Edit]]) -> Tuple[str, 
 
 def _overlaps(a: Tuple[int, int], b: Tuple[int, int]) -> bool:
     # Two insertions at the same point, or ranges that share any character.
-    if a[0] == a[1] == b[0] == b[1]:
-        return True
-    return (a[0] < b[1] and b[0] < a[1]) or a[0] == b[0]
+    return a[0] == b[0] or (a[0] < b[1] and b[0] < a[1])
 
 
-def replace_nodes(module, mapping: Mapping[object, object]):
+class _Taken:
+    """The spans of the fixes chosen so far, answering "does this span overlap
+    one of them?" (`_overlaps`) in logarithmic time: chosen spans do not overlap
+    each other, so sorted by start they are sorted by end too, and the only
+    candidates are the one starting at the same point and the first one ending
+    after the new span starts. A file's thousands of fixes cost n log n, not n².
+    Spans of one fix that overlap each other (never built by torchlint) switch
+    to comparing with every span, as before."""
+
+    def __init__(self) -> None:
+        self.starts: List[int] = []
+        self.ends: List[int] = []
+        self.irregular: Optional[List[Tuple[int, int]]] = None
+
+    def overlaps(self, start: int, end: int) -> bool:
+        if self.irregular is not None:
+            return any(_overlaps((start, end), t) for t in self.irregular)
+        i = bisect_left(self.starts, start)
+        if i < len(self.starts) and self.starts[i] == start:
+            return True
+        j = bisect_right(self.ends, start)
+        return j < len(self.starts) and self.starts[j] < end
+
+    def add(self, start: int, end: int) -> None:
+        if self.irregular is None and self.overlaps(start, end):
+            self.irregular = list(zip(self.starts, self.ends))
+        if self.irregular is not None:
+            self.irregular.append((start, end))
+            return
+        i = bisect_left(self.starts, start)
+        self.starts.insert(i, start)
+        self.ends.insert(i, end)
+
+
+def replace_nodes(module, mapping: Mapping[Any, Any]):
     """`module` with each node in `mapping` (by identity) replaced by its value."""
     import libcst as cst  # here, not at import: the runner imports this module for writing only
 
@@ -114,7 +166,7 @@ def replace_nodes(module, mapping: Mapping[object, object]):
         def __init__(self) -> None:
             self.mapping = {id(k): v for k, v in mapping.items()}
 
-        def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        def on_leave(self, original_node, updated_node):
             replacement = self.mapping.get(id(original_node))
             return replacement if replacement is not None else updated_node
 

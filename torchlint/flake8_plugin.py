@@ -2,27 +2,23 @@
 
 Registered as the `TL` entry point of the `flake8.extension` group. flake8 does
 the selection (`--select`, `--extend-ignore`, `per-file-ignores`) and the
-`# noqa: TL104` comments; every torchlint rule runs, and torchlint's own
-`# torchlint: ignore[...]` comments are honoured too. Syntax errors are left to
-flake8 (E999). Fixes are not offered: run `torchlint check --fix` for those.
+`# noqa: TL104` comments; every torchlint rule runs (through torchlint.api,
+like every other door), and torchlint's own `# torchlint: ignore[...]`
+comments are honoured too. Files torchlint cannot analyse (error-severity
+findings: TL000) are left to flake8's own E999/E902. Fixes are not offered:
+run `torchlint check --fix` for those.
 """
+
 from __future__ import annotations
 
 from typing import Iterator, Sequence, Tuple
 
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("torchlint")
-    except Exception:  # not installed (running from a checkout)
-        return "0.1.0"
+from torchlint import __version__
 
 
 class TorchlintChecker:
     name = "torchlint"
-    version = _version()
+    version = __version__
 
     # flake8 picks the parameters by name; `tree` makes this a "tree" plugin,
     # but the source comes from `lines` (torchlint parses with LibCST).
@@ -31,12 +27,12 @@ class TorchlintChecker:
         self.lines = lines
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
-        from torchlint.engine import check_source
-        from torchlint.rules import all_codes
+        from torchlint.api import check
+        from torchlint.config import Settings
+        from torchlint.rules import severity
 
-        source = "".join(self.lines)
-        result = check_source(source, self.filename, frozenset(all_codes()))
+        result = check("".join(self.lines), self.filename, Settings())
         for f in result.findings:
-            if f.code == "TL000":
+            if severity(f.code) == "error":
                 continue
             yield f.row, f.column - 1, f"{f.code} {f.message}", type(self)

@@ -13,21 +13,25 @@ Findings carry `cell` (1-based position of the cell in the notebook, counting
 markdown cells too, as Ruff does) and rows relative to that cell. A fix whose
 edits span more than one cell is dropped.
 
-Writing back (`fix=True`) replaces only the changed cells' `"source"` values in
-the original bytes, so outputs, metadata, execution counts, key order,
-indentation and the trailing newline stay byte for byte; `source` keeps its
-form (a list of lines or one string).
+`read(data)` gives the code cells as one module (`Cells`), which the pipeline
+lints and the fix loop edits like a .py file's text (torchlint/pipeline.py,
+torchlint/fix_loop.py). Writing back (`Cells.to_bytes`) replaces only the
+changed cells' `"source"` values in the original bytes, so outputs, metadata,
+execution counts, key order, indentation and the trailing newline stay byte
+for byte; `source` keeps its form (a list of lines or one string).
 """
+
 from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field, replace
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from torchlint.findings import Edit, Finding, Fix, Problem
+from torchlint.findings import Edit, Finding, Fix
+from torchlint.fixes import apply_fix_groups
 
-MAX_FIX_PASSES = 10
 _MAGIC_MARK = "# torchlint-ipython-"
 _PLACEHOLDER_RE = re.compile(r"^([ \t]*)pass  " + re.escape(_MAGIC_MARK) + r"(\d+)$")
 # `x = !ls`, `a, b = %sx ls`, `self.out = !cmd`
@@ -140,11 +144,25 @@ def _restore(text: str, cell: _Cell) -> str:
     return restored
 
 
-class _Layout:
-    """Where each code cell sits in the concatenated module."""
+class NotebookError(ValueError):
+    """A file that is not a readable Jupyter notebook; the message says why."""
 
-    def __init__(self, cells: Sequence[_Cell]):
+
+@dataclass(frozen=True)
+class _File:
+    """The notebook file as read: its JSON text and whether it had a UTF-8 BOM."""
+
+    text: str
+    bom: bool
+
+
+class Cells:
+    """A notebook's code cells as one module: the `Document` the fix loop edits
+    (torchlint/fix_loop.py), and the way back to cells and to the file."""
+
+    def __init__(self, cells: Sequence[_Cell], file: _File) -> None:
         self.cells = list(cells)
+        self.file = file
         self.starts: List[int] = []  # 1-based module row of each cell's first line
         self.lengths: List[int] = []
         row = 1
@@ -155,16 +173,21 @@ class _Layout:
             row += n
         self.total = row - 1
         self.source = "".join(c.text for c in self.cells)
+        # Module rows of IPython placeholders, per cell, cell-relative.
+        self._holes = [
+            [k + 1 for k, ln in enumerate(c.text.splitlines()) if _PLACEHOLDER_RE.match(ln)] for c in self.cells
+        ]
+        # Cells that have lines, and where they start, for `locate`.
+        self._nonempty = [i for i, n in enumerate(self.lengths) if n]
+        self._nonempty_starts = [self.starts[i] for i in self._nonempty]
 
     def locate(self, row: int) -> Tuple[int, int]:
         """Module row -> (index into self.cells, 1-based row in the cell)."""
-        for i in range(len(self.cells) - 1, -1, -1):
-            if self.lengths[i] and row >= self.starts[i]:
-                return i, row - self.starts[i] + 1
-        return 0, row
-
-    def placeholder_rows(self, i: int) -> List[int]:
-        return [k + 1 for k, ln in enumerate(self.cells[i].text.splitlines()) if _PLACEHOLDER_RE.match(ln)]
+        k = bisect_right(self._nonempty_starts, row) - 1
+        if k < 0:
+            return 0, row
+        i = self._nonempty[k]
+        return i, row - self.starts[i] + 1
 
     def edits_cell(self, edits: Sequence[Edit]) -> Optional[int]:
         """The one cell all `edits` lie in, away from placeholders; None otherwise."""
@@ -177,8 +200,7 @@ class _Layout:
                 return None
             if e.row > self.starts[i] + self.lengths[i]:
                 return None
-            holes = self.placeholder_rows(i)
-            if any(r0 <= h <= r1 for h in holes):
+            if any(r0 <= h <= r1 for h in self._holes[i]):
                 return None
             where = i
         return where
@@ -187,38 +209,105 @@ class _Layout:
         off = self.starts[i] - 1
         return tuple(replace(e, row=e.row - off, end_row=e.end_row - off) for e in edits)
 
+    # -- the fix loop's Document ---------------------------------------------------------
 
-def _notebook_finding(path: str, message: str) -> Finding:
-    from torchlint.engine import syntax_error_finding
+    def edits_of(self, finding: Finding) -> Optional[Tuple[Edit, ...]]:
+        """A fix applies only within one cell and away from IPython lines."""
+        if finding.fix is None or self.edits_cell(finding.fix.edits) is None:
+            return None
+        return finding.fix.edits
 
-    return syntax_error_finding(path, message)
+    def apply(self, fixes: Sequence[Tuple[Edit, ...]]) -> Tuple["Cells", int]:
+        per_cell: Dict[int, List[Tuple[Edit, ...]]] = {}
+        for edits in fixes:
+            i = self.edits_cell(edits)
+            if i is not None:
+                per_cell.setdefault(i, []).append(self.to_cell_edits(i, edits))
+        new_cells = list(self.cells)
+        applied = 0
+        for i, groups in sorted(per_cell.items()):
+            new_text, n = apply_fix_groups(self.cells[i].text, groups)
+            applied += n
+            if new_text != self.cells[i].text:
+                if not new_text.endswith("\n"):
+                    new_text += "\n"
+                new_cells[i] = replace(self.cells[i], text=new_text)
+        return Cells(new_cells, self.file), applied
+
+    # -- back to cells and to the file -----------------------------------------------------
+
+    def to_cell(self, f: Finding) -> Finding:
+        """A module finding with its cell number and cell-relative rows; its fix
+        is kept only if it lies within that one cell."""
+        i, row = self.locate(f.row)
+        j, end_row = self.locate(max(f.end_row, f.row))
+        if j != i:  # a node running into the next cell: end at the end of this cell
+            end_row, end_col = self.lengths[i] + 1, 1
+        else:
+            end_col = f.end_column
+        fix = f.fix
+        if fix is not None:
+            where = self.edits_cell(fix.edits)
+            fix = None if where != i else Fix(fix.applicability, fix.message, self.to_cell_edits(i, fix.edits))
+        return replace(
+            f,
+            row=row,
+            end_row=end_row,
+            end_column=end_col,
+            cell=self.cells[i].number,
+            fix=fix,
+            noqa_row=row if f.noqa_row is not None else None,
+        )
+
+    def to_bytes(self) -> Optional[bytes]:
+        """The notebook file with the changed cells' sources replaced (IPython
+        lines restored), or None when no cell changed."""
+        sources = {}
+        for c in self.cells:
+            restored = _restore(c.text, c)
+            if restored != c.original_source:
+                sources[c.number] = (restored, c.as_list)
+        if not sources:
+            return None
+        new_text = replace_sources(self.file.text, sources)
+        return (b"\xef\xbb\xbf" if self.file.bom else b"") + new_text.encode("utf-8")
 
 
-def _read(data: bytes, path: str):
-    """(text, notebook dict, bom) or raise ValueError with a reason."""
+def read(data: bytes) -> Optional[Cells]:
+    """A notebook's code cells, or None when there is nothing to lint (not a
+    Python notebook, or no code cells). Raises NotebookError with a reason."""
+    text, nb, bom = _read(data)
+    if not _is_python(nb):
+        return None
+    cells = _cells(nb)
+    return Cells(cells, _File(text, bom)) if cells else None
+
+
+def _read(data: bytes):
+    """(text, notebook dict, bom) or raise NotebookError with a reason."""
     bom = data.startswith(b"\xef\xbb\xbf")
     try:
         text = data[3:].decode("utf-8") if bom else data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8: {exc}") from None
+        raise NotebookError(f"not UTF-8: {exc}") from None
     try:
         nb = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON: {exc}") from None
+        raise NotebookError(f"invalid JSON: {exc}") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise ValueError("not a Jupyter notebook (no top-level 'cells' list; nbformat 4 is required)")
+        raise NotebookError("not a Jupyter notebook (no top-level 'cells' list; nbformat 4 is required)")
     for k, cell in enumerate(nb["cells"], 1):
         if not isinstance(cell, dict) or "cell_type" not in cell:
-            raise ValueError(f"cell {k} is not a notebook cell")
+            raise NotebookError(f"cell {k} is not a notebook cell")
         src = cell.get("source", "")
         if not (isinstance(src, str) or (isinstance(src, list) and all(isinstance(s, str) for s in src))):
-            raise ValueError(f"cell {k} has a 'source' that is neither a string nor a list of strings")
+            raise NotebookError(f"cell {k} has a 'source' that is neither a string nor a list of strings")
     return text, nb, bom
 
 
 def _is_python(nb: dict) -> bool:
     meta = nb.get("metadata") or {}
-    lang = ((meta.get("language_info") or {}).get("name") or (meta.get("kernelspec") or {}).get("language") or "python")
+    lang = (meta.get("language_info") or {}).get("name") or (meta.get("kernelspec") or {}).get("language") or "python"
     return str(lang).lower() in ("python", "python3", "ipython", "ipython3")
 
 
@@ -237,133 +326,17 @@ def _cells(nb: dict) -> List[_Cell]:
     return out
 
 
-def _map_finding(f: Finding, layout: _Layout) -> Finding:
-    i, row = layout.locate(f.row)
-    j, end_row = layout.locate(max(f.end_row, f.row))
-    if j != i:  # a node running into the next cell: end at the end of this cell
-        end_row, end_col = layout.lengths[i] + 1, 1
-    else:
-        end_col = f.end_column
-    fix = f.fix
-    if fix is not None:
-        where = layout.edits_cell(fix.edits)
-        fix = None if where != i else Fix(fix.applicability, fix.message, layout.to_cell_edits(i, fix.edits))
-    return replace(
-        f,
-        row=row,
-        end_row=end_row,
-        end_column=end_col,
-        cell=layout.cells[i].number,
-        fix=fix,
-        noqa_row=row if f.noqa_row is not None else None,
-    )
-
-
-@dataclass(frozen=True)
-class NotebookResult:
-    findings: Tuple[Finding, ...]
-    new_bytes: Optional[bytes]  # the fixed file, when a fix changed something
-    problems: Tuple[Problem, ...]
-    fixes_applied: int = 0
-
-
-def check_notebook(
-    data: bytes, path: str, enabled: FrozenSet[str], fix: bool = False, unsafe: bool = False
-) -> Tuple[List[Finding], Optional[bytes], List[Problem]]:
-    """Lint (and with `fix`, fix) a notebook's code cells.
-
-    Returns (findings with `cell` set and cell-relative rows, the new file bytes
-    when a fix changed something else None, problems)."""
-    r = notebook_result(data, path, enabled, fix, unsafe)
-    return list(r.findings), r.new_bytes, list(r.problems)
-
-
-def notebook_result(
-    data: bytes, path: str, enabled: FrozenSet[str], fix: bool = False, unsafe: bool = False
-) -> NotebookResult:
-    """`check_notebook`, also counting the fixes applied (for "N fixed" summaries)."""
-    from torchlint.engine import check_source, parse
-    from torchlint.fixes import apply_fix_groups
-    from torchlint.findings import Applicability
-
-    try:
-        text, nb, bom = _read(data, path)
-    except ValueError as exc:
-        return NotebookResult((_notebook_finding(path, f"cannot read notebook: {exc}"),), None, ())
-    if not _is_python(nb):
-        return NotebookResult((), None, ())
-    cells = _cells(nb)
-    if not cells:
-        return NotebookResult((), None, ())
-    layout = _Layout(cells)
-    result = check_source(layout.source, path, enabled)
-    problems: List[Problem] = list(result.problems)
-    changed = False
-    total = 0
-
-    if fix and not any(f.code == "TL000" for f in result.findings):
-        allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
-        for _ in range(MAX_FIX_PASSES):
-            per_cell: Dict[int, List[Tuple[Edit, ...]]] = {}
-            for f in result.findings:
-                if f.fix is None or f.fix.applicability not in allowed:
-                    continue
-                i = layout.edits_cell(f.fix.edits)
-                if i is not None:
-                    per_cell.setdefault(i, []).append(layout.to_cell_edits(i, f.fix.edits))
-            if not per_cell:
-                break
-            new_cells = list(layout.cells)
-            applied = 0
-            for i, groups in sorted(per_cell.items()):
-                new_text, n = apply_fix_groups(layout.cells[i].text, groups)
-                if n and new_text != layout.cells[i].text:
-                    if not new_text.endswith("\n"):
-                        new_text += "\n"
-                    new_cells[i] = replace(layout.cells[i], text=new_text)
-                    applied += n
-            if not applied:
-                break
-            candidate = _Layout(new_cells)
-            try:
-                parse(candidate.source)
-            except Exception:
-                problems.append(Problem(path, "a fix produced code that does not parse; it was not applied"))
-                break
-            layout = candidate
-            changed = True
-            total += applied
-            result = check_source(layout.source, path, enabled)
-            problems = [p for p in problems if p not in result.problems] + list(result.problems)
-
-    findings = sorted((_map_finding(f, layout) for f in result.findings), key=Finding.sort_key)
-    new_bytes = None
-    if changed:
-        sources = {}
-        for c in layout.cells:
-            restored = _restore(c.text, c)
-            if restored != c.original_source:
-                sources[c.number] = (restored, c.as_list)
-        if sources:
-            try:
-                new_text = replace_sources(text, sources)
-            except ValueError as exc:  # pragma: no cover - _read already validated the JSON
-                problems.append(Problem(path, f"cannot write notebook: {exc}"))
-            else:
-                new_bytes = (b"\xef\xbb\xbf" if bom else b"") + new_text.encode("utf-8")
-    return NotebookResult(tuple(findings), new_bytes, tuple(problems), total if new_bytes is not None else 0)
-
-
 # ---------------------------------------------------------------------------
 # Byte-preserving JSON editing
 
 
-_WS = re.compile(r"[ \t\n\r]*")
 _decoder = json.JSONDecoder()
 
 
 def _skip_ws(s: str, i: int) -> int:
-    return _WS.match(s, i).end()
+    while i < len(s) and s[i] in " \t\n\r":
+        i += 1
+    return i
 
 
 def _source_spans(text: str) -> Dict[int, Tuple[int, int]]:
@@ -457,10 +430,85 @@ def replace_sources(text: str, sources: Dict[int, Tuple[str, bool]]) -> str:
             raise ValueError(f"cell {number} has no 'source'")
         start, end = spans[number]
         line_start = text.rfind("\n", 0, start) + 1
-        indent = re.match(r"[ \t]*", text[line_start:start]).group(0)
+        before = text[line_start:start]
+        indent = before[: len(before) - len(before.lstrip(" \t"))]
         new, as_list = sources[number]
         out.append(text[pos:start])
         out.append(_dump_source(new, as_list, text[start:end], ensure_ascii, indent, unit))
         pos = end
     out.append(text[pos:])
     return "".join(out)
+
+
+# ---------------------------------------------------------------------------
+# Positions in the notebook's JSON text (an editor showing the .ipynb as text)
+
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+class JsonPositions:
+    """Where a cell-relative (row, column) of a finding lies in the notebook's
+    JSON text: inside the string literal that holds that character of the
+    cell's "source". Raises NotebookError for text that is not a notebook."""
+
+    def __init__(self, text: str) -> None:
+        try:
+            spans = _source_spans(text)
+        except (ValueError, IndexError) as exc:
+            raise NotebookError(f"invalid JSON: {exc}") from None
+        # cell number -> (offsets of each source character in `text`, the offset
+        # just past the last one, the cell's line starts as character indices)
+        self._cells: Dict[int, Tuple[List[int], int, List[int]]] = {}
+        for number, (start, end) in spans.items():
+            chars, offsets, tail = _literal_chars(text, start, end)
+            source = "".join(chars)
+            starts = [0]
+            for line in source.splitlines(keepends=True):  # as `_transform` splits cells
+                starts.append(starts[-1] + len(line))
+            self._cells[number] = (offsets, tail, starts)
+
+    def offset(self, cell: int, row: int, column: int) -> Optional[int]:
+        """The offset in the JSON text of the cell's 1-based (row, column); None
+        for a cell without a source."""
+        found = self._cells.get(cell)
+        if found is None:
+            return None
+        offsets, tail, starts = found
+        row = max(1, min(row, len(starts)))
+        index = starts[row - 1] + max(0, column - 1)
+        return offsets[index] if index < len(offsets) else tail
+
+
+def _literal_chars(text: str, start: int, end: int) -> Tuple[List[str], List[int], int]:
+    """The characters of the JSON string (or list of strings) in text[start:end],
+    each with its offset, and the offset of the closing quote of the last one."""
+    chars: List[str] = []
+    offsets: List[int] = []
+    tail = start
+    i = start
+    while i < end:
+        if text[i] != '"':
+            i += 1
+            continue
+        i += 1
+        while text[i] != '"':
+            offsets.append(i)
+            if text[i] != "\\":
+                chars.append(text[i])
+                i += 1
+                continue
+            kind = text[i + 1]
+            if kind != "u":
+                chars.append(_ESCAPES.get(kind, kind))
+                i += 2
+                continue
+            code, width = int(text[i + 2 : i + 6], 16), 6
+            if 0xD800 <= code < 0xDC00 and text[i + 6 : i + 8] == "\\u":  # a surrogate pair: one character
+                low = int(text[i + 8 : i + 12], 16)
+                if 0xDC00 <= low < 0xE000:
+                    code, width = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00), 12
+            chars.append(chr(code))
+            i += width
+        tail = i
+        i += 1
+    return chars, offsets, tail

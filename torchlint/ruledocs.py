@@ -2,19 +2,18 @@
 
 One source of truth: a rule's docstring (Ruff's sections), its code, name,
 message and fix metadata. `scripts/gen_rule_docs.py` writes the rendered pages
-to docs/rules/; `torchlint rule CODE` / `torchlint rules` print the same text
-(or the JSON forms below), and the JSON/SARIF reporters link to the pages via
-`rule_url`.
+to docs/rules/ and the rule catalog (torchlint/rules/catalog.py); `torchlint
+rule CODE` / `torchlint rules` print the same text (or the JSON forms below),
+and the JSON/SARIF reporters link to the pages via `torchlint.rules.rule_url`.
 """
 from __future__ import annotations
 
-import inspect
 import re
-from typing import Dict, List, Optional, Sequence, Tuple, Type, Union
+from typing import Dict, List, Optional, Tuple, Type, Union
 
-from torchlint.findings import Applicability
 from torchlint import rules as rules_registry
-from torchlint.rules import TL000, all_rules, rule_by_code
+from torchlint.findings import Applicability
+from torchlint.rules import all_rules, rule_by_code
 from torchlint.rules.base import Rule
 
 # Where the generated pages live in the repository, and their public address.
@@ -44,73 +43,28 @@ CATEGORIES = {
     "TL5": "profiling",
 }
 
-# TL000 has no Rule class (the engine reports it); its page is written here.
-TL000_DOC = """\
-## What it does
-Reports a file that torchlint cannot analyse. That is Python that does not
-parse, a file whose bytes cannot be decoded (bad PEP 263 cookie, invalid
-UTF-8, NUL bytes), or a notebook (`.ipynb`) that is not valid notebook JSON.
-
-## Why is this bad?
-No other rule can look at a file that does not parse, so every mistake in it
-goes unreported. The run goes on with the other files; the finding says where
-the parser stopped.
-
-## Example
-```python
-for batch in loader
-    model(batch)
-```
-
-## Use instead
-```python
-for batch in loader:
-    model(batch)
-```
-
-## References
-- [Python: Syntax errors](https://docs.python.org/3/tutorial/errors.html#syntax-errors)
-- [The Jupyter notebook format](https://nbformat.readthedocs.io/en/latest/format_description.html)
-"""
-
 RuleLike = Union[str, Type[Rule]]
 
 
-class _SyntaxError:
-    """Stands in for a Rule class for TL000."""
-
-    CODE, NAME = TL000
-    MESSAGE = "The file cannot be parsed or decoded"
-    FIX_TITLE = None
-    APPLICABILITY = None
-    REQUIRES_DEVICE = False
-    INVALID: Sequence = ()
-    __module__ = "torchlint.engine"
-
-    @classmethod
-    def doc(cls) -> str:
-        return TL000_DOC.strip()
-
-
-def _resolve(rule: RuleLike):
+def _resolve(rule: RuleLike) -> Type[Rule]:
+    """A rule class from a class, a code or a name; KeyError if unknown."""
     if isinstance(rule, str):
-        if rule.upper() == TL000[0] or rule == TL000[1]:
-            return _SyntaxError
         for r in all_rules():
             if r.NAME == rule:
                 return r
-        return rule_by_code(rule)  # KeyError for an unknown code
+        return rule_by_code(rule)
     return rule
 
 
-def documented_rules() -> List:
-    """TL000 followed by every rule class, sorted by code."""
-    return [_SyntaxError] + list(all_rules())
+def documented_rules() -> List[Type[Rule]]:
+    """Every rule class, sorted by code (TL000 first)."""
+    return list(all_rules())
 
 
 def rule_url(rule: RuleLike) -> str:
-    r = _resolve(rule)
-    return rules_registry.rule_url(r.CODE)
+    url = rules_registry.rule_url(_resolve(rule).CODE)
+    assert url is not None  # every rule class is in the catalog (checked by a test)
+    return url
 
 
 def category(rule: RuleLike) -> str:
@@ -125,7 +79,7 @@ def category(rule: RuleLike) -> str:
 def doc_sections(rule: RuleLike) -> List[Tuple[str, str]]:
     """The docstring's `## Title` sections as (title, body) pairs, in order."""
     r = _resolve(rule)
-    text = r.doc() if hasattr(r, "doc") else inspect.cleandoc(r.__doc__ or "")
+    text = r.doc()
     sections: List[Tuple[str, str]] = []
     title: Optional[str] = None
     body: List[str] = []
@@ -167,7 +121,7 @@ def doc_problems(rule: RuleLike) -> List[str]:
     for t, body in sections:
         if not body.strip():
             problems.append(f"section '## {t}' is empty")
-    text = r.doc() if hasattr(r, "doc") else inspect.cleandoc(r.__doc__ or "")
+    text = r.doc()
     if text.strip() and not text.lstrip().startswith("## "):
         problems.append("text before the first '## ' section would be lost")
     return problems
@@ -196,7 +150,7 @@ def fix_availability(rule: RuleLike) -> str:
     r = _resolve(rule)
     if r.APPLICABILITY is None and r.FIX_TITLE is None:
         return "none"
-    examples = list(getattr(r, "INVALID", ()))
+    examples = list(r.INVALID)
     if examples and all(ex.fixed is not None for ex in examples):
         return "always"
     return "sometimes"
@@ -210,7 +164,7 @@ def fix_applicabilities(rule: RuleLike) -> List[str]:
     found = set()
     if r.APPLICABILITY is not None:
         found.add(str(r.APPLICABILITY))
-    for ex in getattr(r, "INVALID", ()):
+    for ex in r.INVALID:
         if ex.fixed is not None:
             found.add("unsafe" if ex.unsafe else "safe")
     if not found:
@@ -249,12 +203,12 @@ def render_rule_markdown(rule: RuleLike) -> str:
     if fl:
         lines.append(fl)
         lines.append("")
-    if getattr(r, "REQUIRES_DEVICE", False):
+    if r.REQUIRES_DEVICE:
         lines.append("Fires only where a device is in play (the file selects or uses an accelerator).")
         lines.append("")
     lines.append(f"Message: {r.MESSAGE}")
     lines.append("")
-    if getattr(r, "FIX_TITLE", None):
+    if r.FIX_TITLE:
         lines.append(f"Fix title: {r.FIX_TITLE}")
         lines.append("")
     for title, body in doc_sections(r):
@@ -282,8 +236,8 @@ def render_rule_json(rule: RuleLike) -> Dict[str, object]:
         "fix": fix_line(r) or "Fix is not available.",
         "fix_availability": fix_availability(r),
         "fix_applicability": fix_applicabilities(r),
-        "fix_title": getattr(r, "FIX_TITLE", None),
-        "requires_device": bool(getattr(r, "REQUIRES_DEVICE", False)),
+        "fix_title": r.FIX_TITLE,
+        "requires_device": r.REQUIRES_DEVICE,
         "explanation": explanation,
         "url": rule_url(r),
     }
@@ -326,6 +280,24 @@ def render_index() -> str:
         "Fix: `safe` fixes are applied by `--fix`; `unsafe` ones only with `--fix --unsafe-fixes`; "
         "`sometimes` means some findings of the rule carry no fix.\n\n"
         + rules_table_markdown()
+    )
+
+
+CATALOG_PATH = "torchlint/rules/catalog.py"
+
+
+def render_catalog() -> str:
+    """torchlint/rules/catalog.py: what configuration, reporters and the cache
+    need to know about every rule, readable without importing the rules."""
+    rules = documented_rules()
+    names = "".join(f'    "{r.CODE}": "{r.NAME}",\n' for r in rules)
+    severities = "".join(f'    "{r.CODE}": "{r.SEVERITY}",\n' for r in rules)
+    return (
+        '"""Every rule\'s code, name and severity, readable without importing the rules.\n\n'
+        "Generated from the rule classes by `python scripts/gen_rule_docs.py`; do not edit.\n"
+        'tests/test_rule_docs.py checks that it is current.\n"""\n\n'
+        f"CATALOG = {{\n{names}}}\n\n"
+        f"SEVERITIES = {{\n{severities}}}\n"
     )
 
 

@@ -1,22 +1,23 @@
-"""The per-file pipeline behind the CLI, built from pure data so a process pool
-or a cache can wrap `process_file` (jobs and outcomes are frozen dataclasses).
+"""Files: discover them, read them, answer from the cache, spread the work over
+processes, write fixes, merge the results. What happens to one file's contents
+is torchlint/pipeline.py; this module does no linting itself. Jobs and
+outcomes are frozen dataclasses, so a process pool or a cache can wrap
+`process_file`.
 
-    FileJob --process_file--> FileOutcome      (one file: read, decode, lint/fix, write)
+    FileJob --process_file--> FileOutcome      (one file: read, pipeline, write)
     run(paths, settings) --> RunResult         (discover, map over files, merge, sort)
 """
+
 from __future__ import annotations
 
-import difflib
 import os
 import stat
 from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from torchlint.config import Settings
-from torchlint.findings import FileResult, Finding, Problem
+from torchlint.findings import MODES, FileOutcome, Finding, Problem
 from torchlint.fixes import write_atomic
-
-MODES = ("lint", "fix", "diff")
 
 
 @dataclass(frozen=True)
@@ -27,104 +28,13 @@ class FileJob:
     unsafe: bool = False
 
 
-@dataclass(frozen=True)
-class FileOutcome:
-    path: str
-    findings: Tuple[Finding, ...] = ()
-    problems: Tuple[Problem, ...] = ()
-    fixes_applied: int = 0
-    # The fixed file contents when they differ from the original (fix/diff modes);
-    # dropped once written by `process_file`.
-    new_data: Optional[bytes] = None
-    diff: Optional[str] = None  # diff mode: the unified diff
-    written: bool = False
-    # Text of the lines findings point at, for code frames: ((row, text), ...).
-    lines: Tuple[Tuple[int, str], ...] = ()
-
-    @property
-    def needs_write(self) -> bool:
-        return self.new_data is not None and not self.written
-
-
-def _lines_for(text: str, findings: Sequence[Finding]) -> Tuple[Tuple[int, str], ...]:
-    rows = sorted({f.row for f in findings if f.cell is None})
-    if not rows:
-        return ()
-    all_lines = text.splitlines()
-    return tuple((r, all_lines[r - 1]) for r in rows if 0 < r <= len(all_lines))
-
-
-def unified_diff(path: str, old: str, new: str) -> str:
-    old_lines = old.splitlines(keepends=True)
-    new_lines = new.splitlines(keepends=True)
-    out = []
-    for line in difflib.unified_diff(old_lines, new_lines, fromfile=path, tofile=path):
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out)
-
-
-def _notebook(data: bytes, job: FileJob) -> FileOutcome:
-    from torchlint.notebook import notebook_result
-
-    result = notebook_result(data, job.path, job.enabled, job.mode != "lint", job.unsafe)
-    findings, new_bytes, problems = result.findings, result.new_bytes, result.problems
-    diff = None
-    if job.mode == "diff" and new_bytes is not None and new_bytes != data:
-        diff = unified_diff(job.path, data.decode("utf-8", "replace"), new_bytes.decode("utf-8", "replace"))
-    changed = new_bytes is not None and new_bytes != data
-    return FileOutcome(
-        job.path,
-        tuple(sorted(findings, key=Finding.sort_key)),
-        tuple(problems),
-        fixes_applied=result.fixes_applied,
-        new_data=new_bytes if changed else None,
-        diff=diff,
-    )
-
-
 def process_bytes(data: bytes, job: FileJob) -> FileOutcome:
-    """Lint or fix file contents; no I/O. Undecodable input gives TL000."""
-    if job.path.endswith(".ipynb"):
-        return _notebook(data, job)
+    """The pipeline on one file's contents; no I/O."""
     # Imported here, not at module level: a run answered from the cache never
-    # needs the engine (and LibCST).
-    from torchlint.api import decode_error_finding, decode_source
-    from torchlint.engine import check_source, fix_source, parse
+    # needs the pipeline (and LibCST).
+    from torchlint.pipeline import process_bytes as pipeline
 
-    try:
-        decoded = decode_source(data)
-    except Exception as exc:  # any codec's failure: TL000, which is always reported
-        return FileOutcome(job.path, (decode_error_finding(data, job.path, exc),))
-    text = decoded.text
-    if job.mode == "lint":
-        result: FileResult = check_source(text, job.path, job.enabled)
-        return FileOutcome(job.path, result.findings, result.problems, lines=_lines_for(text, result.findings))
-    result = fix_source(text, job.path, job.enabled, unsafe=job.unsafe)
-    new_text = result.fixed_source if result.fixed_source is not None else text
-    problems = list(result.problems)
-    new_data: Optional[bytes] = None
-    if new_text != text:
-        try:
-            parse(new_text)  # belt and braces: never hand back code that does not parse
-            new_data = decoded.encode(new_text)
-        except UnicodeEncodeError as exc:
-            problems.append(Problem(job.path, f"fixed code cannot be encoded as {decoded.encoding}: {exc.reason}; not fixed"))
-        except Exception:
-            problems.append(Problem(job.path, "fixed code does not parse; not fixed"))
-    if new_data is None:  # nothing (valid) to apply: report the original findings
-        if new_text != text:
-            result = check_source(text, job.path, job.enabled)
-        return FileOutcome(job.path, result.findings, tuple(problems), lines=_lines_for(text, result.findings))
-    diff = unified_diff(job.path, text, new_text) if job.mode == "diff" else None
-    return FileOutcome(
-        job.path,
-        result.findings,
-        tuple(problems),
-        fixes_applied=result.fixes_applied,
-        new_data=new_data,
-        diff=diff,
-        lines=_lines_for(new_text, result.findings),
-    )
+    return pipeline(data, job.path, job.enabled, job.mode, job.unsafe)
 
 
 def _read(path: str) -> Tuple[Optional[bytes], Optional[Problem]]:
@@ -316,16 +226,4 @@ def run(
     return merge(outcomes, len(items), found.problems)
 
 
-def run_source(data: bytes, path: str, settings: Settings, mode: str = "lint", unsafe: bool = False) -> FileOutcome:
-    """Lint or fix contents that are not read from disk (stdin); never writes."""
-    job = FileJob(path, settings.enabled_for(path), mode, unsafe)
-    try:
-        return process_bytes(data, job)
-    except Exception as exc:
-        return FileOutcome(path, problems=(Problem(path, f"internal error: {type(exc).__name__}: {exc}"),))
-
-
-__all__ = [
-    "FileJob", "FileOutcome", "RunResult", "process_bytes", "process_file", "run", "run_source",
-    "unified_diff", "merge",
-]
+__all__ = ["FileJob", "FileOutcome", "RunResult", "merge", "process_bytes", "process_file", "run"]

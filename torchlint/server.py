@@ -15,13 +15,6 @@ import sys
 import click
 
 
-def rule_url(code: str):
-    """The documentation URL of a rule code (None for an unknown code)."""
-    from torchlint.lsp.convert import rule_url as _rule_url
-
-    return _rule_url(code)
-
-
 def main(log_level: str = "WARNING") -> None:
     """Serve LSP on stdin/stdout until the client says exit."""
     try:
@@ -31,7 +24,7 @@ def main(log_level: str = "WARNING") -> None:
             f"torchlint server needs the `server` extra ({exc}): pip install 'torchlint[server]'",
             err=True,
         )
-        raise SystemExit(2)
+        raise SystemExit(2) from None
     # Logs go to stderr; stdout carries the protocol.
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, log_level.upper(), logging.WARNING),
                         format="torchlint-server %(levelname)s %(name)s: %(message)s")

@@ -12,25 +12,16 @@ end of the line, where no column points past it).
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from torchlint.findings import Finding
+from torchlint.notebook import JsonPositions, NotebookError
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 
 FIX_ALL_KIND = "source.fixAll.torchlint"
-
-
-def rule_url(code: str) -> Optional[str]:
-    """The rule's documentation page (the same link as the CLI's JSON and SARIF),
-    or None for a code no rule claims."""
-    from torchlint.rules import rule_url as url
-
-    try:
-        return url(code)
-    except KeyError:
-        return None
 
 
 class TextLines:
@@ -68,6 +59,45 @@ class TextLines:
     def finding_span(self, f: Finding) -> Tuple[Tuple[int, int], Tuple[int, int]]:
         return self.span(f.row, f.column, f.end_row, f.end_column)
 
+    def offset_position(self, offset: int) -> Tuple[int, int]:
+        """0-based (line, character in code units) of an offset into the text."""
+        if not hasattr(self, "_starts"):
+            starts = [0]
+            for text in self.lines[:-1]:
+                starts.append(starts[-1] + len(text) + 1)
+            self._starts = starts
+        line = max(0, bisect_right(self._starts, offset) - 1)
+        return line, self.units(self.lines[line][: offset - self._starts[line]])
+
+
+class NotebookLines(TextLines):
+    """A Jupyter notebook open as JSON text: its findings carry a cell and rows
+    relative to that cell, placed here on the characters of that cell's
+    "source" in the JSON."""
+
+    def __init__(self, text: str, encoding: str, positions: JsonPositions) -> None:
+        super().__init__(text, encoding)
+        self.positions = positions
+
+    def finding_span(self, f: Finding) -> Tuple[Tuple[int, int], Tuple[int, int]]:
+        if f.cell is None:  # a notebook that cannot be read: TL000 at its top
+            return super().finding_span(f)
+        start = self.positions.offset(f.cell, f.row, f.column)
+        end = self.positions.offset(f.cell, f.end_row, f.end_column)
+        if start is None or end is None:
+            return (0, 0), (0, 0)
+        return self.offset_position(start), self.offset_position(end)
+
+
+def document_lines(text: str, path: str, encoding: str = UTF16) -> TextLines:
+    """The position converter for a document: a notebook's JSON text, or source."""
+    if path.endswith(".ipynb"):
+        try:
+            return NotebookLines(text, encoding, JsonPositions(text))
+        except NotebookError:
+            pass
+    return TextLines(text, encoding)
+
 def overlaps(a: Tuple[Tuple[int, int], Tuple[int, int]], b: Tuple[Tuple[int, int], Tuple[int, int]]) -> bool:
     """Do two LSP ranges touch (inclusive ends, so a cursor at either end counts)?"""
     return a[0] <= b[1] and b[0] <= a[1]
@@ -90,7 +120,10 @@ def fix_data(f: Finding) -> Dict[str, Any]:
                 for e in f.fix.edits
             ],
         }
-    return {"code": f.code, "fix": fix, "noqa_row": f.noqa_row}
+    data: Dict[str, Any] = {"code": f.code, "fix": fix, "noqa_row": f.noqa_row}
+    if f.cell is not None:  # a notebook's finding: rows (and the fix's edits) are relative to this cell
+        data["cell"] = f.cell
+    return data
 
 
 def kind_wanted(kind: str, only: Optional[Sequence[str]]) -> bool:

@@ -9,6 +9,7 @@ wins; an older result is dropped, never shown over newer text).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import re
@@ -25,9 +26,8 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from torchlint import __version__
-from torchlint.api import check, fix_source
+from torchlint.api import FileResult, check, fix_source
 from torchlint.config import ConfigError, Settings, load_settings
-from torchlint.engine import FileResult
 from torchlint.findings import Applicability, Finding
 from torchlint.fixes import diff_edits
 from torchlint.lsp.convert import (
@@ -35,19 +35,20 @@ from torchlint.lsp.convert import (
     UTF16,
     ClientSettings,
     TextLines,
+    document_lines,
     fix_data,
     kind_wanted,
     overlaps,
     parse_client_settings,
-    rule_url,
     settings_section,
 )
+from torchlint.rules import rule_url
+from torchlint.rules import severity as rule_severity
 from torchlint.suppression import suppression_comment
 
 log = logging.getLogger("torchlint.lsp")
 
 DEBOUNCE_S = 0.05
-SYNTAX_ERROR = "TL000"
 
 
 @dataclass
@@ -196,7 +197,8 @@ class TorchlintServer(LanguageServer):
             encoding = self.workspace.position_encoding
         except RuntimeError:
             return UTF16
-        return str(encoding.value if hasattr(encoding, "value") else encoding or UTF16)
+        value = getattr(encoding, "value", encoding)
+        return str(value or UTF16)
 
     def settings_for(self, path: Optional[str]) -> Settings:
         """The settings for a document: its folder's pyproject.toml [tool.torchlint]
@@ -249,7 +251,11 @@ class TorchlintServer(LanguageServer):
         self._timers.pop(uri, None)
         task = asyncio.ensure_future(self.lint_and_publish(uri))
         self._tasks[uri] = task
-        task.add_done_callback(lambda t, uri=uri: self._tasks.pop(uri, None) if self._tasks.get(uri) is t else None)
+        task.add_done_callback(functools.partial(self._forget_task, uri))
+
+    def _forget_task(self, uri: str, task: "asyncio.Future[Any]") -> None:
+        if self._tasks.get(uri) is task:
+            self._tasks.pop(uri, None)
 
     def document(self, uri: str):
         return self.workspace.text_documents.get(uri)
@@ -357,7 +363,7 @@ class TorchlintServer(LanguageServer):
 
     def publish(self, uri: str, version: Optional[int], lint: _Lint) -> None:
         self._published[uri] = version
-        lines = TextLines(lint.text, self.position_encoding)
+        lines = document_lines(lint.text, lint.result.path, self.position_encoding)
         diagnostics = [_diagnostic(f, lines) for f in lint.result.findings]
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
@@ -382,7 +388,7 @@ class TorchlintServer(LanguageServer):
         # No await between the lint and here: the document is at the linted text.
         version = doc.version
         only = params.context.only
-        lines = TextLines(lint.text, self.position_encoding)
+        lines = document_lines(lint.text, lint.result.path, self.position_encoding)
         requested = ((params.range.start.line, params.range.start.character), (params.range.end.line, params.range.end.character))
         asked = {
             (d.code, d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character)
@@ -399,6 +405,8 @@ class TorchlintServer(LanguageServer):
             if not overlaps(lines_span, requested) and (f.code, *span[0], *span[1]) not in asked:
                 continue
             diagnostic = _diagnostic(f, lines)
+            if f.cell is not None:
+                continue  # edits in a notebook's cells are not edits of its JSON text: fix-all only
             if f.fix is not None and kind_wanted(types.CodeActionKind.QuickFix, only):
                 safe = f.fix.applicability == Applicability.SAFE
                 if safe or self.client_settings.unsafe_fixes:
@@ -415,7 +423,8 @@ class TorchlintServer(LanguageServer):
                             is_preferred=safe,
                         )
                     )
-            if f.code != SYNTAX_ERROR and kind_wanted(types.CodeActionKind.QuickFix, only):
+            # An error-severity finding (the file cannot be analysed) cannot be suppressed.
+            if rule_severity(f.code) != "error" and kind_wanted(types.CodeActionKind.QuickFix, only):
                 row = f.noqa_row or f.row
                 if (f.code, row) in seen_ignores:
                     continue
@@ -559,10 +568,11 @@ def _text_edit(lines: TextLines, row: int, column: int, end_row: int, end_column
 
 def _diagnostic(f: Finding, lines: TextLines) -> types.Diagnostic:
     url = rule_url(f.code)
+    (l0, c0), (l1, c1) = lines.finding_span(f)
     return types.Diagnostic(
-        range=_range(lines, f.row, f.column, f.end_row, f.end_column),
+        range=types.Range(start=types.Position(line=l0, character=c0), end=types.Position(line=l1, character=c1)),
         message=f.message,
-        severity=types.DiagnosticSeverity.Error if f.code == SYNTAX_ERROR else types.DiagnosticSeverity.Warning,
+        severity=types.DiagnosticSeverity.Error if rule_severity(f.code) == "error" else types.DiagnosticSeverity.Warning,
         code=f.code,
         code_description=types.CodeDescription(href=url) if url else None,
         source="torchlint",
@@ -636,4 +646,4 @@ def create_server() -> TorchlintServer:
 
 
 def serve_stdio() -> None:
-    create_server().start_io(stdin=FramedStdin(sys.stdin.buffer))
+    create_server().start_io(stdin=FramedStdin(sys.stdin.buffer))  # type: ignore[arg-type]  # readline/read suffice

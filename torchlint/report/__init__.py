@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence, Tuple
+from typing import Mapping, Sequence, Tuple
 
 from torchlint.findings import Applicability, Finding
 
@@ -22,16 +22,6 @@ _MODULES = {
     "sarif": "sarif",
 }
 INFORMATION_URI = "https://github.com/torchlint/torchlint"
-
-
-def rule_url(code: str) -> Optional[str]:
-    """Where a rule's documentation lives (docs/rules/<name>.md), or None for unknown codes."""
-    from torchlint.rules import rule_url as url
-
-    try:
-        return url(code)
-    except KeyError:
-        return None
 
 
 @dataclass
@@ -115,4 +105,4 @@ def fixes_summary(data: ReportData) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["FORMATS", "ReportData", "render", "rule_url", "summary", "fixes_summary"]
+__all__ = ["FORMATS", "ReportData", "render", "summary", "fixes_summary"]

@@ -6,6 +6,7 @@ Escaping follows the runner's rules: in the message `%`, CR and LF become
 from __future__ import annotations
 
 from torchlint.report import ReportData
+from torchlint.rules import severity
 
 
 def escape_data(text: str) -> str:
@@ -19,7 +20,7 @@ def escape_property(text: str) -> str:
 def render(data: ReportData) -> str:
     out = []
     for f in data.findings:
-        level = "error" if f.code == "TL000" else "warning"
+        level = severity(f.code)
         props = [
             ("title", f"torchlint ({f.code})"),
             ("file", data.relpath(f.path).replace("\\", "/")),

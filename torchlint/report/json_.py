@@ -11,7 +11,8 @@ import os
 from typing import Any, Dict
 
 from torchlint.findings import Finding
-from torchlint.report import ReportData, rule_url
+from torchlint.report import ReportData
+from torchlint.rules import rule_url
 
 
 def _loc(row: int, column: int) -> Dict[str, int]:

@@ -10,7 +10,8 @@ from urllib.parse import quote
 
 from torchlint import __version__
 from torchlint.findings import Finding
-from torchlint.report import INFORMATION_URI, ReportData, rule_url
+from torchlint.report import INFORMATION_URI, ReportData
+from torchlint.rules import rule_url, severity
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -22,20 +23,16 @@ def _section(doc: str, title: str) -> str:
 
 
 def _rule(code: str) -> Dict[str, Any]:
-    from torchlint.rules import TL000, rule_by_code
+    from torchlint.rules import rule_by_code
 
-    if code == TL000[0]:
-        name, short = TL000[1], "The file cannot be parsed or decoded"
-        full, level = "The file cannot be parsed or decoded, so no rule could check it.", "error"
-    else:
-        try:
-            cls = rule_by_code(code)
-        except KeyError:
-            cls = None
-        name = cls.NAME if cls else code
-        short = cls.MESSAGE if cls else code
-        full = _section(cls.doc(), "What it does") if cls else ""
-        level = "warning"
+    try:
+        cls = rule_by_code(code)
+    except KeyError:
+        cls = None
+    name = cls.NAME if cls else code
+    short = cls.MESSAGE if cls else code
+    full = _section(cls.doc(), "What it does") if cls else ""
+    level = severity(code)
     rule: Dict[str, Any] = {
         "id": code,
         "name": name,
@@ -66,7 +63,7 @@ def _result(data: ReportData, f: Finding, index: int) -> Dict[str, Any]:
     result: Dict[str, Any] = {
         "ruleId": f.code,
         "ruleIndex": index,
-        "level": "error" if f.code == "TL000" else "warning",
+        "level": severity(f.code),
         "message": {"text": f.message},
         "locations": [
             {"physicalLocation": {"artifactLocation": artifact, "region": _region(f.row, f.column, f.end_row, f.end_column)}}

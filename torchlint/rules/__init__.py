@@ -1,50 +1,47 @@
 """The rule registry: every `Rule` subclass in a module under `torchlint.rules`.
 
 Rules are discovered by importing each submodule once; adding a rule is adding
-a module (and its line in CATALOG). CATALOG lists every code and name without
-importing the rules (and LibCST): configuration checks and reporters use it,
-so a run answered from the cache never imports LibCST. A test checks that
-CATALOG and the discovered rules agree.
+a module. What configuration, reporters and the cache need to know about the
+rules (codes, names, severities) comes from `torchlint/rules/catalog.py`, a
+file generated from the rule classes (`python scripts/gen_rule_docs.py`;
+tests/test_rule_docs.py checks it is current), so a run answered from the
+cache never imports the rules (and LibCST).
 """
+
 from __future__ import annotations
 
 import importlib
 import pkgutil
 from functools import lru_cache
-from typing import Dict, List
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Type
 
-__all__ = ["CATALOG", "all_codes", "all_rules", "name_of", "rule_by_code", "rule_url", "TL000"]
+from torchlint.rules.catalog import CATALOG, SEVERITIES
 
-# TL000 is produced by the engine itself, not by a Rule class.
-TL000 = ("TL000", "syntax-error")
-
-# code -> name, for every code (RULES.md; codes never change).
-CATALOG = {
-    "TL000": "syntax-error",
-    "TL100": "no-device",
-    "TL101": "model-not-moved",
-    "TL102": "input-not-moved",
-    "TL103": "batch-not-moved",
-    "TL104": "create-then-move",
-    "TL105": "discarded-move",
-    "TL201": "missing-no-grad",
-    "TL301": "batch-size-one",
-    "TL302": "loader-no-workers",
-    "TL303": "loader-no-pin-memory",
-    "TL401": "sync-in-loop",
-    "TL402": "tensor-python-loop",
-    "TL501": "legacy-profiler",
-}
-
-DOCS_BASE_URL = "https://github.com/torchlint/torchlint/blob/main/docs/rules/"
-
-
-def _walk() -> List[type]:
+if TYPE_CHECKING:  # rules.base imports LibCST: not at run time here
     from torchlint.rules.base import Rule
 
-    found: Dict[str, type] = {}
+__all__ = [
+    "CATALOG",
+    "DOCS_BASE_URL",
+    "all_codes",
+    "all_rules",
+    "name_of",
+    "rule_by_code",
+    "rule_url",
+    "severity",
+]
+
+DOCS_BASE_URL = "https://github.com/torchlint/torchlint/blob/main/docs/rules/"
+# Modules under torchlint.rules that hold no rule.
+_NOT_RULES = ("base", "catalog")
+
+
+def _walk() -> List[Type["Rule"]]:
+    from torchlint.rules.base import Rule
+
+    found: Dict[str, Type[Rule]] = {}
     for info in pkgutil.walk_packages(__path__, prefix=__name__ + "."):
-        if info.name.endswith(".base"):
+        if info.name.rsplit(".", 1)[-1] in _NOT_RULES:
             continue
         mod = importlib.import_module(info.name)
         for obj in vars(mod).values():
@@ -57,12 +54,13 @@ def _walk() -> List[type]:
 
 
 @lru_cache(maxsize=None)
-def all_rules() -> tuple:
-    """Every rule class, sorted by code."""
+def all_rules() -> Tuple[Type["Rule"], ...]:
+    """Every rule class, sorted by code (TL000, the file-level syntax error, first)."""
     return tuple(_walk())
 
 
-def rule_by_code(code: str) -> type:
+def rule_by_code(code: str) -> Type["Rule"]:
+    """The rule class for `code`; KeyError for an unknown code."""
     for rule in all_rules():
         if rule.CODE == code.upper():
             return rule
@@ -70,6 +68,7 @@ def rule_by_code(code: str) -> type:
 
 
 def all_codes() -> List[str]:
+    """Every rule code, sorted (from the catalog: imports no rule)."""
     return sorted(CATALOG)
 
 
@@ -78,6 +77,12 @@ def name_of(code: str) -> str:
     return CATALOG[code.upper()]
 
 
-def rule_url(code: str) -> str:
-    """Where a rule's documentation lives (docs/rules/<name>.md); KeyError if unknown."""
-    return f"{DOCS_BASE_URL}{name_of(code)}.md"
+def severity(code: str) -> str:
+    """"error" (the file could not be analysed: TL000) or "warning"."""
+    return SEVERITIES.get(code.upper(), "warning")
+
+
+def rule_url(code: str) -> Optional[str]:
+    """Where a rule's documentation lives (docs/rules/<name>.md); None for an unknown code."""
+    name = CATALOG.get(code.upper())
+    return f"{DOCS_BASE_URL}{name}.md" if name else None

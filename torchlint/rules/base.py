@@ -56,6 +56,8 @@ class Rule:
     APPLICABILITY: ClassVar[Optional[Applicability]] = None
     # (D): fires only where a device is in play.
     REQUIRES_DEVICE: ClassVar[bool] = False
+    # "warning" for every rule but TL000 ("error": the file could not be analysed).
+    SEVERITY: ClassVar[str] = "warning"
     VALID: ClassVar[Sequence[str]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 

@@ -1,0 +1,1 @@
+"""Benchmarks; importable by the tests as `bench` (the training-script generator)."""

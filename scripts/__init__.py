@@ -1,0 +1,1 @@
+"""Developer scripts (fuzzing, rule docs generation); importable by the tests as `scripts`."""

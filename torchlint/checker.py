@@ -1,0 +1,48 @@
+"""The rules stage: collect a module's facts once, then run every enabled rule
+over them. A rule that crashes (or recurses too deep) becomes a Problem, its
+reports are dropped, and the other rules go on."""
+
+from __future__ import annotations
+
+import logging
+from typing import AbstractSet, List, Tuple, Type
+
+import libcst as cst
+
+from torchlint.analysis import Analysis
+from torchlint.findings import Problem
+from torchlint.rules import all_rules
+from torchlint.rules.base import Report, Rule, RuleContext
+
+log = logging.getLogger("torchlint")
+
+
+def enabled_rules(enabled: AbstractSet[str]) -> List[Type[Rule]]:
+    """The rule classes whose codes are in `enabled`, in code order."""
+    return [r for r in all_rules() if r.CODE in enabled]
+
+
+def run_rules(module: cst.Module, source: str, path: str, enabled: AbstractSet[str]) -> Tuple[List[Report], List[Problem]]:
+    """Every enabled rule's reports on `module`, in rule order, and the problems
+    of the rules that failed. An error in the shared facts propagates: it is
+    the whole file's problem, not one rule's."""
+    analysis = Analysis(module, path, source)
+    ctx = RuleContext(module=module, analysis=analysis, path=path, source=source)
+    problems: List[Problem] = []
+    for rule_cls in enabled_rules(enabled):
+        try:
+            if rule_cls.REQUIRES_DEVICE and not analysis.places.accelerator_in_play():
+                continue
+            ctx.rule = rule_cls()
+            before = len(ctx.reports)
+            try:
+                ctx.rule.check(ctx)
+            except Exception:
+                del ctx.reports[before:]
+                raise
+        except RecursionError:  # this rule recursed too deep on this file; the others go on
+            problems.append(Problem(path, "file too deeply nested for this rule; skipped", rule_cls.CODE))
+        except Exception as exc:  # one rule's bug must not hide the others' findings
+            log.exception("rule %s crashed on %s", rule_cls.CODE, path)
+            problems.append(Problem(path, f"internal error in rule: {type(exc).__name__}: {exc}", rule_cls.CODE))
+    return ctx.reports, problems

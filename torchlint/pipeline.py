@@ -1,0 +1,272 @@
+"""One file through the pipeline, every door alike:
+
+    decode -> parse -> facts -> rules -> suppression -> fixes -> result
+
+- decode (torchlint/decode.py): bytes to text; a notebook (torchlint/notebook.py)
+  to its code cells as one module;
+- parse (torchlint/parsing.py), guarded: a file that cannot be decoded or
+  parsed gets TL000 (torchlint/rules/syntax_error.py) and nothing else;
+- facts and rules (torchlint/checker.py): the rules' reports;
+- suppression (torchlint/suppression.py): reports on suppressed lines are
+  dropped, before any fix is built for them;
+- fixes (torchlint/node_edits.py): the surviving reports become findings with
+  their fixes' edits, from one code generation pass; fixing runs the one fix
+  loop (torchlint/fix_loop.py) over a .py file's text or a notebook's cells.
+
+`lint_text`/`fix_text` work on Python source text; `process_bytes` on a file's
+contents (a .py or a .ipynb), and is what the runner and torchlint.api call.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import AbstractSet, List, Optional, Sequence, Tuple
+
+from torchlint import notebook
+from torchlint.checker import enabled_rules, run_rules
+from torchlint.decode import DecodeError, decode_source
+from torchlint.findings import MODES, Applicability, FileOutcome, FileResult, Finding, Fix, Problem
+from torchlint.fix_loop import Fixed, TextDocument, fix_document
+from torchlint.fixes import LineIndex, diff_edits, replace_nodes, unified_diff
+from torchlint.node_edits import fix_edits, render
+from torchlint.parsing import SourceError, cpython_error, parse
+from torchlint.precheck import could_matter
+from torchlint.rules.base import Report
+from torchlint.rules.syntax_error import SyntaxErrorRule
+from torchlint.suppression import parse_suppressions
+
+log = logging.getLogger("torchlint")
+
+BOM = "\ufeff"
+
+
+def is_notebook(path: str) -> bool:
+    return path.endswith(".ipynb")
+
+
+# -- Python source text ---------------------------------------------------------------------
+
+
+def lint_text(text: str, path: str, enabled: AbstractSet[str], precheck: bool = True) -> FileResult:
+    """Findings (sorted, each with its fix) and problems for Python source text.
+    A leading BOM is not part of the text (as for CPython): positions and edits
+    ignore it.
+
+    With `precheck` (torchlint/precheck.py), a file that mentions nothing any
+    enabled rule looks for is only checked for syntax (TL000) by CPython's
+    parser, falling back to the full parse for its message when that fails."""
+    return _lint(text[1:] if text.startswith(BOM) else text, path, enabled, precheck)[0]
+
+
+def fix_text(text: str, path: str, enabled: AbstractSet[str], unsafe: bool = False) -> FileResult:
+    """Apply safe (and, with `unsafe`, unsafe) fixes until none applies; the
+    result holds the fixed text, the findings left in it and the fixes applied."""
+    bom = BOM if text.startswith(BOM) else ""
+    fixed = fix_document(TextDocument(text[len(bom) :]), _linter(path, enabled), path, unsafe)
+    result = fixed.result
+    return FileResult(path, result.findings, fixed.problems, bom + fixed.document.source, fixed.applied)
+
+
+def _linter(path: str, enabled: AbstractSet[str]):
+    return lambda text: _lint(text, path, enabled)
+
+
+def _lint(text: str, path: str, enabled: AbstractSet[str], precheck: bool = True) -> Tuple[FileResult, bool]:
+    """The lint of BOM-less `text`, and whether it parsed."""
+    if precheck and not could_matter(text, enabled_rules(enabled)):
+        if cpython_error(text) is None:
+            return FileResult(path), True
+    try:
+        module = parse(text)
+    except SourceError as exc:
+        return FileResult(path, (SyntaxErrorRule.finding(path, exc.message, exc.row, exc.column),)), False
+    try:
+        reports, problems = run_rules(module, text, path, enabled)
+        findings = _findings(module, text, path, reports, problems) if reports else []
+    except RecursionError:
+        return FileResult(path, (), (Problem(path, "file too deeply nested to analyse; skipped"),)), True
+    except Exception as exc:  # shared analysis (facts, positions, suppressions): this file only
+        log.exception("analysis failed on %s", path)
+        problem = Problem(path, f"internal error in analysis: {type(exc).__name__}: {exc}")
+        return FileResult(path, (), (problem,)), True
+    return FileResult(path, tuple(findings), tuple(problems)), True
+
+
+def _findings(module, text: str, path: str, reports: Sequence[Report], problems: List[Problem]) -> List[Finding]:
+    """Position the reports, drop the suppressed ones and duplicates, and build
+    the fixes of those that remain."""
+    anchors = [old for rep in reports if rep.replacements for old in rep.replacements]
+    rendered = render(module, [rep.node for rep in reports], anchors)
+    suppressions = parse_suppressions(text)
+    kept: List[Tuple[Report, Finding]] = []
+    seen = set()
+    for rep in reports:
+        pos = rendered.positions.get(rep.node)
+        if pos is None:
+            problems.append(Problem(path, "internal error: reported a node outside the module", rep.rule.CODE))
+            continue
+        row = pos.start.line
+        if suppressions.suppressed(rep.rule.CODE, row):
+            continue
+        finding = Finding(
+            code=rep.rule.CODE,
+            name=rep.rule.NAME,
+            message=rep.message,
+            path=path,
+            row=row,
+            column=pos.start.column + 1,
+            end_row=pos.end.line,
+            end_column=pos.end.column + 1,
+            noqa_row=row,
+        )
+        key = (finding.code, finding.row, finding.column, finding.message)
+        if key not in seen:
+            seen.add(key)
+            kept.append((rep, finding))
+    fixes = _Fixes(module, text, path, rendered, problems)
+    out = [fixes.attach(rep, finding) for rep, finding in kept]
+    out.sort(key=Finding.sort_key)
+    return out
+
+
+class _Fixes:
+    """Builds the fixes of one lint's findings."""
+
+    def __init__(self, module, text: str, path: str, rendered, problems: List[Problem]) -> None:
+        self.module = module
+        self.text = text
+        self.path = path
+        self.rendered = rendered
+        self.problems = problems
+        self.index: Optional[LineIndex] = None
+        self.roundtrip: Optional[bool] = None
+
+    def attach(self, rep: Report, finding: Finding) -> Finding:
+        if not rep.replacements or not self._roundtrips():
+            return finding
+        try:
+            edits = self._edits(rep)
+        except Exception as exc:
+            log.exception("fix of %s failed on %s", rep.rule.CODE, self.path)
+            message = f"internal error building fix: {type(exc).__name__}: {exc}"
+            self.problems.append(Problem(self.path, message, rep.rule.CODE))
+            return finding
+        if not edits:
+            return finding
+        fix = Fix(rep.applicability or Applicability.SAFE, rep.fix_message or rep.rule.FIX_TITLE or "", edits)
+        return replace(finding, fix=fix)
+
+    def _roundtrips(self) -> bool:
+        # LibCST does not reproduce some sources exactly (a final lone \r is
+        # dropped); a fix diffed against such a source would lose that text.
+        if self.roundtrip is None:
+            self.roundtrip = self.rendered.code == self.text
+            if not self.roundtrip:
+                log.debug("%s does not round-trip through LibCST; fixes withheld", self.path)
+        return self.roundtrip
+
+    def _edits(self, rep: Report):
+        assert rep.replacements is not None
+        if self.index is None:
+            self.index = LineIndex(self.text)
+        edits = fix_edits(self.module, self.text, self.index, self.rendered.anchors, rep.replacements)
+        if edits is None:  # not provably local: transform the module and diff
+            edits = diff_edits(self.text, replace_nodes(self.module, rep.replacements).code)
+        return edits
+
+
+# -- a file's contents ----------------------------------------------------------------------
+
+
+def process_bytes(data: bytes, path: str, enabled: AbstractSet[str], mode: str = "lint", unsafe: bool = False) -> FileOutcome:
+    """Lint (mode "lint"), fix ("fix": the outcome carries the new bytes) or
+    diff ("diff": also the unified diff) a file's contents; no I/O. A path
+    ending in .ipynb is read as a notebook, anything else as Python source."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}")
+    if is_notebook(path):
+        return _notebook(data, path, enabled, mode, unsafe)
+    try:
+        decoded = decode_source(data)
+    except DecodeError as exc:  # TL000, which is always reported
+        return FileOutcome(path, (SyntaxErrorRule.finding(path, exc.message, exc.row, exc.column),))
+    text = decoded.text
+    if mode == "lint":
+        result = lint_text(text, path, enabled)
+        return FileOutcome(path, result.findings, result.problems, lines=_lines_for(text, result.findings))
+    result = fix_text(text, path, enabled, unsafe=unsafe)
+    new_text = result.fixed_source if result.fixed_source is not None else text
+    if new_text == text:
+        return FileOutcome(path, result.findings, result.problems, lines=_lines_for(text, result.findings))
+    try:
+        new_data = decoded.encode(new_text)
+    except UnicodeEncodeError as exc:  # a fix introduced text the file's encoding cannot hold
+        original = lint_text(text, path, enabled)
+        problem = Problem(path, f"fixed code cannot be encoded as {decoded.encoding}: {exc.reason}; not fixed")
+        return FileOutcome(path, original.findings, result.problems + (problem,), lines=_lines_for(text, original.findings))
+    return FileOutcome(
+        path,
+        result.findings,
+        result.problems,
+        fixes_applied=result.fixes_applied,
+        new_data=new_data,
+        diff=unified_diff(path, text, new_text) if mode == "diff" else None,
+        lines=_lines_for(new_text, result.findings),
+    )
+
+
+def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsafe: bool) -> FileOutcome:
+    try:
+        cells = notebook.read(data)
+    except notebook.NotebookError as exc:
+        return FileOutcome(path, (SyntaxErrorRule.finding(path, f"cannot read notebook: {exc}"),))
+    if cells is None:
+        return FileOutcome(path)
+    if mode == "lint":
+        result, _ = _lint(cells.source, path, enabled)
+        fixed = Fixed(cells, result, 0, result.problems)
+    else:
+        fixed = fix_document(cells, _linter(path, enabled), path, unsafe)
+    final: notebook.Cells = fixed.document  # type: ignore[assignment]
+    findings = tuple(sorted((final.to_cell(f) for f in fixed.result.findings), key=Finding.sort_key))
+    problems = fixed.problems
+    new_data = None
+    if fixed.applied:
+        try:
+            new_data = final.to_bytes()
+        except ValueError as exc:  # pragma: no cover - notebook.read validated the JSON
+            problems += (Problem(path, f"cannot write notebook: {exc}"),)
+    if new_data is None or new_data == data:
+        return FileOutcome(path, findings, problems)
+    diff = None
+    if mode == "diff":
+        diff = unified_diff(path, data.decode("utf-8", "replace"), new_data.decode("utf-8", "replace"))
+    return FileOutcome(path, findings, problems, fixes_applied=fixed.applied, new_data=new_data, diff=diff)
+
+
+def process_text(text: str, path: str, enabled: AbstractSet[str], mode: str = "lint", unsafe: bool = False) -> FileResult:
+    """`process_bytes` for contents held as text (an editor's buffer, a string):
+    Python source is linted as it is; a notebook's JSON is read from its UTF-8."""
+    if is_notebook(path):
+        data = text.encode("utf-8", "surrogatepass")
+        outcome = process_bytes(data, path, enabled, mode, unsafe)
+        if mode == "lint":
+            return FileResult(path, outcome.findings, outcome.problems)
+        new = outcome.new_data.decode("utf-8", "surrogatepass") if outcome.new_data is not None else text
+        return FileResult(path, outcome.findings, outcome.problems, new, outcome.fixes_applied)
+    if mode == "lint":
+        return lint_text(text, path, enabled)
+    return fix_text(text, path, enabled, unsafe)
+
+
+def _lines_for(text: str, findings: Sequence[Finding]) -> Tuple[Tuple[int, str], ...]:
+    """Text of the lines findings point at, for code frames: ((row, text), ...)."""
+    rows = sorted({f.row for f in findings if f.cell is None})
+    if not rows:
+        return ()
+    all_lines = text.splitlines()
+    return tuple((r, all_lines[r - 1]) for r in rows if 0 < r <= len(all_lines))
+
+
+__all__ = ["fix_text", "is_notebook", "lint_text", "process_bytes", "process_text"]
