@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from torchlint.verify import cli, probe
+from torchlint.verify import cli, probe, runner
 from torchlint.verify.probe import CudaProbe
 
 DATA = Path(__file__).parent / "data"
@@ -19,6 +19,8 @@ CPU_ONLY = CudaProbe(False, "torch 2.13.0 is a CPU-only build", "cpu-only-build"
 NO_DRIVER = CudaProbe(False, "torch 2.13.0 is built for CUDA 12.8 but no NVIDIA driver or CUDA device is visible",
                       "no-driver", "2.13.0", "12.8")
 GPU = CudaProbe(True, "", "", "2.13.0", "12.8", 1, ["NVIDIA H100 80GB HBM3"])
+NO_GPU = CudaProbe(False, "no NVIDIA GPU on this machine (checked /proc/driver/nvidia, nvidia-smi, NVML, the PCI bus); "
+                   "torch 2.13.0 is a CPU-only build", "no-gpu", "2.13.0", None)
 
 
 @pytest.fixture(autouse=True)
@@ -97,10 +99,19 @@ def test_launch_blocking_zero_is_fine(monkeypatch, tmp_path):
     assert invoke("--fixtures", str(FAKE), "--output", str(tmp_path / "r.json")).exit_code == 0
 
 
-def test_unknown_rule_and_missing_fixtures_are_usage_errors(tmp_path):
+def test_unknown_rule_and_missing_fixtures_are_usage_errors(monkeypatch, tmp_path):
+    monkeypatch.setattr(probe, "probe_cuda", lambda: GPU)
     result = invoke("--fixtures", str(FAKE), "--rule", "TL999")
     assert result.exit_code == 2 and "TL999" in result.stderr
     result = invoke("--fixtures", str(tmp_path / "nope"))
+    assert result.exit_code == 2 and "no fixtures directory" in result.stderr
+
+
+def test_without_a_gpu_that_is_said_first(monkeypatch, tmp_path):
+    """Even when the fixtures cannot be found, the missing GPU is the first thing said."""
+    monkeypatch.setattr(probe, "probe_cuda", lambda: NO_GPU)
+    result = invoke("--fixtures", str(tmp_path / "nope"), "--output", str(tmp_path / "r.json"))
+    assert result.stdout.splitlines()[0] == f"GPU verification skipped: {NO_GPU.reason}"
     assert result.exit_code == 2 and "no fixtures directory" in result.stderr
 
 
@@ -111,7 +122,7 @@ def test_bad_meta_is_a_usage_error(tmp_path):
     (d / "fixed.py").write_text("")
     (d / "meta.toml").write_text('rule = "TL1"\nname = "x"\nsummary = "s"\nmetric = "joy"\ndirection = "up"\n'
                                  'threshold = 0.1\n')
-    result = invoke("--fixtures", str(tmp_path))
+    result = invoke("--smoke", "--fixtures", str(tmp_path))
     assert result.exit_code == 2 and "metric 'joy'" in result.stderr
 
 
@@ -137,6 +148,138 @@ def test_with_a_gpu_measures_and_gives_verdicts(monkeypatch, tmp_path):
     assert any(line.startswith("TL912") and line.endswith("FAIL") for line in lines)
     assert "verify" in result.stderr                # the progress bar goes to stderr
     assert "| TL911 | sync_count | 50 | 0 | -100.0% | down >= 50% | PASS |" in md.read_text()
+    assert data["complete"] is True and data["rules_not_run"] == []
+    assert [r["script"] for r in tl910["runs"]] == ["bad", "fixed", "fixed", "bad"]
+
+
+def test_rules_option_takes_a_comma_separated_list(monkeypatch, tmp_path):
+    monkeypatch.setattr(probe, "probe_cuda", lambda: GPU)
+    out = tmp_path / "r.json"
+    result = invoke("--fixtures", str(FAKE), "--rules", "TL910,tl911", "--repeats", "1", "--output", str(out))
+    assert result.exit_code == 0, result.output
+    assert [r["rule"] for r in json.loads(out.read_text())["rules"]] == ["TL910", "TL911"]
+
+
+def test_time_budget_leaves_rules_for_another_command(monkeypatch, tmp_path):
+    """A rule whose estimate does not fit is reported as not run (exit 3), with the command that runs it."""
+    from torchlint.verify import plan
+
+    monkeypatch.setattr(probe, "probe_cuda", lambda: GPU)
+    monkeypatch.setattr(plan, "estimator", lambda repeats: (lambda fx: 1e6 if fx.rule == "TL911" else 1.0))
+    out = tmp_path / "part1.json"
+    result = invoke("--fixtures", str(FAKE), "--repeats", "1", "--time-budget", "600", "--output", str(out))
+    data = json.loads(out.read_text())
+    assert {r["rule"]: r["verdict"] for r in data["rules"]} == {"TL910": "pass", "TL911": "not-run",
+                                                                 "TL912": "fail"}
+    assert data["complete"] is False and data["rules_not_run"] == ["TL911"]
+    assert "--rules TL911" in result.stderr
+    assert result.exit_code == 1                    # TL912 failed; a failure wins over "incomplete"
+    result = invoke("--fixtures", str(FAKE), "--rules", "TL910,TL911", "--repeats", "1", "--time-budget", "600",
+                    "--output", str(out))
+    assert result.exit_code == 3
+
+
+def test_two_partial_reports_merge(monkeypatch, tmp_path):
+    monkeypatch.setattr(probe, "probe_cuda", lambda: GPU)
+    a, b, merged, md = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "all.json", tmp_path / "all.md"
+    assert invoke("--fixtures", str(FAKE), "--rules", "TL910", "--repeats", "1", "--output", str(a)).exit_code == 0
+    assert invoke("--fixtures", str(FAKE), "--rules", "TL911", "--repeats", "1", "--output", str(b)).exit_code == 0
+    result = invoke("--merge", str(a), "--merge", str(b), "--output", str(merged), "--markdown", str(md))
+    assert result.exit_code == 0, result.output
+    data = json.loads(merged.read_text())
+    assert {r["rule"]: (r["verdict"], r["source"]) for r in data["rules"]} == {
+        "TL910": ("pass", str(a)), "TL911": ("pass", str(b))}
+    assert data["complete"] is True and data["merged_from"] == [str(a), str(b)]
+    assert "| TL911 | sync_count | 50 | 0 |" in md.read_text()
+
+
+def test_merge_refuses_reports_from_different_gpus(monkeypatch, tmp_path):
+    monkeypatch.setattr(probe, "probe_cuda", lambda: GPU)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    invoke("--fixtures", str(FAKE), "--rules", "TL910", "--repeats", "1", "--output", str(a))
+    data = json.loads(a.read_text())
+    data["environment"]["device"] = "NVIDIA A100-SXM4-40GB"
+    b.write_text(json.dumps(data))
+    result = invoke("--merge", str(a), "--merge", str(b))
+    assert result.exit_code == 2 and "different device" in result.stderr
+
+
+_STOPPED_RUN = r"""
+import sys
+from torchlint.verify import cli, probe, runner
+from torchlint.verify.probe import CudaProbe
+probe.probe_cuda = lambda: CudaProbe(True, "", "", "2.13.0", "12.8", 1, ["NVIDIA H100 80GB HBM3"])
+cli.verify_command.main(sys.argv[1:], prog_name="torchlint verify")
+"""
+
+
+@pytest.mark.slow
+def test_a_stopped_run_leaves_a_valid_partial_report(tmp_path):
+    """The report is rewritten after every rule: kill the run (SIGKILL, no clean-up) while
+    its second rule hangs, and the file holds a valid report with the first rule measured."""
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    fixtures = tmp_path / "fixtures"
+    shutil.copytree(FAKE / "TL910-fast", fixtures / "TL910-fast")
+    hang = fixtures / "TL913-hang"
+    hang.mkdir()
+    (hang / "bad.py").write_text("import time\ntime.sleep(600)\n")
+    (hang / "fixed.py").write_text("import time\ntime.sleep(600)\n")
+    (hang / "meta.toml").write_text('rule = "TL913"\nname = "hang"\nsummary = "s"\nmetric = "wall_s"\n'
+                                    'direction = "down"\nthreshold = 0.1\n')
+    out = tmp_path / "part.json"
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-c", _STOPPED_RUN, "--fixtures", str(fixtures), "--repeats", "1",
+                             "--output", str(out)], cwd=str(tmp_path), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(root)),
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if out.exists() and '"verdict": "pass"' in out.read_text():
+                break
+            time.sleep(0.2)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    data = json.loads(out.read_text())
+    assert data["mode"] == "gpu" and data["complete"] is False
+    assert {r["rule"]: r["verdict"] for r in data["rules"]} == {"TL910": "pass", "TL913": "not-run"}
+    assert data["rules_not_run"] == ["TL913"]
+    assert "stopped before this rule" in next(r for r in data["rules"] if r["rule"] == "TL913")["reason"]
+    # ... and it merges with the part that measured the rest.
+    result = invoke("--merge", str(out), "--output", str(tmp_path / "all.json"))
+    assert result.exit_code == 3 and "still not measured: TL913" in result.stderr
+
+
+def test_plan_lists_every_rule_and_the_default_plan_fits_20_minutes():
+    from torchlint.verify import plan
+
+    result = invoke("--plan")
+    assert result.exit_code == 0, result.output
+    fixtures = sorted(p.name.split("-")[0] for p in REPO_FIXTURES.iterdir() if (p / "meta.toml").is_file())
+    lines = result.stdout.splitlines()
+    for code in fixtures:
+        assert any(line.startswith(code + " ") for line in lines), code
+    assert "(no cost.json)" not in result.stdout, "run python -m torchlint.verify.costs"
+    _, total = plan.render(runner.discover(REPO_FIXTURES), 5)
+    assert total <= 20 * 60
+    assert "within the 20.0 min budget" in result.stdout
+    split = [line for line in lines if line.lstrip().startswith(("1. --rules", "2. --rules", "3. --rules",
+                                                                 "4. --rules"))]
+    covered = [c for line in split for c in line.split("--rules ")[1].split()[0].split(",")]
+    assert sorted(covered) == fixtures
+
+
+def test_plan_without_cost_data_falls_back(tmp_path):
+    result = invoke("--plan", "--fixtures", str(FAKE), "--repeats", "2")
+    assert result.exit_code == 0
+    assert "TL910  wall_s" in result.stdout and "(no cost.json)" in result.stdout
 
 
 def test_smoke_of_broken_fixtures_fails(tmp_path):
@@ -168,7 +311,14 @@ def test_smoke_runs_every_fixture_pair():
         assert f"ok     {name}/fixed.py" in result.stdout
 
 
+def _hardware(monkeypatch, present):
+    what = "GPU 0: NVIDIA H100 80GB HBM3" if present else \
+        "no NVIDIA GPU on this machine (checked /proc/driver/nvidia, nvidia-smi, NVML, the PCI bus)"
+    monkeypatch.setattr(probe, "nvidia_hardware", lambda: probe.Hardware(present, bool(present), what))
+
+
 def test_doctor_with_a_gpu(monkeypatch):
+    _hardware(monkeypatch, True)
     monkeypatch.setattr(probe, "probe_cuda", lambda: GPU)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     result = CliRunner().invoke(cli.doctor_command, [])
@@ -178,6 +328,7 @@ def test_doctor_with_a_gpu(monkeypatch):
 
 
 def test_doctor_missing_driver_and_env_problems(monkeypatch):
+    _hardware(monkeypatch, True)
     monkeypatch.setattr(probe, "probe_cuda", lambda: NO_DRIVER)
     monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
@@ -196,15 +347,42 @@ def _cpu_only_build():
     return torch.version.cuda is None
 
 
+def test_doctor_without_a_gpu_says_so_first(monkeypatch):
+    """No NVIDIA device: that comes first; a CUDA build of torch is advice for another machine."""
+    _hardware(monkeypatch, False)
+    monkeypatch.setattr(probe, "probe_cuda", lambda: NO_GPU)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    result = CliRunner().invoke(cli.doctor_command, [])
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == "FAIL  no NVIDIA GPU on this machine (checked /proc/driver/nvidia, nvidia-smi, NVML, the PCI bus)"
+    assert lines[1].startswith("      fix: torchlint verify measures on an NVIDIA GPU: run it on a machine that has one")
+    cpu = next(i for i, line in enumerate(lines) if "CPU-only build" in line)
+    assert cpu > 1 and lines[cpu].startswith("info  ") and "on a machine with an NVIDIA GPU" in lines[cpu]
+    assert "GPU cannot be used" in result.stdout
+
+
+def test_doctor_cpu_only_torch_on_a_gpu_machine(monkeypatch):
+    _hardware(monkeypatch, True)
+    monkeypatch.setattr(probe, "probe_cuda", lambda: CPU_ONLY)
+    result = CliRunner().invoke(cli.doctor_command, [])
+    assert result.exit_code == 1
+    out = result.stdout
+    assert out.startswith("ok    NVIDIA GPU: GPU 0: NVIDIA H100")
+    assert "FAIL  torch 2.13.0 is a CPU-only build (torch.version.cuda is None)" in out
+    assert "fix: pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu" in out
+
+
 @pytest.mark.skipif(not _cpu_only_build(), reason="checks the CPU-only diagnosis; this torch is a CUDA build")
 def test_doctor_on_this_cpu_only_machine(monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     result = CliRunner().invoke(cli.doctor_command, [])
     assert result.exit_code == 1
     out = result.stdout
-    assert out.startswith("ok    torch ")
+    if probe.nvidia_hardware().present is False:
+        assert out.startswith("FAIL  no NVIDIA GPU on this machine")
     assert "is a CPU-only build (torch.version.cuda is None)" in out
-    assert "fix: pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu" in out
+    assert "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu" in out
     assert "GPU cannot be used" in out
 
 
@@ -216,7 +394,9 @@ def test_verify_on_this_cpu_only_machine_unmocked(tmp_path):
     result = invoke("--fixtures", str(FAKE), "--output", str(out))
     assert result.exit_code == 0
     version = torch.__version__.split("+")[0]
-    assert result.stdout == f"GPU verification skipped: torch {version} is a CPU-only build\n"
+    line = result.stdout.splitlines()
+    assert len(line) == 1 and line[0].startswith("GPU verification skipped: ")
+    assert line[0].endswith(f"torch {version} is a CPU-only build")
 
 
 def test_smoke_without_fork_uses_fresh_interpreters(monkeypatch):
@@ -252,8 +432,8 @@ def test_commands_register_in_a_group(monkeypatch, tmp_path):
     main.add_command(cli.doctor_command)
     assert sorted(main.commands) == ["doctor", "verify"]
     help_text = CliRunner().invoke(main, ["verify", "--help"]).output
-    for option in ("--rule", "--repeats", "--output", "--markdown", "--plot", "--smoke", "--require-gpu",
-                   "--fixtures"):
+    for option in ("--rule", "--rules", "--repeats", "--output", "--markdown", "--plot", "--smoke", "--require-gpu",
+                   "--fixtures", "--plan", "--merge", "--time-budget"):
         assert option in help_text
     monkeypatch.setattr(probe, "probe_cuda", lambda: CPU_ONLY)
     result = CliRunner().invoke(main, ["verify", "--fixtures", str(FAKE), "--output", str(tmp_path / "r.json"),

@@ -1,6 +1,8 @@
 """Report formats: JSON keys, Markdown table, PNG file."""
 import json
 
+import pytest
+
 from torchlint.verify import report as R
 from torchlint.verify import verdict as V
 
@@ -33,8 +35,9 @@ def test_json_report_keys(tmp_path):
     R.write_json(rep, path)
     data = json.loads(path.read_text())
     for key in ("schema_version", "tool", "torchlint_version", "mode", "repeats", "skipped_reason", "environment",
-                "summary", "rules"):
+                "summary", "rules", "complete", "rules_not_run"):
         assert key in data
+    assert data["schema_version"] == 2 and data["complete"] is True
     assert data["summary"] == {"fail": 1, "inconclusive": 1, "pass": 1, "skipped": 1}
     first = data["rules"][0]
     for key in ("rule", "name", "fixture", "summary", "metric", "direction", "threshold", "bad", "fixed", "change",
@@ -90,3 +93,82 @@ def test_value_formats():
     assert R.format_value("samples_per_s", 12345.6) == "12,346/s"
     assert R.format_value("sync_count", 3.0) == "3"
     assert R.format_value("x", None) == "-"
+
+
+def test_json_is_written_atomically(tmp_path, monkeypatch):
+    """A write that dies half-way leaves the previous report, never half a file."""
+    path = tmp_path / "r.json"
+    R.write_json(sample_report(), path)
+    before = path.read_text()
+
+    def boom(self, *a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(type(path), "write_text", boom)
+    try:
+        R.write_json(R.build([], mode="gpu", repeats=1), path)
+    except OSError:
+        pass
+    assert path.read_text() == before
+    assert json.loads(before)["rules"]
+
+
+def test_partial_report_and_not_run_rules():
+    rules = [rule("TL104", "samples_per_s", "pass", summ(100), summ(300), 2.0, "up"),
+             rule("TL401", "samples_per_s", "not-run")]
+    rep = R.build(rules, mode="gpu", repeats=5, environment={"device": "H100"})
+    assert rep["complete"] is False and rep["rules_not_run"] == ["TL401"]
+    md = R.to_markdown(rep)
+    assert "**Partial report**: not run: TL401" in md
+    assert "| TL401 | samples_per_s | - | - | n/a | up >= 10% | NOT-RUN |" in md
+
+
+def test_context_table_puts_samples_per_second_beside_the_busy_fraction():
+    r = rule("TL301", "busy_fraction", "pass", summ(0.1), summ(0.9), 0.8)
+    r["metrics"] = {"samples_per_s": {"bad": {"median": 1000.0}, "fixed": {"median": 250000.0}},
+                    "busy_fraction": {"bad": {"median": 0.1}, "fixed": {"median": 0.9}},
+                    "busy_fraction_timed": {"bad": {"median": 0.2}, "fixed": {"median": 0.92}},
+                    "sm_clock_mhz_start": {"bad": {"median": 1980.0}, "fixed": {"median": 1980.0}},
+                    "profiler_slowdown": {"bad": {"median": 2.0}, "fixed": {"median": 1.05}}}
+    rep = R.build([r], mode="gpu", repeats=5)
+    (row,) = R.context_rows(rep)
+    assert row == ["TL301", "1,000/s", "250,000/s", "250.00x", "10.0%", "90.0%", "20.0%", "92.0%", "1980/1980 MHz",
+                   "2.00x/1.05x"]
+    assert "## Context" in R.to_markdown(rep)
+
+
+def _part(rules, device="H100"):
+    return R.build(rules, mode="gpu", repeats=5, environment={"device": device, "torch": "2.11.0", "cuda": "12.8"})
+
+
+def test_merge_takes_measured_rules_from_each_part():
+    a = _part([rule("TL104", "samples_per_s", "pass", summ(1), summ(2), 1.0), rule("TL401", "samples_per_s", "not-run")])
+    b = _part([rule("TL104", "samples_per_s", "not-run"), rule("TL401", "samples_per_s", "fail", summ(1), summ(1), 0.0)])
+    merged, warnings = R.merge([("a.json", a), ("b.json", b)])
+    assert {r["rule"]: (r["verdict"], r["source"]) for r in merged["rules"]} == {
+        "TL104": ("pass", "a.json"), "TL401": ("fail", "b.json")}
+    assert merged["complete"] is True and warnings == []
+    assert merged["summary"] == {"fail": 1, "pass": 1}
+
+
+def test_merge_keeps_the_later_measurement_and_says_so():
+    a = _part([rule("TL104", "samples_per_s", "inconclusive", summ(1), summ(1.1), 0.1)])
+    b = _part([rule("TL104", "samples_per_s", "pass", summ(1), summ(2), 1.0)])
+    merged, warnings = R.merge([("a.json", a), ("b.json", b)])
+    assert merged["rules"][0]["verdict"] == "pass" and warnings == [
+        "TL104 was measured in both a.json and b.json: keeping b.json's"]
+
+
+def test_merge_refuses_different_gpus():
+    with pytest.raises(R.MergeError, match="different device"):
+        R.merge([("a", _part([], "H100")), ("b", _part([], "A100"))])
+
+
+def test_load_json_rejects_what_is_not_a_report(tmp_path):
+    bad = tmp_path / "x.json"
+    bad.write_text("{")
+    with pytest.raises(R.MergeError, match="not a readable JSON report"):
+        R.load_json(bad)
+    bad.write_text('{"rules": [], "schema_version": 1}')
+    with pytest.raises(R.MergeError, match="schema_version 1"):
+        R.load_json(bad)

@@ -1,4 +1,4 @@
-"""Runner plumbing, passes in the harness, and the CUDA probe's logic (CPU only)."""
+"""Runner plumbing, the harness's windows, and the CUDA/hardware probes' logic (CPU only)."""
 import json
 import types
 import warnings
@@ -6,47 +6,117 @@ from pathlib import Path
 
 import pytest
 
-from torchlint.verify import busy, passes, probe, runner
+from torchlint.verify import busy, harness, passes, probe, runner
 from torchlint.verify.harness import MARK, Harness
 
 DATA = Path(__file__).parent / "data"
+FAKE = DATA / "verify_fake"
 
 
-def fake_fixture(metric="wall_s", skip=()):
-    return runner.Fixture("TL1", "x", "s", metric, "down", 0.1, False, Path("/nowhere"), tuple(skip))
+def fake_fixture(metric="wall_s", skip=(), checks=(), direction="down", rule="TL1", path="/nowhere"):
+    return runner.Fixture(rule, "x", "s", metric, direction, 0.1, False, Path(path), tuple(skip), "", tuple(checks))
 
 
-def test_plan_alternates_bad_and_fixed_and_adds_passes():
-    steps = [(r, p, w) for _, r, p, w in runner.plan([fake_fixture("busy_fraction")], 3)]
-    assert steps[:6] == [(0, "timing", "bad"), (0, "timing", "fixed"), (0, "profile", "bad"),
-                         (0, "profile", "fixed"), (0, "sync", "bad"), (0, "sync", "fixed")]
-    assert steps[6:10] == [(1, "timing", "fixed"), (1, "timing", "bad"), (1, "profile", "fixed"),
-                           (1, "profile", "bad")]
-    assert steps[10:] == [(2, "timing", "bad"), (2, "timing", "fixed"), (2, "profile", "bad"),
-                          (2, "profile", "fixed")]
+# --- plan ------------------------------------------------------------------------------------
+
+
+def test_plan_alternates_bad_and_fixed_and_adds_context_windows_on_the_first_repeat():
+    steps = [(p.repeat, p.script, p.passes) for p in runner.plan([fake_fixture("busy_fraction")], 3)]
+    assert steps == [(0, "bad", ("timing", "profile", "sync")), (0, "fixed", ("timing", "profile", "sync")),
+                     (1, "fixed", ("timing", "profile")), (1, "bad", ("timing", "profile")),
+                     (2, "bad", ("timing", "profile")), (2, "fixed", ("timing", "profile"))]
 
 
 def test_plan_honours_skip_passes_and_timing_metrics():
-    steps = [(r, p) for _, r, p, _ in runner.plan([fake_fixture("wall_s", skip=["profile"])], 2)]
-    assert steps == [(0, "timing")] * 2 + [(0, "sync")] * 2 + [(1, "timing")] * 2
+    steps = [(p.repeat, p.passes) for p in runner.plan([fake_fixture("wall_s", skip=["profile"])], 2)]
+    assert steps == [(0, ("timing", "sync"))] * 2 + [(1, ("timing",))] * 2
 
 
-def test_repo_fixture_metadata_loads():
+def test_one_run_per_script_and_repeat():
+    """The windows share a process: 13 rules x 5 repeats is 130 interpreters, not 260+."""
+    fixtures = runner.discover(runner.default_fixtures_dir())
+    assert len(runner.plan(fixtures, 5)) == 10 * len(fixtures)
+
+
+# --- fixtures and their meta -----------------------------------------------------------------
+
+
+def test_repo_fixture_metadata_loads_with_why_and_valid_checks():
     fixtures = runner.discover(runner.default_fixtures_dir())
     assert fixtures, "fixtures/ has no pairs"
     for fx in fixtures:
         assert fx.metric in runner.V.METRICS and fx.direction in ("up", "down")
+        assert len(fx.why) > 80, f"{fx.rule}: meta.toml must say why its metric shows the rule's effect"
+        for check in fx.checks:
+            runner.parse_check(check)
+
+
+def test_no_fixture_decides_on_a_count_the_fix_removes_by_construction():
+    """TL104 / TL401: counting the removed call passes by construction; throughput is the honest metric."""
+    for fx in runner.discover(runner.default_fixtures_dir()):
+        assert fx.metric not in ("h2d_copies", "sync_count"), fx.rule
+
+
+def test_busy_fraction_fixtures_confirm_with_the_timing_window():
+    for fx in runner.discover(runner.default_fixtures_dir()):
+        if fx.metric == "busy_fraction":
+            assert "fixed.samples_per_s > bad.samples_per_s" in fx.checks, fx.rule
+
+
+def _meta_dir(tmp_path, extra, metric="wall_s"):
+    d = tmp_path / "TL1-x"
+    d.mkdir(parents=True)
+    for f in ("bad.py", "fixed.py"):
+        (d / f).write_text("")
+    (d / "meta.toml").write_text(f'rule = "TL1"\nname = "x"\nsummary = "s"\nmetric = "{metric}"\n'
+                                 f'direction = "down"\nthreshold = 0.5\n{extra}')
+    return d
 
 
 def test_skip_passes_cannot_skip_the_metric_pass(tmp_path):
-    d = tmp_path / "TL1-x"
-    d.mkdir()
-    for f in ("bad.py", "fixed.py"):
-        (d / f).write_text("")
-    (d / "meta.toml").write_text('rule = "TL1"\nname = "x"\nsummary = "s"\nmetric = "sync_count"\n'
-                                 'direction = "down"\nthreshold = 0.5\nskip_passes = ["sync"]\n')
+    d = _meta_dir(tmp_path, 'skip_passes = ["sync"]\n', metric="sync_count")
     with pytest.raises(runner.FixtureError, match="cannot skip pass 'sync'"):
         runner.load_fixture(d)
+
+
+def test_bad_checks_and_windows_are_fixture_errors(tmp_path):
+    with pytest.raises(runner.FixtureError, match="unknown metric 'joy'"):
+        runner.load_fixture(_meta_dir(tmp_path / "a", 'checks = ["bad.joy > 0"]\n'))
+    with pytest.raises(runner.FixtureError, match="expected"):
+        runner.load_fixture(_meta_dir(tmp_path / "b", 'checks = ["bad.kernels is big"]\n'))
+    with pytest.raises(runner.FixtureError, match="needs a skipped pass"):
+        runner.load_fixture(_meta_dir(tmp_path / "c", 'skip_passes = ["profile"]\nchecks = ["bad.kernels > 0"]\n'))
+    with pytest.raises(runner.FixtureError, match=r"\[windows\]"):
+        runner.load_fixture(_meta_dir(tmp_path / "d", '[windows]\ntiming_seconds = 1\n'))
+    fx = runner.load_fixture(_meta_dir(tmp_path / "e", 'checks = ["fixed.samples_per_s > bad.samples_per_s"]\n'
+                                                       '[windows]\ntiming_s = 1.5\n'))
+    assert fx.windows == (("timing_s", 1.5),) and fx.checks == ("fixed.samples_per_s > bad.samples_per_s",)
+
+
+def test_parse_check():
+    assert runner.parse_check("bad.h2d_pageable > 0") == ("bad", "h2d_pageable", ">", 0.0)
+    assert runner.parse_check(" fixed.samples_per_s>=bad.samples_per_s ") == \
+        ("fixed", "samples_per_s", ">=", ("bad", "samples_per_s"))
+
+
+def test_rules_split_on_commas():
+    assert runner.split_rules(["TL104", "TL401, tl402", ""]) == ["TL104", "TL401", "tl402"]
+    assert [f.rule for f in runner.discover(FAKE, ["tl910,TL912"])] == ["TL910", "TL912"]
+
+
+def test_default_fixtures_are_the_checkout_or_the_installed_package(tmp_path, monkeypatch):
+    assert runner.default_fixtures_dir() == runner.ROOT / "fixtures"
+    monkeypatch.setattr(runner, "ROOT", tmp_path / "site-packages")
+    packaged = tmp_path / "site-packages" / "torchlint" / "verify" / "fixtures"
+    monkeypatch.setattr(runner, "PACKAGED_FIXTURES", packaged)
+    with pytest.raises(runner.FixtureError, match="--fixtures"):
+        runner.default_fixtures_dir()
+    (packaged / "TL1-x").mkdir(parents=True)
+    (packaged / "TL1-x" / "meta.toml").write_text("")
+    assert runner.default_fixtures_dir() == packaged
+
+
+# --- runs, windows, derived metrics ------------------------------------------------------------
 
 
 def test_parse_metrics_takes_the_last_metrics_line():
@@ -56,84 +126,281 @@ def test_parse_metrics_takes_the_last_metrics_line():
     assert runner.parse_metrics(MARK + "{not json\n") is None
 
 
-def run(script, pass_name, **metrics):
-    base = {"device": "cuda", "samples": 10}
-    base.update(metrics)
-    return runner.Run("TL1", script, pass_name, 0, 0, base)
+def run(script, passes=("timing",), repeat=0, device="cuda", **windows):
+    """A Run whose windows hold `windows[pass]` (samples=10 in each unless given)."""
+    metrics = {"device": device, "passes": {}}
+    for p in passes:
+        w = {"samples": 10, "steps": 5}
+        w.update(windows.get(p, {}))
+        metrics["passes"][p] = w
+    return runner.Run("TL1", script, tuple(passes), repeat, 0, metrics)
+
+
+def test_a_run_reads_each_metric_from_its_own_window():
+    r = run("bad", ("timing", "profile"), timing={"samples_per_s": 100.0, "wall_s": 1.0},
+            profile={"samples_per_s": 50.0, "busy_fraction": 0.4, "gpu_busy_s_per_sample": 0.002})
+    assert r.value("samples_per_s") == 100.0          # the timing window's, not the profiled one
+    assert r.value("busy_fraction") == 0.4
+    assert r.value("profiler_slowdown") == 2.0
+    assert r.value("busy_fraction_timed") == pytest.approx(0.2)
+    assert r.value("sync_count") is None
+
+
+def test_busy_fraction_timed_is_capped_at_one():
+    r = run("bad", ("timing", "profile"), timing={"samples_per_s": 1000.0},
+            profile={"gpu_busy_s_per_sample": 0.01})
+    assert r.value("busy_fraction_timed") == 1.0
+
+
+def test_a_failed_context_window_is_an_error_but_keeps_the_others():
+    r = run("bad", ("timing", "profile"), timing={"samples_per_s": 1.0})
+    r.metrics["passes"]["profile"] = {"error": "RuntimeError: CUPTI"}
+    runner._finish(r, 0, MARK + json.dumps(r.metrics), "")
+    assert not r.ok and "profile window: RuntimeError: CUPTI" in r.error
+    assert r.window("timing") is not None and r.window("profile") is None
+
+
+# --- mechanism ---------------------------------------------------------------------------------
 
 
 def test_mechanism_requires_the_expected_device():
-    runs = [run("bad", "timing", wall_s=1.0, device="cpu"), run("fixed", "timing", wall_s=0.5, device="cpu")]
+    runs = [run("bad", device="cpu", timing={"wall_s": 1.0}), run("fixed", device="cpu", timing={"wall_s": 0.5})]
     ok, why = runner.mechanism(fake_fixture(), runs, "cuda")
     assert not ok and "ran on cpu, expected cuda" in why
     assert runner.mechanism(fake_fixture(), runs, "cpu") == (True, "")
 
 
-def test_mechanism_requires_samples_and_something_to_remove():
-    runs = [run("bad", "timing", wall_s=1.0, samples=0), run("fixed", "timing", wall_s=0.5)]
+def test_mechanism_requires_samples():
+    runs = [run("bad", timing={"wall_s": 1.0, "samples": 0}), run("fixed", timing={"wall_s": 0.5})]
     assert "bad.py counted no samples" in runner.mechanism(fake_fixture(), runs, "cuda")[1]
-    runs = [run("bad", "timing"), run("fixed", "timing"), run("bad", "profile", h2d_copies=0),
-            run("fixed", "profile", h2d_copies=0)]
-    assert "no host-to-device copy" in runner.mechanism(fake_fixture("h2d_copies"), runs, "cuda")[1]
 
 
-def test_mechanism_busy_fraction_needs_window_and_kernels():
-    runs = [run("bad", "timing"), run("fixed", "timing"),
-            run("bad", "profile", busy_fraction=0.2, window_found=True, kernels=10),
-            run("fixed", "profile", busy_fraction=0.9, window_found=False, kernels=10)]
-    assert "no torchlint.window annotation" in runner.mechanism(fake_fixture("busy_fraction"), runs, "cuda")[1]
-    runs[3] = run("fixed", "profile", busy_fraction=0.9, window_found=True, kernels=0)
-    assert "no GPU kernel" in runner.mechanism(fake_fixture("busy_fraction"), runs, "cuda")[1]
+def busy_runs(bad_kernels, fixed_kernels, fixed_window=True):
+    return [run("bad", ("timing", "profile"), profile={"busy_fraction": 0.0, "window_found": True,
+                                                       "kernels": bad_kernels}),
+            run("fixed", ("timing", "profile"), profile={"busy_fraction": 0.9, "window_found": fixed_window,
+                                                         "kernels": fixed_kernels})]
+
+
+def test_busy_fraction_needs_kernels_only_in_the_script_the_fix_makes_busier():
+    """Placement rules run bad.py on the CPU on purpose: no kernels there is the point."""
+    up = fake_fixture("busy_fraction", direction="up")
+    assert runner.mechanism(up, busy_runs(0, 40), "cuda") == (True, "")
+    assert "fixed.py: no GPU kernel in the window" in runner.mechanism(up, busy_runs(40, 0), "cuda")[1]
+    assert "no torchlint.window annotation" in runner.mechanism(up, busy_runs(0, 40, False), "cuda")[1]
+    down = fake_fixture("busy_fraction", direction="down")
+    assert "bad.py: no GPU kernel" in runner.mechanism(down, busy_runs(0, 40), "cuda")[1]
+
+
+def test_fixture_checks_decide_the_mechanism():
+    fx = fake_fixture("samples_per_s", direction="up",
+                      checks=("bad.h2d_pageable > 0", "bad.h2d_pinned == 0", "fixed.h2d_pinned > 0"))
+    good = [run("bad", ("timing", "profile"), profile={"h2d_pageable": 8, "h2d_pinned": 0}),
+            run("fixed", ("timing", "profile"), profile={"h2d_pageable": 0, "h2d_pinned": 8})]
+    assert runner.mechanism(fx, good, "cuda") == (True, "")
+    pinned_bad = [run("bad", ("timing", "profile"), profile={"h2d_pageable": 0, "h2d_pinned": 8}), good[1]]
+    ok, why = runner.mechanism(fx, pinned_bad, "cuda")
+    assert not ok and why == "check 'bad.h2d_pageable > 0' does not hold: bad.h2d_pageable = 0, 0"
+    unmeasured = [run("bad"), run("fixed")]
+    assert runner.mechanism(fx, unmeasured, "cuda") == (False, "check 'bad.h2d_pageable > 0': not measured")
+
+
+def test_a_check_may_compare_the_scripts():
+    fx = fake_fixture("busy_fraction", direction="up", checks=("fixed.samples_per_s > bad.samples_per_s",))
+    runs = busy_runs(0, 40)
+    runs[0].metrics["passes"]["timing"]["samples_per_s"] = 200.0
+    runs[1].metrics["passes"]["timing"]["samples_per_s"] = 100.0
+    ok, why = runner.mechanism(fx, runs, "cuda")
+    assert not ok and "fixed.samples_per_s = 100, bad.samples_per_s = 200" in why
 
 
 def test_a_failed_run_fails_the_mechanism_and_is_reported():
-    runs = [run("bad", "timing", wall_s=1.0), runner.Run("TL1", "fixed", "timing", 0, 1, None, "exit 1: boom")]
+    failed = runner.Run("TL1", "fixed", ("timing",), 0, 1, None, "exit 1: boom")
+    runs = [run("bad", timing={"wall_s": 1.0}), failed]
     result = runner.rule_result(fake_fixture(), runs)
     assert result["verdict"] == "fail"
-    assert "fixed.py timing pass (repeat 0) failed: exit 1: boom" in result["reason"]
-    assert result["errors"] == ["fixed.py timing pass (repeat 0): exit 1: boom"]
+    assert "fixed.py timing window (repeat 0) failed: exit 1: boom" in result["reason"]
+    assert result["errors"] == ["fixed.py (repeat 0, timing): exit 1: boom"]
+    assert [r["script"] for r in result["runs"]] == ["bad", "fixed"]
 
 
-def test_context_pass_failure_does_not_decide_the_verdict():
-    runs = [run("bad", "timing", wall_s=1.0), run("fixed", "timing", wall_s=0.5),
-            runner.Run("TL1", "bad", "sync", 0, -11, None, "exit -11: segfault")]
+def test_context_window_failure_does_not_decide_the_verdict():
+    bad = run("bad", ("timing", "sync"), timing={"wall_s": 1.0})
+    bad.metrics["passes"]["sync"] = {"error": "boom"}
+    runner._finish(bad, 0, MARK + json.dumps(bad.metrics), "")
+    runs = [bad, run("fixed", timing={"wall_s": 0.5})]
     result = runner.rule_result(fake_fixture(), runs)
     assert result["verdict"] == "pass" and result["errors"]
 
 
-# --- the harness's passes, in this process, on the CPU ----------------------------------------
+# --- measure: budget, incremental callback, partial windows -----------------------------------
 
 
-def _harness(monkeypatch, pass_name):
-    monkeypatch.setenv("TORCHLINT_VERIFY_PASS", pass_name)
-    return Harness("t.py", argv=["--smoke"])
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
 
 
-def test_profile_pass_finds_the_window_on_cpu(monkeypatch):
-    h = _harness(monkeypatch, "profile")
+def test_measure_skips_rules_that_do_not_fit_the_budget_and_reports_each_rule(monkeypatch):
+    fixtures = runner.discover(FAKE)
+    clock = Clock()
+
+    def fake_run(fx, which, passes=("timing",), repeat=0, smoke=False, timeout=0, env=None, **kw):
+        clock.now += 10.0
+        return run(which, passes)
+
+    monkeypatch.setattr(runner, "run_script", fake_run)
+    seen = []
+    estimates = {"TL910": 30.0, "TL911": 100.0, "TL912": 30.0}
+    out = runner.measure(fixtures, repeats=1, budget_s=70.0, estimate=lambda fx: estimates[fx.rule],
+                         on_rule=lambda rr: seen.append((rr.fixture.rule, rr.complete)), clock=clock)
+    # TL910 takes 20 s (2 runs); TL911's 100 s do not fit in the 50 left; TL912 (30 s) does.
+    assert seen == [("TL910", True), ("TL911", False), ("TL912", True)]
+    skipped = out[str(fixtures[1].path)]
+    assert not skipped.runs and "did not fit" in skipped.reason
+
+
+def test_measure_stops_a_rule_when_the_budget_runs_out(monkeypatch):
+    fixtures = runner.discover(FAKE, ["TL910"])
+    clock = Clock()
+    timeouts = []
+
+    def fake_run(fx, which, passes=("timing",), repeat=0, smoke=False, timeout=0, env=None, **kw):
+        timeouts.append(timeout)
+        clock.now += timeout
+        r = run(which, passes)
+        r.rc, r.error = -1, f"timed out after {timeout:g} s"
+        return r
+
+    monkeypatch.setattr(runner, "run_script", fake_run)
+    out = runner.measure(fixtures, repeats=2, budget_s=50.0, timeout=120.0, estimate=lambda fx: 10.0, clock=clock)
+    rr = out[str(fixtures[0].path)]
+    assert timeouts == [50.0]                       # no run may outlast the budget
+    assert not rr.complete and "ran out" in rr.reason
+
+
+def test_a_run_killed_by_its_timeout_keeps_the_windows_it_printed(tmp_path):
+    d = tmp_path / "TL1-slow"
+    d.mkdir()
+    script = ("import json, time\nfrom torchlint.verify.harness import MARK\n"
+              "print(MARK + json.dumps({'device': 'cuda', 'passes': {'timing': {'samples': 5}}}), flush=True)\n"
+              "time.sleep(60)\n")
+    (d / "bad.py").write_text(script)
+    (d / "fixed.py").write_text(script)
+    (d / "meta.toml").write_text('rule = "TL1"\nname = "slow"\nsummary = "s"\nmetric = "sync_count"\n'
+                                 'direction = "down"\nthreshold = 0.5\n')
+    (fx,) = runner.discover(tmp_path)
+    r = runner.run_script(fx, "bad", ("timing", "sync"), timeout=3)
+    assert r.rc == -1 and "timed out" in r.error
+    assert r.window("timing") == {"samples": 5} and r.window("sync") is None
+
+
+# --- the harness, in this process, on the CPU ------------------------------------------------
+
+
+def test_window_steps_follow_the_step_time():
+    assert harness.window_steps(0.5, 0.01, 2, 100) == 50
+    assert harness.window_steps(0.5, 2.0, 2, 100) == 2          # slow CPU step: its minimum
+    assert harness.window_steps(0.5, 1e-5, 2, 100) == 100       # capped
+    assert harness.window_steps(0.5, None, 3, 100) == 3
+
+
+def test_passes_always_run_timing_first():
+    assert harness.parse_passes("sync,profile,timing") == ["timing", "profile", "sync"]
+    assert harness.parse_passes("") == ["timing"]
+    with pytest.raises(ValueError, match="bogus"):
+        harness.parse_passes("timing,bogus")
+
+
+class FakeTime:
+    """A clock the step function advances: the warm-up's arithmetic without real time."""
+
+    def __init__(self, step_s, first_s):
+        self.now, self.step_s, self.first_s, self.calls = 0.0, step_s, first_s, 0
+
+    def perf_counter(self):
+        return self.now
+
+    def time(self):
+        return 1e9 + self.now
+
+    def train(self, steps):
+        self.now += self.first_s if self.calls == 0 else steps * self.step_s
+        self.calls += 1
+
+
+def _harness(monkeypatch, passes="timing", smoke=False, windows=None):
+    monkeypatch.setenv("TORCHLINT_VERIFY_PASSES", passes)
+    monkeypatch.setenv("TORCHLINT_VERIFY_WINDOWS", json.dumps(windows or {}))
+    monkeypatch.delenv("TORCHLINT_SMOKE", raising=False)
+    monkeypatch.delenv("TORCHLINT_VERIFY_COST", raising=False)
+    return Harness("t.py", argv=["--smoke"] if smoke else [])
+
+
+def test_warm_up_is_sized_by_time_and_sizes_the_window(monkeypatch):
+    """A slow first step (one-time costs) is not taken as the step time; warm-up goes on
+    for warmup_s after it, and the timing window is sized to ~timing_s."""
+    fake = FakeTime(step_s=0.004, first_s=0.5)
+    monkeypatch.setattr(harness, "time", fake)
+    h = _harness(monkeypatch)
+    calls = []
+    for steps in h.steps():
+        calls.append(steps)
+        fake.train(steps)
+    warm = h.metrics["warmup"]
+    assert calls[0] == 1 and warm["first_step_s"] == 0.5
+    assert warm["seconds"] - warm["first_step_s"] >= 0.3 and warm["step_s"] == pytest.approx(0.004)
+    assert calls[-1] == h.metrics["passes"]["timing"]["steps"]
+    assert abs(calls[-1] - 125) <= 1                                          # 0.5 s / 4 ms
+
+
+def test_a_slow_cpu_step_runs_few_steps(monkeypatch):
+    fake = FakeTime(step_s=1.5, first_s=1.5)
+    monkeypatch.setattr(harness, "time", fake)
+    h = _harness(monkeypatch, passes="timing,sync")
+    calls = []
+    for steps in h.steps():
+        calls.append(steps)
+        fake.train(steps)
+    assert calls == [1, 1, 2, 1]      # first step, one more warm-up step, timing minimum, sync minimum
+
+
+def test_profile_window_finds_the_window_on_cpu(monkeypatch):
+    h = _harness(monkeypatch, "timing,profile", smoke=True)
     x = h.torch.ones(8)
-    with h.window():
-        for _ in range(h.iters):
+
+    def train(steps):
+        nonlocal x
+        for _ in range(steps):
             x = x * 2
             h.count(8)
-    assert h.metrics["window_found"] is True
-    assert h.metrics["busy_fraction"] == 0.0          # no GPU on the CPU
-    assert h.metrics["kernels"] == 0 and h.metrics["samples"] == 16
-    assert h.metrics["window_us"] > 0
+
+    for steps in h.steps():
+        train(steps)
+    prof = h.metrics["passes"]["profile"]
+    assert prof["window_found"] is True and prof["busy_fraction"] == 0.0   # no GPU on the CPU
+    assert prof["kernels"] == 0 and prof["samples"] == 16 and prof["window_us"] > 0
+    assert prof["trace_events"] > 0 and prof["kernels_per_step"] == 0.0
+    assert h.metrics["passes"]["timing"]["samples"] == 16
 
 
-def test_sync_pass_on_cpu_counts_nothing(monkeypatch):
-    h = _harness(monkeypatch, "sync")
-    with h.window():
-        h.count(1)
-    assert h.metrics["sync_count"] == 0
+def test_sync_window_on_cpu_counts_nothing(monkeypatch):
+    h = _harness(monkeypatch, "sync", smoke=True)
+    for steps in h.steps():
+        h.count(steps)
+    assert h.metrics["passes"]["timing"]["samples"] == 2
+    assert h.metrics["passes"]["sync"]["sync_count"] == 0
 
 
-def test_unknown_pass_is_an_error(monkeypatch):
-    h = _harness(monkeypatch, "bogus")
-    with pytest.raises(ValueError, match="TORCHLINT_VERIFY_PASS='bogus'"):
-        with h.window():
-            pass
+def test_each_window_is_printed_as_it_ends(monkeypatch, capsys):
+    h = _harness(monkeypatch, "timing,sync", smoke=True)
+    for steps in h.steps():
+        h.count(steps)
+    lines = [runner.parse_metrics(line) for line in capsys.readouterr().out.splitlines()]
+    assert [sorted(m["passes"]) for m in lines] == [["timing"], ["sync", "timing"]]
 
 
 def test_sync_pass_counts_synchronizing_warnings_and_restores_the_mode():
@@ -141,27 +408,36 @@ def test_sync_pass_counts_synchronizing_warnings_and_restores_the_mode():
     state = {"mode": 0, "set": []}
     cuda = types.SimpleNamespace(get_sync_debug_mode=lambda: state["mode"],
                                  set_sync_debug_mode=lambda m: state["set"].append(m))
-    h = types.SimpleNamespace(cuda=True, torch=types.SimpleNamespace(cuda=cuda), metrics={}, pass_name="sync")
-    with passes.inner(h):
+    h = types.SimpleNamespace(cuda=True, torch=types.SimpleNamespace(cuda=cuda))
+    found = {}
+    with passes.inner(h, "sync", found):
         for _ in range(3):
             warnings.warn("called a synchronizing CUDA operation", UserWarning)
         warnings.warn("something else", UserWarning)
-    assert h.metrics["sync_count"] == 3
+    assert found["sync_count"] == 3
     assert state["set"] == ["warn", 0]
 
 
-def test_timing_pass_emits_the_metrics_line(monkeypatch, capsys):
-    h = _harness(monkeypatch, "timing")
-    with h.window():
-        h.count(4)
+def test_per_step_values():
+    m = {"steps": 4, "kernels": 40, "h2d_copies": 4, "sync_count": 2, "gpu_busy_us": 2000.0, "samples": 8}
+    passes.per_step(m)
+    assert (m["kernels_per_step"], m["h2d_per_step"], m["syncs_per_step"]) == (10, 1, 0.5)
+    assert m["gpu_busy_s_per_sample"] == pytest.approx(0.00025)
+
+
+def test_smoke_emits_the_metrics_line(monkeypatch, capsys):
+    h = _harness(monkeypatch, "timing", smoke=True)
+    for steps in h.steps():
+        h.count(4 * steps)
     h.emit(extra=1)
     out = runner.parse_metrics(capsys.readouterr().out)
-    assert out["samples"] == 4 and out["extra"] == 1 and out["device"] == "cpu" and out["smoke"] is True
-    assert out["window_end_unix"] >= out["window_start_unix"]
-    assert "busy_fraction" not in out and "sync_count" not in out
+    timing = out["passes"]["timing"]
+    assert timing["samples"] == 8 and out["extra"] == 1 and out["device"] == "cpu" and out["smoke"] is True
+    assert timing["window_end_unix"] >= timing["window_start_unix"]
+    assert "busy_fraction" not in timing and "sync_count" not in timing
 
 
-# --- the probe's logic (torch.cuda answers stubbed) ------------------------------------------
+# --- the probes' logic (torch.cuda answers stubbed) -------------------------------------------
 
 
 @pytest.fixture
@@ -172,14 +448,31 @@ def fake_torch(monkeypatch):
     return torch
 
 
+def has_gpu(monkeypatch, present):
+    monkeypatch.setattr(probe, "nvidia_hardware",
+                        lambda: probe.Hardware(present, bool(present), "GPU 0: H100" if present
+                                               else "no NVIDIA GPU on this machine (checked ...)"))
+
+
 def test_probe_cpu_only_build(monkeypatch, fake_torch):
+    has_gpu(monkeypatch, True)
     monkeypatch.setattr(fake_torch.version, "cuda", None)
     monkeypatch.setattr(fake_torch.cuda, "is_available", lambda: False)
     p = probe.probe_cuda()
     assert (p.available, p.problem, p.reason) == (False, "cpu-only-build", "torch 2.13.0 is a CPU-only build")
 
 
+def test_probe_says_first_that_there_is_no_gpu(monkeypatch, fake_torch):
+    has_gpu(monkeypatch, False)
+    monkeypatch.setattr(fake_torch.version, "cuda", None)
+    monkeypatch.setattr(fake_torch.cuda, "is_available", lambda: False)
+    p = probe.probe_cuda()
+    assert p.problem == "no-gpu"
+    assert p.reason == "no NVIDIA GPU on this machine (checked ...); torch 2.13.0 is a CPU-only build"
+
+
 def test_probe_missing_driver(monkeypatch, fake_torch):
+    has_gpu(monkeypatch, True)
     monkeypatch.setattr(fake_torch.version, "cuda", "12.8")
     monkeypatch.setattr(fake_torch.cuda, "is_available", lambda: False)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
@@ -197,6 +490,31 @@ def test_probe_available(monkeypatch, fake_torch):
     monkeypatch.setattr(fake_torch.cuda, "get_device_name", lambda i: f"GPU{i}")
     p = probe.probe_cuda()
     assert p.available and p.devices == ["GPU0", "GPU1"] and p.device_count == 2
+
+
+def _pci(root, *devices):
+    for name, vendor, klass in devices:
+        d = root / name
+        d.mkdir(parents=True)
+        (d / "vendor").write_text(vendor + "\n")
+        (d / "class").write_text(klass + "\n")
+    return root
+
+
+def test_hardware_from_the_driver_the_pci_bus_or_nothing(tmp_path):
+    proc = tmp_path / "proc"
+    (proc / "gpus" / "0000:18:00.0").mkdir(parents=True)
+    hw = probe.nvidia_hardware(proc=proc, pci=tmp_path / "nopci", smi=None, nvml_count=None)
+    assert (hw.present, hw.driver) == (True, True) and "1 NVIDIA GPU(s)" in hw.what
+    pci = _pci(tmp_path / "pci", ("0000:00:01.0", "0x8086", "0x060000"), ("0000:18:00.0", "0x10de", "0x030200"))
+    hw = probe.nvidia_hardware(proc=tmp_path / "none", pci=pci, smi=None, nvml_count=None)
+    assert (hw.present, hw.driver) == (True, False) and "no NVIDIA driver" in hw.what
+    no = _pci(tmp_path / "pci2", ("0000:00:01.0", "0x1af4", "0x010000"))
+    hw = probe.nvidia_hardware(proc=tmp_path / "none", pci=no, smi=None, nvml_count=None)
+    assert hw.present is False and hw.what.startswith("no NVIDIA GPU on this machine")
+    assert probe.nvidia_hardware(proc=tmp_path / "none", pci=tmp_path / "nopci", smi=None,
+                                 nvml_count=None).present is None
+    assert probe.nvidia_hardware(proc=tmp_path / "none", pci=no, smi=None, nvml_count=2).present is True
 
 
 def test_launch_blocking_values(monkeypatch):
@@ -218,18 +536,18 @@ def test_nvml_sampler_is_inert_without_a_driver():
 
 @pytest.mark.slow
 def test_measure_real_harness_end_to_end_on_cpu(tmp_path):
-    """A real fixture pair through its passes in fresh subprocesses; CPU, so
+    """A real fixture pair through its windows in fresh subprocesses; CPU, so
     the expected device is cpu."""
     (fx,) = runner.discover(DATA / "verify_fixtures")
-    runs = runner.measure([fx], repeats=1, timeout=300, traces=tmp_path / "traces")[str(fx.path)]
-    assert [(r.pass_name, r.script) for r in runs] == [("timing", "bad"), ("timing", "fixed"), ("profile", "bad"),
-                                                       ("profile", "fixed")]
+    rr = runner.measure([fx], repeats=1, timeout=300, traces=tmp_path / "traces")[str(fx.path)]
+    runs = rr.runs
+    assert rr.complete and [(r.script, r.passes) for r in runs] == [("bad", ("timing", "profile")),
+                                                                    ("fixed", ("timing", "profile"))]
     assert all(r.ok for r in runs), [r.error for r in runs]
-    profile = [r for r in runs if r.pass_name == "profile"]
-    assert all(r.metrics["window_found"] and r.metrics["busy_fraction"] == 0.0 for r in profile)
+    assert all(r.window("profile")["window_found"] and r.window("profile")["busy_fraction"] == 0.0 for r in runs)
     result = runner.rule_result(fx, runs, expected_device="cpu")
     assert result["verdict"] == "pass", result["reason"]
-    assert result["bad"]["median"] > 0.5            # ten 50 ms sleeps
+    assert result["metrics"]["busy_fraction_timed"]["bad"]["median"] == 0.0
     assert runner.rule_result(fx, runs, expected_device="cuda")["verdict"] == "fail"
     kept = sorted(p.name for p in (tmp_path / "traces").iterdir())
     assert kept == ["TL900-sleep-bad-r0.json", "TL900-sleep-fixed-r0.json"]

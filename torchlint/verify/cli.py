@@ -1,10 +1,14 @@
-"""click commands `verify` and `doctor` (registered by torchlint.cli).
+"""click commands `verify` and `doctor` (registered by torchlint.cli, and by
+``python -m torchlint.verify``, which needs nothing but click and torch).
 
 No torch import at import time: only the probe, the doctor and the fixture
 subprocesses touch torch, when a command runs."""
 from __future__ import annotations
 
+import datetime as _dt
+import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -13,9 +17,14 @@ import click
 from torchlint.verify import probe as probe_mod
 from torchlint.verify import report as report_mod
 from torchlint.verify import runner
+from torchlint.verify import verdict as V
 
 DEFAULT_OUTPUT = "torchlint-verify.json"
-EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_INCOMPLETE = 0, 1, 2, 3
+
+
+class Stopped(Exception):
+    """SIGTERM (e.g. a wall-clock limit): stop, keep what was measured."""
 
 
 def _err(message: str) -> None:
@@ -40,37 +49,7 @@ def _write_outputs(report: Dict[str, Any], output: Optional[Path], markdown: Opt
             _err(f"wrote {plot}")
 
 
-@click.command("verify")
-@click.option("--rule", "rules", multiple=True, metavar="CODE", help="Only this rule's fixture (repeatable).")
-@click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
-              help="Runs of each script per pass.")
-@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help=f"JSON report path [default: {DEFAULT_OUTPUT}; none with --smoke].")
-@click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the table as Markdown.")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write a PNG of bad vs fixed per rule (matplotlib).")
-@click.option("--smoke", is_flag=True, help="Run every fixture briefly on the CPU; fail if any script errors.")
-@click.option("--require-gpu", is_flag=True, help="Exit 2 instead of 0 when no CUDA GPU can be used.")
-@click.option("--fixtures", "fixtures_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Fixtures directory [default: the repository's fixtures/].")
-@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel scripts in --smoke.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
-              help="Seconds allowed per script run.")
-@click.option("--traces", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Keep each profile pass's Chrome trace in this directory.")
-def verify_command(rules: Sequence[str], repeats: int, output: Optional[Path], markdown: Optional[Path],
-                   plot: Optional[Path], smoke: bool, require_gpu: bool, fixtures_dir: Optional[Path],
-                   jobs: Optional[int], timeout: float, traces: Optional[Path]) -> None:
-    """Measure on a CUDA GPU that each rule's fix makes the GPU work harder.
-
-    Runs every fixture pair (fixtures/<CODE>-<name>/bad.py and fixed.py) in
-    fresh subprocesses and gives a verdict per rule: pass, fail,
-    inconclusive or skipped. Exit 0 when nothing failed, 1 when a verdict
-    failed (or a --smoke script errored), 2 on a usage problem, when
-    CUDA_LAUNCH_BLOCKING is set, or without a GPU under --require-gpu.
-    """
-    root = Path.cwd()
+def _discover(fixtures_dir: Optional[Path], rules: Sequence[str]) -> List[runner.Fixture]:
     try:
         fixtures = runner.discover(fixtures_dir or runner.default_fixtures_dir(), rules)
     except runner.FixtureError as exc:
@@ -79,8 +58,65 @@ def verify_command(rules: Sequence[str], repeats: int, output: Optional[Path], m
     if not fixtures:
         _err("error: no fixtures found")
         sys.exit(EXIT_ERROR)
+    return fixtures
 
+
+@click.command("verify")
+@click.option("--rule", "rule_opts", multiple=True, metavar="CODE", help="Only this rule's fixture (repeatable).")
+@click.option("--rules", "rules_opts", multiple=True, metavar="CODES",
+              help="Only these rules, comma-separated (e.g. TL100,TL101).")
+@click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Runs of each script (fresh processes) per rule.")
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help=f"JSON report path, rewritten after every rule [default: {DEFAULT_OUTPUT}; none with --smoke].")
+@click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the table as Markdown.")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write a PNG of bad vs fixed per rule (matplotlib).")
+@click.option("--smoke", is_flag=True, help="Run every fixture briefly on the CPU; fail if any script errors.")
+@click.option("--plan", "show_plan", is_flag=True,
+              help="Print the runs and the estimated GPU time per rule and in total; run nothing.")
+@click.option("--merge", "merge_files", multiple=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="Merge these reports (repeatable) into --output/--markdown/--plot; measure nothing.")
+@click.option("--time-budget", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+              help="Start a rule only when its estimate fits in what is left of this many seconds; "
+                   "the rest are reported as not run (exit 3). With --plan: the size of each suggested command.")
+@click.option("--require-gpu", is_flag=True, help="Exit 2 instead of 0 when no CUDA GPU can be used.")
+@click.option("--fixtures", "fixtures_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Fixtures directory [default: the checkout's fixtures/, else the installed package's].")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel scripts in --smoke.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=runner.DEFAULT_TIMEOUT, show_default=True,
+              help="Seconds allowed per script run.")
+@click.option("--traces", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Keep each profile window's Chrome trace in this directory.")
+def verify_command(rule_opts: Sequence[str], rules_opts: Sequence[str], repeats: int, output: Optional[Path],
+                   markdown: Optional[Path], plot: Optional[Path], smoke: bool, show_plan: bool,
+                   merge_files: Sequence[Path], time_budget: Optional[float], require_gpu: bool,
+                   fixtures_dir: Optional[Path], jobs: Optional[int], timeout: float,
+                   traces: Optional[Path]) -> None:
+    """Measure on a CUDA GPU that each rule's fix makes the GPU work harder.
+
+    Runs every fixture pair (fixtures/<CODE>-<name>/bad.py and fixed.py) in
+    fresh subprocesses and gives a verdict per rule: pass, fail,
+    inconclusive, skipped (no GPU) or not-run (left out by --time-budget).
+    The JSON report is rewritten after every rule. Exit 0 when nothing
+    failed, 1 when a verdict failed (or a --smoke script errored), 2 on a
+    usage problem, when CUDA_LAUNCH_BLOCKING is set, or without a GPU under
+    --require-gpu, 3 when rules were left out by --time-budget.
+    """
+    root = Path.cwd()
+    rules = runner.split_rules(list(rule_opts) + list(rules_opts))
+    if merge_files:
+        sys.exit(_merge(merge_files, output, markdown, plot))
+    if show_plan:
+        from torchlint.verify import plan as plan_mod
+
+        fixtures = _discover(fixtures_dir, rules)
+        text, _ = plan_mod.render(fixtures, repeats, per_command_s=time_budget or plan_mod.DEFAULT_COMMAND_S)
+        click.echo(text, nl=False)
+        sys.exit(EXIT_OK)
     if smoke:
+        fixtures = _discover(fixtures_dir, rules)
         sys.exit(_smoke(fixtures, jobs, timeout, output, markdown, plot, root))
 
     if probe_mod.launch_blocking():
@@ -89,35 +125,101 @@ def verify_command(rules: Sequence[str], repeats: int, output: Optional[Path], m
         sys.exit(EXIT_ERROR)
 
     output = output or Path(DEFAULT_OUTPUT)
+    # The GPU first: without one, that is the first thing to say.
     p = probe_mod.probe_cuda()
     environment = {"torch": p.torch_version, "cuda": p.cuda_version, "device_count": p.device_count,
                    "device": p.devices[0] if p.devices else None, "devices": list(p.devices)}
     if not p.available:
         click.echo(f"GPU verification skipped: {p.reason}")
+        fixtures = _discover(fixtures_dir, rules)
         results = [runner.skipped_result(fx, p.reason, root) for fx in fixtures]
         rep = report_mod.build(results, mode="skipped", repeats=repeats, environment=environment,
                                skipped_reason=p.reason)
         _write_outputs(rep, output, markdown, plot)
         sys.exit(EXIT_ERROR if require_gpu else EXIT_OK)
 
+    fixtures = _discover(fixtures_dir, rules)
+    sys.exit(_measure(fixtures, repeats, environment, output, markdown, plot, time_budget, timeout, traces, root))
+
+
+def _measure(fixtures: List[runner.Fixture], repeats: int, environment: Dict[str, Any], output: Path,
+             markdown: Optional[Path], plot: Optional[Path], time_budget: Optional[float], timeout: float,
+             traces: Optional[Path], root: Path) -> int:
+    from torchlint.verify import plan as plan_mod
+
+    started = time.monotonic()
+    extra = {"started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+             "time_budget_s": time_budget, "requested_rules": [fx.rule for fx in fixtures],
+             "argv": sys.argv[1:]}
+    results: Dict[str, Dict[str, Any]] = {
+        str(fx.path): runner.not_run_result(fx, "not run yet: the run was stopped before this rule", root=root)
+        for fx in fixtures}
+
+    def write() -> Dict[str, Any]:
+        rep = report_mod.build([results[str(fx.path)] for fx in fixtures], mode="gpu", repeats=repeats,
+                               environment=environment, elapsed_s=round(time.monotonic() - started, 1), **extra)
+        report_mod.write_json(rep, output)
+        return rep
+
+    def on_rule(rr: runner.RuleRuns) -> None:
+        fx = rr.fixture
+        if rr.complete:
+            results[str(fx.path)] = runner.rule_result(fx, rr.runs, "cuda", root, repeats=repeats)
+        else:
+            results[str(fx.path)] = runner.not_run_result(fx, rr.reason, rr.runs, root)
+        write()
+
     sampler = runner.NvmlSampler()
     environment["nvml"] = sampler.start()
+    write()
+    _err(f"writing {output} after every rule")
     total = len(runner.plan(fixtures, repeats))
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Stopped()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    stopped = False
     try:
         with click.progressbar(length=total, label="verify", file=sys.stderr,
-                               item_show_func=lambda r: f"{r.rule} {r.script} {r.pass_name}" if r else "") as bar:
-            def progress(run: runner.Run) -> None:
-                bar.update(1, run)
-
-            runs = runner.measure(fixtures, repeats, progress=progress, nvml=sampler, timeout=timeout,
-                                  traces=traces)
+                               item_show_func=lambda r: f"{r.rule} {r.script} r{r.repeat}" if r else "") as bar:
+            runner.measure(fixtures, repeats, progress=lambda run: bar.update(1, run), nvml=sampler,
+                           timeout=timeout, traces=traces, budget_s=time_budget,
+                           estimate=plan_mod.estimator(repeats), on_rule=on_rule)
+    except (Stopped, KeyboardInterrupt):
+        stopped = True
     finally:
         sampler.stop()
-    results = [runner.rule_result(fx, runs[str(fx.path)], "cuda", root) for fx in fixtures]
-    rep = report_mod.build(results, mode="gpu", repeats=repeats, environment=environment)
+        signal.signal(signal.SIGTERM, previous)
+    rep = write()
+    if stopped:
+        _err(f"stopped: {output} holds the rules finished so far")
     click.echo(report_mod.to_text(rep), nl=False)
-    _write_outputs(rep, output, markdown, plot)
-    sys.exit(EXIT_FAIL if any(r["verdict"] == "fail" for r in results) else EXIT_OK)
+    _write_outputs(rep, None, markdown, plot)
+    not_run = rep["rules_not_run"]
+    if not_run:
+        _err(f"not run: {', '.join(not_run)}; measure them with: --rules {','.join(not_run)} "
+             "(then combine the reports with --merge)")
+    if any(r["verdict"] == V.FAIL for r in rep["rules"]):
+        return EXIT_FAIL
+    return EXIT_INCOMPLETE if not_run else EXIT_OK
+
+
+def _merge(files: Sequence[Path], output: Optional[Path], markdown: Optional[Path], plot: Optional[Path]) -> int:
+    try:
+        merged, warnings = report_mod.merge([(str(f), report_mod.load_json(f)) for f in files])
+    except report_mod.MergeError as exc:
+        _err(f"error: {exc}")
+        return EXIT_ERROR
+    for w in warnings:
+        _err(f"warning: {w}")
+    click.echo(report_mod.to_text(merged), nl=False)
+    _write_outputs(merged, output, markdown, plot)
+    if merged["rules_not_run"]:
+        _err(f"still not measured: {', '.join(merged['rules_not_run'])}")
+    if any(r["verdict"] == V.FAIL for r in merged["rules"]):
+        return EXIT_FAIL
+    return EXIT_INCOMPLETE if merged["rules_not_run"] else EXIT_OK
 
 
 def _smoke(fixtures: List[runner.Fixture], jobs: Optional[int], timeout: float, output: Optional[Path],

@@ -7,47 +7,111 @@ A fixture script::
     h = Harness(__file__)            # parses --smoke / TORCHLINT_SMOKE=1
     device = h.device                # cuda if available (never in smoke mode), else cpu
     model = ...                      # small model, synthetic seeded data
-    for _ in range(h.warmup): step() # warm-up outside the window
-    with h.window():                 # synchronize, mark, time
-        for _ in range(h.iters):
-            step()
-            h.count(batch_size)      # samples processed
-    h.emit()                         # prints one JSON line for the runner
 
-The runner chooses what a run measures through TORCHLINT_VERIFY_PASS
-(`timing`, `profile`, `sync`); the script does not change.
+    def train(steps):                # runs `steps` training (or inference) steps
+        for step in range(steps):
+            ...
+            h.count(batch_size)      # samples processed
+
+    for steps in h.steps():          # warm-up chunks, then one call per measured window
+        train(steps)
+    h.emit()                         # print the metrics line for the runner
+
+`h.steps()` is a generator: it times the warm-up chunks and wraps each
+window (synchronize, profiler, sync debug mode) around the script's own call,
+so the script calls its training function itself, as real code does.
+
+One process measures several *windows*, each a separate call of the step
+function (the runner chooses which through TORCHLINT_VERIFY_PASSES; the
+script does not change), always in this order so that instrumentation never
+perturbs a later measurement of time:
+
+- ``timing``: no instrumentation: wall time, samples/s, peak memory;
+- ``profile``: a torch.profiler trace of the window: GPU busy fraction,
+  kernel and copy counts (the profiler starts after the timing window and runs
+  a few settling steps before the window opens);
+- ``sync``: the sync debug mode counts synchronizing calls.
+
+Warm-up and windows are sized by time, not by steps: the warm-up runs until
+at least ``warmup_s`` (0.3 s) of wall time and ``warmup_min`` steps have
+passed (GPU clocks ramp up from idle under load), and it measures the step
+time, from which each window's step count is chosen to last about its target
+time (within its minimum and maximum step counts). A slow CPU-side script
+therefore runs a few steps, a fast GPU one many.
+
+In smoke mode (``--smoke`` / TORCHLINT_SMOKE=1) sizes are the scripts' tiny
+ones, everything runs on the CPU, the warm-up is one step and each window two.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
-from contextlib import contextmanager
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 MARK = "TORCHLINT_METRICS "
 WINDOW_LABEL = "torchlint.window"
+PASSES = ("timing", "profile", "sync")
+# Seconds / step counts; a fixture's meta.toml [windows] table overrides them
+# (the runner passes it in TORCHLINT_VERIFY_WINDOWS as JSON).
+DEFAULT_WINDOWS: Dict[str, float] = {
+    "warmup_s": 0.3, "warmup_min": 1,
+    "timing_s": 0.5, "timing_min": 2, "timing_max": 5000,
+    "profile_s": 0.15, "profile_min": 1, "profile_max": 30, "profile_settle": 1,
+    "sync_s": 0.1, "sync_min": 1, "sync_max": 200,
+}
+SMOKE_STEPS = 2
+# The profiler's settling steps run only when a step is shorter than this: a
+# longer step dwarfs CUPTI's first-use cost (and a CPU-bound step has no kernels).
+SETTLE_BELOW_S = 0.25
+
+
+def parse_passes(value: Optional[str]) -> List[str]:
+    """The windows to run: timing always, first; then profile, then sync, so that
+    instrumentation never precedes a timing."""
+    names = {p.strip() for p in (value or "").split(",") if p.strip()}
+    for name in sorted(names):
+        if name not in PASSES:
+            raise ValueError(f"TORCHLINT_VERIFY_PASSES: unknown pass {name!r}; expected {', '.join(PASSES)}")
+    return [p for p in PASSES if p in names or p == "timing"]
+
+
+def window_steps(target_s: float, step_s: Optional[float], lo: int, hi: int) -> int:
+    """Steps for a window of about `target_s` seconds, given the warm-up's step time."""
+    if not step_s or step_s <= 0:
+        return int(lo)
+    return int(max(lo, min(hi, math.ceil(target_s / step_s))))
 
 
 class Harness:
-    def __init__(self, script: str = "", argv: Optional[list] = None, full_iters: int = 50,
-                 smoke_iters: int = 2, warmup: int = 5) -> None:
+    def __init__(self, script: str = "", argv: Optional[list] = None) -> None:
+        self._t_init = time.perf_counter()
         import torch
 
         self.torch = torch
         argv = sys.argv[1:] if argv is None else argv
         self.smoke = "--smoke" in argv or os.environ.get("TORCHLINT_SMOKE") == "1"
-        self.pass_name = os.environ.get("TORCHLINT_VERIFY_PASS", "timing")
-        use_cuda = torch.cuda.is_available() and not self.smoke
-        self.device = torch.device("cuda" if use_cuda else "cpu")
+        self.cost_mode = os.environ.get("TORCHLINT_VERIFY_COST") == "1" and not self.smoke
+        self.passes = parse_passes(os.environ.get("TORCHLINT_VERIFY_PASSES"))
+        self.windows = dict(DEFAULT_WINDOWS)
+        self.windows.update(json.loads(os.environ.get("TORCHLINT_VERIFY_WINDOWS") or "{}"))
+        use_cuda = torch.cuda.is_available() and not self.smoke and not self.cost_mode
         self.cuda = use_cuda
-        self.iters = smoke_iters if self.smoke else full_iters
-        self.warmup = 1 if self.smoke else warmup
+        if self.cost_mode:
+            from torchlint.verify import costs
+
+            self.device = costs.enter_cost_mode(torch)
+        else:
+            self.device = torch.device("cuda" if use_cuda else "cpu")
         self.script = script
         self.samples = 0
-        self.metrics: Dict[str, Any] = {}
+        self.step_s: Optional[float] = None
+        self.metrics: Dict[str, Any] = {"passes": {}}
         torch.manual_seed(0)
+
+    # -- what fixtures call ------------------------------------------------
 
     def scale(self, full: int, smoke: int) -> int:
         """A size: `full` on the GPU, `smoke` in smoke mode."""
@@ -60,39 +124,123 @@ class Harness:
         if self.cuda:
             self.torch.cuda.synchronize()
 
-    @contextmanager
-    def window(self) -> Iterator[None]:
-        """The measured region: synchronized at both ends, marked for the profiler."""
+    def steps(self) -> Iterator[int]:
+        """Step counts to run, one `train(steps)` call each: the warm-up's chunks,
+        then, per window this run asks for, (for the profile window, a few
+        settling steps first and) the window's steps."""
+        if self.cost_mode:
+            from torchlint.verify import costs
+
+            yield from costs.steps(self)
+            return
+        yield from self._warm_up()
+        for name in self.passes:
+            n = self._steps(name)
+            if name == "timing":
+                yield from self._window("timing", n)
+            else:
+                # A context window that breaks in the harness must not cost the timing already taken.
+                try:
+                    yield from self._window(name, n)
+                except Exception as exc:  # noqa: BLE001 - reported to the runner
+                    self.metrics["passes"][name] = {"error": f"{type(exc).__name__}: {exc}"}
+            self._emit_line()  # after each window: a later crash keeps the earlier windows
+
+    def _warm_up(self) -> Iterator[int]:
+        """One step (its one-time costs: allocations, cuBLAS handles, autotuning),
+        then chunks until `warmup_s` of wall time and `warmup_min` more steps have
+        passed (GPU clocks ramp up under load); measures the step time that sizes the windows."""
+        w = self.windows
+        t0 = time.perf_counter()
+        yield 1
+        self.sync()
+        first = time.perf_counter() - t0
+        if self.smoke:
+            return
+        done, elapsed, n = 0, 0.0, 1
+        while True:
+            t0 = time.perf_counter()
+            yield n
+            self.sync()
+            dt = time.perf_counter() - t0
+            done += n
+            elapsed += dt
+            self.step_s = dt / n
+            if done >= w["warmup_min"] and elapsed >= w["warmup_s"]:
+                break
+            left = w["warmup_s"] - elapsed
+            want = int(left / self.step_s) if left > 0 else 0
+            n = max(1, int(w["warmup_min"]) - done, min(2 * n, want))
+        self.metrics["warmup"] = {"first_step_s": first, "steps": done + 1, "seconds": first + elapsed,
+                                  "step_s": self.step_s}
+
+    def emit(self, **extra: Any) -> None:
+        self.metrics.update(extra)
+        self._emit_line()
+
+    # -- internals ---------------------------------------------------------
+
+    def _steps(self, name: str) -> int:
+        if self.smoke:
+            return SMOKE_STEPS
+        w = self.windows
+        return window_steps(w[f"{name}_s"], self.step_s, int(w[f"{name}_min"]), int(w[f"{name}_max"]))
+
+    def _window(self, name: str, steps: int) -> Iterator[int]:
         from torchlint.verify import passes
 
         torch = self.torch
-        if self.cuda:
-            torch.cuda.reset_peak_memory_stats()
-        self.samples = 0
-        with passes.instrument(self):
+        with passes.around(self, name) as (settle, found):
+            if settle:
+                yield settle     # outside the window: the profiler's first-use costs
+                self.sync()
+            clock_start = self._sm_clock()
+            if self.cuda:
+                torch.cuda.reset_peak_memory_stats()
+            self.samples = 0
             self.sync()
             start_unix = time.time()
             start = time.perf_counter()
             with torch.profiler.record_function(WINDOW_LABEL):
-                with passes.inner(self):
-                    yield
+                with passes.inner(self, name, found):
+                    yield steps
                 self.sync()
             wall = time.perf_counter() - start
             end_unix = time.time()
-        self.metrics["wall_s"] = wall
-        self.metrics["samples"] = self.samples
-        self.metrics["samples_per_s"] = self.samples / wall if wall > 0 else 0.0
-        # Wall-clock stamps let the runner match its NVML samples to the window.
-        self.metrics["window_start_unix"] = start_unix
-        self.metrics["window_end_unix"] = end_unix
-        if self.cuda:
-            self.metrics["peak_mem_bytes"] = int(torch.cuda.max_memory_allocated())
+            clock_end = self._sm_clock()
+        m: Dict[str, Any] = {
+            "steps": steps, "wall_s": wall, "samples": self.samples,
+            "samples_per_s": self.samples / wall if wall > 0 else 0.0,
+            # Wall-clock stamps let the runner match its NVML samples to the window.
+            "window_start_unix": start_unix, "window_end_unix": end_unix,
+            "sm_clock_mhz_start": clock_start, "sm_clock_mhz_end": clock_end,
+        }
+        if self.cuda and name == "timing":
+            m["peak_mem_bytes"] = int(torch.cuda.max_memory_allocated())
+        m.update(found)
+        passes.per_step(m)
+        self.metrics["passes"][name] = m
 
-    def emit(self, **extra: Any) -> None:
+    def _sm_clock(self) -> Optional[int]:
+        """The SM clock in MHz (NVML, through torch.cuda.clock_rate), None when unreadable."""
+        if not self.cuda or getattr(self, "_no_clock", False):
+            return None
+        try:
+            return int(self.torch.cuda.clock_rate(self.device))
+        except Exception:  # noqa: BLE001 - pynvml missing or the driver refuses: not a measurement error
+            self._no_clock = True
+            return None
+
+    def _emit_line(self) -> None:
         out = dict(self.metrics)
-        out.update(extra)
+        timing = self.metrics["passes"].get("timing") or {}
+        for key in ("samples", "samples_per_s", "wall_s"):   # the timing window's, at the top level too
+            if key in timing:
+                out.setdefault(key, timing[key])
         out["device"] = str(self.device)
         out["smoke"] = self.smoke
-        out["pass"] = self.pass_name
+        out["requested_passes"] = list(self.passes)
+        if self.cuda:
+            out.setdefault("gpu_name", self.torch.cuda.get_device_name(self.device))
         sys.stdout.write(MARK + json.dumps(out, sort_keys=True) + "\n")
         sys.stdout.flush()

@@ -6,20 +6,29 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import platform
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from torchlint.verify import verdict as V
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 COLUMNS = ("Rule", "Metric", "Bad", "Fixed", "Change", "Threshold", "Verdict")
+CONTEXT_COLUMNS = ("Rule", "Samples/s bad", "Samples/s fixed", "Speed-up", "Busy bad", "Busy fixed",
+                   "Busy (timed) bad", "Busy (timed) fixed", "SM clock", "Profiler slowdown")
+
+
+class MergeError(Exception):
+    pass
 
 
 def build(rules: Sequence[Dict[str, Any]], *, mode: str, repeats: int, environment: Optional[Dict[str, Any]] = None,
-          skipped_reason: Optional[str] = None) -> Dict[str, Any]:
-    """mode: "gpu" | "skipped" | "smoke"."""
+          skipped_reason: Optional[str] = None, **extra: Any) -> Dict[str, Any]:
+    """mode: "gpu" | "skipped" | "smoke". A gpu report is `complete` when no
+    rule is "not-run"; `rules_not_run` lists the others (a partial report:
+    written as the run goes, or one part of a --rules/--time-budget split)."""
     counts: Dict[str, int] = {}
     for r in rules:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
@@ -29,7 +38,8 @@ def build(rules: Sequence[Dict[str, Any]], *, mode: str, repeats: int, environme
         version = "unknown"
     env = {"python": platform.python_version(), "platform": sys.platform}
     env.update(environment or {})
-    return {
+    not_run = [r["rule"] for r in rules if r["verdict"] == V.NOT_RUN]
+    report = {
         "schema_version": SCHEMA_VERSION,
         "tool": "torchlint verify",
         "torchlint_version": version,
@@ -37,14 +47,73 @@ def build(rules: Sequence[Dict[str, Any]], *, mode: str, repeats: int, environme
         "repeats": repeats,
         "skipped_reason": skipped_reason,
         "environment": env,
+        "complete": not not_run,
+        "rules_not_run": not_run,
         "summary": dict(sorted(counts.items())),
         "rules": list(rules),
     }
+    report.update(extra)
+    return report
 
 
 def write_json(report: Dict[str, Any], path: Path) -> None:
+    """Atomically: a reader (or a run stopped mid-write) never sees half a report."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, sort_keys=True, default=_default) + "\n", encoding="utf-8")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(report, indent=2, sort_keys=True, default=_default) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def load_json(path: Path) -> Dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise MergeError(f"{path}: not a readable JSON report ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
+        raise MergeError(f"{path}: not a torchlint verify report (no rules list)")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise MergeError(f"{path}: schema_version {data.get('schema_version')!r}, expected {SCHEMA_VERSION}")
+    return data
+
+
+def merge(reports: Sequence[Tuple[str, Dict[str, Any]]]) -> Tuple[Dict[str, Any], List[str]]:
+    """One report from several (e.g. the parts of a split GPU session).
+
+    Per rule, a measured verdict (pass/fail/inconclusive) wins over not-run or
+    skipped; when several reports measured a rule, the later one (in the
+    order given) wins and a warning says so. Reports from different GPUs or
+    torch versions are not merged. Returns the report and the warnings."""
+    if not reports:
+        raise MergeError("nothing to merge")
+    warnings: List[str] = []
+    measured = [(name, r) for name, r in reports if r.get("mode") == "gpu"]
+    for key in ("device", "torch", "cuda"):
+        seen = {str((r.get("environment") or {}).get(key)) for _, r in measured}
+        if len(seen) > 1:
+            raise MergeError(f"the reports were measured with different {key}: {', '.join(sorted(seen))}")
+    chosen: Dict[str, Tuple[str, Dict[str, Any]]] = {}
+    for name, rep in reports:
+        for rule in rep["rules"]:
+            code = rule["rule"]
+            prev = chosen.get(code)
+            if prev is not None and prev[1]["verdict"] in V.MEASURED:
+                if rule["verdict"] not in V.MEASURED:
+                    continue
+                warnings.append(f"{code} was measured in both {prev[0]} and {name}: keeping {name}'s")
+            chosen[code] = (name, rule)
+    rules = []
+    for code in sorted(chosen):
+        name, rule = chosen[code]
+        rule = dict(rule)
+        rule["source"] = name
+        rules.append(rule)
+    base = measured[-1][1] if measured else reports[-1][1]
+    mode = "gpu" if measured else base.get("mode", "skipped")
+    merged = build(rules, mode=mode, repeats=max(int(r.get("repeats") or 0) for _, r in reports),
+                   environment=base.get("environment"), skipped_reason=None if measured else base.get("skipped_reason"),
+                   merged_from=[name for name, _ in reports],
+                   elapsed_s=sum(float(r.get("elapsed_s") or 0.0) for _, r in reports))
+    return merged, warnings
 
 
 def _default(obj: Any) -> Any:
@@ -97,6 +166,36 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _ctx(rule: Dict[str, Any], metric: str, which: str) -> Optional[float]:
+    row = (rule.get("metrics") or {}).get(metric) or {}
+    cell = row.get(which) or {}
+    return cell.get("median")
+
+
+def context_rows(report: Dict[str, Any]) -> List[List[str]]:
+    """Per measured rule: samples/s from the uninstrumented timing window beside the
+    profiled busy fraction and the busy fraction at timing speed, the SM clock, the
+    profiler's slowdown."""
+    out = []
+    for r in report["rules"]:
+        if r.get("verdict") not in V.MEASURED:
+            continue
+        sb, sf = _ctx(r, "samples_per_s", "bad"), _ctx(r, "samples_per_s", "fixed")
+        speed = f"{sf / sb:.2f}x" if sb and sf else "-"
+        clocks = [c for c in (_ctx(r, "sm_clock_mhz_start", w) for w in ("bad", "fixed")) if c]
+        slow = [x for x in (_ctx(r, "profiler_slowdown", w) for w in ("bad", "fixed")) if x]
+        out.append([
+            r["rule"], format_value("samples_per_s", sb), format_value("samples_per_s", sf), speed,
+            format_value("busy_fraction", _ctx(r, "busy_fraction", "bad")),
+            format_value("busy_fraction", _ctx(r, "busy_fraction", "fixed")),
+            format_value("busy_fraction", _ctx(r, "busy_fraction_timed", "bad")),
+            format_value("busy_fraction", _ctx(r, "busy_fraction_timed", "fixed")),
+            "/".join(f"{c:.0f}" for c in clocks) + " MHz" if clocks else "-",
+            "/".join(f"{x:.2f}x" for x in slow) if slow else "-",
+        ])
+    return out
+
+
 def to_markdown(report: Dict[str, Any]) -> str:
     lines = ["# torchlint verify", ""]
     env = report.get("environment", {})
@@ -106,10 +205,24 @@ def to_markdown(report: Dict[str, Any]) -> str:
         device = env.get("device") or "CPU"
         lines += [f"Device: {device}; torch {env.get('torch', '?')}; CUDA {env.get('cuda', '-')}; "
                   f"{report['repeats']} repeat(s); bad/fixed medians ± interquartile range.", ""]
+    if report.get("mode") == "gpu" and not report.get("complete", True):
+        lines += [f"**Partial report**: not run: {', '.join(report.get('rules_not_run', []))} "
+                  "(merge the other parts with `torchlint verify --merge`).", ""]
     lines.append("| " + " | ".join(COLUMNS) + " |")
     lines.append("|" + "|".join("---" for _ in COLUMNS) + "|")
     for row in rows(report):
         lines.append("| " + " | ".join(_escape(c) for c in row) + " |")
+    ctx = context_rows(report)
+    if ctx:
+        lines += ["", "## Context", "",
+                  "Samples/s from the uninstrumented timing window; busy = GPU busy fraction in the profiled "
+                  "window; busy (timed) = GPU busy time per sample from the trace x samples/s of the timing "
+                  "window (what the loop shows without the profiler's overhead); SM clock at the timing "
+                  "window's start (bad/fixed); profiler slowdown = timing samples/s / profiled samples/s.", ""]
+        lines.append("| " + " | ".join(CONTEXT_COLUMNS) + " |")
+        lines.append("|" + "|".join("---" for _ in CONTEXT_COLUMNS) + "|")
+        for row in ctx:
+            lines.append("| " + " | ".join(_escape(c) for c in row) + " |")
     notes = [(r["rule"], r.get("reason", "")) for r in report["rules"] if r.get("reason")]
     if notes and not report.get("skipped_reason"):
         lines += ["", "## Reasons", ""]
@@ -129,7 +242,8 @@ def to_text(report: Dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-VERDICT_COLORS = {"pass": "#2e7d32", "fail": "#c62828", "inconclusive": "#f9a825", "skipped": "#9e9e9e"}
+VERDICT_COLORS = {"pass": "#2e7d32", "fail": "#c62828", "inconclusive": "#f9a825", "skipped": "#9e9e9e",
+                  "not-run": "#9e9e9e"}
 
 
 def write_plot(report: Dict[str, Any], path: Path) -> None:
@@ -151,7 +265,7 @@ def write_plot(report: Dict[str, Any], path: Path) -> None:
                      color=VERDICT_COLORS.get(verdict, "black"))
         bad, fixed = r.get("bad"), r.get("fixed")
         if not bad or not fixed:
-            ax.text(0.5, 0.5, "not measured" if verdict != "skipped" else "skipped", ha="center", va="center",
+            ax.text(0.5, 0.5, verdict if verdict in ("skipped", "not-run") else "not measured", ha="center", va="center",
                     transform=ax.transAxes, fontsize=9, color="#616161")
             ax.set_xticks([])
             ax.set_yticks([])

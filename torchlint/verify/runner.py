@@ -1,34 +1,39 @@
 """Run fixture pairs in fresh subprocesses and collect their metrics.
 
-Every run of every script is its own ``python script.py`` process (the sync
-debug mode, the caching allocator and cudnn's autotuner are process-global),
-bad and fixed alternate (bad first on even repeats, fixed first on odd ones,
-so drift does not favour either), and each repeat runs:
+Every run is its own ``python script.py`` process (the sync debug mode, the
+caching allocator and cudnn's autotuner are process-global) that measures one
+script at one repeat: after its warm-up it runs the windows the run asks for,
+timing first (so no instrumentation precedes a timing), then profile, then
+sync (see :mod:`torchlint.verify.harness`). Bad and fixed alternate (bad
+first on even repeats, fixed first on odd ones, so drift does not favour
+either). Each repeat asks for:
 
-- the ``timing`` pass (no instrumentation: wall time, samples/s, peak memory;
-  NVML utilization is sampled from *this* process, never the child's);
-- the pass that yields the rule's declared metric when it is not timing
+- the ``timing`` window (no instrumentation: wall time, samples/s, peak
+  memory; NVML utilization is sampled from *this* process, never the child's);
+- the window that yields the rule's declared metric when it is not timing
   (``profile`` for busy_fraction / h2d_copies, ``sync`` for sync_count);
-- on the first repeat only, the remaining passes, for context in the report.
+- on the first repeat only, the remaining windows, for context and for the
+  fixture's mechanism checks.
 
 No torch import here: the children import it.
 """
 from __future__ import annotations
 
 import json
+import operator
 import os
+import re
 import subprocess
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from torchlint.verify import verdict as V
-from torchlint.verify.harness import MARK
-from torchlint.verify.passes import PASSES
+from torchlint.verify.harness import DEFAULT_WINDOWS, MARK, PASSES
 
 try:  # Python 3.11+
     import tomllib
@@ -36,14 +41,30 @@ except ImportError:  # pragma: no cover
     import tomli as tomllib  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parents[2]
+PACKAGED_FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SCRIPTS = ("bad", "fixed")
 METRIC_PASS = {
     "wall_s": "timing", "samples_per_s": "timing", "peak_mem_bytes": "timing", "samples": "timing",
+    "steps": "timing", "nvml_util_percent": "timing", "sm_clock_mhz_start": "timing", "sm_clock_mhz_end": "timing",
     "busy_fraction": "profile", "kernels": "profile", "memcpys": "profile", "memsets": "profile",
     "h2d_copies": "profile", "d2h_copies": "profile", "h2d_pinned": "profile", "h2d_pageable": "profile",
-    "streams": "profile", "sync_count": "sync", "nvml_util_percent": "timing",
+    "streams": "profile", "kernels_per_step": "profile", "h2d_per_step": "profile", "d2h_per_step": "profile",
+    "gpu_busy_s_per_sample": "profile", "trace_events": "profile",
+    "sync_count": "sync", "syncs_per_step": "sync",
+}
+# Derived from two windows of the same run: (needs these passes).
+DERIVED = {
+    # GPU busy time per sample from the trace x samples/s of the uninstrumented timing window: the busy
+    # fraction the loop would show without the profiler's host overhead (capped at 1).
+    "busy_fraction_timed": ("timing", "profile"),
+    # How much the profiler slowed the loop down (timing samples/s / profile samples/s).
+    "profiler_slowdown": ("timing", "profile"),
 }
 REQUIRED_META = ("rule", "name", "summary", "metric", "direction", "threshold")
+DEFAULT_TIMEOUT = 180.0
+CHECK_RE = re.compile(r"^\s*(bad|fixed)\.(\w+)\s*(>=|<=|==|!=|>|<)\s*(?:(bad|fixed)\.(\w+)|(-?[0-9.eE+-]+))\s*$")
+OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq,
+       "!=": operator.ne}
 
 
 class FixtureError(Exception):
@@ -61,6 +82,9 @@ class Fixture:
     unsafe_fix: bool
     path: Path
     skip_passes: Tuple[str, ...] = ()
+    why: str = ""
+    checks: Tuple[str, ...] = ()
+    windows: Tuple[Tuple[str, float], ...] = ()
 
     @property
     def metric_pass(self) -> str:
@@ -69,10 +93,32 @@ class Fixture:
     def script(self, which: str) -> Path:
         return self.path / f"{which}.py"
 
+    def context_passes(self) -> List[str]:
+        return [p for p in PASSES if p not in self.skip_passes]
+
 
 def default_fixtures_dir() -> Path:
-    here = ROOT / "fixtures"
-    return here if here.is_dir() else Path.cwd() / "fixtures"
+    """This checkout's fixtures/ when running from the repository, else the
+    copy shipped in the installed package (torchlint/verify/fixtures)."""
+    for candidate in (ROOT / "fixtures", PACKAGED_FIXTURES):
+        if candidate.is_dir() and any((p / "meta.toml").is_file() for p in candidate.iterdir()):
+            return candidate
+    raise FixtureError(f"no fixtures found: neither {ROOT / 'fixtures'} (a checkout) nor {PACKAGED_FIXTURES} "
+                       "(the installed package) holds fixtures; point --fixtures at a directory of fixture pairs")
+
+
+def parse_check(text: str) -> Tuple[str, str, str, Any]:
+    """'bad.h2d_pageable > 0' -> ('bad', 'h2d_pageable', '>', 0.0); the right side
+    may name a metric of a script: ('fixed', 'samples_per_s', '>', ('bad', 'samples_per_s'))."""
+    m = CHECK_RE.match(text)
+    if not m:
+        raise ValueError(f"check {text!r}: expected '<bad|fixed>.<metric> <op> <number|bad.metric|fixed.metric>'")
+    script, metric, op, rscript, rmetric, number = m.groups()
+    for name in (metric, rmetric):
+        if name is not None and name not in METRIC_PASS and name not in DERIVED:
+            raise ValueError(f"check {text!r}: unknown metric {name!r}")
+    rhs: Any = (rscript, rmetric) if rscript else float(number)
+    return script, metric, op, rhs
 
 
 def load_fixture(path: Path) -> Fixture:
@@ -95,11 +141,39 @@ def load_fixture(path: Path) -> Fixture:
     for name in skip:
         if name not in PASSES or name == "timing" or name == METRIC_PASS[meta["metric"]]:
             raise FixtureError(f"{meta_path}: cannot skip pass {name!r}")
+    checks = tuple(meta.get("checks", ()))
+    for check in checks:
+        try:
+            _, metric, _, rhs = parse_check(check)
+        except ValueError as exc:
+            raise FixtureError(f"{meta_path}: {exc}") from None
+        for name in (metric, rhs[1] if isinstance(rhs, tuple) else None):
+            if name is not None and _passes_of(name) & set(skip):
+                raise FixtureError(f"{meta_path}: check {check!r} needs a skipped pass")
+    windows = meta.get("windows", {})
+    if not isinstance(windows, dict) or any(k not in DEFAULT_WINDOWS or isinstance(v, bool)
+                                            or not isinstance(v, (int, float)) or v < 0 for k, v in windows.items()):
+        raise FixtureError(f"{meta_path}: [windows] keys must be among {', '.join(DEFAULT_WINDOWS)} with numbers")
     for which in SCRIPTS:
         if not (path / f"{which}.py").is_file():
             raise FixtureError(f"{path}: missing {which}.py")
     return Fixture(str(meta["rule"]), str(meta["name"]), str(meta["summary"]), str(meta["metric"]),
-                   str(meta["direction"]), float(threshold), bool(meta.get("unsafe_fix", False)), path, skip)
+                   str(meta["direction"]), float(threshold), bool(meta.get("unsafe_fix", False)), path, skip,
+                   str(meta.get("why", "")).strip(), checks, tuple(sorted(windows.items())))
+
+
+def _passes_of(metric: str) -> set:
+    if metric in DERIVED:
+        return set(DERIVED[metric])
+    return {METRIC_PASS[metric]}
+
+
+def split_rules(values: Sequence[str]) -> List[str]:
+    """--rule TL104 --rules TL401,TL402 -> ['TL104', 'TL401', 'TL402']."""
+    out: List[str] = []
+    for value in values:
+        out += [r.strip() for r in value.split(",") if r.strip()]
+    return out
 
 
 def discover(fixtures_dir: Path, rules: Sequence[str] = ()) -> List[Fixture]:
@@ -107,6 +181,7 @@ def discover(fixtures_dir: Path, rules: Sequence[str] = ()) -> List[Fixture]:
     if not fixtures_dir.is_dir():
         raise FixtureError(f"no fixtures directory at {fixtures_dir}")
     found = [load_fixture(p) for p in sorted(fixtures_dir.iterdir()) if (p / "meta.toml").is_file()]
+    rules = split_rules(rules)
     if rules:
         wanted = {r.upper() for r in rules}
         unknown = sorted(wanted - {f.rule.upper() for f in found})
@@ -120,7 +195,7 @@ def discover(fixtures_dir: Path, rules: Sequence[str] = ()) -> List[Fixture]:
 class Run:
     rule: str
     script: str          # "bad" | "fixed"
-    pass_name: str
+    passes: Tuple[str, ...]
     repeat: int
     rc: int = 0
     metrics: Optional[Dict[str, Any]] = None
@@ -130,10 +205,55 @@ class Run:
 
     @property
     def ok(self) -> bool:
-        return self.rc == 0 and self.metrics is not None and not self.error
+        """The process succeeded and measured every window it was asked for."""
+        return self.rc == 0 and self.metrics is not None and not self.error and all(
+            self.window(p) is not None for p in self.passes)
+
+    def window(self, pass_name: str) -> Optional[Dict[str, Any]]:
+        """The metrics of one window, None when it was not measured (or failed)."""
+        if not self.metrics:
+            return None
+        w = (self.metrics.get("passes") or {}).get(pass_name)
+        if not isinstance(w, dict) or "error" in w:
+            return None
+        return w
+
+    def window_error(self, pass_name: str) -> str:
+        w = ((self.metrics or {}).get("passes") or {}).get(pass_name)
+        if isinstance(w, dict) and "error" in w:
+            return str(w["error"])
+        if pass_name in self.passes and w is None:
+            return self.error or "not measured"
+        return ""
+
+    def value(self, metric: str) -> Optional[float]:
+        if metric in DERIVED:
+            return _derived(self, metric)
+        w = self.window(METRIC_PASS.get(metric, "timing"))
+        if w is None:
+            return None
+        value = w.get(metric)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        return float(value)
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
+
+
+def _derived(run: Run, metric: str) -> Optional[float]:
+    timing, profile = run.window("timing"), run.window("profile")
+    if timing is None or profile is None:
+        return None
+    if metric == "busy_fraction_timed":
+        per_sample, rate = profile.get("gpu_busy_s_per_sample"), timing.get("samples_per_s")
+        if per_sample is None or not rate:
+            return None
+        return min(1.0, float(per_sample) * float(rate))
+    if metric == "profiler_slowdown":
+        fast, slow = timing.get("samples_per_s"), profile.get("samples_per_s")
+        return float(fast) / float(slow) if fast and slow else None
+    raise KeyError(metric)
 
 
 def parse_metrics(stdout: str) -> Optional[Dict[str, Any]]:
@@ -148,10 +268,13 @@ def parse_metrics(stdout: str) -> Optional[Dict[str, Any]]:
     return None
 
 
-def child_env(pass_name: str, smoke: bool, extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+def child_env(passes: Sequence[str], smoke: bool, extra: Optional[Dict[str, str]] = None,
+              windows: Sequence[Tuple[str, float]] = ()) -> Dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    env["TORCHLINT_VERIFY_PASS"] = pass_name
+    env["TORCHLINT_VERIFY_PASSES"] = ",".join(passes)
+    env["TORCHLINT_VERIFY_WINDOWS"] = json.dumps(dict(windows))
+    env.pop("TORCHLINT_VERIFY_COST", None)
     if smoke:
         env["TORCHLINT_SMOKE"] = "1"
         env.setdefault("OMP_NUM_THREADS", "1")
@@ -161,17 +284,20 @@ def child_env(pass_name: str, smoke: bool, extra: Optional[Dict[str, str]] = Non
     return env
 
 
-def run_script(fx: Fixture, which: str, pass_name: str = "timing", repeat: int = 0, smoke: bool = False,
-               timeout: float = 600.0, python: str = sys.executable, env: Optional[Dict[str, str]] = None) -> Run:
-    run = Run(fx.rule, which, pass_name, repeat, fixture=str(fx.path))
-    cmd = [python, str(fx.script(which))] + (["--smoke"] if smoke else [])
+def run_script(fx: Fixture, which: str, passes: Sequence[str] = ("timing",), repeat: int = 0, smoke: bool = False,
+               timeout: float = DEFAULT_TIMEOUT, python: str = sys.executable,
+               env: Optional[Dict[str, str]] = None, launcher: Optional[Sequence[str]] = None) -> Run:
+    run = Run(fx.rule, which, tuple(passes), repeat, fixture=str(fx.path))
+    cmd = list(launcher or [python]) + [str(fx.script(which))] + (["--smoke"] if smoke else [])
     start = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, cwd=str(fx.path), env=child_env(pass_name, smoke, env), capture_output=True,
-                              text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        run.rc, run.error = -1, f"timed out after {timeout:g} s"
+        proc = subprocess.run(cmd, cwd=str(fx.path), env=child_env(passes, smoke, env, fx.windows),
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
         run.seconds = time.perf_counter() - start
+        out = exc.stdout.decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        run.metrics = parse_metrics(out)     # the windows measured before the kill still count
+        run.rc, run.error = -1, f"timed out after {timeout:g} s"
         return run
     run.seconds = time.perf_counter() - start
     return _finish(run, proc.returncode, proc.stdout, proc.stderr)
@@ -184,24 +310,39 @@ def _finish(run: Run, rc: int, stdout: str, stderr: str) -> Run:
         tail = (stderr or stdout).strip().splitlines()[-3:]
         run.error = f"exit {rc}: " + " | ".join(tail)
     elif run.metrics is None:
-        run.error = "no metrics line (the script must call h.emit())"
+        run.error = "no metrics line (the script must call h.run() or h.emit())"
+    else:
+        broken = [f"{p} window: {run.window_error(p)}" for p in run.passes if run.window(p) is None]
+        if broken:
+            run.error = "; ".join(broken)
     return run
 
 
-def plan(fixtures: Sequence[Fixture], repeats: int) -> List[Tuple[Fixture, int, str, str]]:
-    """(fixture, repeat, pass, script) in execution order."""
-    steps: List[Tuple[Fixture, int, str, str]] = []
+@dataclass(frozen=True)
+class Planned:
+    fixture: Fixture
+    repeat: int
+    script: str
+    passes: Tuple[str, ...]
+
+
+def run_passes(fx: Fixture, repeat: int) -> Tuple[str, ...]:
+    passes = ["timing"]
+    if fx.metric_pass != "timing":
+        passes.append(fx.metric_pass)
+    if repeat == 0:
+        passes += [p for p in fx.context_passes() if p not in passes]
+    return tuple(p for p in PASSES if p in passes)
+
+
+def plan(fixtures: Sequence[Fixture], repeats: int) -> List[Planned]:
+    """The runs in execution order: per rule, per repeat, bad and fixed alternating."""
+    steps: List[Planned] = []
     for fx in fixtures:
         for r in range(repeats):
             order = SCRIPTS if r % 2 == 0 else SCRIPTS[::-1]
-            passes = ["timing"]
-            if fx.metric_pass != "timing":
-                passes.append(fx.metric_pass)
-            if r == 0:
-                passes += [p for p in PASSES if p not in passes and p not in fx.skip_passes]
-            for p in passes:
-                for which in order:
-                    steps.append((fx, r, p, which))
+            for which in order:
+                steps.append(Planned(fx, r, which, run_passes(fx, r)))
     return steps
 
 
@@ -260,33 +401,93 @@ class NvmlSampler:
         return sum(xs) / len(xs) if xs else None
 
 
+@dataclass
+class RuleRuns:
+    """One rule's runs; `complete` is False when the rule was not (fully) run."""
+    fixture: Fixture
+    runs: List[Run] = field(default_factory=list)
+    complete: bool = True
+    reason: str = ""
+    seconds: float = 0.0
+
+
 def measure(fixtures: Sequence[Fixture], repeats: int = 5, progress: Optional[Callable[[Run], None]] = None,
-            nvml: Optional[NvmlSampler] = None, timeout: float = 600.0,
-            traces: Optional[Path] = None) -> Dict[str, List[Run]]:
+            nvml: Optional[NvmlSampler] = None, timeout: float = DEFAULT_TIMEOUT,
+            traces: Optional[Path] = None, budget_s: Optional[float] = None,
+            estimate: Optional[Callable[[Fixture], float]] = None,
+            on_rule: Optional[Callable[[RuleRuns], None]] = None,
+            clock: Callable[[], float] = time.monotonic) -> Dict[str, RuleRuns]:
     """Every planned run, sequentially (one GPU, one process at a time); keyed by fixture directory.
-    With `traces`, each profile pass keeps its Chrome trace there."""
-    runs: Dict[str, List[Run]] = {str(fx.path): [] for fx in fixtures}
+
+    With `budget_s`, a rule starts only when its estimated time (`estimate`,
+    scaled by how the rules so far compared with their estimates) fits in what
+    is left, and no run may outlast the budget; a rule that does not fit or is
+    cut short is returned with ``complete=False`` and its reason. `on_rule` is
+    called after every rule (measured or not), in order, so a report can be
+    written as the run goes. With `traces`, each profile window keeps its Chrome trace there."""
+    out: Dict[str, RuleRuns] = {}
     if traces is not None:
         traces.mkdir(parents=True, exist_ok=True)
-    for fx, r, p, which in plan(fixtures, repeats):
-        extra = None
-        if traces is not None and p == "profile":
-            name = f"{fx.path.name}-{which}-r{r}.json"
-            extra = {"TORCHLINT_VERIFY_TRACE": str((traces / name).resolve())}
-        run = run_script(fx, which, p, r, smoke=False, timeout=timeout, env=extra)
-        if nvml is not None and run.metrics is not None and p == "timing":
-            util = nvml.mean(run.metrics.get("window_start_unix"), run.metrics.get("window_end_unix"))
-            if util is not None:
-                run.metrics["nvml_util_percent"] = util
-        runs[str(fx.path)].append(run)
-        if progress:
-            progress(run)
-    return runs
+    deadline = clock() + budget_s if budget_s is not None else None
+    spent_est, spent_real = 0.0, 0.0
+    for fx in fixtures:
+        started = clock()
+        est = estimate(fx) if estimate is not None else None
+        if deadline is not None:
+            ratio = min(3.0, max(0.5, spent_real / spent_est)) if spent_est > 0 else 1.0
+            expected = (est or 0.0) * ratio
+            left = deadline - started
+            if expected > left or left <= 0:
+                rr = RuleRuns(fx, [], False, f"not run: its estimated {expected:.0f} s did not fit in the "
+                                             f"{max(left, 0):.0f} s left of --time-budget")
+                out[str(fx.path)] = rr
+                if on_rule:
+                    on_rule(rr)
+                continue
+        rr = RuleRuns(fx)
+        for step in plan([fx], repeats):
+            run_timeout = timeout
+            if deadline is not None:
+                left = deadline - clock()
+                if left <= 1:
+                    rr.complete, rr.reason = False, "not run: --time-budget ran out during this rule"
+                    break
+                run_timeout = min(timeout, left)
+            extra = None
+            if traces is not None and "profile" in step.passes:
+                name = f"{fx.path.name}-{step.script}-r{step.repeat}.json"
+                extra = {"TORCHLINT_VERIFY_TRACE": str((traces / name).resolve())}
+            run = run_script(fx, step.script, step.passes, step.repeat, smoke=False, timeout=run_timeout, env=extra)
+            if deadline is not None and run.rc == -1 and run_timeout < timeout:
+                rr.runs.append(run)
+                rr.complete, rr.reason = False, "not run: --time-budget ran out during this rule"
+                break
+            timing = run.window("timing")
+            if nvml is not None and timing is not None:
+                util = nvml.mean(timing.get("window_start_unix"), timing.get("window_end_unix"))
+                if util is not None:
+                    timing["nvml_util_percent"] = util
+            rr.runs.append(run)
+            if progress:
+                progress(run)
+        rr.seconds = clock() - started
+        if rr.complete and est:
+            spent_est += est
+            spent_real += rr.seconds
+        out[str(fx.path)] = rr
+        if on_rule:
+            on_rule(rr)
+    return out
+
+
+def smoke_passes(fx: Fixture) -> Tuple[str, ...]:
+    return tuple(fx.context_passes())
 
 
 def smoke(fixtures: Sequence[Fixture], jobs: int = 0, progress: Optional[Callable[[Run], None]] = None,
           timeout: float = 300.0, fork: Optional[bool] = None) -> List[Run]:
-    """Each script once, on the CPU, in parallel subprocesses; results in fixture order.
+    """Each script once, on the CPU, every window it can take, in parallel
+    subprocesses; results in fixture order.
 
     On Linux the subprocesses are forked from one process that imported torch
     once (:mod:`torchlint.verify.forkrun`); TORCHLINT_SMOKE_FORK=0 (or
@@ -300,7 +501,8 @@ def smoke(fixtures: Sequence[Fixture], jobs: int = 0, progress: Optional[Callabl
         return _smoke_forked(tasks, jobs, progress, timeout)
     results: Dict[Tuple[str, str], Run] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_script, fx, which, "timing", 0, True, timeout): (fx, which) for fx, which in tasks}
+        futures = {pool.submit(run_script, fx, which, smoke_passes(fx), 0, True, timeout): (fx, which)
+                   for fx, which in tasks}
         for fut in as_completed(futures):
             fx, which = futures[fut]
             run = fut.result()
@@ -314,18 +516,18 @@ def _smoke_forked(tasks: Sequence[Tuple[Fixture, str]], jobs: int, progress: Opt
                   timeout: float) -> List[Run]:
     import tempfile
 
-    env = child_env("timing", True)
-    runs = [Run(fx.rule, which, "timing", 0, fixture=str(fx.path)) for fx, which in tasks]
+    runs = [Run(fx.rule, which, smoke_passes(fx), 0, fixture=str(fx.path)) for fx, which in tasks]
     with tempfile.TemporaryDirectory(prefix="torchlint-smoke-") as tmp:
         lines = []
         for i, (fx, which) in enumerate(tasks):
+            env = child_env(smoke_passes(fx), True, None, fx.windows)
             lines.append(json.dumps({"id": i, "script": str(fx.script(which)), "cwd": str(fx.path), "env": env,
                                      "out": os.path.join(tmp, f"{i}.out"), "err": os.path.join(tmp, f"{i}.err")}))
         server_err = os.path.join(tmp, "server.err")
         with open(server_err, "w") as err:
             proc = subprocess.Popen([sys.executable, "-m", "torchlint.verify.forkrun", str(jobs), str(timeout)],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
-                                    cwd=str(ROOT), env=env)
+                                    cwd=str(ROOT), env=child_env(("timing",), True))
             assert proc.stdin is not None and proc.stdout is not None
             proc.stdin.write("\n".join(lines) + "\n")
             proc.stdin.close()
@@ -368,25 +570,53 @@ def _read(path: str) -> str:
 
 
 def metric_values(runs: Sequence[Run], script: str, metric: str) -> List[Optional[float]]:
-    source = METRIC_PASS.get(metric, "timing")
+    """The metric from every run of `script` that measured its window (its windows, for a derived metric)."""
+    needed = _passes_of(metric) if (metric in DERIVED or metric in METRIC_PASS) else {"timing"}
     out: List[Optional[float]] = []
     for run in runs:
-        if run.script == script and run.pass_name == source and run.ok:
-            value = run.metrics.get(metric) if run.metrics else None
-            out.append(None if value is None else float(value))
+        if run.script == script and all(run.window(p) is not None for p in needed):
+            out.append(run.value(metric))
     return out
+
+
+def _median(runs: Sequence[Run], script: str, metric: str) -> Optional[float]:
+    s = V.summarize(metric_values(runs, script, metric))
+    return s.median if s is not None else None
+
+
+def evaluate_checks(fx: Fixture, runs: Sequence[Run]) -> Tuple[bool, str]:
+    """The fixture's own mechanism checks (meta.toml `checks`), on medians."""
+    for check in fx.checks:
+        script, metric, op, rhs = parse_check(check)
+        left = _median(runs, script, metric)
+        if isinstance(rhs, tuple):
+            right = _median(runs, rhs[0], rhs[1])
+            rtext = f"{rhs[0]}.{rhs[1]} = {_num(right)}"
+        else:
+            right, rtext = rhs, _num(rhs)
+        if left is None or right is None:
+            return False, f"check '{check}': not measured"
+        if not OPS[op](left, right):
+            return False, f"check '{check}' does not hold: {script}.{metric} = {_num(left)}, {rtext}"
+    return True, ""
+
+
+def _num(value: Optional[float]) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.4g}"
 
 
 def mechanism(fx: Fixture, runs: Sequence[Run], expected_device: str) -> Tuple[bool, str]:
     """The conditions under which the declared metric means what the rule says."""
-    mine = [r for r in runs if r.pass_name in ("timing", fx.metric_pass)]
-    failed = [r for r in mine if not r.ok]
-    if failed:
-        r = failed[0]
-        return False, f"{r.script}.py {r.pass_name} pass (repeat {r.repeat}) failed: {r.error}"
-    if not mine:
+    needed = ("timing", fx.metric_pass)
+    for r in runs:
+        for p in needed:
+            if p in r.passes and r.window(p) is None:
+                return False, f"{r.script}.py {p} window (repeat {r.repeat}) failed: {r.window_error(p)}"
+    if not runs:
         return False, "no runs"
-    devices = sorted({str((r.metrics or {}).get("device", "?")) for r in mine})
+    devices = sorted({str((r.metrics or {}).get("device", "?")) for r in runs if r.metrics})
     if any(not d.startswith(expected_device) for d in devices):
         return False, f"ran on {', '.join(devices)}, expected {expected_device}"
     for which in SCRIPTS:
@@ -396,42 +626,58 @@ def mechanism(fx: Fixture, runs: Sequence[Run], expected_device: str) -> Tuple[b
     fixed = [v for v in metric_values(runs, "fixed", fx.metric) if v is not None]
     if fx.metric == "busy_fraction":
         for which in SCRIPTS:
-            pruns = [r for r in runs if r.script == which and r.pass_name == "profile" and r.ok]
-            if not all((r.metrics or {}).get("window_found") for r in pruns):
+            pruns = [r.window("profile") for r in runs if r.script == which and r.window("profile") is not None]
+            if not all(w.get("window_found") for w in pruns):
                 return False, f"{which}.py: the profiler trace has no torchlint.window annotation"
-            if expected_device == "cuda" and not any((r.metrics or {}).get("kernels") for r in pruns):
-                return False, f"{which}.py: no GPU kernel in the window"
+        # Only the script the fix should make busier must show GPU work: a bad
+        # script may leave the GPU idle on purpose (placement rules run it on the CPU).
+        busier = "fixed" if fx.direction == "up" else "bad"
+        pruns = [r.window("profile") for r in runs if r.script == busier and r.window("profile") is not None]
+        if expected_device == "cuda" and not any(w.get("kernels") for w in pruns):
+            return False, f"{busier}.py: no GPU kernel in the window"
     elif fx.metric == "h2d_copies" and not any(bad):
         return False, "bad.py makes no host-to-device copy in the window: nothing for the fix to remove"
     elif fx.metric == "sync_count" and not any(bad):
         return False, "bad.py makes no synchronizing call in the window: nothing for the fix to remove"
     elif fx.metric == "peak_mem_bytes" and not (any(bad) and any(fixed)):
         return False, "peak memory was not recorded"
-    return True, ""
+    return evaluate_checks(fx, runs)
 
 
-CONTEXT_METRICS = ("wall_s", "samples_per_s", "peak_mem_bytes", "busy_fraction", "kernels", "memcpys",
-                   "memsets", "h2d_copies", "h2d_pinned", "h2d_pageable", "d2h_copies", "sync_count",
-                   "nvml_util_percent")
+CONTEXT_METRICS = ("wall_s", "samples_per_s", "peak_mem_bytes", "busy_fraction", "busy_fraction_timed",
+                   "profiler_slowdown", "kernels", "kernels_per_step", "h2d_copies", "h2d_per_step", "h2d_pinned",
+                   "h2d_pageable",
+                   "d2h_per_step", "syncs_per_step", "sync_count", "steps", "sm_clock_mhz_start",
+                   "sm_clock_mhz_end", "nvml_util_percent", "trace_events")
 
 
 def rule_result(fx: Fixture, runs: Sequence[Run], expected_device: str = "cuda",
-                root: Optional[Path] = None) -> Dict[str, Any]:
+                root: Optional[Path] = None, repeats: Optional[int] = None) -> Dict[str, Any]:
     bad = V.summarize(metric_values(runs, "bad", fx.metric))
     fixed = V.summarize(metric_values(runs, "fixed", fx.metric))
     ok, why = mechanism(fx, runs, expected_device)
     v = V.decide(fx.metric, fx.direction, fx.threshold, bad, fixed, ok, why)
     result = fixture_header(fx, root)
     result.update(
+        repeats=repeats if repeats is not None else len({r.repeat for r in runs}),
         bad=bad.to_dict() if bad else None,
         fixed=fixed.to_dict() if fixed else None,
         change=v.change, effect=v.effect, noise=v.noise,
         mechanism={"ok": ok, "reason": why},
         verdict=v.verdict, reason=v.reason,
         metrics=context(runs),
-        errors=[f"{r.script}.py {r.pass_name} pass (repeat {r.repeat}): {r.error}" for r in runs if not r.ok],
+        errors=[f"{r.script}.py (repeat {r.repeat}, {'+'.join(r.passes)}): {r.error}" for r in runs if r.error],
+        runs=[run_record(r) for r in runs],
     )
     return result
+
+
+def run_record(r: Run) -> Dict[str, Any]:
+    """What the report keeps of one run: its windows' numbers (no trace)."""
+    m = r.metrics or {}
+    return {"script": r.script, "repeat": r.repeat, "passes": list(r.passes), "rc": r.rc, "error": r.error,
+            "seconds": round(r.seconds, 3), "device": m.get("device"), "gpu_name": m.get("gpu_name"),
+            "warmup": m.get("warmup"), "windows": m.get("passes")}
 
 
 def context(runs: Sequence[Run]) -> Dict[str, Dict[str, Any]]:
@@ -449,16 +695,16 @@ def context(runs: Sequence[Run]) -> Dict[str, Dict[str, Any]]:
 
 def fixture_header(fx: Fixture, root: Optional[Path] = None) -> Dict[str, Any]:
     where = str(fx.path)
-    for base in (ROOT, root or Path.cwd()):  # repository-relative when the fixture is in this checkout
+    for base in (ROOT, root or Path.cwd(), PACKAGED_FIXTURES.parent):  # relative when the fixture is known
         try:
             where = fx.path.resolve().relative_to(base.resolve()).as_posix()
             break
         except ValueError:
             continue
     return {
-        "rule": fx.rule, "name": fx.name, "fixture": where, "summary": fx.summary, "metric": fx.metric,
-        "direction": fx.direction, "threshold": fx.threshold,
-        "threshold_unit": "points" if V.is_points(fx.metric) else "relative",
+        "rule": fx.rule, "name": fx.name, "fixture": where, "summary": fx.summary, "why": fx.why,
+        "metric": fx.metric, "direction": fx.direction, "threshold": fx.threshold,
+        "threshold_unit": "points" if V.is_points(fx.metric) else "relative", "checks": list(fx.checks),
     }
 
 
@@ -466,6 +712,16 @@ def skipped_result(fx: Fixture, reason: str, root: Optional[Path] = None) -> Dic
     result = fixture_header(fx, root)
     result.update(bad=None, fixed=None, change=None, effect=None, noise=None,
                   mechanism=None, verdict=V.SKIPPED, reason=reason, metrics={}, errors=[])
+    return result
+
+
+def not_run_result(fx: Fixture, reason: str, runs: Sequence[Run] = (), root: Optional[Path] = None) -> Dict[str, Any]:
+    """A rule this report does not measure (yet): another report may (see --merge)."""
+    result = fixture_header(fx, root)
+    result.update(bad=None, fixed=None, change=None, effect=None, noise=None, mechanism=None,
+                  verdict=V.NOT_RUN, reason=reason, metrics={},
+                  errors=[f"{r.script}.py (repeat {r.repeat}): {r.error}" for r in runs if r.error],
+                  runs=[run_record(r) for r in runs])
     return result
 
 
@@ -477,6 +733,6 @@ def smoke_result(fx: Fixture, runs: Sequence[Run], root: Optional[Path] = None) 
         verdict="smoke-ok" if not failed else "smoke-failed",
         reason="; ".join(f"{r.script}.py: {r.error}" for r in failed),
         runs=[{"script": r.script, "ok": r.ok, "seconds": round(r.seconds, 3), "error": r.error,
-               "metrics": r.metrics} for r in mine],
+               "passes": list(r.passes), "metrics": r.metrics} for r in mine],
     )
     return result

@@ -15,7 +15,8 @@ the bad and the fixed script:
 PASS when the mechanism check holds and the effect exceeds both the threshold
 and the noise; FAIL when the mechanism check fails or even effect + noise does
 not reach the threshold (the fix clearly does not deliver it); INCONCLUSIVE
-otherwise (the spread swamps the effect); SKIPPED without CUDA.
+otherwise (the spread swamps the effect); SKIPPED without CUDA; NOT_RUN for a
+rule a partial report (``--rules`` / ``--time-budget``) did not measure.
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 PASS, FAIL, INCONCLUSIVE, SKIPPED = "pass", "fail", "inconclusive", "skipped"
+NOT_RUN = "not-run"   # not measured by this report (a --rules/--time-budget split; see --merge)
+MEASURED = frozenset({PASS, FAIL, INCONCLUSIVE})
 POINT_METRICS = frozenset({"busy_fraction"})
 METRICS = ("busy_fraction", "samples_per_s", "peak_mem_bytes", "sync_count", "h2d_copies", "wall_s")
 NOISE_FACTOR = 3.0

@@ -1,12 +1,12 @@
-"""Test-only fake fixture script: prints the metrics a real run would, per pass, without torch."""
+"""Test-only fake fixture script: prints the metrics a real run would, per window, without torch."""
 import json
 import os
 
 from torchlint.verify.harness import MARK
 
-PASS = os.environ.get("TORCHLINT_VERIFY_PASS", "timing")
-BY_PASS = {"timing": {"wall_s": 1.0}, "profile": {"busy_fraction": 0.52, "window_found": True, "kernels": 40, "h2d_copies": 3}}
-metrics = {"device": "cuda", "samples": 100, "pass": PASS, "smoke": os.environ.get("TORCHLINT_SMOKE") == "1"}
-metrics.update(BY_PASS.get(PASS, {}))
+PASSES = [p for p in os.environ.get("TORCHLINT_VERIFY_PASSES", "timing").split(",") if p]
+BY_PASS = {'timing': {'wall_s': 1.0}, 'profile': {'busy_fraction': 0.52, 'window_found': True, 'kernels': 40, 'h2d_copies': 3}}
+windows = {p: dict({"samples": 100, "steps": 10}, **BY_PASS.get(p, {})) for p in PASSES}
+metrics = {"device": "cuda", "passes": windows, "smoke": os.environ.get("TORCHLINT_SMOKE") == "1"}
 print("some output the script prints")
 print(MARK + json.dumps(metrics, sort_keys=True))
