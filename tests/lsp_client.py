@@ -102,7 +102,7 @@ DOC = (
     "print(prof.key_averages().table())\n"
 )
 # TL501 whose fix is unsafe: `function_events` changes meaning under torch.profiler.
-UNSAFE_DOC = "import torch\nwith torch.autograd.profiler.profile() as prof:\n    run()\nevents = prof.function_events\n"
+UNSAFE_DOC = "import torch\nwith torch.autograd.profiler.profile(use_cuda=True) as prof:\n    run()\nevents = prof.function_events\n"
 
 
 def caps(document_changes: bool = False) -> types.ClientCapabilities:

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 180
 
 BAD = "import torch\ndevice = torch.device('cuda')\n\ndef f{i}():\n    return torch.randn({i} + 1).to(device)\n"
-PROFILER = "from torch.autograd import profiler\nwith profiler.profile() as p{i}:\n    pass\n"
+PROFILER = "from torch.autograd import profiler\nwith profiler.profile(use_cuda=True) as p{i}:\n    pass\n"
 CLEAN = "import torch\n\ndef g{i}(x):\n    return x * {i}\n"
 
 

@@ -296,7 +296,7 @@ def test_read_only_file_under_fix_exits_2_after_fixing_others(proj):
 # Two findings whose fixes are the same edit: both TL201 calls in one loop are
 # fixed by wrapping that loop once.
 SAME_FIX = (
-    "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.eval()\n"
+    "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.load_state_dict(torch.load('m.pt'))\nmodel.eval()\n"
     "for x in data:\n    y = model(x)\n    z = model(y)\n"
 )
 

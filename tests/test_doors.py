@@ -29,6 +29,8 @@ LINES = [
     "y = torch.zeros(2).cuda()  # noqa: TL104\n",
     "x.cuda()\n",
     "loader = DataLoader(ds, batch_size=8)\n",
+    "for xb in loader:\n",
+    "    print(xb.to(device).sum())\n",
     "with profiler.profile(use_cuda=True) as prof:\n",
     "    pass\n",
     "print(prof.key_averages().table())\n",
@@ -49,9 +51,9 @@ NOTEBOOK = _notebook()
 # What every door must report (code, cell, row, column), besides the messages.
 EXPECTED = {
     "train.py": [("TL104", None, 5, 5), ("TL105", None, 7, 1), ("TL302", None, 8, 10), ("TL303", None, 8, 10),
-                 ("TL501", None, 9, 6)],
+                 ("TL501", None, 11, 6)],
     "train.ipynb": [("TL104", 3, 2, 5), ("TL105", 3, 4, 1), ("TL302", 3, 5, 10), ("TL303", 3, 5, 10),
-                    ("TL501", 4, 1, 6)],
+                    ("TL501", 4, 3, 6)],
 }
 CONTENTS = {"train.py": PY.encode(), "train.ipynb": NOTEBOOK}
 

@@ -123,13 +123,14 @@ def test_helper_called_from_guarded_and_unguarded_regions():
     import torch
     import torch.nn as nn
     m = nn.Linear(2, 2)
+    m.load_state_dict(torch.load("m.pt"))
     def predict(x):
         return m(x)
     with torch.no_grad():
         predict(1)
     predict(2)
     """
-    assert rows(src) == [5]
+    assert rows(src) == [6]
 
 
 def test_inference_function_whose_result_is_backpropagated():
@@ -145,9 +146,13 @@ def test_inference_function_whose_result_is_backpropagated():
 
 
 def test_pytest_test_functions_in_test_files_are_not_inference():
-    src = "import torch.nn as nn\ndef test_shape():\n    m = nn.Linear(2, 2)\n    assert m(x).shape\n"
+    src = "import torch\ndef test_shape():\n    m = torch.load('m.pt')\n    m.eval()\n    assert m(x).shape\n"
     assert rows(src, path="tests/test_model.py") == []
-    assert rows(src, path="model.py") == [4]
+    # A `test_*` function with no loop over data is a unit test wherever it lives ...
+    assert rows(src, path="model.py") == []
+    # ... while `test(model, loader)` walking a test set is an evaluation.
+    ev = "import torch\ndef test(model, loader):\n    model.eval()\n    for x, y in loader:\n        out = model(x)\n"
+    assert rows(ev, path="model.py") == [5]
 
 
 def test_submodule_calls_inside_model_are_not_reported():
@@ -169,6 +174,7 @@ def test_fix_converges_for_two_forwards_in_one_loop():
     import torch
     import torch.nn as nn
     m = nn.Linear(2, 2)
+    m.load_state_dict(torch.load("m.pt"))
     m.eval()
     for x in data:
         a = m(x)
@@ -188,7 +194,7 @@ def test_fix_wraps_statement_in_branch():
 
 
 def test_no_fix_without_torch_import():
-    src = "import torch.nn as nn\nm = nn.Linear(2, 2)\nm.eval()\ny = m(x)\n"
+    src = "import torch.nn as nn\nfrom torch import load\nm = nn.Linear(2, 2)\nm.load_state_dict(load('m.pt'))\nm.eval()\ny = m(x)\n"
     found = [f for f in lint_source(src, "e.py") if f.code == "TL201"]
     assert found and found[0].fix is None
 
@@ -217,6 +223,7 @@ def test_fix_converges_for_forwards_in_nested_loops():
     import torch
     import torch.nn as nn
     m = nn.Linear(2, 2)
+    m.load_state_dict(torch.load("m.pt"))
     m.eval()
     for chunk in chunks:
         for x in chunk:
@@ -235,5 +242,6 @@ def test_global_set_grad_enabled_false_guards_the_file():
 
 
 def test_train_false_is_eval():
-    src = "import torch.nn as nn\nm = nn.Linear(2, 2)\nm.train(False)\ny = m(x)\n"
-    assert rows(src) == [4]
+    src = "import torch\nimport torch.nn as nn\nm = nn.Linear(2, 2)\nm.load_state_dict(torch.load('m.pt'))\nm.train(False)\n" \
+          "for x in loader:\n    y = m(x)\n"
+    assert rows(src) == [7]

@@ -79,7 +79,7 @@ async def test_quick_fix_applies_and_clears_finding(client: LanguageClient, tmp_
 
 async def test_fix_all_applies_every_safe_fix_in_one_edit(client: LanguageClient, tmp_path):
     uri = uri_for(tmp_path)
-    text = DOC + "with torch.autograd.profiler.profile() as p2:\n    run()\nevents = p2.function_events\n"
+    text = DOC + "with torch.autograd.profiler.profile(use_cuda=True) as p2:\n    run()\nevents = p2.function_events\n"
     await open_doc(client, uri, text)
     for only in (["source.fixAll.torchlint"], ["source.fixAll"], ["source"]):
         found = await actions(client, uri, 0, only=only)

@@ -92,7 +92,7 @@ NEGATIVES = {
         from torch import nn
         model = nn.DataParallel(nn.Linear(4, 2))
         model.cuda()
-        x = torch.randn(3, 4)
+        x = load_input()
         out = model(x.cuda())
     """,
     "accelerate": """
@@ -316,6 +316,26 @@ NEGATIVES = {
                 loss.backward()
                 optimizer.step()
     """,
+    "tl100_smoke_block_of_a_model_module": """
+        import torch as T
+        class Net(T.nn.Module):
+            def forward(self, x):
+                return x
+        if __name__ == "__main__":
+            net = Net()
+            out = net(T.ones(2))
+            print(out.shape, out.device)
+    """,
+    "tl100_script_that_never_mentions_devices": """
+        import torch
+        from torch import nn
+        model = nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = (model(x) - y).pow(2).mean()
+            loss.backward()
+            opt.step()
+    """,
     "weights_replaced_from_elsewhere": """
         import torch
         from torch import nn
@@ -373,6 +393,7 @@ POSITIVES = {
     "tl100_script": ("""
         import torch
         from torch import nn
+        print("GPU:", torch.cuda.is_available())
         model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         for _ in range(10):
@@ -380,7 +401,7 @@ POSITIVES = {
             opt.zero_grad()
             loss.backward()
             opt.step()
-    """, [("TL100", 4)]),
+    """, [("TL100", 5)]),
     "tl100_main_guard": ("""
         import torch as T
         class Net(T.nn.Module):
@@ -388,7 +409,12 @@ POSITIVES = {
                 return x
         if __name__ == "__main__":
             net = Net()
-            print(net(T.ones(2)))
+            opt = T.optim.SGD(net.parameters(), lr=0.1)
+            for x, y in loader:
+                loss = (net(x) - y).pow(2).mean()
+                loss.backward()
+                opt.step()
+            print(loss.device)
     """, [("TL100", 7)]),
     "tl101_with_moved_inputs": ("""
         import torch
@@ -531,7 +557,7 @@ def test_tl103_fix_matches_loop_indentation():
 def test_tl103_dict_fix():
     src = textwrap.dedent(POSITIVES["tl103_dict_batch"][0])
     fixed, remaining = fix_source(src)
-    assert "    batch = {k: v.to(device) for k, v in batch.items()}\n" in fixed
+    assert "    batch = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}\n" in fixed
     assert not [f for f in remaining if f.code == "TL103"]
 
 

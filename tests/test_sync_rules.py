@@ -5,7 +5,10 @@ import libcst as cst
 
 from torchlint.api import fix_source, lint_source
 
-HEAD = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\ncriterion = nn.MSELoss()\n"
+# A model on the GPU: its outputs (and losses computed from them) live there.
+HEAD = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2).cuda()\ncriterion = nn.MSELoss()\n"
+# A CPU-only script: the same code syncs nothing.
+CPU_HEAD = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\ncriterion = nn.MSELoss()\n"
 
 
 def rows(src, code):
@@ -53,6 +56,41 @@ def test_tl401_cpu_tensor_is_silent():
     assert rows(train("w = torch.ones(3).sum().item()"), "TL401") == []
 
 
+def test_tl401_cpu_only_script_is_silent():
+    src = CPU_HEAD + "total = 0.0\nfor x, y in loader:\n    loss = criterion(model(x), y)\n    loss.backward()\n" \
+                     "    total += loss.item()\n    if loss < 0.01:\n        break\n"
+    assert rows(src, "TL401") == []
+
+
+def test_tl401_once_per_epoch_is_silent():
+    src = HEAD + "for epoch in range(3):\n    for x, y in loader:\n        loss = criterion(model(x), y)\n" \
+                 "        loss.backward()\n    val = criterion(model(xv), yv)\n    print(val.item())\n"
+    assert rows(src, "TL401") == []
+
+
+def test_tl401_helper_loss_and_parameter_criterion():
+    src = """\
+    import torch
+    def calc_loss(x, y, model, device):
+        x, y = x.to(device), y.to(device)
+        return torch.nn.functional.cross_entropy(model(x), y)
+    def train(model, loader, device, crit):
+        for x, y in loader:
+            loss = calc_loss(x, y, model, device)
+            loss.backward()
+            print(loss.item())
+            out = model(x.to(device))
+            l2 = crit(out, y.to(device))
+            print(l2.item())
+    """
+    assert rows(src, "TL401") == [9, 12]
+
+
+def test_tl401_metric_tensors():
+    src = HEAD + "correct = 0\nfor x, y in loader:\n    pred = model(x).argmax(1)\n    correct += (pred == y).sum().item()\n"
+    assert rows(src, "TL401") == [8]
+
+
 def test_tl401_tensor_condition():
     assert rows(train("if loss < 0.01:\n    break"), "TL401") == [10]
     assert rows(train("if loss is None:\n    break"), "TL401") == []
@@ -61,7 +99,7 @@ def test_tl401_tensor_condition():
 def test_tl401_helper_called_every_iteration():
     src = HEAD + "def log(v):\n    return v.item()\nfor x in loader:\n    loss = criterion(model(x), x)\n" \
                  "    loss.backward()\n    log(loss)\n"
-    assert rows(src, "TL401") == [6]
+    assert rows(src, "TL401") == [10]  # at the call, every iteration
     src = HEAD + "def log(v):\n    return v.item()\nfor i, x in enumerate(loader):\n    loss = criterion(model(x), x)\n" \
                  "    loss.backward()\n    if i % 100 == 0:\n        log(loss)\n"
     assert rows(src, "TL401") == []
@@ -70,7 +108,7 @@ def test_tl401_helper_called_every_iteration():
 def test_tl401_accumulation_fix():
     src = train("total += loss.item()", after="print(total / len(loader))\n")
     out, remaining = fix_source(src, "e.py", unsafe=True)
-    assert "    total += loss.detach()\n" in out
+    assert "    total += loss.detach().float()\n" in out  # float32, whatever the model's dtype
     assert "print(float(total) / len(loader))\n" in out
     assert not [f for f in remaining if f.code == "TL401"]
     cst.parse_module(out)
@@ -81,7 +119,8 @@ def test_tl401_accumulation_int_start_keeps_type():
     src = HEAD + "correct = 0\nfor x, y in loader:\n    out = model(x)\n    correct += (out.argmax(1) == y).sum().item()\n" \
                  "acc = correct / 10\n"
     out, _ = fix_source(src, "e.py", unsafe=True)
-    assert "acc = torch.as_tensor(correct).item() / 10" in out
+    assert "    correct += (out.argmax(1) == y).sum().detach()\n" in out
+    assert "acc = int(correct) / 10" in out
 
 
 def test_tl401_no_fix_when_read_inside_loop():

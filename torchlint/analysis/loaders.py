@@ -106,10 +106,10 @@ class Loaders:
         if (ds.qualname or "").startswith("torchvision.datasets."):
             return UNKNOWN_DS, True
         func = expr.func
+        if isinstance(func, cst.Name) and func.value in self.facts.classes and self.class_places(func.value):
+            return PLACES, True  # a same-file class that makes its items on a device
         if isinstance(func, cst.Name) and func.value in self.values.dataset_classes():
             cls = func.value
-            if self.class_places(cls):
-                return PLACES, True
             if self.values.dataset_classes()[cls] == "iterable":
                 return ITERABLE, True
             if self._indexes_only(cls):

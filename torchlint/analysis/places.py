@@ -389,6 +389,10 @@ class Places:
                     continue
                 for arg in call.node.args:
                     add(dotted_name(arg.value), Event(call.site, "escape", UNKNOWN))
+            for b in self.facts.bindings:
+                # `layer.weight = remote_weight()`: parts replaced by values made elsewhere.
+                if "." in b.name and b.kind in ("assign", "annassign") and isinstance(b.value, (cst.Call, cst.Name)):
+                    add(b.name.rsplit(".", 1)[0], Event(b.site, "escape", UNKNOWN))
             for use in self.facts.uses:
                 parent = use.site.parent
                 if isinstance(parent, (cst.Call, cst.Attribute, cst.Arg, cst.BinaryOperation, cst.Comparison,
@@ -945,15 +949,24 @@ class Places:
                 if inner is None or PLACING_NAME.search(inner) or not self._loader_name(inner, b.site, depth + 1):
                     return False
                 continue
-            if not isinstance(b.value, cst.Call):
-                return False
-            call = self.facts.call_for(b.value)
-            if call is None or self.values.call_kind(call) != LOADER or call.keyword("collate_fn") is not None \
-                    or call.has_star_kwargs:
-                return False
-            if self._dataset_places(call):
+            if not isinstance(b.value, cst.Call) or not self._cpu_loader_call(b.value, depth):
                 return False
         return True
+
+    def _cpu_loader_call(self, node: cst.Call, depth: int) -> bool:
+        """A torch DataLoader call (or a same-file function whose every return is
+        one) with no custom collate_fn and a dataset that does not place items."""
+        call = self.facts.call_for(node)
+        if call is None or depth > 3:
+            return False
+        fn = self.helpers.function(call)
+        if fn is not None:
+            returns = [(r.value, s) for r, s in self.facts.returns_of(fn)]
+            return bool(returns) and all(isinstance(v, cst.Call) and self._cpu_loader_call(v, depth + 1)
+                                         for v, s in returns)
+        if self.values.call_kind(call) != LOADER or call.keyword("collate_fn") is not None or call.has_star_kwargs:
+            return False
+        return not self._dataset_places(call)
 
     def _dataset_places(self, loader: Call) -> bool:
         """The loader's dataset may hand out device tensors: a TensorDataset of

@@ -157,8 +157,8 @@ class Values:
             return TOKENS
         if isinstance(func, cst.Name) and call.qualname is None:
             fn = self.local_function(call)
-            if fn is not None and self._returns_kind(fn) == MODULE:
-                return MODULE
+            if fn is not None:
+                return self._returns_kind(fn)  # `model = build(cfg)`, `loader = make_loader(ds)`
         return None
 
     def _shadowed_local(self, name: str, site: Site) -> bool:
@@ -391,6 +391,8 @@ class Values:
         name = dotted_name(func)
         if name is None:
             return False
+        if self.local_function(call) is not None:
+            return False  # a same-file helper (`calc_loss(batch, model)`) is read, not guessed from its name
         if LOSS_NAME.search(name.rsplit(".", 1)[-1]):
             return True
         return self.expr_kind(func, call.site) == LOSS_FN

@@ -63,9 +63,6 @@ DEFAULT_WINDOWS: Dict[str, float] = {
     "sync_s": 0.1, "sync_min": 1, "sync_max": 200,
 }
 SMOKE_STEPS = 2
-# The profiler's settling steps run only when a step is shorter than this: a
-# longer step dwarfs CUPTI's first-use cost (and a CPU-bound step has no kernels).
-SETTLE_BELOW_S = 0.25
 
 
 def parse_passes(value: Optional[str]) -> List[str]:
@@ -100,9 +97,9 @@ class Harness:
         use_cuda = torch.cuda.is_available() and not self.smoke and not self.cost_mode
         self.cuda = use_cuda
         if self.cost_mode:
-            from torchlint.verify import costs
+            from torchlint.verify import cost_mode
 
-            self.device = costs.enter_cost_mode(torch)
+            self.device = cost_mode.enter_cost_mode(torch)
         else:
             self.device = torch.device("cuda" if use_cuda else "cpu")
         self.script = script
@@ -124,14 +121,35 @@ class Harness:
         if self.cuda:
             self.torch.cuda.synchronize()
 
+    def follow(self, model: Any, device: Any) -> None:
+        """Move `model` to `device` (the device of a batch the script feeds it).
+        The placement fixtures' bad scripts feed a model that the code puts on
+        the GPU with a batch the code leaves on the CPU: on a GPU that is a
+        device-mismatch error, not a slow run. This call stands in for the
+        fallback such a script ends up with (the model goes back to the CPU and
+        the step runs there), so the bad script runs and its cost can be
+        measured. Once both are on the GPU it does nothing."""
+        if next(model.parameters()).device != device:
+            model.to(device)
+
+    def checkpoint(self, model: Any) -> str:
+        """Save `model`'s current weights to a temporary file and return its path:
+        the "trained weights" an inference fixture loads (`torch.load`)."""
+        import tempfile
+
+        fd, path = tempfile.mkstemp(prefix="torchlint-verify-", suffix=".pt")
+        os.close(fd)
+        self.torch.save(model.state_dict(), path)
+        return path
+
     def steps(self) -> Iterator[int]:
         """Step counts to run, one `train(steps)` call each: the warm-up's chunks,
         then, per window this run asks for, (for the profile window, a few
         settling steps first and) the window's steps."""
         if self.cost_mode:
-            from torchlint.verify import costs
+            from torchlint.verify import cost_mode
 
-            yield from costs.steps(self)
+            yield from cost_mode.steps(self)
             return
         yield from self._warm_up()
         for name in self.passes:

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from torchlint.verify import costs as costs_mod
-from torchlint.verify.harness import DEFAULT_WINDOWS, SETTLE_BELOW_S, window_steps
+from torchlint.verify.harness import DEFAULT_WINDOWS, window_steps
+from torchlint.verify.passes import SETTLE_BELOW_S
 from torchlint.verify.runner import SCRIPTS, Fixture, plan
 
 GPU_FLOPS = 25e12

@@ -223,11 +223,31 @@ class MissingNoGrad(Rule):
                 continue  # not an evaluation over data
             if a.roles.excluded(call.site) or a.grad.guarded(call.site) or a.grad.grad_needed(call):
                 continue
-            if any(id(c.node) in reported for c in a.helpers.calls_in(fn)):
+            forwards = self._forwards_reached(a, fn)
+            if any(id(c.node) in reported for c in forwards):
                 continue  # its forwards are reported where they run
+            if not any(not a.grad.guarded(c.site) and not a.grad._untrained(a.values.model_call(c)) for c in forwards):
+                continue  # every forward it reaches already runs without autograd, or is a demo
             if not (a.roles.does_work(call.site) or call.site.scope is ctx.facts.module_scope):
                 continue
             out.append((call, f"the evaluation helper `{fn.name}()`"))
+        return out
+
+    @staticmethod
+    def _forwards_reached(a, fn: Function):
+        """The model forwards `fn` runs, itself or through same-file helpers."""
+        out, seen, todo = [], set(), [fn]
+        while todo and len(seen) < 16:
+            current = todo.pop()
+            if id(current.node) in seen:
+                continue
+            seen.add(id(current.node))
+            for c in a.helpers.calls_in(current):
+                if a.values.model_call(c) is not None:
+                    out.append(c)
+                inner = a.helpers.function(c)
+                if inner is not None:
+                    todo.append(inner)
         return out
 
     # -- the fix: the evaluation function, or the smallest loop that does not train -------------

@@ -202,9 +202,9 @@ class BatchNotMoved(Rule):
                 if self._still_on_cpu(a, arg.value, call.site, name, start):
                     if name not in unmoved:
                         unmoved.append(name)
-                    if how == "dict":
-                        dict_like.add(name)
-                    if how in ("key", "index") or name not in targets:
+                    if how in ("dict", "key"):
+                        dict_like.add(name)  # `model(**batch)`, `batch["input_ids"]`: move the dict
+                    if how == "index" or name not in targets:
                         derived.add(name)
                     if first is None or call.site.order < first[0]:
                         first = (call.site.order, arg.value)
@@ -225,6 +225,8 @@ class BatchNotMoved(Rule):
                         first = (use.site.order, use.node)
         if first is None:
             return
+        order = {n: i for i, n in enumerate(targets)}
+        unmoved.sort(key=lambda n: order.get(n, len(order)))
         shown = ", ".join(f"`{n}`" for n in unmoved)
         message = self.MESSAGE.format(names=shown, s="es" if len(unmoved) == 1 else "")
         fix = None if derived else self._fix(ctx, loop, anchor, unmoved, targets, dict_like, roots, start, end, scope)
@@ -245,6 +247,12 @@ class BatchNotMoved(Rule):
     def _still_on_cpu(a, expr, site, name: str, start: int) -> bool:
         if a.places.tensor_place(expr, site) != CPU:
             return False
+        # `x.to(device)` as a statement (its result thrown away): TL105 reports that root cause.
+        for call in a.helpers.calls_in_scope(site.scope):
+            if start < call.site.order < site.order and isinstance(call.site.stmt, cst.Expr) \
+                    and call.site.stmt.value is call.node and dotted_name(call.receiver) == name \
+                    and call.method in ("to", "cuda"):
+                return False
         # Handed to code we cannot see before this use (`to_device(batch)`, `move(x)`): it may be placed.
         for use in a.facts.uses_of(name):
             if use.site.scope is not site.scope or not (start < use.site.order < site.order):

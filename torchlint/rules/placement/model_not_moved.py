@@ -166,6 +166,7 @@ class ModelNotMoved(Rule):
             if any(e.site.order > b.site.order or e.site.scope is not b.site.scope for e in events.get(b.name, [])):
                 continue  # moved, or handed on, somewhere: not "never moved"
             crash = speed = False
+            follow = True  # every input follows the model's own device (or is on the device already)
             for call in ctx.facts.calls:
                 mc = a.values.model_call(call)
                 if mc is None or dotted_name(mc.model) != b.name or call.site.order < b.site.order:
@@ -174,6 +175,7 @@ class ModelNotMoved(Rule):
                     continue
                 if self._deliberately_on_cpu(a, call):
                     continue
+                follow = follow and all(self._follows(a, arg.value, call.site, b.name) for arg in call.node.args)
                 if any(a.places.tensor_place(arg.value, call.site) == DEVICE for arg in call.node.args):
                     crash = True
                     break
@@ -182,10 +184,28 @@ class ModelNotMoved(Rule):
             if not (crash or speed):
                 continue
             device = a.places.device_var(b.site)
-            fix = {b.value: call_with_to(b.value, device)} if crash and device and seen_class else None
+            fix = {b.value: call_with_to(b.value, device)} if (crash or follow) and device and seen_class else None
             message = self.MESSAGE.format(name=b.name) + (
                 ", but its inputs are on the device: the forward fails with a device mismatch" if crash else "")
             ctx.report(ctor.node, message, replacements=fix)
+
+    @staticmethod
+    def _follows(a, expr, site, model: str) -> bool:
+        """The input is on the device, or moved to wherever the model is
+        (`x.to(next(model.parameters()).device)`): moving the model takes it along."""
+        if a.places.tensor_place(expr, site) == DEVICE:
+            return True
+        value = expr
+        if isinstance(expr, cst.Name):
+            reaching = a.places.reaching(expr.value, site)
+            if len(reaching) != 1 or reaching[0].value is None or reaching[0].index is not None:
+                return False
+            value = reaching[0].value
+        call = a.facts.call_for(value) if isinstance(value, cst.Call) else None
+        if call is None or call.method != "to" or not call.node.args:
+            return False
+        target = call.node.args[0].value
+        return model in _names(target)
 
     @staticmethod
     def _construction(a, b):
@@ -261,3 +281,14 @@ def _dict_without_device(a, expr, site) -> bool:
         if "device" in str(el.key.evaluated_value):
             return False
     return True
+
+
+def _names(expr: cst.CSTNode):
+    out = set()
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            out.add(node.value)
+        stack.extend(node.children)
+    return out
