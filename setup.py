@@ -5,6 +5,7 @@ and ship inside the wheel as the package `torchlint.verify.fixtures`
 (pyproject.toml maps the directory with `package-dir` and lists its files in
 `package-data`). `packages.find` cannot add a package that lives outside
 `torchlint/`, so build_py adds it here."""
+
 from setuptools import setup
 from setuptools.command.build_py import build_py
 

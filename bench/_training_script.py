@@ -1,4 +1,5 @@
 """A generated, realistic PyTorch training script of a given length (for benchmarks)."""
+
 from __future__ import annotations
 
 from typing import List
@@ -107,7 +108,7 @@ def profile_{i}(model: nn.Module) -> None:
     print(prof.key_averages().table(sort_by="cuda_time_total"))
 '''
 
-FOOTER = '''
+FOOTER = """
 
 def main() -> None:
     parser = argparse.ArgumentParser()
@@ -121,7 +122,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def generate(lines: int = 2000) -> str:

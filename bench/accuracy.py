@@ -20,6 +20,7 @@ Three subcommands, all reproducible:
 torchlint runs as a subprocess (`python -m torchlint`, or `--torchlint CMD`)
 so the figures are those of the command users run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,17 +41,31 @@ DEFAULT_CORPUS = PROJECT.parent / "corpus"
 DEFAULT_LABELS = PROJECT.parent / "shared" / "corpus" / "labels.jsonl"
 
 FAMILY = {
-    "TL100": "TL-MODEL", "TL101": "TL-MODEL",
-    "TL102": "TL-TENSOR", "TL104": "TL-TENSOR", "TL105": "TL-TENSOR",
+    "TL100": "TL-MODEL",
+    "TL101": "TL-MODEL",
+    "TL102": "TL-TENSOR",
+    "TL104": "TL-TENSOR",
+    "TL105": "TL-TENSOR",
     "TL103": "TL-BATCH",
     "TL201": "TL-NOGRAD",
     "TL301": "TL-BATCH1",
-    "TL302": "TL-LOADER", "TL303": "TL-LOADER",
+    "TL302": "TL-LOADER",
+    "TL303": "TL-LOADER",
     "TL401": "TL-SYNC",
     "TL402": "TL-PYLOOP",
 }
-_COMPOUND = (ast.For, ast.While, ast.If, ast.With, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-             ast.Try, ast.AsyncFor, ast.AsyncWith)
+_COMPOUND = (
+    ast.For,
+    ast.While,
+    ast.If,
+    ast.With,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Try,
+    ast.AsyncFor,
+    ast.AsyncWith,
+)
 
 
 def run_torchlint(cmd: str, targets: List[str]) -> List[dict]:
@@ -61,7 +76,7 @@ def run_torchlint(cmd: str, targets: List[str]) -> List[dict]:
         return json.loads(proc.stdout)
     except json.JSONDecodeError:
         sys.stderr.write(proc.stderr[-3000:])
-        raise SystemExit(f"torchlint printed no JSON (exit {proc.returncode})")
+        raise SystemExit(f"torchlint printed no JSON (exit {proc.returncode})") from None
 
 
 def statement_span(source: str, line: int) -> Tuple[int, int]:
@@ -140,9 +155,11 @@ def score(corpus: Path, labels_path: Path, cmd: str, verbose: bool) -> dict:
                 unknown += 1
     if verbose:
         print("\n".join(sorted(lines)))
-    return {"family": {k: dict(zip(("tp", "fp", "fn"), v)) for k, v in sorted(fam.items())},
-            "rule": {k: dict(zip(("tp", "fp"), v)) for k, v in sorted(rule.items())},
-            "unknown": unknown}
+    return {
+        "family": {k: dict(zip(("tp", "fp", "fn"), v)) for k, v in sorted(fam.items())},
+        "rule": {k: dict(zip(("tp", "fp"), v)) for k, v in sorted(rule.items())},
+        "unknown": unknown,
+    }
 
 
 def _ratio(a: int, b: int) -> str:
@@ -154,10 +171,14 @@ def print_score(result: dict) -> None:
     total = [0, 0, 0]
     for fam, v in result["family"].items():
         total = [total[0] + v["tp"], total[1] + v["fp"], total[2] + v["fn"]]
-        print(f"{fam:10} {v['tp']:4} {v['fp']:4} {v['fn']:4} {_ratio(v['tp'], v['tp'] + v['fp']):>5} "
-              f"{_ratio(v['tp'], v['tp'] + v['fn']):>6}")
-    print(f"{'all':10} {total[0]:4} {total[1]:4} {total[2]:4} {_ratio(total[0], total[0] + total[1]):>5} "
-          f"{_ratio(total[0], total[0] + total[2]):>6}   (unknown {result['unknown']})")
+        print(
+            f"{fam:10} {v['tp']:4} {v['fp']:4} {v['fn']:4} {_ratio(v['tp'], v['tp'] + v['fp']):>5} "
+            f"{_ratio(v['tp'], v['tp'] + v['fn']):>6}"
+        )
+    print(
+        f"{'all':10} {total[0]:4} {total[1]:4} {total[2]:4} {_ratio(total[0], total[0] + total[1]):>5} "
+        f"{_ratio(total[0], total[0] + total[2]):>6}   (unknown {result['unknown']})"
+    )
     print(f"\n{'rule':10} {'tp':>4} {'fp':>4}")
     for code, v in result["rule"].items():
         print(f"{code:10} {v['tp']:4} {v['fp']:4}")
@@ -207,24 +228,28 @@ def sample(corpus: Path, cmd: str, seed: int, per_rule: int, out: Path) -> Dict[
     rows = []
     counts = {}
     for code in sorted(by_rule):
-        pool = sorted(by_rule[code], key=lambda f: (f["filename"], f.get("cell") or 0, f["location"]["row"],
-                                                     f["location"]["column"]))
+        pool = sorted(
+            by_rule[code],
+            key=lambda f: (f["filename"], f.get("cell") or 0, f["location"]["row"], f["location"]["column"]),
+        )
         counts[code] = len(pool)
         picked = pool if len(pool) <= per_rule else rng.sample(pool, per_rule)
         picked.sort(key=lambda f: (f["filename"], f.get("cell") or 0, f["location"]["row"]))
         for f in picked:
             path = Path(f["filename"]).resolve()
             fix = f.get("fix")
-            rows.append({
-                "rule": code,
-                "path": str(path.relative_to(root)),
-                "line": f["location"]["row"],
-                "column": f["location"]["column"],
-                "cell": f.get("cell"),
-                "message": f["message"],
-                "fix": (fix or {}).get("applicability") if fix else None,
-                "context": _context(path, f["location"]["row"], f.get("cell")),
-            })
+            rows.append(
+                {
+                    "rule": code,
+                    "path": str(path.relative_to(root)),
+                    "line": f["location"]["row"],
+                    "column": f["location"]["column"],
+                    "cell": f.get("cell"),
+                    "message": f["message"],
+                    "fix": (fix or {}).get("applicability") if fix else None,
+                    "context": _context(path, f["location"]["row"], f.get("cell")),
+                }
+            )
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as fh:
         for row in rows:
@@ -259,8 +284,11 @@ def print_judged(table: Dict[str, Dict[str, int]]) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--torchlint", default=f"{shlex.quote(sys.executable)} -m torchlint",
-                    help="command that runs torchlint (default: this Python's -m torchlint)")
+    ap.add_argument(
+        "--torchlint",
+        default=f"{shlex.quote(sys.executable)} -m torchlint",
+        help="command that runs torchlint (default: this Python's -m torchlint)",
+    )
     sub = ap.add_subparsers(dest="command", required=True)
     sc = sub.add_parser("score", help="precision/recall against the labels")
     sc.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)

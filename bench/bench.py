@@ -28,6 +28,7 @@ workers it waited for), ratios against the targets of issue 8 (wall clock, as
 the targets are stated; CPU-time ratios too, which hold up on a busy machine),
 and the peak resident memory of each run (its largest process, via wait4).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,15 +48,16 @@ TORCHFIX_VENV = Path(tempfile.gettempdir()) / "torchlint-bench-torchfix"
 TORCHFIX_VERSION = "0.7.0"
 
 TARGETS = {
-    "cold_vs_parse": 2.0,      # cold -j1 time <= 2x bare parse
-    "torchfix_vs_cold": 5.0,   # TorchFix time >= 5x cold -j1
-    "j1_vs_jn": 1.6,           # cold -j1 >= 1.6x cold all cores (2 cores)
-    "cold_vs_warm": 20.0,      # cold -j1 >= 20x warm
-    "peak_mb": 300.0,          # cold -j1 peak RSS on the 72k-line set
+    "cold_vs_parse": 2.0,  # cold -j1 time <= 2x bare parse
+    "torchfix_vs_cold": 5.0,  # TorchFix time >= 5x cold -j1
+    "j1_vs_jn": 1.6,  # cold -j1 >= 1.6x cold all cores (2 cores)
+    "cold_vs_warm": 20.0,  # cold -j1 >= 20x warm
+    "peak_mb": 300.0,  # cold -j1 peak RSS on the 72k-line set
 }
 
 
 # -- file sets ---------------------------------------------------------------
+
 
 def torch_sources() -> Optional[List[Path]]:
     """torch's nn/, optim/, utils/data/ .py files, located without importing torch."""
@@ -81,12 +83,16 @@ def count_lines(files: Sequence[Path]) -> int:
 
 # -- running -----------------------------------------------------------------
 
-def run_measured(cmd: Sequence[str], cwd: Optional[Path] = None, env: Optional[dict] = None) -> Tuple[float, float, int, str, float]:
+
+def run_measured(
+    cmd: Sequence[str], cwd: Optional[Path] = None, env: Optional[dict] = None
+) -> Tuple[float, float, int, str, float]:
     """(wall seconds, peak RSS MiB of the largest process, exit code, stderr tail,
     CPU seconds of the process and the children it waited for)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(list(cmd), cwd=str(cwd) if cwd else None, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        list(cmd), cwd=str(cwd) if cwd else None, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     stderr = proc.stderr.read() if proc.stderr else b""
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
@@ -139,10 +145,20 @@ def ensure_torchfix(python: str) -> Optional[Path]:
             out = subprocess.run([str(vpy), "-m", "pip", "show", "torchfix"], capture_output=True, text=True)
             if f"Version: {TORCHFIX_VERSION}" in out.stdout:
                 return exe
-        subprocess.run([python, "-m", "venv", "--clear", str(TORCHFIX_VENV)], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
-        subprocess.run([str(vpy), "-m", "pip", "install", "-q", f"torchfix=={TORCHFIX_VERSION}"], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=900)
+        subprocess.run(
+            [python, "-m", "venv", "--clear", str(TORCHFIX_VENV)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=300,
+        )
+        subprocess.run(
+            [str(vpy), "-m", "pip", "install", "-q", f"torchfix=={TORCHFIX_VERSION}"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=900,
+        )
         return exe if exe.exists() else None
     except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         print(f"  torchfix: unavailable ({type(exc).__name__})", file=sys.stderr)
@@ -150,6 +166,7 @@ def ensure_torchfix(python: str) -> Optional[Path]:
 
 
 # -- the benchmark -------------------------------------------------------------
+
 
 def bench_set(name: str, files: List[Path], args, torchfix: Optional[Path]) -> Dict[str, object]:
     python = sys.executable
@@ -190,9 +207,15 @@ def report(name: str, r: Dict[str, object], lines: int) -> None:
         if not isinstance(v, dict):
             print(f"  {label:<26} {'unavailable':>9}")
             return
-        bad = f"  (exit {v['rc']}: {v['stderr'].strip().splitlines()[-1] if v['stderr'].strip() else ''})" if v["rc"] not in (0, 1) else ""
-        print(f"  {label:<26} {v['wall_s']:8.2f} s {lines / v['wall_s']:9.0f} lines/s  cpu {v['cpu_s']:7.2f} s"
-              f"  peak {v['peak_mb']:6.0f} MB{bad}")
+        bad = (
+            f"  (exit {v['rc']}: {v['stderr'].strip().splitlines()[-1] if v['stderr'].strip() else ''})"
+            if v["rc"] not in (0, 1)
+            else ""
+        )
+        print(
+            f"  {label:<26} {v['wall_s']:8.2f} s {lines / v['wall_s']:9.0f} lines/s  cpu {v['cpu_s']:7.2f} s"
+            f"  peak {v['peak_mb']:6.0f} MB{bad}"
+        )
 
     row("bare LibCST parse", "parse")
     row("torchlint -j1, cold", "cold_j1")
@@ -219,10 +242,18 @@ def report(name: str, r: Dict[str, object], lines: int) -> None:
     if isinstance(r.get("cold_j1"), dict):
         checks.append(("peak MB, cold -j1", r["cold_j1"]["peak_mb"], "<=", TARGETS["peak_mb"]))
     if t("parse") and t("cold_j1"):  # CPU time is robust to other load on the machine
-        checks.append(("cpu: cold -j1 / parse", r["cold_j1"]["cpu_s"] / r["parse"]["cpu_s"], "<=", TARGETS["cold_vs_parse"]))
+        checks.append(
+            ("cpu: cold -j1 / parse", r["cold_j1"]["cpu_s"] / r["parse"]["cpu_s"], "<=", TARGETS["cold_vs_parse"])
+        )
     if t("warm") and t("cold_j1"):
-        checks.append(("cpu: cold -j1 / warm", r["cold_j1"]["cpu_s"] / max(r["warm"]["cpu_s"], 1e-3), ">=",
-                       TARGETS["cold_vs_warm"]))
+        checks.append(
+            (
+                "cpu: cold -j1 / warm",
+                r["cold_j1"]["cpu_s"] / max(r["warm"]["cpu_s"], 1e-3),
+                ">=",
+                TARGETS["cold_vs_warm"],
+            )
+        )
     for label, value, op, target in checks:
         ok = value <= target if op == "<=" else value >= target
         print(f"  {label:<26} {value:8.2f}   target {op} {target:<6} {'met' if ok else 'NOT met'}")
@@ -245,8 +276,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if ex:
         sets.append(("examples/", ex))
     torchfix = None if args.no_torchfix else ensure_torchfix(sys.executable)
-    print(f"python {sys.version.split()[0]}, {sys.platform}, {os.cpu_count()} cores, "
-          f"torchfix: {torchfix or 'unavailable'}")
+    print(
+        f"python {sys.version.split()[0]}, {sys.platform}, {os.cpu_count()} cores, "
+        f"torchfix: {torchfix or 'unavailable'}"
+    )
     all_results = {name: bench_set(name, files, args, torchfix) for name, files in sets}
     if args.json:
         args.json.write_text(json.dumps(all_results, indent=2, default=str), encoding="utf-8")

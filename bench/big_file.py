@@ -50,7 +50,7 @@ device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 '''
 
-BLOCK = '''
+BLOCK = """
 def train_{i}(model: nn.Module, dataset, epochs: int = 3) -> float:
     model = model.to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -75,7 +75,7 @@ def train_{i}(model: nn.Module, dataset, epochs: int = 3) -> float:
         model(noise)
     print(prof.key_averages().table())
     return best
-'''
+"""
 
 
 def generate(lines: int = 30_000) -> str:

@@ -12,6 +12,7 @@ alone, the floor under any full re-lint.
     python bench/lsp_latency.py                  # 2,000 lines, 30 changes
     python bench/lsp_latency.py --lines 500 --repeats 10 --json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -204,8 +205,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--reference-repeats", type=int, default=5,
-                        help="in-process lint/parse timings for comparison (0: skip)")
+    parser.add_argument(
+        "--reference-repeats", type=int, default=5, help="in-process lint/parse timings for comparison (0: skip)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     result = run(args.lines, args.repeats, args.reference_repeats)

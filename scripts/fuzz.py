@@ -11,6 +11,7 @@ output must parse, keep every comment and be a fixed point.
 Prints programs tried and failures found; failing programs are written to
 --out (default: a torchlint-fuzz-failures folder in the temp directory).
 """
+
 from __future__ import annotations
 
 import argparse

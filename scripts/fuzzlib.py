@@ -1,5 +1,6 @@
 """Shared by tests/test_fuzz.py and scripts/fuzz.py: corpora, mutations, and
 the property every program must satisfy."""
+
 from __future__ import annotations
 
 import io
@@ -122,9 +123,24 @@ def check_program(src: str, unsafe: bool = True) -> Optional[str]:
 
 
 WRAPPERS = [
-    ("(", ")"), ("[", "]"), ("{", "}"), ("-", ""), ("not ", ""), ("~", ""), ("", " if y else 1"),
-    ("lambda: ", ""), ("f(", ")"), ("", ".a"), ("", "[0]"), ("", " + 1"), ("1 ** ", ""), ("await ", ""),
-    ("(yield ", ")"), ("*", ""), ("", "()"), ("'s' ", ""),
+    ("(", ")"),
+    ("[", "]"),
+    ("{", "}"),
+    ("-", ""),
+    ("not ", ""),
+    ("~", ""),
+    ("", " if y else 1"),
+    ("lambda: ", ""),
+    ("f(", ")"),
+    ("", ".a"),
+    ("", "[0]"),
+    ("", " + 1"),
+    ("1 ** ", ""),
+    ("await ", ""),
+    ("(yield ", ")"),
+    ("*", ""),
+    ("", "()"),
+    ("'s' ", ""),
 ]
 
 
@@ -151,8 +167,18 @@ def deep_program(rnd: random.Random, max_depth: int = 2500) -> str:
     return "import torch\n" + stmt + "z = torch.zeros(2).cuda()\n"
 
 
-COOKIES = [b"", b"# -*- coding: latin-1 -*-\n", b"# coding: utf-8\n", b"# coding: ascii\n", b"# coding: cp1252\n",
-           b"# coding: utf-16\n", b"# coding: undefined\n", b"# coding: nope\n", b"\xef\xbb\xbf", b"\xff\xfe"]
+COOKIES = [
+    b"",
+    b"# -*- coding: latin-1 -*-\n",
+    b"# coding: utf-8\n",
+    b"# coding: ascii\n",
+    b"# coding: cp1252\n",
+    b"# coding: utf-16\n",
+    b"# coding: undefined\n",
+    b"# coding: nope\n",
+    b"\xef\xbb\xbf",
+    b"\xff\xfe",
+]
 
 
 def bytes_program(src: str, rnd: random.Random) -> bytes:

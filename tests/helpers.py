@@ -1,4 +1,5 @@
 """Shared snippets, notebook builders and sample sources for the core tests."""
+
 import json
 from pathlib import Path
 from typing import List, Tuple
@@ -17,16 +18,23 @@ BAD_SYNTAX = "def f(:\n    pass\n"
 
 def code(source, count=None, outputs=(), metadata=None) -> dict:
     """A notebook code cell; `source` is a string or a list of lines."""
-    return {"cell_type": "code", "execution_count": count, "metadata": metadata or {},
-            "outputs": list(outputs), "source": source}
+    return {
+        "cell_type": "code",
+        "execution_count": count,
+        "metadata": metadata or {},
+        "outputs": list(outputs),
+        "source": source,
+    }
 
 
 def notebook(*cells, indent=1) -> bytes:
     """An nbformat 4 Python notebook file holding `cells`."""
     nb = {
         "cells": list(cells),
-        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-                     "language_info": {"name": "python", "version": "3.11.4"}},
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python", "version": "3.11.4"},
+        },
         "nbformat": 4,
         "nbformat_minor": 5,
     }

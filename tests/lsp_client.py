@@ -1,5 +1,6 @@
 """Helpers for the language-server tests: a pytest-lsp client that records every
 publishDiagnostics (with its version), waiting on publishes, applying edits."""
+
 from __future__ import annotations
 
 import asyncio
@@ -75,7 +76,9 @@ def offset_of(text: str, pos: types.Position) -> int:
 
 
 def apply_text_edits(text: str, edits: Sequence[types.TextEdit]) -> str:
-    spans = sorted(((offset_of(text, e.range.start), offset_of(text, e.range.end), e.new_text) for e in edits), reverse=True)
+    spans = sorted(
+        ((offset_of(text, e.range.start), offset_of(text, e.range.end), e.new_text) for e in edits), reverse=True
+    )
     for start, end, new in spans:
         assert end >= start
         text = text[:start] + new + text[end:]

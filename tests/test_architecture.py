@@ -1,13 +1,27 @@
 """The pipeline's shape (docs/architecture.md): imports go one way, and the
 doors reach the linting machinery only through torchlint.api."""
+
 import ast
 from pathlib import Path
 from typing import Dict, List, Set
 
 PACKAGE = Path(__file__).resolve().parents[1] / "torchlint"
-DOORS = ["torchlint.cli", "torchlint.server", "torchlint.flake8_plugin", "torchlint.lsp.server", "torchlint.lsp.convert"]
-MACHINERY = {"torchlint.runner", "torchlint.pipeline", "torchlint.checker", "torchlint.parsing", "torchlint.node_edits",
-             "torchlint.fix_loop", "torchlint.decode"}
+DOORS = [
+    "torchlint.cli",
+    "torchlint.server",
+    "torchlint.flake8_plugin",
+    "torchlint.lsp.server",
+    "torchlint.lsp.convert",
+]
+MACHINERY = {
+    "torchlint.runner",
+    "torchlint.pipeline",
+    "torchlint.checker",
+    "torchlint.parsing",
+    "torchlint.node_edits",
+    "torchlint.fix_loop",
+    "torchlint.decode",
+}
 
 
 def _modules() -> Dict[str, Path]:
@@ -50,7 +64,7 @@ def test_no_import_cycle():
 
     def visit(name: str, path: List[str]) -> None:
         if name in path:
-            cycle = path[path.index(name):] + [name]
+            cycle = path[path.index(name) :] + [name]
             raise AssertionError("import cycle: " + " -> ".join(cycle))
         if name in done:
             return

@@ -1,4 +1,5 @@
 """The results cache: hits, misses, keys, corruption, concurrency, clean."""
+
 from __future__ import annotations
 
 import multiprocessing

@@ -1,6 +1,7 @@
 """The results cache, end to end through `python -m torchlint check`: two runs
 at once over one cache, corrupted entries, and a cache that cannot be written.
 Each run's JSON report is compared with a `--no-cache` run of the same tree."""
+
 from __future__ import annotations
 
 import json
@@ -43,7 +44,11 @@ def cli(root: Path, *args: str) -> subprocess.Popen:
     env.pop("TORCHLINT_OUTPUT_FORMAT", None)
     return subprocess.Popen(
         [sys.executable, "-m", "torchlint", "check", "--output-format", "json", "-j", "1", *args, "pkg"],
-        cwd=str(root), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=str(root),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

@@ -214,7 +214,9 @@ def test_rules_and_rule(proj):
 
 def _subprocess(*args, cwd, stdin=None):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, input=stdin, timeout=120)
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, input=stdin, timeout=120
+    )
 
 
 def test_python_m_torchlint_subprocess(tmp_path):
@@ -249,9 +251,20 @@ def test_score_on_seeds_tl104_tl501(tmp_path):
         pytest.skip(f"{score} not found: the shared seeds live outside this repository")
     cmd = f"{sys.executable} -m torchlint"
     r = subprocess.run(
-        [sys.executable, str(score), str(SHARED / "seeds" / "blocks"), str(SHARED / "seeds" / "expected.json"),
-         "--torchlint", cmd, "--verbose"],
-        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            str(score),
+            str(SHARED / "seeds" / "blocks"),
+            str(SHARED / "seeds" / "expected.json"),
+            "--torchlint",
+            cmd,
+            "--verbose",
+        ],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert r.returncode == 0, r.stderr
     table = {}
@@ -271,8 +284,13 @@ def test_output_bytes_do_not_depend_on_hash_seed(tmp_path):
     outputs = set()
     for seed in ("1", "2"):
         env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONHASHSEED=seed)
-        r = subprocess.run([sys.executable, "-m", "torchlint", "--output-format", "sarif", "."], cwd=tmp_path, env=env,
-                           capture_output=True, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-m", "torchlint", "--output-format", "sarif", "."],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            timeout=120,
+        )
         assert r.returncode == 1
         outputs.add(r.stdout)
     assert len(outputs) == 1

@@ -1,6 +1,7 @@
 """Every door gives the same findings: a .py file, a notebook and stdin through
 the CLI, the library (torchlint.api), the language server and the flake8
 plugin (flake8 reads no notebooks: the .py and stdin only)."""
+
 from __future__ import annotations
 
 import ast
@@ -50,10 +51,20 @@ def _notebook() -> bytes:
 NOTEBOOK = _notebook()
 # What every door must report (code, cell, row, column), besides the messages.
 EXPECTED = {
-    "train.py": [("TL104", None, 5, 5), ("TL105", None, 7, 1), ("TL302", None, 8, 10), ("TL303", None, 8, 10),
-                 ("TL501", None, 11, 6)],
-    "train.ipynb": [("TL104", 3, 2, 5), ("TL105", 3, 4, 1), ("TL302", 3, 5, 10), ("TL303", 3, 5, 10),
-                    ("TL501", 4, 3, 6)],
+    "train.py": [
+        ("TL104", None, 5, 5),
+        ("TL105", None, 7, 1),
+        ("TL302", None, 8, 10),
+        ("TL303", None, 8, 10),
+        ("TL501", None, 11, 6),
+    ],
+    "train.ipynb": [
+        ("TL104", 3, 2, 5),
+        ("TL105", 3, 4, 1),
+        ("TL302", 3, 5, 10),
+        ("TL303", 3, 5, 10),
+        ("TL501", 4, 3, 6),
+    ],
 }
 CONTENTS = {"train.py": PY.encode(), "train.ipynb": NOTEBOOK}
 
@@ -68,8 +79,15 @@ def of_findings(findings):
 
 def of_json(text):
     return sorted(
-        key(d["code"], d["cell"], d["location"]["row"], d["location"]["column"], d["end_location"]["row"],
-            d["end_location"]["column"], d["message"])
+        key(
+            d["code"],
+            d["cell"],
+            d["location"]["row"],
+            d["location"]["column"],
+            d["end_location"]["row"],
+            d["end_location"]["column"],
+            d["message"],
+        )
         for d in json.loads(text)
     )
 
@@ -101,8 +119,9 @@ def test_cli_file_and_stdin_agree_with_the_library(library, name, tmp_path, monk
     by_path = runner.invoke(main, ["check", "--no-cache", "--output-format", "json", name])
     assert by_path.exit_code == 1, by_path.output
     assert of_json(by_path.stdout) == library[name]
-    by_stdin = runner.invoke(main, ["check", "--output-format", "json", "--stdin-filename", name, "-"],
-                             input=CONTENTS[name])
+    by_stdin = runner.invoke(
+        main, ["check", "--output-format", "json", "--stdin-filename", name, "-"], input=CONTENTS[name]
+    )
     assert by_stdin.exit_code == 1, by_stdin.output
     assert of_json(by_stdin.stdout) == library[name]
 
@@ -111,8 +130,10 @@ def test_cli_file_and_stdin_agree_with_the_library(library, name, tmp_path, monk
 def test_flake8_plugin_agrees_with_the_library(library, filename):
     lines = PY.splitlines(keepends=True)
     got = sorted(TorchlintChecker(ast.parse(PY), filename, lines).run())
-    want = sorted((row, column - 1, f"{code} {message}", TorchlintChecker)
-                  for code, _, row, column, _, _, message in library["train.py"])
+    want = sorted(
+        (row, column - 1, f"{code} {message}", TorchlintChecker)
+        for code, _, row, column, _, _, message in library["train.py"]
+    )
     assert got == want
 
 
@@ -128,8 +149,15 @@ async def test_server_agrees_with_the_library(library, client: LanguageClient, t
     # A .py document: diagnostics at the findings' rows and columns (ASCII text).
     diags = await open_doc(client, (tmp_path / "train.py").as_uri(), PY)
     got = sorted(
-        key(d.code, d.data.get("cell"), d.range.start.line + 1, d.range.start.character + 1, d.range.end.line + 1,
-            d.range.end.character + 1, d.message)
+        key(
+            d.code,
+            d.data.get("cell"),
+            d.range.start.line + 1,
+            d.range.start.character + 1,
+            d.range.end.line + 1,
+            d.range.end.character + 1,
+            d.message,
+        )
         for d in diags
     )
     assert got == library["train.py"]
@@ -143,10 +171,12 @@ async def test_server_agrees_with_the_library(library, client: LanguageClient, t
     for d in diags:
         start = sum(len(line) + 1 for line in lines[: d.range.start.line]) + d.range.start.character
         got.append((d.code, d.data["cell"], start, d.message))
-    want = [(code, cell, positions.offset(cell, row, column), message)
-            for code, cell, row, column, _, _, message in library["train.ipynb"]]
+    want = [
+        (code, cell, positions.offset(cell, row, column), message)
+        for code, cell, row, column, _, _, message in library["train.ipynb"]
+    ]
     assert sorted(got) == sorted(want)
     # and those places hold what the findings point at
-    starts = {code: text[offset:offset + 12] for code, _, offset, _ in got}
-    assert starts["TL104"] == "torch.randn(" and starts["TL105"] == "x.cuda()\\n\","
+    starts = {code: text[offset : offset + 12] for code, _, offset, _ in got}
+    assert starts["TL104"] == "torch.randn(" and starts["TL105"] == 'x.cuda()\\n",'
     assert starts["TL501"] == "profiler.pro"

@@ -1,4 +1,5 @@
 """examples/ is the Quick start's demo: valid Python with known mistakes."""
+
 from pathlib import Path
 
 import pytest

@@ -1,4 +1,5 @@
 """Choosing which fixes of a pass to apply (fixes.apply_fix_groups)."""
+
 import random
 
 from torchlint.findings import Edit

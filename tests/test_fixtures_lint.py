@@ -5,6 +5,7 @@ Generic over fixtures/*/: each directory holds bad.py, fixed.py and meta.toml
 once), fixed.py reports nothing, and `fix_source(bad, unsafe=meta.unsafe_fix)`
 clears that rule's findings, parses and is idempotent.
 """
+
 import json
 import os
 import subprocess
@@ -23,13 +24,23 @@ from torchlint.api import fix_source, lint_source
 from torchlint.rules import all_codes, name_of, rule_by_code
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = sorted(p for p in (ROOT / "fixtures").glob("*/") if p.is_dir() and (p / "meta.toml").exists()) \
-    if (ROOT / "fixtures").is_dir() else []
+FIXTURES = (
+    sorted(p for p in (ROOT / "fixtures").glob("*/") if p.is_dir() and (p / "meta.toml").exists())
+    if (ROOT / "fixtures").is_dir()
+    else []
+)
 IDS = [p.name for p in FIXTURES]
 
 METRICS = {"busy_fraction", "samples_per_s", "peak_mem_bytes", "sync_count", "h2d_copies", "wall_s"}
-KEYS = {"rule": str, "name": str, "summary": str, "metric": str, "direction": str, "threshold": (int, float),
-        "unsafe_fix": bool}
+KEYS = {
+    "rule": str,
+    "name": str,
+    "summary": str,
+    "metric": str,
+    "direction": str,
+    "threshold": (int, float),
+    "unsafe_fix": bool,
+}
 
 
 def meta_of(folder: Path) -> dict:
@@ -101,8 +112,9 @@ def test_fix_clears_parses_and_is_idempotent(folder):
     assert again == fixed, "the fix is not idempotent"
     if meta["unsafe_fix"]:
         safe_only, _ = fix_source(bad, str(folder / "bad.py"))
-        assert [f for f in lint_source(safe_only) if f.code == meta["rule"]], \
+        assert [f for f in lint_source(safe_only) if f.code == meta["rule"]], (
             "an unsafe fix was applied without unsafe=True"
+        )
 
 
 PLACEMENT = [p for p in FIXTURES if p.name.startswith("TL10")]
@@ -137,8 +149,9 @@ def test_placement_fixtures_run_in_smoke_mode():
     emit their metrics line (one interpreter, so torch is imported once)."""
     paths = [str(p / n) for p in PLACEMENT for n in ("bad.py", "fixed.py")]
     env = dict(os.environ, PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run([sys.executable, "-c", _DRIVER, *paths], capture_output=True, text=True, env=env,
-                          timeout=600, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", _DRIVER, *paths], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     for path in paths:

@@ -1,4 +1,5 @@
 """`flake8 --select TL` reports torchlint's findings through the plugin's entry point."""
+
 import ast
 import os
 import subprocess

@@ -1,5 +1,6 @@
 """Property-based fuzzing, bounded and derandomised for CI (scripts/fuzz.py runs longer):
 lint never raises; a fix's output parses and fixing it again changes nothing."""
+
 import random
 
 import hypothesmith

@@ -1,4 +1,5 @@
 """TL201 missing-no-grad: longer positive, negative and fix cases."""
+
 import textwrap
 
 import libcst as cst
@@ -213,8 +214,10 @@ def test_lightning_steps_are_run_without_grad_by_the_trainer():
 
 
 def test_loss_module_is_not_a_model_forward():
-    src = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\ncrit = nn.MSELoss()\ndef evaluate(x, y):\n" \
-          "    with torch.no_grad():\n        out = model(x)\n    return crit(out, y)\n"
+    src = (
+        "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\ncrit = nn.MSELoss()\ndef evaluate(x, y):\n"
+        "    with torch.no_grad():\n        out = model(x)\n    return crit(out, y)\n"
+    )
     assert rows(src) == []
 
 
@@ -242,6 +245,8 @@ def test_global_set_grad_enabled_false_guards_the_file():
 
 
 def test_train_false_is_eval():
-    src = "import torch\nimport torch.nn as nn\nm = nn.Linear(2, 2)\nm.load_state_dict(torch.load('m.pt'))\nm.train(False)\n" \
-          "for x in loader:\n    y = m(x)\n"
+    src = (
+        "import torch\nimport torch.nn as nn\nm = nn.Linear(2, 2)\nm.load_state_dict(torch.load('m.pt'))\nm.train(False)\n"
+        "for x in loader:\n    y = m(x)\n"
+    )
     assert rows(src) == [7]

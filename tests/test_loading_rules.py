@@ -1,4 +1,5 @@
 """TL301 batch-size-one, TL302 loader-no-workers, TL303 loader-no-pin-memory."""
+
 import textwrap
 
 import libcst as cst
@@ -53,8 +54,10 @@ def test_tl301_online_rl_acting_is_silent():
 
 
 def test_tl301_argparse_underscore_and_other_defaults():
-    src = "import argparse\np = argparse.ArgumentParser()\np.add_argument('--train_batch_size', default=1)\n" \
-          "p.add_argument('--batch-size', default=32)\np.add_argument('--workers', default=1)\n"
+    src = (
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--train_batch_size', default=1)\n"
+        "p.add_argument('--batch-size', default=32)\np.add_argument('--workers', default=1)\n"
+    )
     assert rows(src, "TL301") == [3]
 
 
@@ -108,12 +111,18 @@ def test_tl302_keeps_future_import_first():
 
 
 def test_tl302_os_imported_only_in_another_function_gets_no_fix():
-    src = HEAD + "def f():\n    import os\n    return os.getcwd()\nloader = DataLoader(MNIST('d'), pin_memory=True)\n" + LOOP
+    src = (
+        HEAD
+        + "def f():\n    import os\n    return os.getcwd()\nloader = DataLoader(MNIST('d'), pin_memory=True)\n"
+        + LOOP
+    )
     found = [f for f in lint_source(src, "e.py") if f.code == "TL302"]
     assert found and found[0].fix is None
 
 
 def test_gpu_resident_custom_dataset_is_exempt_from_both():
-    src = HEAD + "class D:\n    def __getitem__(self, i):\n        return torch.randn(3, device=device)\n" \
-                 "loader = DataLoader(D(), batch_size=4)\n" + LOOP
+    src = (
+        HEAD + "class D:\n    def __getitem__(self, i):\n        return torch.randn(3, device=device)\n"
+        "loader = DataLoader(D(), batch_size=4)\n" + LOOP
+    )
     assert rows(src, "TL302") == [] and rows(src, "TL303") == []

@@ -4,6 +4,7 @@ One server process serves this module's tests (each test uses its own
 document URIs); tests that change server-wide settings start their own.
 Every wait is for an event (a publish, a response), bounded by a timeout.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -153,7 +154,11 @@ async def test_incremental_changes_latest_version_wins(client: LanguageClient, t
     assert list(await open_doc(client, uri, text)) == []
     since = len(client.published)
     # Three quick incremental edits on line 2: only the final text matters.
-    for version, new in ((2, "torch.randn(3)"), (3, "torch.randn(3).to('cuda')"), (4, "torch.randn(3).to('cuda')  # a")):
+    for version, new in (
+        (2, "torch.randn(3)"),
+        (3, "torch.randn(3).to('cuda')"),
+        (4, "torch.randn(3).to('cuda')  # a"),
+    ):
         client.text_document_did_change(
             types.DidChangeTextDocumentParams(
                 types.VersionedTextDocumentIdentifier(uri=uri, version=version),

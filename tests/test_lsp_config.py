@@ -1,5 +1,6 @@
 """Language-server tests that change server-wide state (client settings,
 pyproject.toml, a crashing rule): each starts its own server process."""
+
 from __future__ import annotations
 
 import textwrap
@@ -19,7 +20,9 @@ async def fresh(lsp_client: LanguageClient):
     yield
 
 
-async def test_client_settings_from_initialization_options_and_did_change_configuration(fresh: LanguageClient, tmp_path):
+async def test_client_settings_from_initialization_options_and_did_change_configuration(
+    fresh: LanguageClient, tmp_path
+):
     client = fresh
     await client.initialize_session(
         types.InitializeParams(

@@ -1,4 +1,5 @@
 """Unit tests for the language server's plain conversions."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -5,6 +5,7 @@ The wire tests drive `python -m torchlint server` through raw pipes (a client
 library would refuse to send what they send); the others use the pytest-lsp
 client from lsp_client.py. Every wait is for an event with a timeout.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -139,8 +140,9 @@ BAD_FRAMES = {
     # A length shorter than the body: a truncated body, then junk before the next header.
     "length too short": b'Content-Length: 5\r\n\r\n{"jsonrpc": "2.0", "id": 51, "method": "shutdown"}',
     "junk line": b"garbage without a header\r\n",
-    "lower-case header": frame({"jsonrpc": "2.0", "id": 52, "method": "textDocument/codeAction",
-                                "params": CODE_ACTION_PARAMS}).replace(b"Content-Length", b"content-length"),
+    "lower-case header": frame(
+        {"jsonrpc": "2.0", "id": 52, "method": "textDocument/codeAction", "params": CODE_ACTION_PARAMS}
+    ).replace(b"Content-Length", b"content-length"),
 }
 
 
@@ -188,7 +190,10 @@ def test_json_that_is_not_a_valid_message_is_ignored(raw: RawServer, message):
 
 BAD_REQUESTS = {
     "method not a string": ({"jsonrpc": "2.0", "id": 60, "method": 5}, -32602),
-    "params of the wrong shape": ({"jsonrpc": "2.0", "id": 61, "method": "textDocument/codeAction", "params": [1]}, -32602),
+    "params of the wrong shape": (
+        {"jsonrpc": "2.0", "id": 61, "method": "textDocument/codeAction", "params": [1]},
+        -32602,
+    ),
     "unknown method": ({"jsonrpc": "2.0", "id": 62, "method": "torchlint/nothing", "params": {}}, -32601),
     "wrong jsonrpc version": ({"jsonrpc": "1.0", "id": 63, "method": "shutdown"}, -32600),
 }
@@ -229,8 +234,11 @@ async def test_requests_about_unopened_documents(client: LanguageClient, tmp_pat
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(
             types.VersionedTextDocumentIdentifier(uri=ghost, version=3),
-            [types.TextDocumentContentChangePartial(
-                range=types.Range(types.Position(5, 0), types.Position(6, 0)), text="x = 1\n")],
+            [
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(types.Position(5, 0), types.Position(6, 0)), text="x = 1\n"
+                )
+            ],
         )
     )
     client.text_document_did_change(
@@ -266,7 +274,7 @@ def big_document(lines: int):
             rows.append(len(out) + 3)
         else:
             body = "    y = x * 2 + 1\n"
-        out.append(f"def step_{i}(x):\n    \"\"\"One step.\"\"\"\n{body}    z = y.sum()\n    return z\n\n")
+        out.append(f'def step_{i}(x):\n    """One step."""\n{body}    z = y.sum()\n    return z\n\n')
         out.extend([""] * 5)  # count lines: each function is 6
         i += 1
     return "".join(out), rows
@@ -313,7 +321,9 @@ async def test_large_document_lints_while_server_keeps_answering(client: Languag
         found = await actions(client, small, 1)
         # A document opened now has its background lint queued behind the big one;
         # a code action on it is answered anyway.
-        client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(fresh, "python", 1, small_text)))
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(fresh, "python", 1, small_text))
+        )
         fresh_found = await actions(client, fresh, 1)
     finally:
         client.protocol.handle_message = handle
@@ -377,6 +387,8 @@ async def test_burst_of_changes_publishes_the_final_version(client: LanguageClie
         assert len(p.diagnostics) == p.version % 4, p.version
     # The server answers about the final text: the third finding exists only there.
     found = await actions(client, uri, 4)
-    assert [a.title for a in found if a.title.startswith("torchlint")] == ["torchlint (TL104): Pass `device=` to the factory"]
+    assert [a.title for a in found if a.title.startswith("torchlint")] == [
+        "torchlint (TL104): Pass `device=` to the factory"
+    ]
     edits = found[0].edit.changes[uri]
     assert edits[0].range.start.line == 4

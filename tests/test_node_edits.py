@@ -1,6 +1,7 @@
 """Fix edits built from the replaced nodes alone (torchlint/node_edits.py) are
 exactly those of the whole-module transform, and statement-level fixes take
 the local path too (what makes fixing a big file linear)."""
+
 import inspect
 
 import libcst as cst
@@ -15,9 +16,15 @@ from helpers import repo_sources, training_script
 ALL = frozenset(all_codes())
 
 EXTRA = [
-    ("nested-indent", "import torch\nif x:\n    def f():\n        y = torch.zeros(\n            4,\n        ).cuda()\n"),
+    (
+        "nested-indent",
+        "import torch\nif x:\n    def f():\n        y = torch.zeros(\n            4,\n        ).cuda()\n",
+    ),
     ("continued-expr", "import torch\nx = (torch.randn(2)\n     .to('cuda'))\n"),
-    ("tabs", "import torch\ndevice = 'cuda'\ndef f(loader, model):\n\tfor x, y in loader:\n\t\tmodel(x)\n\t\tx.cuda()\n"),
+    (
+        "tabs",
+        "import torch\ndevice = 'cuda'\ndef f(loader, model):\n\tfor x, y in loader:\n\t\tmodel(x)\n\t\tx.cuda()\n",
+    ),
     ("crlf", "import torch\r\ndevice = torch.device('cuda')\r\nx = torch.randn(3).to(device)\r\nx.cuda()\r\n"),
     ("semicolons", "import torch\nx = torch.zeros(2); x.cuda(); y = 1\nx.cuda(); z = 2\n"),
 ]

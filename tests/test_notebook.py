@@ -1,4 +1,5 @@
 """Jupyter notebooks: code cells linted as one module, reported and fixed per cell."""
+
 import json
 
 import pytest
@@ -20,16 +21,22 @@ def check_notebook(data, path, enabled, fix=False):
 
 
 OUTPUT = {"name": "stdout", "output_type": "stream", "text": ["tensor([1., 2.]) — ok\n"]}
-IMAGE = {"data": {"image/png": "iVBORw0KGgo=", "text/plain": ["<Figure>"]}, "metadata": {},
-         "output_type": "display_data"}
+IMAGE = {
+    "data": {"image/png": "iVBORw0KGgo=", "text/plain": ["<Figure>"]},
+    "metadata": {},
+    "output_type": "display_data",
+}
 
 
 def third_cell_notebook(source_as_list=True):
     third = ["# build the input\n", "\n", "x = torch.randn(3).to(device)\n", "print(x)"]
     return notebook(
         {"cell_type": "markdown", "metadata": {}, "source": ["# Demo\n", "Some text."]},
-        code(["import torch\n", "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')"], 1,
-             metadata={"tags": ["setup"]}),
+        code(
+            ["import torch\n", "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')"],
+            1,
+            metadata={"tags": ["setup"]},
+        ),
         code(third if source_as_list else "".join(third), 2, [OUTPUT, IMAGE], {"collapsed": False}),
         code(["print('done')\n"], 3, [OUTPUT]),
     )
@@ -75,16 +82,28 @@ def test_formatting_is_preserved_for_other_indents_and_key_orders():
     data = json.dumps(nb, indent=4).encode() + b"\r\n" * 0  # ASCII escapes, indent 4, no trailing newline
     _, new, _ = check_notebook(data, "nb.ipynb", ALL, fix=True)
     assert new is not None
-    assert new.decode() == data.decode().replace('z = torch.ones(2).cuda()', 'z = torch.ones(2, device=\\"cuda\\")')
+    assert new.decode() == data.decode().replace("z = torch.ones(2).cuda()", 'z = torch.ones(2, device=\\"cuda\\")')
 
 
 def test_magics_and_shell_escapes_do_not_cause_syntax_errors():
     data = notebook(
         code(["%matplotlib inline\n", "%load_ext autoreload\n", "!pip install -q foo\n", "import torch\n"]),
         code(["%%bash\n", "echo $HOME | tr a b\n", "for x in (: do\n"]),
-        code(["files = !ls *.pt\n", "t = %timeit -o sum(range(10))\n", "?torch.randn\n", "torch.randn??\n",
-              "for f in files:\n", "    !echo {f}\n", "    print(f)\n", "s = '''\n", "!not a magic in a string\n",
-              "'''\n", "y = torch.zeros(2).cuda()\n"]),
+        code(
+            [
+                "files = !ls *.pt\n",
+                "t = %timeit -o sum(range(10))\n",
+                "?torch.randn\n",
+                "torch.randn??\n",
+                "for f in files:\n",
+                "    !echo {f}\n",
+                "    print(f)\n",
+                "s = '''\n",
+                "!not a magic in a string\n",
+                "'''\n",
+                "y = torch.zeros(2).cuda()\n",
+            ]
+        ),
     )
     findings, new, problems = check_notebook(data, "nb.ipynb", ALL)
     assert problems == []
@@ -124,13 +143,16 @@ def test_syntax_error_in_a_cell_is_tl000_at_that_cell():
     assert [(f.code, f.cell, f.row, f.column) for f in findings] == [("TL000", 3, alone[0].row, alone[0].column)]
 
 
-@pytest.mark.parametrize("data,reason", [
-    (b"{not json", "invalid JSON"),
-    (b'{"worksheets": []}', "not a Jupyter notebook"),
-    (b"[1, 2]", "not a Jupyter notebook"),
-    (b'{"cells": [{"cell_type": "code", "source": 3}]}', "neither a string nor a list"),
-    (b"\xff\xfe{}", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "data,reason",
+    [
+        (b"{not json", "invalid JSON"),
+        (b'{"worksheets": []}', "not a Jupyter notebook"),
+        (b"[1, 2]", "not a Jupyter notebook"),
+        (b'{"cells": [{"cell_type": "code", "source": 3}]}', "neither a string nor a list"),
+        (b"\xff\xfe{}", "not UTF-8"),
+    ],
+)
 def test_broken_notebook_is_tl000(data, reason):
     findings, new, problems = check_notebook(data, "nb.ipynb", ALL, fix=True)
     assert new is None and problems == []
@@ -163,15 +185,17 @@ def test_replace_sources_empty_list_source():
 
 
 def test_operator_and_continuation_lines_are_not_magics():
-    src = ("import torch\n"
-           "r = (10\n"
-           "     % 3)\n"
-           "ok = 1 \\\n"
-           "    != 2\n"
-           "doc = \"\"\"\n"
-           "%not a magic\n"
-           "\"\"\"\n"
-           "y = torch.zeros(2).cuda()\n")
+    src = (
+        "import torch\n"
+        "r = (10\n"
+        "     % 3)\n"
+        "ok = 1 \\\n"
+        "    != 2\n"
+        'doc = """\n'
+        "%not a magic\n"
+        '"""\n'
+        "y = torch.zeros(2).cuda()\n"
+    )
     findings, _, problems = check_notebook(notebook(code(src)), "nb.ipynb", ALL, fix=True)
     assert problems == [] and findings == []
     findings, _, _ = check_notebook(notebook(code(src)), "nb.ipynb", ALL)

@@ -1,4 +1,5 @@
 """parallel_map: input order, fallbacks, exceptions, spawn-safety."""
+
 from __future__ import annotations
 
 import os

@@ -1,5 +1,6 @@
 """Precision and recall of the placement rules (TL100-TL105) on longer,
 realistic snippets: the tricky negatives RULES.md names, and positives."""
+
 import textwrap
 
 import libcst as cst
@@ -390,7 +391,8 @@ def test_negative(name):
 # -- positives: the exact findings expected ---------------------------------
 
 POSITIVES = {
-    "tl100_script": ("""
+    "tl100_script": (
+        """
         import torch
         from torch import nn
         print("GPU:", torch.cuda.is_available())
@@ -401,8 +403,11 @@ POSITIVES = {
             opt.zero_grad()
             loss.backward()
             opt.step()
-    """, [("TL100", 5)]),
-    "tl100_main_guard": ("""
+    """,
+        [("TL100", 5)],
+    ),
+    "tl100_main_guard": (
+        """
         import torch as T
         class Net(T.nn.Module):
             def forward(self, x):
@@ -415,40 +420,55 @@ POSITIVES = {
                 loss.backward()
                 opt.step()
             print(loss.device)
-    """, [("TL100", 7)]),
-    "tl101_with_moved_inputs": ("""
+    """,
+        [("TL100", 7)],
+    ),
+    "tl101_with_moved_inputs": (
+        """
         import torch
         from torch import nn
         device = torch.device("cuda")
         model = nn.Linear(4, 2)
         x = torch.randn(1, 4).to(device)
         y = model(x)
-    """, [("TL101", 5), ("TL104", 6)]),
-    "tl101_timm": ("""
+    """,
+        [("TL101", 5), ("TL104", 6)],
+    ),
+    "tl101_timm": (
+        """
         import timm
         import torch
         device = "cuda"
         model = timm.create_model("resnet18")
         model.eval()
         out = model(batch.to(device))
-    """, [("TL101", 5)]),
-    "tl102_factory_in_loop": ("""
+    """,
+        [("TL101", 5)],
+    ),
+    "tl102_factory_in_loop": (
+        """
         import torch
         device = torch.device("cuda")
         model = torch.nn.Linear(4, 2).to(device)
         for step in range(100):
             noise = torch.randn(64, 4)
             out = model(noise)
-    """, [("TL102", 6)]),
-    "tl102_from_numpy": ("""
+    """,
+        [("TL102", 6)],
+    ),
+    "tl102_from_numpy": (
+        """
         import numpy as np
         import torch
         device = "cuda"
         model = torch.nn.Linear(4, 2).to(device)
         arr = torch.from_numpy(np.zeros((1, 4), dtype=np.float32))
         out = model(arr)
-    """, [("TL102", 6)]),
-    "tl103_tuple_one_finding": ("""
+    """,
+        [("TL102", 6)],
+    ),
+    "tl103_tuple_one_finding": (
+        """
         import torch
         from torch.utils.data import DataLoader
         from tqdm import tqdm
@@ -461,8 +481,11 @@ POSITIVES = {
                 outputs = model(inputs)
                 loss = criterion(outputs, targets)
                 loss.backward()
-    """, [("TL103", 11)]),
-    "tl103_only_target_unmoved": ("""
+    """,
+        [("TL103", 11)],
+    ),
+    "tl103_only_target_unmoved": (
+        """
         import torch
         from torch.utils.data import DataLoader
         device = "cuda"
@@ -471,8 +494,11 @@ POSITIVES = {
         for x, y in loader:
             x = x.to(device)
             loss = torch.nn.functional.cross_entropy(model(x), y)
-    """, [("TL103", 9)]),
-    "tl103_dict_batch": ("""
+    """,
+        [("TL103", 9)],
+    ),
+    "tl103_dict_batch": (
+        """
         import torch
         from torch.utils.data import DataLoader
         device = "cuda"
@@ -480,16 +506,22 @@ POSITIVES = {
         loader = DataLoader(ds)
         for batch in loader:
             out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-    """, [("TL103", 8)]),
-    "tl105_discarded": ("""
+    """,
+        [("TL103", 8)],
+    ),
+    "tl105_discarded": (
+        """
         import torch
         device = torch.device("cuda")
         model = torch.nn.Linear(4, 2).to(device)
         x = torch.zeros(1, 4)
         x.to(device)
         y = model(x)
-    """, [("TL105", 6)]),
-    "tl103_local_loader_factory": ("""
+    """,
+        [("TL105", 6)],
+    ),
+    "tl103_local_loader_factory": (
+        """
         import torch
         from torch.utils.data import DataLoader, TensorDataset
         def make_loader(n):
@@ -499,16 +531,22 @@ POSITIVES = {
             loader = make_loader(64)
             for inputs, targets in loader:
                 loss = torch.nn.functional.mse_loss(model(inputs), targets)
-    """, [("TL103", 10)]),
-    "tl101_module_level_model_used_in_function": ("""
+    """,
+        [("TL103", 10)],
+    ),
+    "tl101_module_level_model_used_in_function": (
+        """
         import torch
         from torch import nn
         device = torch.device("cuda")
         model = nn.Linear(4, 2)
         def predict(x):
             return model(x.to(device))
-    """, [("TL101", 5)]),
-    "tl102_tokenizer_generate": ("""
+    """,
+        [("TL101", 5)],
+    ),
+    "tl102_tokenizer_generate": (
+        """
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -516,8 +554,11 @@ POSITIVES = {
         model = AutoModelForCausalLM.from_pretrained("gpt2").to(device)
         inputs = tokenizer("Hello", return_tensors="pt")
         out = model.generate(**inputs, max_new_tokens=5)
-    """, [("TL102", 7)]),
-    "tl103_trainer_class": ("""
+    """,
+        [("TL102", 7)],
+    ),
+    "tl103_trainer_class": (
+        """
         import torch
         from torch.utils.data import DataLoader
         class Trainer:
@@ -529,7 +570,9 @@ POSITIVES = {
                 for x, y in self.train_loader:
                     loss = torch.nn.functional.mse_loss(self.model(x), y)
                     loss.backward()
-    """, [("TL103", 11)]),
+    """,
+        [("TL103", 11)],
+    ),
 }
 
 
@@ -548,8 +591,7 @@ def test_tl103_message_names_every_unmoved_variable():
 def test_tl103_fix_matches_loop_indentation():
     src = textwrap.dedent(POSITIVES["tl103_tuple_one_finding"][0])
     fixed, remaining = fix_source(src)
-    assert "        inputs, targets = inputs.to(device), targets.to(device)\n" \
-           "        outputs = model(inputs)\n" in fixed
+    assert "        inputs, targets = inputs.to(device), targets.to(device)\n        outputs = model(inputs)\n" in fixed
     assert not [f for f in remaining if f.code == "TL103"]
     assert fix_source(fixed)[0] == fixed
 

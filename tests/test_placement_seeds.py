@@ -1,4 +1,5 @@
 """The seed blocks: every expected TL100-TL105 finding, and no other finding of those codes."""
+
 import json
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """The textual pre-check skips analysis only where it cannot change findings."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -40,32 +41,38 @@ def test_rule_examples_that_flag_all_could_matter():
             assert could_matter(inv.code), (rule.CODE, inv.code)
 
 
-@pytest.mark.parametrize("text", [
-    "import torch\n",
-    "from torchvision import models\n",
-    "import torch as T\n",
-    "model.cuda()\n",
-    "x = x.to(dev)\n",
-    "x = x.\\\n    to(dev)\n",
-    "for batch in train_loader:\n    pass\n",
-    "tok(s, return_tensors='pt')\n",
-    "m = AutoModel.from_pretrained('bert')\n",
-    "d = 'mps'\n",
-    "loss.backward()\n",
-    "total += loss.item()\n",
-    "parser.add_argument('--bs', default=1)\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "import torch\n",
+        "from torchvision import models\n",
+        "import torch as T\n",
+        "model.cuda()\n",
+        "x = x.to(dev)\n",
+        "x = x.\\\n    to(dev)\n",
+        "for batch in train_loader:\n    pass\n",
+        "tok(s, return_tensors='pt')\n",
+        "m = AutoModel.from_pretrained('bert')\n",
+        "d = 'mps'\n",
+        "loss.backward()\n",
+        "total += loss.item()\n",
+        "parser.add_argument('--bs', default=1)\n",
+    ],
+)
 def test_torch_shaped_text_could_matter(text):
     assert could_matter(text)
 
 
-@pytest.mark.parametrize("text", [
-    "",
-    "import os\nprint(os.getcwd())\n",
-    "def add(a, b):\n    return a + b  # add two numbers to each other\n",
-    "import json\njson.dumps({'jumps': 1})\n",
-    "class Todo:\n    def toggle(self):\n        self.done = not self.done\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "import os\nprint(os.getcwd())\n",
+        "def add(a, b):\n    return a + b  # add two numbers to each other\n",
+        "import json\njson.dumps({'jumps': 1})\n",
+        "class Todo:\n    def toggle(self):\n        self.done = not self.done\n",
+    ],
+)
 def test_plain_python_cannot_matter(text):
     assert not could_matter(text)
 
@@ -80,12 +87,15 @@ def test_rule_triggers_widen_the_pattern():
     assert pattern_for([Widget]).pattern.endswith(r"(?:\bwidget\b)")
 
 
-@pytest.mark.parametrize("source", [
-    "def f(:\n    pass\n",
-    "x = (1,\n",
-    "print 'hello'\n",
-    "\tif x:\n  y = 1\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(:\n    pass\n",
+        "x = (1,\n",
+        "print 'hello'\n",
+        "\tif x:\n  y = 1\n",
+    ],
+)
 def test_syntax_errors_are_still_reported_without_torch(source):
     fast = pipeline.lint_text(source, "plain.py", ALL, precheck=True)
     slow = pipeline.lint_text(source, "plain.py", ALL, precheck=False)

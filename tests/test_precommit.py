@@ -6,6 +6,7 @@ fixture snapshots the working tree (committed or not) into one temporary
 repository, so every run uses the same repo and revision and pre-commit's
 cache (a temporary PRE_COMMIT_HOME) is reused.
 """
+
 import json
 import os
 import shutil
@@ -23,11 +24,21 @@ BAD, CLEAN, FIXED = TL104_SRC, TL104_FIXED, TL104_FIXED
 
 NOTEBOOK = {
     "cells": [
-        {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
-         "source": ["%matplotlib inline\n", "import torch\n", "device = torch.device('cuda')"]},
+        {
+            "cell_type": "code",
+            "execution_count": 1,
+            "metadata": {},
+            "outputs": [],
+            "source": ["%matplotlib inline\n", "import torch\n", "device = torch.device('cuda')"],
+        },
         {"cell_type": "markdown", "metadata": {}, "source": ["Noise:"]},
-        {"cell_type": "code", "execution_count": 2, "metadata": {}, "outputs": [],
-         "source": ["!nvidia-smi\n", "x = torch.randn(3).to(device)"]},
+        {
+            "cell_type": "code",
+            "execution_count": 2,
+            "metadata": {},
+            "outputs": [],
+            "source": ["!nvidia-smi\n", "x = torch.randn(3).to(device)"],
+        },
     ],
     "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
     "nbformat": 4,
@@ -35,9 +46,12 @@ NOTEBOOK = {
 }
 
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
 }
 
 
@@ -46,13 +60,19 @@ def _git(*args, cwd, env=None):
 
 
 def _pre_commit(*args, cwd, env):
-    return subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+    )
 
 
 def test_manifest_is_valid(root):
-    proc = subprocess.run([sys.executable, "-m", "pre_commit", "validate-manifest", ".pre-commit-hooks.yaml"],
-                          cwd=root, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "validate-manifest", ".pre-commit-hooks.yaml"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

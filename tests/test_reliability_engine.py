@@ -1,6 +1,7 @@
 """Rule isolation and fix safety: a bug in one rule, in a fix or in shared
 analysis becomes a Problem; fixes never return code that does not parse;
 fix passes are bounded; overlapping fixes are applied one at a time."""
+
 import libcst as cst
 import pytest
 

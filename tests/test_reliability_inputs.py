@@ -1,4 +1,5 @@
 """Bad and odd input at the API level: a TL000 or a Problem, never a traceback."""
+
 import codecs
 
 import libcst as cst
@@ -19,13 +20,23 @@ def tl000(src):
 @pytest.mark.parametrize(
     "src,row,col,message",
     [
-        ("import torch\nif x:\npass\n", 3, 1, "IndentationError: expected an indented block after 'if' statement on line 2"),
+        (
+            "import torch\nif x:\npass\n",
+            3,
+            1,
+            "IndentationError: expected an indented block after 'if' statement on line 2",
+        ),
         ("x = (1,\ny = 2\n", 1, 5, "SyntaxError: '(' was never closed"),
         ("x = 1 $ 2\n", 1, 7, "SyntaxError: invalid syntax"),
         ("if x:\n\ty = 1\n        z = 2\n", 3, 1, "TabError: inconsistent use of tabs and spaces in indentation"),
         ("if x:\n    y\n  z\n", 3, 4, "IndentationError: unindent does not match any outer indentation level"),
         ("print 'hi'\n", 1, 1, "SyntaxError: Missing parentheses in call to 'print'. Did you mean print(...)?"),
-        ("a = 1\nb = 2\nx = '''abc\n", 3, 5, "SyntaxError: unterminated triple-quoted string literal (detected at line 3)"),
+        (
+            "a = 1\nb = 2\nx = '''abc\n",
+            3,
+            5,
+            "SyntaxError: unterminated triple-quoted string literal (detected at line 3)",
+        ),
     ],
 )
 def test_syntax_error_row_and_message(src, row, col, message):
@@ -41,7 +52,9 @@ def test_syntax_error_is_not_fixed():
     assert [f.code for f in findings] == ["TL000"]
 
 
-@pytest.mark.parametrize("src", ["", "   \n\n\t\n", "\n", "# only\n# comments\n", "#!/usr/bin/env python\n", "\x0c\n", "'''doc'''"])
+@pytest.mark.parametrize(
+    "src", ["", "   \n\n\t\n", "\n", "# only\n# comments\n", "#!/usr/bin/env python\n", "\x0c\n", "'''doc'''"]
+)
 def test_empty_like_files_are_clean(src):
     assert lint_source(src, "e.py") == []
     assert fix_source(src, "e.py") == (src, [])
@@ -126,15 +139,32 @@ def test_long_flat_literal_is_fine():
         ("x = " + "(" * 5000 + "1" + ")" * 5000 + "\n", "SyntaxError: too many nested parentheses"),
         ("x = " + "[" * 1000 + "]" * 1000 + "\n", "SyntaxError: too many nested parentheses"),
         ("x = f(" * 300 + ")" * 300 + "\n", "SyntaxError: too many nested parentheses"),
-        ("".join(" " * i + "if x:\n" for i in range(1000)) + " " * 1000 + "pass\n", "IndentationError: too many levels of indentation"),
+        (
+            "".join(" " * i + "if x:\n" for i in range(1000)) + " " * 1000 + "pass\n",
+            "IndentationError: too many levels of indentation",
+        ),
         ("x = " + "+".join(["1"] * 20000) + "\n", "SyntaxError: too complex to parse (expressions nested too deeply)"),
         ("x = " + "not " * 5000 + "1\n", "SyntaxError: too complex to parse (expressions nested too deeply)"),
         ("x = " + "1 if y else " * 5000 + "2\n", "SyntaxError: too complex to parse (expressions nested too deeply)"),
         ("x = " + "lambda: " * 5000 + "1\n", "SyntaxError: too complex to parse (expressions nested too deeply)"),
         ('x = f"{' + "(" * 3000 + "1" + ")" * 3000 + '}"\n', "SyntaxError: f-string: too many nested parenthesis"),
-        ('x = f"{' + "1 if y else " * 5000 + '1}"\n', "SyntaxError: too complex to parse (expressions nested too deeply)"),
+        (
+            'x = f"{' + "1 if y else " * 5000 + '1}"\n',
+            "SyntaxError: too complex to parse (expressions nested too deeply)",
+        ),
     ],
-    ids=["parens-5000", "lists-1000", "calls-300", "ifs-1000", "binop-20000", "not-5000", "ifexp-5000", "lambda-5000", "fstring-parens-3000", "fstring-ifexp-5000"],
+    ids=[
+        "parens-5000",
+        "lists-1000",
+        "calls-300",
+        "ifs-1000",
+        "binop-20000",
+        "not-5000",
+        "ifexp-5000",
+        "lambda-5000",
+        "fstring-parens-3000",
+        "fstring-ifexp-5000",
+    ],
 )
 def test_deep_nesting_is_a_syntax_error_not_a_crash(src, message):
     f = tl000(src)

@@ -50,7 +50,9 @@ def test_json_has_ruffs_fields(data, tmp_path):
     assert first["fix"] == {
         "applicability": "safe",
         "message": "Pass `device=`",
-        "edits": [{"content": ", device=", "location": {"row": 3, "column": 15}, "end_location": {"row": 3, "column": 19}}],
+        "edits": [
+            {"content": ", device=", "location": {"row": 3, "column": 15}, "end_location": {"row": 3, "column": 19}}
+        ],
     }
     assert items[1]["fix"]["applicability"] == "unsafe"
     assert items[2]["fix"] is None
@@ -166,10 +168,23 @@ def test_summary_counts_fixable_and_hidden(data):
 
 
 def test_statistics_sorted_by_count_then_code():
-    findings = [finding(code="TL501"), finding(code="TL104"), finding(code="TL104", fix=None), finding(code="TL000", fix=None)]
+    findings = [
+        finding(code="TL501"),
+        finding(code="TL104"),
+        finding(code="TL104", fix=None),
+        finding(code="TL000", fix=None),
+    ]
     d = ReportData(findings=findings)
-    assert statistics.render(d) == "2\tTL104\t[*] create-then-move\n1\tTL000\t[ ] syntax-error\n1\tTL501\t[*] legacy-profiler\n"
-    assert json.loads(statistics.render(d, as_json=True))[0] == {"code": "TL104", "name": "create-then-move", "count": 2, "fixable": True}
+    assert (
+        statistics.render(d)
+        == "2\tTL104\t[*] create-then-move\n1\tTL000\t[ ] syntax-error\n1\tTL501\t[*] legacy-profiler\n"
+    )
+    assert json.loads(statistics.render(d, as_json=True))[0] == {
+        "code": "TL104",
+        "name": "create-then-move",
+        "count": 2,
+        "fixable": True,
+    }
 
 
 @pytest.mark.parametrize("fmt", ["full", "concise", "json", "json-lines", "github", "sarif"])

@@ -1,4 +1,5 @@
 """The rule docs under docs/rules/ are generated from the rule classes and must be current."""
+
 import json
 import subprocess
 import sys
@@ -15,12 +16,13 @@ def test_generated_docs_are_current(root):
     """Fails when a rule changed without `python scripts/gen_rule_docs.py`."""
     docs = root / ruledocs.DOCS_DIR
     want = ruledocs.generated_docs()
-    stale = [n for n, text in sorted(want.items())
-             if not (docs / n).is_file() or (docs / n).read_text(encoding="utf-8") != text]
+    stale = [
+        n
+        for n, text in sorted(want.items())
+        if not (docs / n).is_file() or (docs / n).read_text(encoding="utf-8") != text
+    ]
     extra = sorted(p.name for p in docs.glob("*.md") if p.name not in want)
-    assert not stale and not extra, (
-        f"stale rule docs {stale}, extra {extra}: run `python scripts/gen_rule_docs.py`"
-    )
+    assert not stale and not extra, f"stale rule docs {stale}, extra {extra}: run `python scripts/gen_rule_docs.py`"
 
 
 def test_generated_catalog_is_current(root):
@@ -91,12 +93,18 @@ def test_doc_problems_catches_bad_docstrings():
         ## Bogus
         x
         """
+
         CODE, NAME, MESSAGE = "TL999", "bad", "bad"
         APPLICABILITY = Applicability.SAFE
 
     problems = " | ".join(ruledocs.doc_problems(Bad))
-    for needle in ("missing section '## Example'", "missing section '## Fix safety'",
-                   "unknown section '## Bogus'", "out of order", "text before"):
+    for needle in (
+        "missing section '## Example'",
+        "missing section '## Fix safety'",
+        "unknown section '## Bogus'",
+        "out of order",
+        "text before",
+    ):
         assert needle in problems
 
 
@@ -110,6 +118,7 @@ def test_section_parser_ignores_headers_inside_code_fences():
         ## not a section
         ```
         """
+
         CODE, NAME, MESSAGE = "TL998", "fenced", "m"
 
     assert [t for t, _ in ruledocs.doc_sections(Fenced)] == ["What it does"]
@@ -141,8 +150,15 @@ def test_script_check_mode(root, tmp_path):
     catalog = tmp_path / "catalog.py"
 
     def gen(*args):
-        cmd = [sys.executable, str(root / "scripts" / "gen_rule_docs.py"), *args, "--docs", str(out),
-               "--catalog", str(catalog)]
+        cmd = [
+            sys.executable,
+            str(root / "scripts" / "gen_rule_docs.py"),
+            *args,
+            "--docs",
+            str(out),
+            "--catalog",
+            str(catalog),
+        ]
         return subprocess.run(cmd, capture_output=True, text=True)
 
     assert gen("--check").returncode == 1

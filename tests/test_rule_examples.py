@@ -1,4 +1,5 @@
 """Tests generated from every rule's inline VALID / INVALID examples."""
+
 import libcst as cst
 import pytest
 
@@ -34,8 +35,10 @@ def test_invalid_example_is_flagged_and_fixed(code, i, ex):
         assert found[0].row == ex.line
     fixed, remaining = fix_source(ex.code, "example.py", only(code), unsafe=ex.unsafe)
     if ex.fixed is None:
-        assert all(f.fix is None for f in found) or not ex.unsafe and all(
-            f.fix.applicability.value == "unsafe" for f in found if f.fix
+        assert (
+            all(f.fix is None for f in found)
+            or not ex.unsafe
+            and all(f.fix.applicability.value == "unsafe" for f in found if f.fix)
         )
         return
     assert fixed == ex.fixed

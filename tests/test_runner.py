@@ -62,7 +62,9 @@ def test_fix_keeps_pep263_encoding(tmp_path):
     assert f.read_bytes() == ("# -*- coding: latin-1 -*-\n# caf\u00e9\n" + TL104_FIXED).encode("latin-1")
 
 
-@pytest.mark.parametrize("data", [b"x = '\xff\xfe'\n", b"\x89PNG\r\n\x1a\n\x00\x00\x00IHDR", b"# coding: nonsense\nx = 1\n"])
+@pytest.mark.parametrize(
+    "data", [b"x = '\xff\xfe'\n", b"\x89PNG\r\n\x1a\n\x00\x00\x00IHDR", b"# coding: nonsense\nx = 1\n"]
+)
 def test_undecodable_or_binary_is_tl000(data):
     out = process_bytes(data, FileJob("bin.py", frozenset({"TL104"})))
     assert [f.code for f in out.findings] == ["TL000"]  # TL000 is reported whatever the selection
@@ -189,7 +191,6 @@ def test_custom_mapper_receives_pure_jobs(tmp_path):
     # Lint mode hands over (job, contents read once by the parent); fix mode hands over jobs.
     assert all(isinstance(job, FileJob) and isinstance(data, bytes) for job, data in seen)
     assert [os.path.basename(f.path) for f in result.findings] == ["a.py", "b.py"]
-
 
 
 @hsettings(max_examples=60, deadline=None)

@@ -50,6 +50,9 @@ def test_parse_suppressions_structure():
 
 def test_suppression_comment_adds_and_merges():
     assert suppression_comment("TL104", "x = f()\n") == "x = f()  # torchlint: ignore[TL104]\n"
-    assert suppression_comment("TL104", "x = f()  # torchlint: ignore[TL501]\r\n") == "x = f()  # torchlint: ignore[TL104, TL501]\r\n"
+    assert (
+        suppression_comment("TL104", "x = f()  # torchlint: ignore[TL501]\r\n")
+        == "x = f()  # torchlint: ignore[TL104, TL501]\r\n"
+    )
     line = suppression_comment("TL104", LINE + "\n")
     assert codes(BASE + line) == []

@@ -1,4 +1,5 @@
 """TL401 sync-in-loop and TL402 tensor-python-loop."""
+
 import textwrap
 
 import libcst as cst
@@ -16,8 +17,13 @@ def rows(src, code):
 
 
 def train(body, after=""):
-    lines = ["total = 0.0", "for step, (x, y) in enumerate(loader):", "    loss = criterion(model(x), y)",
-             "    loss.backward()", "    optimizer.step()"]
+    lines = [
+        "total = 0.0",
+        "for step, (x, y) in enumerate(loader):",
+        "    loss = criterion(model(x), y)",
+        "    loss.backward()",
+        "    optimizer.step()",
+    ]
     lines += ["    " + b for b in body.splitlines()]
     return HEAD + "\n".join(lines) + "\n" + after
 
@@ -47,8 +53,10 @@ def test_tl401_periodic_guard_and_after_loop():
 
 
 def test_tl401_python_numbers_are_silent():
-    body = "lr = float(scheduler.get_last_lr()[0])\nfor group in optimizer.param_groups:\n    g = float(group['lr'])\n" \
-           "n = int(x.shape[0])\nk = len(y)"
+    body = (
+        "lr = float(scheduler.get_last_lr()[0])\nfor group in optimizer.param_groups:\n    g = float(group['lr'])\n"
+        "n = int(x.shape[0])\nk = len(y)"
+    )
     assert rows(train(body), "TL401") == []
 
 
@@ -57,14 +65,18 @@ def test_tl401_cpu_tensor_is_silent():
 
 
 def test_tl401_cpu_only_script_is_silent():
-    src = CPU_HEAD + "total = 0.0\nfor x, y in loader:\n    loss = criterion(model(x), y)\n    loss.backward()\n" \
-                     "    total += loss.item()\n    if loss < 0.01:\n        break\n"
+    src = (
+        CPU_HEAD + "total = 0.0\nfor x, y in loader:\n    loss = criterion(model(x), y)\n    loss.backward()\n"
+        "    total += loss.item()\n    if loss < 0.01:\n        break\n"
+    )
     assert rows(src, "TL401") == []
 
 
 def test_tl401_once_per_epoch_is_silent():
-    src = HEAD + "for epoch in range(3):\n    for x, y in loader:\n        loss = criterion(model(x), y)\n" \
-                 "        loss.backward()\n    val = criterion(model(xv), yv)\n    print(val.item())\n"
+    src = (
+        HEAD + "for epoch in range(3):\n    for x, y in loader:\n        loss = criterion(model(x), y)\n"
+        "        loss.backward()\n    val = criterion(model(xv), yv)\n    print(val.item())\n"
+    )
     assert rows(src, "TL401") == []
 
 
@@ -87,7 +99,10 @@ def test_tl401_helper_loss_and_parameter_criterion():
 
 
 def test_tl401_metric_tensors():
-    src = HEAD + "correct = 0\nfor x, y in loader:\n    pred = model(x).argmax(1)\n    correct += (pred == y).sum().item()\n"
+    src = (
+        HEAD
+        + "correct = 0\nfor x, y in loader:\n    pred = model(x).argmax(1)\n    correct += (pred == y).sum().item()\n"
+    )
     assert rows(src, "TL401") == [8]
 
 
@@ -97,11 +112,15 @@ def test_tl401_tensor_condition():
 
 
 def test_tl401_helper_called_every_iteration():
-    src = HEAD + "def log(v):\n    return v.item()\nfor x in loader:\n    loss = criterion(model(x), x)\n" \
-                 "    loss.backward()\n    log(loss)\n"
+    src = (
+        HEAD + "def log(v):\n    return v.item()\nfor x in loader:\n    loss = criterion(model(x), x)\n"
+        "    loss.backward()\n    log(loss)\n"
+    )
     assert rows(src, "TL401") == [10]  # at the call, every iteration
-    src = HEAD + "def log(v):\n    return v.item()\nfor i, x in enumerate(loader):\n    loss = criterion(model(x), x)\n" \
-                 "    loss.backward()\n    if i % 100 == 0:\n        log(loss)\n"
+    src = (
+        HEAD + "def log(v):\n    return v.item()\nfor i, x in enumerate(loader):\n    loss = criterion(model(x), x)\n"
+        "    loss.backward()\n    if i % 100 == 0:\n        log(loss)\n"
+    )
     assert rows(src, "TL401") == []
 
 
@@ -116,8 +135,11 @@ def test_tl401_accumulation_fix():
 
 
 def test_tl401_accumulation_int_start_keeps_type():
-    src = HEAD + "correct = 0\nfor x, y in loader:\n    out = model(x)\n    correct += (out.argmax(1) == y).sum().item()\n" \
-                 "acc = correct / 10\n"
+    src = (
+        HEAD
+        + "correct = 0\nfor x, y in loader:\n    out = model(x)\n    correct += (out.argmax(1) == y).sum().item()\n"
+        "acc = correct / 10\n"
+    )
     out, _ = fix_source(src, "e.py", unsafe=True)
     assert "    correct += (out.argmax(1) == y).sum().detach()\n" in out
     assert "acc = int(correct) / 10" in out
@@ -168,8 +190,10 @@ def test_tl402_size_loop_and_model_output():
 
 
 def test_tl401_rl_acting_loop_is_silent():
-    src = HEAD + "obs = env.reset()\nwhile True:\n    q = model(obs)\n    action = q.argmax().item()\n" \
-                 "    obs, r, done, info = env.step(action)\n"
+    src = (
+        HEAD + "obs = env.reset()\nwhile True:\n    q = model(obs)\n    action = q.argmax().item()\n"
+        "    obs, r, done, info = env.step(action)\n"
+    )
     assert rows(src, "TL401") == []
 
 

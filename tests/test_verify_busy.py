@@ -1,12 +1,21 @@
 """GPU busy fraction from synthetic Kineto traces (no torch, no GPU)."""
+
 import pytest
 
 from torchlint.verify import busy
 
 
 def ev(cat, ts, dur, name="k", stream=7, device=0):
-    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": device, "tid": stream,
-            "args": {"device": device, "stream": stream}}
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "ts": ts,
+        "dur": dur,
+        "pid": device,
+        "tid": stream,
+        "args": {"device": device, "stream": stream},
+    }
 
 
 def window(ts, dur):
@@ -32,13 +41,15 @@ def test_union_of_nothing_is_zero():
 
 
 def test_busy_fraction_counts_overlap_across_streams_once():
-    trace = {"traceEvents": [
-        window(1000, 100),
-        ev("kernel", 1000, 40, stream=7),
-        ev("kernel", 1020, 40, stream=13),        # overlaps the first on another stream
-        ev("gpu_memcpy", 1070, 10, name="Memcpy HtoD (Pageable -> Device)", stream=7),
-        ev("gpu_memset", 1090, 5, name="Memset (Device)", stream=7),
-    ]}
+    trace = {
+        "traceEvents": [
+            window(1000, 100),
+            ev("kernel", 1000, 40, stream=7),
+            ev("kernel", 1020, 40, stream=13),  # overlaps the first on another stream
+            ev("gpu_memcpy", 1070, 10, name="Memcpy HtoD (Pageable -> Device)", stream=7),
+            ev("gpu_memset", 1090, 5, name="Memset (Device)", stream=7),
+        ]
+    }
     out = busy.analyze(trace)
     assert out["busy_fraction"] == pytest.approx((60 + 10 + 5) / 100)
     assert out["kernels"] == 2 and out["memcpys"] == 1 and out["memsets"] == 1
@@ -49,10 +60,10 @@ def test_busy_fraction_counts_overlap_across_streams_once():
 def test_busy_fraction_clips_activity_to_the_window():
     trace = [
         window(1000, 100),
-        ev("kernel", 900, 150),       # 50 us inside
-        ev("kernel", 1090, 50),       # 10 us inside
-        ev("kernel", 2000, 50),       # outside: not counted at all
-        ev("kernel", 500, 10),        # outside
+        ev("kernel", 900, 150),  # 50 us inside
+        ev("kernel", 1090, 50),  # 10 us inside
+        ev("kernel", 2000, 50),  # outside: not counted at all
+        ev("kernel", 500, 10),  # outside
     ]
     out = busy.analyze(trace)
     assert out["busy_fraction"] == pytest.approx(0.6)
@@ -89,8 +100,11 @@ def test_zero_length_window_gives_no_fraction():
 
 
 def test_gpu_side_annotation_is_not_the_window():
-    trace = [{"ph": "X", "cat": "gpu_user_annotation", "name": busy.WINDOW_LABEL, "ts": 0, "dur": 1000},
-             window(100, 100), ev("kernel", 100, 50)]
+    trace = [
+        {"ph": "X", "cat": "gpu_user_annotation", "name": busy.WINDOW_LABEL, "ts": 0, "dur": 1000},
+        window(100, 100),
+        ev("kernel", 100, 50),
+    ]
     assert busy.find_window(trace) == (100, 200)
     assert busy.analyze(trace)["busy_fraction"] == pytest.approx(0.5)
 
@@ -103,7 +117,7 @@ def test_copy_kinds_pinned_and_pageable():
         ev("gpu_memcpy", 30, 5, name="Memcpy HtoD (Pageable -> Device)"),
         ev("gpu_memcpy", 40, 5, name="Memcpy DtoH (Device -> Pageable)"),
         ev("gpu_memcpy", 50, 5, name="Memcpy DtoD (Device -> Device)"),
-        ev("gpu_memcpy", 5000, 5, name="Memcpy HtoD (Pinned -> Device)"),   # outside the window
+        ev("gpu_memcpy", 5000, 5, name="Memcpy HtoD (Pinned -> Device)"),  # outside the window
     ]
     out = busy.analyze(trace)
     assert out["memcpys"] == 5
@@ -112,8 +126,11 @@ def test_copy_kinds_pinned_and_pageable():
 
 
 def test_events_that_are_not_complete_spans_are_ignored():
-    trace = [window(0, 100), {"ph": "i", "cat": "kernel", "name": "k", "ts": 10},
-             {"ph": "X", "cat": "kernel", "name": "bad", "ts": "x"}]
+    trace = [
+        window(0, 100),
+        {"ph": "i", "cat": "kernel", "name": "k", "ts": 10},
+        {"ph": "X", "cat": "kernel", "name": "bad", "ts": "x"},
+    ]
     out = busy.analyze(trace)
     assert out["kernels"] == 0 and out["busy_fraction"] == 0.0
 

@@ -2,6 +2,7 @@
 
 Only the CUDA probe is mocked (to play a machine without CUDA, or one with
 it); everything after it is the real logic."""
+
 import json
 from pathlib import Path
 
@@ -16,11 +17,22 @@ FAKE = DATA / "verify_fake"
 REPO_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 CPU_ONLY = CudaProbe(False, "torch 2.13.0 is a CPU-only build", "cpu-only-build", "2.13.0", None)
-NO_DRIVER = CudaProbe(False, "torch 2.13.0 is built for CUDA 12.8 but no NVIDIA driver or CUDA device is visible",
-                      "no-driver", "2.13.0", "12.8")
+NO_DRIVER = CudaProbe(
+    False,
+    "torch 2.13.0 is built for CUDA 12.8 but no NVIDIA driver or CUDA device is visible",
+    "no-driver",
+    "2.13.0",
+    "12.8",
+)
 GPU = CudaProbe(True, "", "", "2.13.0", "12.8", 1, ["NVIDIA H100 80GB HBM3"])
-NO_GPU = CudaProbe(False, "no NVIDIA GPU on this machine (checked /proc/driver/nvidia, nvidia-smi, NVML, the PCI bus); "
-                   "torch 2.13.0 is a CPU-only build", "no-gpu", "2.13.0", None)
+NO_GPU = CudaProbe(
+    False,
+    "no NVIDIA GPU on this machine (checked /proc/driver/nvidia, nvidia-smi, NVML, the PCI bus); "
+    "torch 2.13.0 is a CPU-only build",
+    "no-gpu",
+    "2.13.0",
+    None,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -38,8 +50,9 @@ def test_cli_module_does_not_import_torch():
     import sys
 
     code = "import sys, torchlint.verify.cli; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=str(Path(__file__).resolve().parents[1]))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=str(Path(__file__).resolve().parents[1])
+    )
     assert out.stdout.strip() == "False", out.stderr
 
 
@@ -76,8 +89,18 @@ def test_without_cuda_require_gpu_exits_2(monkeypatch, tmp_path):
 def test_without_cuda_markdown_and_plot(monkeypatch, tmp_path):
     monkeypatch.setattr(probe, "probe_cuda", lambda: CPU_ONLY)
     md, png = tmp_path / "r.md", tmp_path / "r.png"
-    result = invoke("--fixtures", str(FAKE), "--output", str(tmp_path / "r.json"), "--markdown", str(md),
-                    "--plot", str(png), "--rule", "tl911")
+    result = invoke(
+        "--fixtures",
+        str(FAKE),
+        "--output",
+        str(tmp_path / "r.json"),
+        "--markdown",
+        str(md),
+        "--plot",
+        str(png),
+        "--rule",
+        "tl911",
+    )
     assert result.exit_code == 0
     assert "| TL911 | sync_count | - | - | n/a | down >= 50% | SKIPPED |" in md.read_text()
     assert png.read_bytes()[:4] == b"\x89PNG"
@@ -120,8 +143,9 @@ def test_bad_meta_is_a_usage_error(tmp_path):
     d.mkdir()
     (d / "bad.py").write_text("")
     (d / "fixed.py").write_text("")
-    (d / "meta.toml").write_text('rule = "TL1"\nname = "x"\nsummary = "s"\nmetric = "joy"\ndirection = "up"\n'
-                                 'threshold = 0.1\n')
+    (d / "meta.toml").write_text(
+        'rule = "TL1"\nname = "x"\nsummary = "s"\nmetric = "joy"\ndirection = "up"\nthreshold = 0.1\n'
+    )
     result = invoke("--smoke", "--fixtures", str(tmp_path))
     assert result.exit_code == 2 and "metric 'joy'" in result.stderr
 
@@ -134,19 +158,21 @@ def test_with_a_gpu_measures_and_gives_verdicts(monkeypatch, tmp_path):
     data = json.loads(out.read_text())
     verdicts = {r["rule"]: r["verdict"] for r in data["rules"]}
     assert verdicts == {"TL910": "pass", "TL911": "pass", "TL912": "fail"}
-    assert result.exit_code == 1                    # a failed verdict
+    assert result.exit_code == 1  # a failed verdict
     assert data["mode"] == "gpu" and data["environment"]["device"] == "NVIDIA H100 80GB HBM3"
     tl910 = next(r for r in data["rules"] if r["rule"] == "TL910")
     assert tl910["bad"]["median"] == 1.0 and tl910["fixed"]["median"] == 0.5 and tl910["change"] == -0.5
     assert tl910["bad"]["n"] == 2
     tl912 = next(r for r in data["rules"] if r["rule"] == "TL912")
     assert tl912["change"] == pytest.approx(0.02)
-    assert tl912["metrics"]["h2d_copies"] == {"bad": {"median": 3.0, "spread": 0.0, "n": 2},
-                                              "fixed": {"median": 3.0, "spread": 0.0, "n": 2}}
+    assert tl912["metrics"]["h2d_copies"] == {
+        "bad": {"median": 3.0, "spread": 0.0, "n": 2},
+        "fixed": {"median": 3.0, "spread": 0.0, "n": 2},
+    }
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["Rule", "Metric", "Bad", "Fixed", "Change", "Threshold", "Verdict"]
     assert any(line.startswith("TL912") and line.endswith("FAIL") for line in lines)
-    assert "verify" in result.stderr                # the progress bar goes to stderr
+    assert "verify" in result.stderr  # the progress bar goes to stderr
     assert "| TL911 | sync_count | 50 | 0 | -100.0% | down >= 50% | PASS |" in md.read_text()
     assert data["complete"] is True and data["rules_not_run"] == []
     assert [r["script"] for r in tl910["runs"]] == ["bad", "fixed", "fixed", "bad"]
@@ -165,17 +191,26 @@ def test_time_budget_leaves_rules_for_another_command(monkeypatch, tmp_path):
     from torchlint.verify import plan
 
     monkeypatch.setattr(probe, "probe_cuda", lambda: GPU)
-    monkeypatch.setattr(plan, "estimator", lambda repeats: (lambda fx: 1e6 if fx.rule == "TL911" else 1.0))
+    monkeypatch.setattr(plan, "estimator", lambda repeats: lambda fx: 1e6 if fx.rule == "TL911" else 1.0)
     out = tmp_path / "part1.json"
     result = invoke("--fixtures", str(FAKE), "--repeats", "1", "--time-budget", "600", "--output", str(out))
     data = json.loads(out.read_text())
-    assert {r["rule"]: r["verdict"] for r in data["rules"]} == {"TL910": "pass", "TL911": "not-run",
-                                                                 "TL912": "fail"}
+    assert {r["rule"]: r["verdict"] for r in data["rules"]} == {"TL910": "pass", "TL911": "not-run", "TL912": "fail"}
     assert data["complete"] is False and data["rules_not_run"] == ["TL911"]
     assert "--rules TL911" in result.stderr
-    assert result.exit_code == 1                    # TL912 failed; a failure wins over "incomplete"
-    result = invoke("--fixtures", str(FAKE), "--rules", "TL910,TL911", "--repeats", "1", "--time-budget", "600",
-                    "--output", str(out))
+    assert result.exit_code == 1  # TL912 failed; a failure wins over "incomplete"
+    result = invoke(
+        "--fixtures",
+        str(FAKE),
+        "--rules",
+        "TL910,TL911",
+        "--repeats",
+        "1",
+        "--time-budget",
+        "600",
+        "--output",
+        str(out),
+    )
     assert result.exit_code == 3
 
 
@@ -188,7 +223,9 @@ def test_two_partial_reports_merge(monkeypatch, tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(merged.read_text())
     assert {r["rule"]: (r["verdict"], r["source"]) for r in data["rules"]} == {
-        "TL910": ("pass", str(a)), "TL911": ("pass", str(b))}
+        "TL910": ("pass", str(a)),
+        "TL911": ("pass", str(b)),
+    }
     assert data["complete"] is True and data["merged_from"] == [str(a), str(b)]
     assert "| TL911 | sync_count | 50 | 0 |" in md.read_text()
 
@@ -230,14 +267,19 @@ def test_a_stopped_run_leaves_a_valid_partial_report(tmp_path):
     hang.mkdir()
     (hang / "bad.py").write_text("import time\ntime.sleep(600)\n")
     (hang / "fixed.py").write_text("import time\ntime.sleep(600)\n")
-    (hang / "meta.toml").write_text('rule = "TL913"\nname = "hang"\nsummary = "s"\nmetric = "wall_s"\n'
-                                    'direction = "down"\nthreshold = 0.1\n')
+    (hang / "meta.toml").write_text(
+        'rule = "TL913"\nname = "hang"\nsummary = "s"\nmetric = "wall_s"\ndirection = "down"\nthreshold = 0.1\n'
+    )
     out = tmp_path / "part.json"
     root = Path(__file__).resolve().parents[1]
-    proc = subprocess.Popen([sys.executable, "-c", _STOPPED_RUN, "--fixtures", str(fixtures), "--repeats", "1",
-                             "--output", str(out)], cwd=str(tmp_path), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(root)),
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _STOPPED_RUN, "--fixtures", str(fixtures), "--repeats", "1", "--output", str(out)],
+        cwd=str(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ, PYTHONPATH=str(root)),
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -270,8 +312,9 @@ def test_plan_lists_every_rule_and_the_default_plan_fits_20_minutes():
     _, total = plan.render(runner.discover(REPO_FIXTURES), 5)
     assert total <= 20 * 60
     assert "within the 20.0 min budget" in result.stdout
-    split = [line for line in lines if line.lstrip().startswith(("1. --rules", "2. --rules", "3. --rules",
-                                                                 "4. --rules"))]
+    split = [
+        line for line in lines if line.lstrip().startswith(("1. --rules", "2. --rules", "3. --rules", "4. --rules"))
+    ]
     covered = [c for line in split for c in line.split("--rules ")[1].split()[0].split(",")]
     assert sorted(covered) == fixtures
 
@@ -312,8 +355,11 @@ def test_smoke_runs_every_fixture_pair():
 
 
 def _hardware(monkeypatch, present):
-    what = "GPU 0: NVIDIA H100 80GB HBM3" if present else \
-        "no NVIDIA GPU on this machine (checked /proc/driver/nvidia, nvidia-smi, NVML, the PCI bus)"
+    what = (
+        "GPU 0: NVIDIA H100 80GB HBM3"
+        if present
+        else "no NVIDIA GPU on this machine (checked /proc/driver/nvidia, nvidia-smi, NVML, the PCI bus)"
+    )
     monkeypatch.setattr(probe, "nvidia_hardware", lambda: probe.Hardware(present, bool(present), what))
 
 
@@ -355,8 +401,12 @@ def test_doctor_without_a_gpu_says_so_first(monkeypatch):
     result = CliRunner().invoke(cli.doctor_command, [])
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    assert lines[0] == "FAIL  no NVIDIA GPU on this machine (checked /proc/driver/nvidia, nvidia-smi, NVML, the PCI bus)"
-    assert lines[1].startswith("      fix: torchlint verify measures on an NVIDIA GPU: run it on a machine that has one")
+    assert (
+        lines[0] == "FAIL  no NVIDIA GPU on this machine (checked /proc/driver/nvidia, nvidia-smi, NVML, the PCI bus)"
+    )
+    assert lines[1].startswith(
+        "      fix: torchlint verify measures on an NVIDIA GPU: run it on a machine that has one"
+    )
     cpu = next(i for i, line in enumerate(lines) if "CPU-only build" in line)
     assert cpu > 1 and lines[cpu].startswith("info  ") and "on a machine with an NVIDIA GPU" in lines[cpu]
     assert "GPU cannot be used" in result.stdout
@@ -412,8 +462,9 @@ def test_smoke_kills_a_script_that_hangs(tmp_path):
     d.mkdir()
     (d / "bad.py").write_text("import time\ntime.sleep(60)\n")
     (d / "fixed.py").write_text((FAKE / "TL910-fast" / "fixed.py").read_text())
-    (d / "meta.toml").write_text('rule = "TL1"\nname = "hang"\nsummary = "s"\nmetric = "wall_s"\n'
-                                 'direction = "down"\nthreshold = 0.1\n')
+    (d / "meta.toml").write_text(
+        'rule = "TL1"\nname = "hang"\nsummary = "s"\nmetric = "wall_s"\ndirection = "down"\nthreshold = 0.1\n'
+    )
     result = invoke("--smoke", "--fixtures", str(tmp_path), "--timeout", "4")
     assert result.exit_code == 1
     assert "timed out after 4 s" in result.stdout
@@ -432,10 +483,23 @@ def test_commands_register_in_a_group(monkeypatch, tmp_path):
     main.add_command(cli.doctor_command)
     assert sorted(main.commands) == ["doctor", "verify"]
     help_text = CliRunner().invoke(main, ["verify", "--help"]).output
-    for option in ("--rule", "--rules", "--repeats", "--output", "--markdown", "--plot", "--smoke", "--require-gpu",
-                   "--fixtures", "--plan", "--merge", "--time-budget"):
+    for option in (
+        "--rule",
+        "--rules",
+        "--repeats",
+        "--output",
+        "--markdown",
+        "--plot",
+        "--smoke",
+        "--require-gpu",
+        "--fixtures",
+        "--plan",
+        "--merge",
+        "--time-budget",
+    ):
         assert option in help_text
     monkeypatch.setattr(probe, "probe_cuda", lambda: CPU_ONLY)
-    result = CliRunner().invoke(main, ["verify", "--fixtures", str(FAKE), "--output", str(tmp_path / "r.json"),
-                                       "--require-gpu"])
+    result = CliRunner().invoke(
+        main, ["verify", "--fixtures", str(FAKE), "--output", str(tmp_path / "r.json"), "--require-gpu"]
+    )
     assert result.exit_code == 2

@@ -1,6 +1,7 @@
 """`torchlint verify` outside the repository: the fixtures ship in the wheel, and
 `python -m torchlint.verify` runs with torch and click alone (as on the GPU
 machine, which has no LibCST or pathspec)."""
+
 import os
 import subprocess
 import sys
@@ -41,8 +42,13 @@ def wheel(tmp_path_factory) -> Path:
     shutil.copytree(ROOT / "torchlint", src / "torchlint", ignore=ignore)
     shutil.copytree(ROOT / "fixtures", src / "fixtures", ignore=ignore)
     out = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation",
-                           "-w", str(out), "-q"], capture_output=True, text=True, cwd=str(out), timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-w", str(out), "-q"],
+        capture_output=True,
+        text=True,
+        cwd=str(out),
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (whl,) = out.glob("torchlint-*.whl")
     return whl
@@ -66,18 +72,35 @@ def test_installed_verify_finds_and_runs_the_packaged_fixtures(wheel, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     env = _env(_blocked(tmp_path), site)
-    where = subprocess.run([sys.executable, "-c", "from torchlint.verify import runner; "
-                            "print(runner.default_fixtures_dir())"], capture_output=True, text=True, cwd=str(empty),
-                           env=env, timeout=120)
+    where = subprocess.run(
+        [sys.executable, "-c", "from torchlint.verify import runner; print(runner.default_fixtures_dir())"],
+        capture_output=True,
+        text=True,
+        cwd=str(empty),
+        env=env,
+        timeout=120,
+    )
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()) == site / "torchlint" / "verify" / "fixtures"
-    smoke = subprocess.run([sys.executable, "-m", "torchlint.verify", "--smoke", "--rules", "TL104,TL401"],
-                           capture_output=True, text=True, cwd=str(empty), env=env, timeout=600)
+    smoke = subprocess.run(
+        [sys.executable, "-m", "torchlint.verify", "--smoke", "--rules", "TL104,TL401"],
+        capture_output=True,
+        text=True,
+        cwd=str(empty),
+        env=env,
+        timeout=600,
+    )
     assert smoke.returncode == 0, smoke.stdout + smoke.stderr[-3000:]
     for name in ("TL104-create-then-move", "TL401-sync-in-loop"):
         assert f"ok     {name}/bad.py" in smoke.stdout and f"ok     {name}/fixed.py" in smoke.stdout
-    plan = subprocess.run([sys.executable, "-m", "torchlint.verify", "--plan"], capture_output=True, text=True,
-                          cwd=str(empty), env=env, timeout=120)
+    plan = subprocess.run(
+        [sys.executable, "-m", "torchlint.verify", "--plan"],
+        capture_output=True,
+        text=True,
+        cwd=str(empty),
+        env=env,
+        timeout=120,
+    )
     assert plan.returncode == 0 and "(no cost.json)" not in plan.stdout, plan.stdout + plan.stderr
 
 
@@ -86,13 +109,32 @@ def test_module_entry_point_needs_only_click_and_torch(tmp_path):
     """`python -m torchlint.verify` (verify, doctor, plan, merge) from a checkout where
     `import libcst` and `import pathspec` fail."""
     env = _env(_blocked(tmp_path), ROOT)
-    doctor = subprocess.run([sys.executable, "-m", "torchlint.verify", "doctor"], capture_output=True, text=True,
-                            cwd=str(tmp_path), env=env, timeout=120)
+    doctor = subprocess.run(
+        [sys.executable, "-m", "torchlint.verify", "doctor"],
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+        env=env,
+        timeout=120,
+    )
     assert doctor.returncode in (0, 1), doctor.stderr
     assert "CUDA_LAUNCH_BLOCKING" in doctor.stdout and "torch " in doctor.stdout
-    verify = subprocess.run([sys.executable, "-m", "torchlint.verify", "--fixtures",
-                             str(ROOT / "tests" / "data" / "verify_fake"), "--output", str(tmp_path / "r.json")],
-                            capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=120)
+    verify = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torchlint.verify",
+            "--fixtures",
+            str(ROOT / "tests" / "data" / "verify_fake"),
+            "--output",
+            str(tmp_path / "r.json"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+        env=env,
+        timeout=120,
+    )
     import torch
 
     if not torch.cuda.is_available():
@@ -100,6 +142,12 @@ def test_module_entry_point_needs_only_click_and_torch(tmp_path):
         assert verify.stdout.startswith("GPU verification skipped: ")
     else:  # the fake fixtures measured: TL912 fails by design
         assert verify.returncode == 1 and "TL912" in verify.stdout
-    help_text = subprocess.run([sys.executable, "-m", "torchlint.verify", "--help"], capture_output=True, text=True,
-                               cwd=str(tmp_path), env=env, timeout=120)
+    help_text = subprocess.run(
+        [sys.executable, "-m", "torchlint.verify", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=str(tmp_path),
+        env=env,
+        timeout=120,
+    )
     assert help_text.returncode == 0 and "--time-budget" in help_text.stdout

@@ -1,4 +1,5 @@
 """Report formats: JSON keys, Markdown table, PNG file."""
+
 import json
 
 import pytest
@@ -8,11 +9,26 @@ from torchlint.verify import verdict as V
 
 
 def rule(code, metric, verdict, bad=None, fixed=None, change=None, direction="up", threshold=0.1):
-    return {"rule": code, "name": "x", "fixture": f"fixtures/{code}-x", "summary": "s", "metric": metric,
-            "direction": direction, "threshold": threshold, "threshold_unit": "points",
-            "bad": bad, "fixed": fixed, "change": change, "effect": change, "noise": 0.0,
-            "mechanism": {"ok": True, "reason": ""}, "verdict": verdict, "reason": "because | reasons",
-            "metrics": {}, "errors": []}
+    return {
+        "rule": code,
+        "name": "x",
+        "fixture": f"fixtures/{code}-x",
+        "summary": "s",
+        "metric": metric,
+        "direction": direction,
+        "threshold": threshold,
+        "threshold_unit": "points",
+        "bad": bad,
+        "fixed": fixed,
+        "change": change,
+        "effect": change,
+        "noise": 0.0,
+        "mechanism": {"ok": True, "reason": ""},
+        "verdict": verdict,
+        "reason": "because | reasons",
+        "metrics": {},
+        "errors": [],
+    }
 
 
 def summ(median, spread=0.0, n=5):
@@ -23,7 +39,7 @@ def sample_report():
     rules = [
         rule("TL104", "h2d_copies", "pass", summ(100), summ(2), -0.98, "down", 0.2),
         rule("TL302", "busy_fraction", "inconclusive", summ(0.3, 0.2), summ(0.45, 0.1), 0.15),
-        rule("TL201", "peak_mem_bytes", "fail", summ(2 ** 30), summ(2 ** 30), 0.0, "down", 0.2),
+        rule("TL201", "peak_mem_bytes", "fail", summ(2**30), summ(2**30), 0.0, "down", 0.2),
         rule("TL401", "sync_count", "skipped"),
     ]
     return R.build(rules, mode="gpu", repeats=5, environment={"torch": "2.13.0", "cuda": "12.8", "device": "H100"})
@@ -34,14 +50,39 @@ def test_json_report_keys(tmp_path):
     path = tmp_path / "out" / "report.json"
     R.write_json(rep, path)
     data = json.loads(path.read_text())
-    for key in ("schema_version", "tool", "torchlint_version", "mode", "repeats", "skipped_reason", "environment",
-                "summary", "rules", "complete", "rules_not_run"):
+    for key in (
+        "schema_version",
+        "tool",
+        "torchlint_version",
+        "mode",
+        "repeats",
+        "skipped_reason",
+        "environment",
+        "summary",
+        "rules",
+        "complete",
+        "rules_not_run",
+    ):
         assert key in data
     assert data["schema_version"] == 2 and data["complete"] is True
     assert data["summary"] == {"fail": 1, "inconclusive": 1, "pass": 1, "skipped": 1}
     first = data["rules"][0]
-    for key in ("rule", "name", "fixture", "summary", "metric", "direction", "threshold", "bad", "fixed", "change",
-                "verdict", "reason", "mechanism", "metrics"):
+    for key in (
+        "rule",
+        "name",
+        "fixture",
+        "summary",
+        "metric",
+        "direction",
+        "threshold",
+        "bad",
+        "fixed",
+        "change",
+        "verdict",
+        "reason",
+        "mechanism",
+        "metrics",
+    ):
         assert key in first
     assert first["bad"]["median"] == 100 and first["bad"]["n"] == 5
 
@@ -51,19 +92,24 @@ def test_markdown_table():
     lines = md.splitlines()
     header = lines.index("| Rule | Metric | Bad | Fixed | Change | Threshold | Verdict |")
     assert lines[header + 1] == "|---|---|---|---|---|---|---|"
-    body = lines[header + 2: header + 6]
+    body = lines[header + 2 : header + 6]
     assert body[0] == "| TL104 | h2d_copies | 100 | 2 | -98.0% | down >= 20% | PASS |"
-    assert body[1] == ("| TL302 | busy_fraction | 30.0% ± 20.0% | 45.0% ± 10.0% | +15.0 pts | up >= 10 pts "
-                       "| INCONCLUSIVE |")
+    assert body[1] == (
+        "| TL302 | busy_fraction | 30.0% ± 20.0% | 45.0% ± 10.0% | +15.0 pts | up >= 10 pts | INCONCLUSIVE |"
+    )
     assert body[2].startswith("| TL201 | peak_mem_bytes | 1024.0 MiB | 1024.0 MiB | +0.0% |")
     assert body[3] == "| TL401 | sync_count | - | - | n/a | up >= 10% | SKIPPED |"
-    assert "because \\| reasons" in md          # pipes escaped
+    assert "because \\| reasons" in md  # pipes escaped
     assert "H100" in md
 
 
 def test_markdown_of_a_skipped_report_states_the_reason():
-    rep = R.build([rule("TL104", "h2d_copies", "skipped")], mode="skipped", repeats=5,
-                  skipped_reason="torch 2.13.0 is a CPU-only build")
+    rep = R.build(
+        [rule("TL104", "h2d_copies", "skipped")],
+        mode="skipped",
+        repeats=5,
+        skipped_reason="torch 2.13.0 is a CPU-only build",
+    )
     assert "GPU verification skipped: torch 2.13.0 is a CPU-only build" in R.to_markdown(rep)
 
 
@@ -114,8 +160,10 @@ def test_json_is_written_atomically(tmp_path, monkeypatch):
 
 
 def test_partial_report_and_not_run_rules():
-    rules = [rule("TL104", "samples_per_s", "pass", summ(100), summ(300), 2.0, "up"),
-             rule("TL401", "samples_per_s", "not-run")]
+    rules = [
+        rule("TL104", "samples_per_s", "pass", summ(100), summ(300), 2.0, "up"),
+        rule("TL401", "samples_per_s", "not-run"),
+    ]
     rep = R.build(rules, mode="gpu", repeats=5, environment={"device": "H100"})
     assert rep["complete"] is False and rep["rules_not_run"] == ["TL401"]
     md = R.to_markdown(rep)
@@ -125,15 +173,27 @@ def test_partial_report_and_not_run_rules():
 
 def test_context_table_puts_samples_per_second_beside_the_busy_fraction():
     r = rule("TL301", "busy_fraction", "pass", summ(0.1), summ(0.9), 0.8)
-    r["metrics"] = {"samples_per_s": {"bad": {"median": 1000.0}, "fixed": {"median": 250000.0}},
-                    "busy_fraction": {"bad": {"median": 0.1}, "fixed": {"median": 0.9}},
-                    "busy_fraction_timed": {"bad": {"median": 0.2}, "fixed": {"median": 0.92}},
-                    "sm_clock_mhz_start": {"bad": {"median": 1980.0}, "fixed": {"median": 1980.0}},
-                    "profiler_slowdown": {"bad": {"median": 2.0}, "fixed": {"median": 1.05}}}
+    r["metrics"] = {
+        "samples_per_s": {"bad": {"median": 1000.0}, "fixed": {"median": 250000.0}},
+        "busy_fraction": {"bad": {"median": 0.1}, "fixed": {"median": 0.9}},
+        "busy_fraction_timed": {"bad": {"median": 0.2}, "fixed": {"median": 0.92}},
+        "sm_clock_mhz_start": {"bad": {"median": 1980.0}, "fixed": {"median": 1980.0}},
+        "profiler_slowdown": {"bad": {"median": 2.0}, "fixed": {"median": 1.05}},
+    }
     rep = R.build([r], mode="gpu", repeats=5)
     (row,) = R.context_rows(rep)
-    assert row == ["TL301", "1,000/s", "250,000/s", "250.00x", "10.0%", "90.0%", "20.0%", "92.0%", "1980/1980 MHz",
-                   "2.00x/1.05x"]
+    assert row == [
+        "TL301",
+        "1,000/s",
+        "250,000/s",
+        "250.00x",
+        "10.0%",
+        "90.0%",
+        "20.0%",
+        "92.0%",
+        "1980/1980 MHz",
+        "2.00x/1.05x",
+    ]
     assert "## Context" in R.to_markdown(rep)
 
 
@@ -142,11 +202,17 @@ def _part(rules, device="H100"):
 
 
 def test_merge_takes_measured_rules_from_each_part():
-    a = _part([rule("TL104", "samples_per_s", "pass", summ(1), summ(2), 1.0), rule("TL401", "samples_per_s", "not-run")])
-    b = _part([rule("TL104", "samples_per_s", "not-run"), rule("TL401", "samples_per_s", "fail", summ(1), summ(1), 0.0)])
+    a = _part(
+        [rule("TL104", "samples_per_s", "pass", summ(1), summ(2), 1.0), rule("TL401", "samples_per_s", "not-run")]
+    )
+    b = _part(
+        [rule("TL104", "samples_per_s", "not-run"), rule("TL401", "samples_per_s", "fail", summ(1), summ(1), 0.0)]
+    )
     merged, warnings = R.merge([("a.json", a), ("b.json", b)])
     assert {r["rule"]: (r["verdict"], r["source"]) for r in merged["rules"]} == {
-        "TL104": ("pass", "a.json"), "TL401": ("fail", "b.json")}
+        "TL104": ("pass", "a.json"),
+        "TL401": ("fail", "b.json"),
+    }
     assert merged["complete"] is True and warnings == []
     assert merged["summary"] == {"fail": 1, "pass": 1}
 
@@ -156,7 +222,8 @@ def test_merge_keeps_the_later_measurement_and_says_so():
     b = _part([rule("TL104", "samples_per_s", "pass", summ(1), summ(2), 1.0)])
     merged, warnings = R.merge([("a.json", a), ("b.json", b)])
     assert merged["rules"][0]["verdict"] == "pass" and warnings == [
-        "TL104 was measured in both a.json and b.json: keeping b.json's"]
+        "TL104 was measured in both a.json and b.json: keeping b.json's"
+    ]
 
 
 def test_merge_refuses_different_gpus():

@@ -1,4 +1,5 @@
 """Runner plumbing, the harness's windows, and the CUDA/hardware probes' logic (CPU only)."""
+
 import json
 import types
 import warnings
@@ -22,9 +23,14 @@ def fake_fixture(metric="wall_s", skip=(), checks=(), direction="down", rule="TL
 
 def test_plan_alternates_bad_and_fixed_and_adds_context_windows_on_the_first_repeat():
     steps = [(p.repeat, p.script, p.passes) for p in runner.plan([fake_fixture("busy_fraction")], 3)]
-    assert steps == [(0, "bad", ("timing", "profile", "sync")), (0, "fixed", ("timing", "profile", "sync")),
-                     (1, "fixed", ("timing", "profile")), (1, "bad", ("timing", "profile")),
-                     (2, "bad", ("timing", "profile")), (2, "fixed", ("timing", "profile"))]
+    assert steps == [
+        (0, "bad", ("timing", "profile", "sync")),
+        (0, "fixed", ("timing", "profile", "sync")),
+        (1, "fixed", ("timing", "profile")),
+        (1, "bad", ("timing", "profile")),
+        (2, "bad", ("timing", "profile")),
+        (2, "fixed", ("timing", "profile")),
+    ]
 
 
 def test_plan_honours_skip_passes_and_timing_metrics():
@@ -68,8 +74,9 @@ def _meta_dir(tmp_path, extra, metric="wall_s"):
     d.mkdir(parents=True)
     for f in ("bad.py", "fixed.py"):
         (d / f).write_text("")
-    (d / "meta.toml").write_text(f'rule = "TL1"\nname = "x"\nsummary = "s"\nmetric = "{metric}"\n'
-                                 f'direction = "down"\nthreshold = 0.5\n{extra}')
+    (d / "meta.toml").write_text(
+        f'rule = "TL1"\nname = "x"\nsummary = "s"\nmetric = "{metric}"\ndirection = "down"\nthreshold = 0.5\n{extra}'
+    )
     return d
 
 
@@ -87,16 +94,21 @@ def test_bad_checks_and_windows_are_fixture_errors(tmp_path):
     with pytest.raises(runner.FixtureError, match="needs a skipped pass"):
         runner.load_fixture(_meta_dir(tmp_path / "c", 'skip_passes = ["profile"]\nchecks = ["bad.kernels > 0"]\n'))
     with pytest.raises(runner.FixtureError, match=r"\[windows\]"):
-        runner.load_fixture(_meta_dir(tmp_path / "d", '[windows]\ntiming_seconds = 1\n'))
-    fx = runner.load_fixture(_meta_dir(tmp_path / "e", 'checks = ["fixed.samples_per_s > bad.samples_per_s"]\n'
-                                                       '[windows]\ntiming_s = 1.5\n'))
+        runner.load_fixture(_meta_dir(tmp_path / "d", "[windows]\ntiming_seconds = 1\n"))
+    fx = runner.load_fixture(
+        _meta_dir(tmp_path / "e", 'checks = ["fixed.samples_per_s > bad.samples_per_s"]\n[windows]\ntiming_s = 1.5\n')
+    )
     assert fx.windows == (("timing_s", 1.5),) and fx.checks == ("fixed.samples_per_s > bad.samples_per_s",)
 
 
 def test_parse_check():
     assert runner.parse_check("bad.h2d_pageable > 0") == ("bad", "h2d_pageable", ">", 0.0)
-    assert runner.parse_check(" fixed.samples_per_s>=bad.samples_per_s ") == \
-        ("fixed", "samples_per_s", ">=", ("bad", "samples_per_s"))
+    assert runner.parse_check(" fixed.samples_per_s>=bad.samples_per_s ") == (
+        "fixed",
+        "samples_per_s",
+        ">=",
+        ("bad", "samples_per_s"),
+    )
 
 
 def test_rules_split_on_commas():
@@ -120,7 +132,7 @@ def test_default_fixtures_are_the_checkout_or_the_installed_package(tmp_path, mo
 
 
 def test_parse_metrics_takes_the_last_metrics_line():
-    out = f"noise\n{MARK}{{\"a\": 1}}\nmore\n{MARK}{{\"a\": 2}}\ntrailing\n"
+    out = f'noise\n{MARK}{{"a": 1}}\nmore\n{MARK}{{"a": 2}}\ntrailing\n'
     assert runner.parse_metrics(out) == {"a": 2}
     assert runner.parse_metrics("nothing here\n") is None
     assert runner.parse_metrics(MARK + "{not json\n") is None
@@ -137,9 +149,13 @@ def run(script, passes=("timing",), repeat=0, device="cuda", **windows):
 
 
 def test_a_run_reads_each_metric_from_its_own_window():
-    r = run("bad", ("timing", "profile"), timing={"samples_per_s": 100.0, "wall_s": 1.0},
-            profile={"samples_per_s": 50.0, "busy_fraction": 0.4, "gpu_busy_s_per_sample": 0.002})
-    assert r.value("samples_per_s") == 100.0          # the timing window's, not the profiled one
+    r = run(
+        "bad",
+        ("timing", "profile"),
+        timing={"samples_per_s": 100.0, "wall_s": 1.0},
+        profile={"samples_per_s": 50.0, "busy_fraction": 0.4, "gpu_busy_s_per_sample": 0.002},
+    )
+    assert r.value("samples_per_s") == 100.0  # the timing window's, not the profiled one
     assert r.value("busy_fraction") == 0.4
     assert r.value("profiler_slowdown") == 2.0
     assert r.value("busy_fraction_timed") == pytest.approx(0.2)
@@ -147,8 +163,7 @@ def test_a_run_reads_each_metric_from_its_own_window():
 
 
 def test_busy_fraction_timed_is_capped_at_one():
-    r = run("bad", ("timing", "profile"), timing={"samples_per_s": 1000.0},
-            profile={"gpu_busy_s_per_sample": 0.01})
+    r = run("bad", ("timing", "profile"), timing={"samples_per_s": 1000.0}, profile={"gpu_busy_s_per_sample": 0.01})
     assert r.value("busy_fraction_timed") == 1.0
 
 
@@ -176,10 +191,14 @@ def test_mechanism_requires_samples():
 
 
 def busy_runs(bad_kernels, fixed_kernels, fixed_window=True):
-    return [run("bad", ("timing", "profile"), profile={"busy_fraction": 0.0, "window_found": True,
-                                                       "kernels": bad_kernels}),
-            run("fixed", ("timing", "profile"), profile={"busy_fraction": 0.9, "window_found": fixed_window,
-                                                         "kernels": fixed_kernels})]
+    return [
+        run("bad", ("timing", "profile"), profile={"busy_fraction": 0.0, "window_found": True, "kernels": bad_kernels}),
+        run(
+            "fixed",
+            ("timing", "profile"),
+            profile={"busy_fraction": 0.9, "window_found": fixed_window, "kernels": fixed_kernels},
+        ),
+    ]
 
 
 def test_busy_fraction_needs_kernels_only_in_the_script_the_fix_makes_busier():
@@ -193,10 +212,13 @@ def test_busy_fraction_needs_kernels_only_in_the_script_the_fix_makes_busier():
 
 
 def test_fixture_checks_decide_the_mechanism():
-    fx = fake_fixture("samples_per_s", direction="up",
-                      checks=("bad.h2d_pageable > 0", "bad.h2d_pinned == 0", "fixed.h2d_pinned > 0"))
-    good = [run("bad", ("timing", "profile"), profile={"h2d_pageable": 8, "h2d_pinned": 0}),
-            run("fixed", ("timing", "profile"), profile={"h2d_pageable": 0, "h2d_pinned": 8})]
+    fx = fake_fixture(
+        "samples_per_s", direction="up", checks=("bad.h2d_pageable > 0", "bad.h2d_pinned == 0", "fixed.h2d_pinned > 0")
+    )
+    good = [
+        run("bad", ("timing", "profile"), profile={"h2d_pageable": 8, "h2d_pinned": 0}),
+        run("fixed", ("timing", "profile"), profile={"h2d_pageable": 0, "h2d_pinned": 8}),
+    ]
     assert runner.mechanism(fx, good, "cuda") == (True, "")
     pinned_bad = [run("bad", ("timing", "profile"), profile={"h2d_pageable": 0, "h2d_pinned": 8}), good[1]]
     ok, why = runner.mechanism(fx, pinned_bad, "cuda")
@@ -255,8 +277,14 @@ def test_measure_skips_rules_that_do_not_fit_the_budget_and_reports_each_rule(mo
     monkeypatch.setattr(runner, "run_script", fake_run)
     seen = []
     estimates = {"TL910": 30.0, "TL911": 100.0, "TL912": 30.0}
-    out = runner.measure(fixtures, repeats=1, budget_s=70.0, estimate=lambda fx: estimates[fx.rule],
-                         on_rule=lambda rr: seen.append((rr.fixture.rule, rr.complete)), clock=clock)
+    out = runner.measure(
+        fixtures,
+        repeats=1,
+        budget_s=70.0,
+        estimate=lambda fx: estimates[fx.rule],
+        on_rule=lambda rr: seen.append((rr.fixture.rule, rr.complete)),
+        clock=clock,
+    )
     # TL910 takes 20 s (2 runs); TL911's 100 s do not fit in the 50 left; TL912 (30 s) does.
     assert seen == [("TL910", True), ("TL911", False), ("TL912", True)]
     skipped = out[str(fixtures[1].path)]
@@ -278,20 +306,23 @@ def test_measure_stops_a_rule_when_the_budget_runs_out(monkeypatch):
     monkeypatch.setattr(runner, "run_script", fake_run)
     out = runner.measure(fixtures, repeats=2, budget_s=50.0, timeout=120.0, estimate=lambda fx: 10.0, clock=clock)
     rr = out[str(fixtures[0].path)]
-    assert timeouts == [50.0]                       # no run may outlast the budget
+    assert timeouts == [50.0]  # no run may outlast the budget
     assert not rr.complete and "ran out" in rr.reason
 
 
 def test_a_run_killed_by_its_timeout_keeps_the_windows_it_printed(tmp_path):
     d = tmp_path / "TL1-slow"
     d.mkdir()
-    script = ("import json, time\nfrom torchlint.verify.harness import MARK\n"
-              "print(MARK + json.dumps({'device': 'cuda', 'passes': {'timing': {'samples': 5}}}), flush=True)\n"
-              "time.sleep(60)\n")
+    script = (
+        "import json, time\nfrom torchlint.verify.harness import MARK\n"
+        "print(MARK + json.dumps({'device': 'cuda', 'passes': {'timing': {'samples': 5}}}), flush=True)\n"
+        "time.sleep(60)\n"
+    )
     (d / "bad.py").write_text(script)
     (d / "fixed.py").write_text(script)
-    (d / "meta.toml").write_text('rule = "TL1"\nname = "slow"\nsummary = "s"\nmetric = "sync_count"\n'
-                                 'direction = "down"\nthreshold = 0.5\n')
+    (d / "meta.toml").write_text(
+        'rule = "TL1"\nname = "slow"\nsummary = "s"\nmetric = "sync_count"\ndirection = "down"\nthreshold = 0.5\n'
+    )
     (fx,) = runner.discover(tmp_path)
     r = runner.run_script(fx, "bad", ("timing", "sync"), timeout=3)
     assert r.rc == -1 and "timed out" in r.error
@@ -303,8 +334,8 @@ def test_a_run_killed_by_its_timeout_keeps_the_windows_it_printed(tmp_path):
 
 def test_window_steps_follow_the_step_time():
     assert harness.window_steps(0.5, 0.01, 2, 100) == 50
-    assert harness.window_steps(0.5, 2.0, 2, 100) == 2          # slow CPU step: its minimum
-    assert harness.window_steps(0.5, 1e-5, 2, 100) == 100       # capped
+    assert harness.window_steps(0.5, 2.0, 2, 100) == 2  # slow CPU step: its minimum
+    assert harness.window_steps(0.5, 1e-5, 2, 100) == 100  # capped
     assert harness.window_steps(0.5, None, 3, 100) == 3
 
 
@@ -354,7 +385,7 @@ def test_warm_up_is_sized_by_time_and_sizes_the_window(monkeypatch):
     assert calls[0] == 1 and warm["first_step_s"] == 0.5
     assert warm["seconds"] - warm["first_step_s"] >= 0.3 and warm["step_s"] == pytest.approx(0.004)
     assert calls[-1] == h.metrics["passes"]["timing"]["steps"]
-    assert abs(calls[-1] - 125) <= 1                                          # 0.5 s / 4 ms
+    assert abs(calls[-1] - 125) <= 1  # 0.5 s / 4 ms
 
 
 def test_a_slow_cpu_step_runs_few_steps(monkeypatch):
@@ -365,7 +396,7 @@ def test_a_slow_cpu_step_runs_few_steps(monkeypatch):
     for steps in h.steps():
         calls.append(steps)
         fake.train(steps)
-    assert calls == [1, 1, 2, 1]      # first step, one more warm-up step, timing minimum, sync minimum
+    assert calls == [1, 1, 2, 1]  # first step, one more warm-up step, timing minimum, sync minimum
 
 
 def test_profile_window_finds_the_window_on_cpu(monkeypatch):
@@ -381,7 +412,7 @@ def test_profile_window_finds_the_window_on_cpu(monkeypatch):
     for steps in h.steps():
         train(steps)
     prof = h.metrics["passes"]["profile"]
-    assert prof["window_found"] is True and prof["busy_fraction"] == 0.0   # no GPU on the CPU
+    assert prof["window_found"] is True and prof["busy_fraction"] == 0.0  # no GPU on the CPU
     assert prof["kernels"] == 0 and prof["samples"] == 16 and prof["window_us"] > 0
     assert prof["trace_events"] > 0 and prof["kernels_per_step"] == 0.0
     assert h.metrics["passes"]["timing"]["samples"] == 16
@@ -406,14 +437,15 @@ def test_each_window_is_printed_as_it_ends(monkeypatch, capsys):
 def test_sync_pass_counts_synchronizing_warnings_and_restores_the_mode():
     """The counting logic, with a stand-in for torch.cuda's debug mode."""
     state = {"mode": 0, "set": []}
-    cuda = types.SimpleNamespace(get_sync_debug_mode=lambda: state["mode"],
-                                 set_sync_debug_mode=lambda m: state["set"].append(m))
+    cuda = types.SimpleNamespace(
+        get_sync_debug_mode=lambda: state["mode"], set_sync_debug_mode=lambda m: state["set"].append(m)
+    )
     h = types.SimpleNamespace(cuda=True, torch=types.SimpleNamespace(cuda=cuda))
     found = {}
     with passes.inner(h, "sync", found):
         for _ in range(3):
-            warnings.warn("called a synchronizing CUDA operation", UserWarning)
-        warnings.warn("something else", UserWarning)
+            warnings.warn("called a synchronizing CUDA operation", UserWarning, stacklevel=1)
+        warnings.warn("something else", UserWarning, stacklevel=1)
     assert found["sync_count"] == 3
     assert state["set"] == ["warn", 0]
 
@@ -449,9 +481,13 @@ def fake_torch(monkeypatch):
 
 
 def has_gpu(monkeypatch, present):
-    monkeypatch.setattr(probe, "nvidia_hardware",
-                        lambda: probe.Hardware(present, bool(present), "GPU 0: H100" if present
-                                               else "no NVIDIA GPU on this machine (checked ...)"))
+    monkeypatch.setattr(
+        probe,
+        "nvidia_hardware",
+        lambda: probe.Hardware(
+            present, bool(present), "GPU 0: H100" if present else "no NVIDIA GPU on this machine (checked ...)"
+        ),
+    )
 
 
 def test_probe_cpu_only_build(monkeypatch, fake_torch):
@@ -512,8 +548,9 @@ def test_hardware_from_the_driver_the_pci_bus_or_nothing(tmp_path):
     no = _pci(tmp_path / "pci2", ("0000:00:01.0", "0x1af4", "0x010000"))
     hw = probe.nvidia_hardware(proc=tmp_path / "none", pci=no, smi=None, nvml_count=None)
     assert hw.present is False and hw.what.startswith("no NVIDIA GPU on this machine")
-    assert probe.nvidia_hardware(proc=tmp_path / "none", pci=tmp_path / "nopci", smi=None,
-                                 nvml_count=None).present is None
+    assert (
+        probe.nvidia_hardware(proc=tmp_path / "none", pci=tmp_path / "nopci", smi=None, nvml_count=None).present is None
+    )
     assert probe.nvidia_hardware(proc=tmp_path / "none", pci=no, smi=None, nvml_count=2).present is True
 
 
@@ -541,8 +578,10 @@ def test_measure_real_harness_end_to_end_on_cpu(tmp_path):
     (fx,) = runner.discover(DATA / "verify_fixtures")
     rr = runner.measure([fx], repeats=1, timeout=300, traces=tmp_path / "traces")[str(fx.path)]
     runs = rr.runs
-    assert rr.complete and [(r.script, r.passes) for r in runs] == [("bad", ("timing", "profile")),
-                                                                    ("fixed", ("timing", "profile"))]
+    assert rr.complete and [(r.script, r.passes) for r in runs] == [
+        ("bad", ("timing", "profile")),
+        ("fixed", ("timing", "profile")),
+    ]
     assert all(r.ok for r in runs), [r.error for r in runs]
     assert all(r.window("profile")["window_found"] and r.window("profile")["busy_fraction"] == 0.0 for r in runs)
     result = runner.rule_result(fx, runs, expected_device="cpu")

@@ -1,4 +1,5 @@
 """Verdict logic on noisy samples (pure Python)."""
+
 import math
 
 import pytest

@@ -1,5 +1,6 @@
 """The fast read-only walk (torchlint.analysis.walk) must give the facts
 collector exactly what LibCST's own `CSTNode.visit` gives it."""
+
 from __future__ import annotations
 
 import bisect
@@ -16,7 +17,7 @@ from torchlint.rules import all_rules
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ROOT.parent / "shared" / "seeds" / "blocks"
 
-TRICKY = '''
+TRICKY = """
 import torch as T, os.path
 from torch.utils.data import DataLoader as DL
 from . import sibling
@@ -55,7 +56,7 @@ t = "\\x00" "implicit" 'concat'
 assert x, "msg"
 type Alias = list[int]
 def generic[T](x: T) -> T: return x
-'''
+"""
 
 
 def _sources():
@@ -110,14 +111,22 @@ def _normalise(f: facts_mod.Facts):
         s(u.site)
     for _, site in f.withs + f.strings + f.ifs + f.statements:
         s(site)
-    orders = sorted({x.order for x in sites} | {l.order for l in f.loops})
+    orders = sorted({x.order for x in sites} | {lp.order for lp in f.loops})
 
     def rank(o):
         return bisect.bisect_right(orders, o)
 
     def site(x):
-        return (x.scope.name, x.scope.kind, id(x.loop.node) if x.loop else None, tuple(map(id, x.withs)),
-                id(x.stmt), id(x.parent), rank(x.order), tuple(map(id, x.ifs)))
+        return (
+            x.scope.name,
+            x.scope.kind,
+            id(x.loop.node) if x.loop else None,
+            tuple(map(id, x.withs)),
+            id(x.stmt),
+            id(x.parent),
+            rank(x.order),
+            tuple(map(id, x.ifs)),
+        )
 
     return {
         "aliases": dict(f.aliases),
@@ -125,8 +134,10 @@ def _normalise(f: facts_mod.Facts):
         "calls": [(id(c.node), site(c.site), c.qualname, c.method) for c in f.calls],
         "bindings": [(b.name, id(b.value), id(b.target), site(b.site), b.kind, b.index) for b in f.bindings],
         "uses": [(id(u.node), site(u.site)) for u in f.uses],
-        "loops": [(id(l.node), rank(l.order), rank(l.end_order), l.targets, id(l.parent.node) if l.parent else None)
-                  for l in f.loops],
+        "loops": [
+            (id(lp.node), rank(lp.order), rank(lp.end_order), lp.targets, id(lp.parent.node) if lp.parent else None)
+            for lp in f.loops
+        ],
         "functions": [(id(fn.node), fn.name, fn.params) for fn in f.functions],
         "classes": {k: (id(v.node), site(v.site)) for k, v in f.classes.items()},
         "withs": [(id(w), site(x)) for w, x in f.withs],
@@ -193,7 +204,13 @@ def test_returning_false_skips_children():
 def test_child_fields_follow_source_order():
     fn = cst.parse_module("@d\ndef f(a) -> int: pass\n").body[0]
     names = child_fields(fn)
-    assert names.index("decorators") < names.index("name") < names.index("params") < names.index("returns") < names.index("body")
+    assert (
+        names.index("decorators")
+        < names.index("name")
+        < names.index("params")
+        < names.index("returns")
+        < names.index("body")
+    )
 
 
 def test_field_order_does_not_depend_on_the_first_instance_seen():

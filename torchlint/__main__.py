@@ -1,4 +1,5 @@
 """`python -m torchlint`."""
+
 from torchlint.cli import main
 
 if __name__ == "__main__":

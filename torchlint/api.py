@@ -112,8 +112,13 @@ def run(
     from torchlint.runner import run as run_files
 
     return run_files(
-        list(paths), settings or Settings(), mode=mode, unsafe=unsafe, jobs=jobs,
-        force_exclude=force_exclude, cache_root=cache_root,
+        list(paths),
+        settings or Settings(),
+        mode=mode,
+        unsafe=unsafe,
+        jobs=jobs,
+        force_exclude=force_exclude,
+        cache_root=cache_root,
     )
 
 

@@ -21,6 +21,7 @@ silently skipped: it only ever costs speed, never results.
 Entries are unpickled with an allow-list (torchlint's classes and plain
 builtins only), so a planted file in the cache folder cannot run code.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -44,8 +45,9 @@ CACHEDIR_TAG = (
 )
 _MAGIC = b"TLCACHE1"
 _DIGEST = 16
-_SAFE_BUILTINS = frozenset({"frozenset", "set", "tuple", "list", "dict", "str", "int", "float", "bool",
-                            "bytes", "complex", "slice", "range"})
+_SAFE_BUILTINS = frozenset(
+    {"frozenset", "set", "tuple", "list", "dict", "str", "int", "float", "bool", "bytes", "complex", "slice", "range"}
+)
 
 _fingerprint: Optional[str] = None
 
@@ -67,8 +69,9 @@ def code_fingerprint() -> str:
     return _fingerprint
 
 
-def settings_key(enabled: Iterable[str], per_file_ignores: Any = (), fix: bool = False, unsafe: bool = False,
-                 extra: str = "") -> str:
+def settings_key(
+    enabled: Iterable[str], per_file_ignores: Any = (), fix: bool = False, unsafe: bool = False, extra: str = ""
+) -> str:
     """A stable string for the settings that change a file's result.
 
     `enabled`: the run's enabled codes (`Settings.enabled()`); `per_file_ignores`:
@@ -85,13 +88,19 @@ def settings_key_for(settings, fix: bool = False, unsafe: bool = False) -> str:
     code set: what a selector expands to only changes with torchlint's code,
     which the key already covers, and expanding would import every rule (and
     LibCST) on a run that may need neither."""
+
     def norm(selectors) -> list:
         return sorted({s.strip().upper() for s in selectors if s.strip()})
 
     return settings_key(
-        ["select:" + ",".join(norm(settings.select)), "extend:" + ",".join(norm(settings.extend_select)),
-         "ignore:" + ",".join(norm(settings.ignore))],
-        settings.per_file_ignores, fix, unsafe,
+        [
+            "select:" + ",".join(norm(settings.select)),
+            "extend:" + ",".join(norm(settings.extend_select)),
+            "ignore:" + ",".join(norm(settings.ignore)),
+        ],
+        settings.per_file_ignores,
+        fix,
+        unsafe,
     )
 
 
@@ -184,8 +193,8 @@ def _decode(data: bytes):
     """(value,) for a sound entry, None otherwise."""
     if len(data) < len(_MAGIC) + _DIGEST or not data.startswith(_MAGIC):
         return None
-    digest = data[len(_MAGIC):len(_MAGIC) + _DIGEST]
-    payload = data[len(_MAGIC) + _DIGEST:]
+    digest = data[len(_MAGIC) : len(_MAGIC) + _DIGEST]
+    payload = data[len(_MAGIC) + _DIGEST :]
     if hashlib.blake2b(payload, digest_size=_DIGEST).digest() != digest:
         return None
     try:
@@ -220,9 +229,14 @@ def default_cache_root() -> Path:
 
 
 @click.command("clean")
-@click.option("--root", "roots", multiple=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Project folder whose .torchlint_cache to remove (repeatable). "
-                   "Default: the project root (nearest pyproject.toml with [tool.torchlint]) and the current folder.")
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Project folder whose .torchlint_cache to remove (repeatable). "
+    "Default: the project root (nearest pyproject.toml with [tool.torchlint]) and the current folder.",
+)
 def clean_command(roots) -> None:
     """Remove torchlint's cache (.torchlint_cache)."""
     targets = list(roots) or _unique([default_cache_root(), Path.cwd()])

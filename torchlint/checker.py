@@ -22,7 +22,9 @@ def enabled_rules(enabled: AbstractSet[str]) -> List[Type[Rule]]:
     return [r for r in all_rules() if r.CODE in enabled]
 
 
-def run_rules(module: cst.Module, source: str, path: str, enabled: AbstractSet[str]) -> Tuple[List[Report], List[Problem]]:
+def run_rules(
+    module: cst.Module, source: str, path: str, enabled: AbstractSet[str]
+) -> Tuple[List[Report], List[Problem]]:
     """Every enabled rule's reports on `module`, in rule order, and the problems
     of the rules that failed. An error in the shared facts propagates: it is
     the whole file's problem, not one rule's."""

@@ -5,6 +5,7 @@ imported only when a command runs, and torch never.
 Exit codes: 0 nothing found (or all fixed), 1 findings remain, 2 usage,
 configuration or internal error.
 """
+
 from __future__ import annotations
 
 import os
@@ -82,25 +83,57 @@ def _write_output(text: str, output_file: Optional[str]) -> None:
 
 @main.command("check")
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--select", multiple=True, metavar="CODES", help="Only these codes or prefixes (comma-separated; replaces the config's select).")
+@click.option(
+    "--select",
+    multiple=True,
+    metavar="CODES",
+    help="Only these codes or prefixes (comma-separated; replaces the config's select).",
+)
 @click.option("--extend-select", multiple=True, metavar="CODES", help="Add codes or prefixes to the selection.")
 @click.option("--ignore", multiple=True, metavar="CODES", help="Codes or prefixes to leave out.")
 @click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (and count as fixable) unsafe fixes.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing; exit 1 if any.")
-@click.option("--output-format", type=click.Choice(FORMATS), default="full", envvar="TORCHLINT_OUTPUT_FORMAT", show_default=True, show_envvar=True)
+@click.option(
+    "--output-format",
+    type=click.Choice(FORMATS),
+    default="full",
+    envvar="TORCHLINT_OUTPUT_FORMAT",
+    show_default=True,
+    show_envvar=True,
+)
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False), help="Write the report to this file.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of each finding.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
-@click.option("-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True, help="Worker processes (0: one per core).")
+@click.option(
+    "-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True, help="Worker processes (0: one per core)."
+)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Use this pyproject.toml.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied per file.")
 @click.option("--stdin-filename", metavar="PATH", help="The path to report (and configure) for source read from `-`.")
 @click.option("--force-exclude", is_flag=True, help="Apply exclusions to paths named on the command line too.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
-def check_command(paths, select, extend_select, ignore, fix, unsafe_fixes, diff, output_format, output_file,
-                  statistics, exit_zero, no_cache, jobs, config_path, show_fixes, stdin_filename, force_exclude, quiet):
+def check_command(
+    paths,
+    select,
+    extend_select,
+    ignore,
+    fix,
+    unsafe_fixes,
+    diff,
+    output_format,
+    output_file,
+    statistics,
+    exit_zero,
+    no_cache,
+    jobs,
+    config_path,
+    show_fixes,
+    stdin_filename,
+    force_exclude,
+    quiet,
+):
     """Lint PATHS (default: the current folder); `-` reads source from stdin."""
     from torchlint.config import ConfigError, load_settings
 
@@ -123,8 +156,13 @@ def check_command(paths, select, extend_select, ignore, fix, unsafe_fixes, diff,
     except ConfigError as exc:
         raise fail(str(exc)) from None
     opts = _Opts(
-        mode="diff" if diff else ("fix" if fix else "lint"), unsafe=unsafe_fixes, output_format=output_format,
-        output_file=output_file, statistics=statistics, show_fixes=show_fixes, quiet=quiet,
+        mode="diff" if diff else ("fix" if fix else "lint"),
+        unsafe=unsafe_fixes,
+        output_format=output_format,
+        output_file=output_file,
+        statistics=statistics,
+        show_fixes=show_fixes,
+        quiet=quiet,
         no_cache=no_cache,
     )
     if use_stdin:
@@ -152,8 +190,13 @@ def _report(opts: _Opts, findings, lines, fixes_applied=0, fixed_per_file=None) 
     from torchlint.report import ReportData, fixes_summary, render, summary
 
     data = ReportData(
-        findings=findings, lines=lines, mode=opts.mode, unsafe_fixes=opts.unsafe, fixes_applied=fixes_applied,
-        fixed_per_file=fixed_per_file or {}, show_fixes=opts.show_fixes,
+        findings=findings,
+        lines=lines,
+        mode=opts.mode,
+        unsafe_fixes=opts.unsafe,
+        fixes_applied=fixes_applied,
+        fixed_per_file=fixed_per_file or {},
+        show_fixes=opts.show_fixes,
     )
     if opts.statistics:
         from torchlint.report import statistics as stats
@@ -178,8 +221,15 @@ def _check_paths(paths, settings, opts: _Opts, jobs: int, force_exclude: bool) -
     from torchlint import api
 
     cache_root = None if opts.no_cache else settings.root
-    result = api.run(paths, settings, mode=opts.mode, unsafe=opts.unsafe, jobs=jobs, force_exclude=force_exclude,
-                     cache_root=cache_root)
+    result = api.run(
+        paths,
+        settings,
+        mode=opts.mode,
+        unsafe=opts.unsafe,
+        jobs=jobs,
+        force_exclude=force_exclude,
+        cache_root=cache_root,
+    )
     if opts.mode == "diff":
         _write_output("".join(d for _, d in result.diffs), opts.output_file)
         fixes = sum(o.fixes_applied for o in result.outcomes if o.diff)
@@ -215,6 +265,7 @@ def _check_stdin(settings, filename: str, opts: _Opts) -> int:
 
 
 # --- rules / rule -----------------------------------------------------------
+
 
 @main.command("rules")
 @click.option("--output-format", type=click.Choice(("text", "json")), default="text", show_default=True)

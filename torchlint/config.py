@@ -5,6 +5,7 @@ else the file's, else every rule), add `extend-select` (file and CLI), remove
 `ignore` (file and CLI), then remove `per-file-ignores` for matching files.
 A selector is a code or a prefix of codes ("TL4", "TL401") or "ALL".
 """
+
 from __future__ import annotations
 
 import os
@@ -24,9 +25,29 @@ import pathspec
 KNOWN_KEYS = ("select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude")
 
 DEFAULT_EXCLUDE = (
-    ".bzr", ".direnv", ".eggs", ".git", ".hg", ".mypy_cache", ".nox", ".pytype", ".ruff_cache",
-    ".svn", ".tox", ".venv", "venv", "__pypackages__", "__pycache__", "_build", "buck-out", "build",
-    "dist", "node_modules", "site-packages", ".ipynb_checkpoints", ".torchlint_cache",
+    ".bzr",
+    ".direnv",
+    ".eggs",
+    ".git",
+    ".hg",
+    ".mypy_cache",
+    ".nox",
+    ".pytype",
+    ".ruff_cache",
+    ".svn",
+    ".tox",
+    ".venv",
+    "venv",
+    "__pypackages__",
+    "__pycache__",
+    "_build",
+    "buck-out",
+    "build",
+    "dist",
+    "node_modules",
+    "site-packages",
+    ".ipynb_checkpoints",
+    ".torchlint_cache",
 )
 
 

@@ -14,6 +14,7 @@
   not walked again, so loops end. A file reached twice is listed once.
 - Unreadable folders and missing paths become Problems, never exceptions.
 """
+
 from __future__ import annotations
 
 import os

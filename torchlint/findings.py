@@ -3,6 +3,7 @@
 Rows are 1-based lines; columns are 1-based and count characters (code points),
 as in Ruff's JSON output. Editors that need UTF-16 convert at their boundary.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

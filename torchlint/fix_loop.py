@@ -110,7 +110,9 @@ def fix_document(document: Document, lint: Lint, path: str, unsafe: bool = False
     return Fixed(document, result, total, all_problems)
 
 
-def _applicable(document: Document, findings: Sequence[Finding], allowed, refused) -> List[Tuple[str, Tuple[Edit, ...]]]:
+def _applicable(
+    document: Document, findings: Sequence[Finding], allowed, refused
+) -> List[Tuple[str, Tuple[Edit, ...]]]:
     out = []
     for f in findings:
         if f.fix is None or f.fix.applicability not in allowed:

@@ -1,4 +1,5 @@
 """Text edits: derived from node replacements, applied to source, written safely."""
+
 from __future__ import annotations
 
 import difflib
@@ -55,7 +56,7 @@ def diff_edits(old: str, new: str) -> Tuple[Edit, ...]:
         while s < min(len(before), len(after)) - p and before[-1 - s] == after[-1 - s]:
             s += 1
         a, b = start + p, end - s
-        content = after[p: len(after) - s]
+        content = after[p : len(after) - s]
         row, col = index.position(a)
         end_row, end_col = index.position(b)
         edits.append(Edit(row, col, end_row, end_col, content))

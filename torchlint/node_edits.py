@@ -217,8 +217,22 @@ def fix_edits(
 # Nodes that sit within a line: an expression swapped for another, unless its
 # code continues on lines indented like its block. Statements and blocks span
 # whole lines.
-_INLINE = (cst.BaseExpression, cst.Arg, cst.Param, cst.Parameters, cst.Index, cst.Slice, cst.SubscriptElement,
-           cst.Element, cst.DictElement, cst.StarredElement, cst.WithItem, cst.ImportAlias, cst.AsName, cst.Decorator)
+_INLINE = (
+    cst.BaseExpression,
+    cst.Arg,
+    cst.Param,
+    cst.Parameters,
+    cst.Index,
+    cst.Slice,
+    cst.SubscriptElement,
+    cst.Element,
+    cst.DictElement,
+    cst.StarredElement,
+    cst.WithItem,
+    cst.ImportAlias,
+    cst.AsName,
+    cst.Decorator,
+)
 
 
 def _edits(source: str, index: LineIndex, spans, by_lines: bool) -> List[Edit]:
@@ -299,9 +313,7 @@ def _code(module: cst.Module, nodes: Sequence[cst.CSTNode], indent: Tuple[str, .
     return code.replace(_MARK, "".join(indent)), _MARK in code
 
 
-def _new_code(
-    module: cst.Module, old: cst.CSTNode, new: object, indent: Tuple[str, ...]
-) -> Optional[Tuple[str, bool]]:
+def _new_code(module: cst.Module, old: cst.CSTNode, new: object, indent: Tuple[str, ...]) -> Optional[Tuple[str, bool]]:
     """The code `new` gets in `old`'s place (and whether it uses the indentation),
     or None when that may depend on more than the indentation."""
     if isinstance(new, cst.FlattenSentinel):

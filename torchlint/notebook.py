@@ -421,7 +421,9 @@ def replace_sources(text: str, sources: Dict[int, Tuple[str, bool]]) -> str:
     """Replace the "source" of the given cells (number -> (new source, as list)) in
     the notebook's JSON text, touching no other byte."""
     spans = _source_spans(text)
-    ensure_ascii = text.isascii() and "\\u" in text and bool(re.search(r"\\u(00[89a-fA-F]|0[1-9a-fA-F]|[1-9a-fA-F])", text))
+    ensure_ascii = (
+        text.isascii() and "\\u" in text and bool(re.search(r"\\u(00[89a-fA-F]|0[1-9a-fA-F]|[1-9a-fA-F])", text))
+    )
     unit = _indent_unit(text)
     out = []
     pos = 0

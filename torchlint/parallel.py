@@ -14,6 +14,7 @@ to start, a spawned one (each worker imports LibCST and torchlint) 0.6-2 s.
 So below MIN_POOL_WEIGHT bytes (about 0.3 s of work) with "fork", or
 MIN_POOL_WEIGHT_SPAWN bytes otherwise, one process is as fast or faster.
 """
+
 from __future__ import annotations
 
 import multiprocessing

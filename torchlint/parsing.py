@@ -8,6 +8,7 @@ an exception). A cheap regex scan (`_shape`) gates such files: CPython's own
 parser judges them first, and LibCST then parses them in a thread with a large
 stack.
 """
+
 from __future__ import annotations
 
 import ast
@@ -197,7 +198,9 @@ def parse(source: str) -> cst.Module:
         source.encode("utf-8")
     except UnicodeEncodeError as exc:
         row, col = _row_col(source, exc.start)
-        raise SourceError(f"SyntaxError: unpaired surrogate U+{ord(source[exc.start]):04X} in source", row, col) from None
+        raise SourceError(
+            f"SyntaxError: unpaired surrogate U+{ord(source[exc.start]):04X} in source", row, col
+        ) from None
     shape = _shape(source)
     risky = shape.depth > MAX_BRACKET_DEPTH // 2 or shape.longest > LONG_LOGICAL_LINE
     if risky:

@@ -179,7 +179,9 @@ class _Fixes:
 # -- a file's contents ----------------------------------------------------------------------
 
 
-def process_bytes(data: bytes, path: str, enabled: AbstractSet[str], mode: str = "lint", unsafe: bool = False) -> FileOutcome:
+def process_bytes(
+    data: bytes, path: str, enabled: AbstractSet[str], mode: str = "lint", unsafe: bool = False
+) -> FileOutcome:
     """Lint (mode "lint"), fix ("fix": the outcome carries the new bytes) or
     diff ("diff": also the unified diff) a file's contents; no I/O. A path
     ending in .ipynb is read as a notebook, anything else as Python source."""
@@ -204,7 +206,9 @@ def process_bytes(data: bytes, path: str, enabled: AbstractSet[str], mode: str =
     except UnicodeEncodeError as exc:  # a fix introduced text the file's encoding cannot hold
         original = lint_text(text, path, enabled)
         problem = Problem(path, f"fixed code cannot be encoded as {decoded.encoding}: {exc.reason}; not fixed")
-        return FileOutcome(path, original.findings, result.problems + (problem,), lines=_lines_for(text, original.findings))
+        return FileOutcome(
+            path, original.findings, result.problems + (problem,), lines=_lines_for(text, original.findings)
+        )
     return FileOutcome(
         path,
         result.findings,
@@ -245,7 +249,9 @@ def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsa
     return FileOutcome(path, findings, problems, fixes_applied=fixed.applied, new_data=new_data, diff=diff)
 
 
-def process_text(text: str, path: str, enabled: AbstractSet[str], mode: str = "lint", unsafe: bool = False) -> FileResult:
+def process_text(
+    text: str, path: str, enabled: AbstractSet[str], mode: str = "lint", unsafe: bool = False
+) -> FileResult:
     """`process_bytes` for contents held as text (an editor's buffer, a string):
     Python source is linted as it is; a notebook's JSON is read from its UTF-8."""
     if is_notebook(path):

@@ -24,6 +24,7 @@ adds it to the pattern (`pattern_for`). tests/test_precheck.py checks that
 every rule's examples, the seeds and the fixtures give the same findings with
 and without the pre-check.
 """
+
 from __future__ import annotations
 
 import re
@@ -33,20 +34,20 @@ from typing import Iterable, Pattern, Tuple
 # Case-insensitive. Method names need a leading dot (line continuations allowed)
 # so that the English word "to" in a comment does not count.
 _WORDS = (
-    r"torch",            # imports and qualified names: torch, torchvision, pytorch_lightning ...
-    r"cuda",             # .cuda(), "cuda", torch.cuda
+    r"torch",  # imports and qualified names: torch, torchvision, pytorch_lightning ...
+    r"cuda",  # .cuda(), "cuda", torch.cuda
     r"['\"](?:mps|xpu)",  # device strings
-    r"device",           # device=, torch.device, device variables
-    r"loader",           # DataLoader, train_loader, ...
-    r"pretrained",       # from_pretrained
+    r"device",  # device=, torch.device, device variables
+    r"loader",  # DataLoader, train_loader, ...
+    r"pretrained",  # from_pretrained
     r"timm",
     r"lightning",
-    r"accelerat",        # accelerate / accelerator
-    r"return_tensors",   # tokenizer(..., return_tensors="pt")
-    r"tensor",           # Tensor, TensorDataset, as_tensor
+    r"accelerat",  # accelerate / accelerator
+    r"return_tensors",  # tokenizer(..., return_tensors="pt")
+    r"tensor",  # Tensor, TensorDataset, as_tensor
     r"backward",
     r"no_grad|inference_mode|grad_enabled",
-    r"batch",            # batch_size, batch
+    r"batch",  # batch_size, batch
     r"\bbs\b",
     r"\.[\s\\]*(?:to|cpu|item|tolist|numpy|step|half|eval|train)\b",
 )

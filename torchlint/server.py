@@ -7,6 +7,7 @@ in. The implementation lives in torchlint/lsp/.
 Run it as `torchlint server` (once the CLI registers `server_command`),
 `python -m torchlint.server`, or `python -c "from torchlint.server import main; main()"`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,16 +27,30 @@ def main(log_level: str = "WARNING") -> None:
         )
         raise SystemExit(2) from None
     # Logs go to stderr; stdout carries the protocol.
-    logging.basicConfig(stream=sys.stderr, level=getattr(logging, log_level.upper(), logging.WARNING),
-                        format="torchlint-server %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, log_level.upper(), logging.WARNING),
+        format="torchlint-server %(levelname)s %(name)s: %(message)s",
+    )
     serve_stdio()
 
 
 @click.command("server")
-@click.option("--stdio", "stdio", is_flag=True, default=True, show_default=True,
-              help="Speak LSP over stdin/stdout (the only transport).")
-@click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-              default="WARNING", show_default=True, help="What the server logs to stderr.")
+@click.option(
+    "--stdio",
+    "stdio",
+    is_flag=True,
+    default=True,
+    show_default=True,
+    help="Speak LSP over stdin/stdout (the only transport).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    default="WARNING",
+    show_default=True,
+    help="What the server logs to stderr.",
+)
 def server_command(stdio: bool, log_level: str) -> None:
     """Run the language server (LSP over stdio) for editors.
 

@@ -6,6 +6,7 @@
 - `# torchlint: ignore-file[TL302]` in the file's first comment block
   suppresses codes for the whole file (bare `ignore-file`: all codes).
 """
+
 from __future__ import annotations
 
 import re
@@ -87,7 +88,7 @@ def suppression_comment(code: str, line: str) -> str:
     m = re.search(r"#\s*torchlint:\s*ignore\[([^\]]*)\]", line)
     if m:
         codes = sorted(set(_CODES.findall(m.group(1))) | {code})
-        return line[: m.start()] + f"# torchlint: ignore[{', '.join(codes)}]" + line[m.end():]
+        return line[: m.start()] + f"# torchlint: ignore[{', '.join(codes)}]" + line[m.end() :]
     body = line.rstrip("\r\n")
-    ending = line[len(body):]
+    ending = line[len(body) :]
     return f"{body.rstrip()}  # torchlint: ignore[{code}]{ending}"

@@ -12,6 +12,7 @@ the rest lazily, each part built at most once and shared by every rule:
 - `grad`: no-grad regions, inference contexts, gradients needed later;
 - `loaders`: DataLoader datasets, collate functions and use.
 """
+
 from __future__ import annotations
 
 from functools import cached_property

@@ -5,6 +5,7 @@ loops and `with` blocks are recorded by a single visitor, in source order.
 `order` numbers increase with source position, so "was X bound before Y" is a
 comparison of two integers.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -564,14 +565,23 @@ class _Collector(cst.CSTVisitor):
     # -- regions (which block of a compound statement a node sits in) ------
 
     _PARTS = {
-        (cst.IndentedBlock, cst.If): "body", (cst.SimpleStatementSuite, cst.If): "body",
-        (cst.IndentedBlock, cst.For): "body", (cst.SimpleStatementSuite, cst.For): "body",
-        (cst.IndentedBlock, cst.While): "body", (cst.SimpleStatementSuite, cst.While): "body",
-        (cst.IndentedBlock, cst.With): "body", (cst.SimpleStatementSuite, cst.With): "body",
-        (cst.IndentedBlock, cst.Try): "body", (cst.SimpleStatementSuite, cst.Try): "body",
-        (cst.Else, cst.If): "else", (cst.If, cst.If): "else", (cst.Else, cst.For): "else",
-        (cst.Else, cst.While): "else", (cst.Else, cst.Try): "else",
-        (cst.ExceptHandler, cst.Try): "except", (cst.Finally, cst.Try): "finally",
+        (cst.IndentedBlock, cst.If): "body",
+        (cst.SimpleStatementSuite, cst.If): "body",
+        (cst.IndentedBlock, cst.For): "body",
+        (cst.SimpleStatementSuite, cst.For): "body",
+        (cst.IndentedBlock, cst.While): "body",
+        (cst.SimpleStatementSuite, cst.While): "body",
+        (cst.IndentedBlock, cst.With): "body",
+        (cst.SimpleStatementSuite, cst.With): "body",
+        (cst.IndentedBlock, cst.Try): "body",
+        (cst.SimpleStatementSuite, cst.Try): "body",
+        (cst.Else, cst.If): "else",
+        (cst.If, cst.If): "else",
+        (cst.Else, cst.For): "else",
+        (cst.Else, cst.While): "else",
+        (cst.Else, cst.Try): "else",
+        (cst.ExceptHandler, cst.Try): "except",
+        (cst.Finally, cst.Try): "finally",
     }
 
     def _enter_region(self, node: cst.CSTNode) -> None:
@@ -684,4 +694,3 @@ def collect_facts(module: cst.Module) -> Facts:
         if call.qualname is None:
             call.qualname = facts.qualname(call.node.func)
     return facts
-

@@ -4,6 +4,7 @@ regions), which forwards run in an inference context, and whether a
 forward's result (or anything computed from it) later needs gradients:
 reaches `.backward()`, `torch.autograd.grad`, an optimizer, or a caller that
 trains on it."""
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Set, Tuple
@@ -23,8 +24,9 @@ _CONTAINER_METHODS = frozenset({"append", "extend", "insert", "update", "add", "
 
 
 class Grad:
-    def __init__(self, facts: Facts, values: Values, helpers: Helpers, loops: Loops, roles: Roles,
-                 places: Places) -> None:
+    def __init__(
+        self, facts: Facts, values: Values, helpers: Helpers, loops: Loops, roles: Roles, places: Places
+    ) -> None:
         self.facts = facts
         self.values = values
         self.helpers = helpers
@@ -80,9 +82,14 @@ class Grad:
         """`torch.set_grad_enabled(False)` called as a statement: (scope, order)."""
         if self._disables is None:
             self._disables = [
-                (c.site.scope, c.site.order) for c in self.facts.calls
-                if c.qualname in SET_GRAD_ENABLED and c.node.args and isinstance(c.node.args[0].value, cst.Name)
-                and c.node.args[0].value.value == "False" and isinstance(c.site.parent, cst.Expr)]
+                (c.site.scope, c.site.order)
+                for c in self.facts.calls
+                if c.qualname in SET_GRAD_ENABLED
+                and c.node.args
+                and isinstance(c.node.args[0].value, cst.Name)
+                and c.node.args[0].value.value == "False"
+                and isinstance(c.site.parent, cst.Expr)
+            ]
         return self._disables
 
     def guarded(self, site: Site) -> bool:
@@ -127,8 +134,11 @@ class Grad:
             if c.site.order >= site.order or c.receiver is None:
                 continue
             if (c.method == "eval" and not c.node.args) or (
-                    c.method == "train" and c.node.args and isinstance(c.node.args[0].value, cst.Name)
-                    and c.node.args[0].value.value == "False"):
+                c.method == "train"
+                and c.node.args
+                and isinstance(c.node.args[0].value, cst.Name)
+                and c.node.args[0].value.value == "False"
+            ):
                 last_eval = max(last_eval, c.site.order)
             elif c.method == "train" and not (c.node.args and not isinstance(c.node.args[0].value, cst.Name)):
                 last_train = max(last_train, c.site.order)
@@ -169,15 +179,22 @@ class Grad:
         for c in self.helpers.calls_in_scope(scope):
             if c.site.order < call.site.order and not _same_loop(c.site, call.site):
                 continue
-            if c.method == "backward" and c.receiver is not None and (
-                    reaches(c.receiver, c.site) or _contains(c.receiver, call.node)):
+            if (
+                c.method == "backward"
+                and c.receiver is not None
+                and (reaches(c.receiver, c.site) or _contains(c.receiver, call.node))
+            ):
                 return True
             if c.qualname in ("torch.autograd.grad", "torch.autograd.backward") and any(
-                    reaches(a.value, c.site) for a in c.node.args):
+                reaches(a.value, c.site) for a in c.node.args
+            ):
                 return True
             fn = self.helpers.function(c)
-            if fn is not None and self.helpers.summary(fn).trains and any(
-                    reaches(a.value, c.site) or a.value is call.node for a in c.node.args):
+            if (
+                fn is not None
+                and self.helpers.summary(fn).trains
+                and any(reaches(a.value, c.site) or a.value is call.node for a in c.node.args)
+            ):
                 return True
         if escapes and file_trains:
             return True
@@ -304,17 +321,28 @@ class Grad:
         inner = self.roles.work_loop(site, innermost=True)
         if inner is not None and self.loops.role(inner) == INFER and not self.loops.trains(inner):
             return "an inference loop over data"
-        if loop is not None and self.loops.trains(loop) and self.loops.periodic_guard(site, loop) \
-                and self.places.accelerator_in_play():
+        if (
+            loop is not None
+            and self.loops.trains(loop)
+            and self.loops.periodic_guard(site, loop)
+            and self.places.accelerator_in_play()
+        ):
             return "a periodic evaluation inside the training loop"
         fn = self.inference_function(site)
-        if fn is not None and (self.roles.function_does_work(fn) or self.values.callers(fn)) \
-                and not _lightning_step(self.facts, fn):
+        if (
+            fn is not None
+            and (self.roles.function_does_work(fn) or self.values.callers(fn))
+            and not _lightning_step(self.facts, fn)
+        ):
             return f"function `{fn.name}`"
         if self.after_eval(call) is not None and (loop is not None or self._function_runs(site)):
             return "after `.eval()`"
-        if site.scope is self.facts.module_scope and not any(self.values.is_train_call(c) for c in self.facts.calls) \
-                and self.values.is_pretrained(mc.model, site) and not self._random_inputs(call):
+        if (
+            site.scope is self.facts.module_scope
+            and not any(self.values.is_train_call(c) for c in self.facts.calls)
+            and self.values.is_pretrained(mc.model, site)
+            and not self._random_inputs(call)
+        ):
             return "a pretrained model in a script that never trains"
         return None
 
@@ -333,12 +361,20 @@ class Grad:
             if b.kind not in ("assign", "annassign") or b.value is None or b.index is not None:
                 return False
             inner = b.value
-            while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value in (
-                    "to", "cuda", "eval", "train", "half", "float", "double", "bfloat16", "requires_grad_"):
+            while (
+                isinstance(inner, cst.Call)
+                and isinstance(inner.func, cst.Attribute)
+                and inner.func.attr.value
+                in ("to", "cuda", "eval", "train", "half", "float", "double", "bfloat16", "requires_grad_")
+            ):
                 inner = inner.func.value
             call = self.facts.call_for(inner) if isinstance(inner, cst.Call) else None
-            if call is None or self.values.call_kind(call) != "module" or call.method == "from_pretrained" \
-                    or self.helpers.function(call) is not None:
+            if (
+                call is None
+                or self.values.call_kind(call) != "module"
+                or call.method == "from_pretrained"
+                or self.helpers.function(call) is not None
+            ):
                 return False
         return True
 
@@ -362,8 +398,12 @@ class Grad:
                 if len(bs) != 1 or bs[0].value is None:
                     return False
                 expr = bs[0].value
-            if not (isinstance(expr, cst.Call) and (self.facts.qualname(expr.func) or "").startswith(
-                    ("torch.rand", "torch.zeros", "torch.ones", "torch.empty", "torch.full"))):
+            if not (
+                isinstance(expr, cst.Call)
+                and (self.facts.qualname(expr.func) or "").startswith(
+                    ("torch.rand", "torch.zeros", "torch.ones", "torch.empty", "torch.full")
+                )
+            ):
                 return False
         return True
 
@@ -374,8 +414,9 @@ def _lightning_step(facts: Facts, fn: Function) -> bool:
     if parent is None or parent.kind != "class" or not fn.name.endswith("_step"):
         return False
     info = facts.classes.get(parent.name)
-    return info is not None and any((facts.qualname(b) or "").startswith(("lightning", "pytorch_lightning"))
-                                    for b in info.bases)
+    return info is not None and any(
+        (facts.qualname(b) or "").startswith(("lightning", "pytorch_lightning")) for b in info.bases
+    )
 
 
 def _stmt_targets(stmt: Optional[cst.CSTNode]) -> List[str]:

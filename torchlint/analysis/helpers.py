@@ -2,6 +2,7 @@
 device, whether it trains, runs a model, switches one to eval mode, or
 builds one. A helper from another module stays unknown (rules stay silent
 about what it does)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -119,7 +120,8 @@ class Helpers:
                         moves.add(derived[root])
         returns = self.facts.returns_of(fn)
         returns_module = bool(returns) and all(
-            r.value is not None and self.values.expr_kind(r.value, s) == MODULE for r, s in returns)
+            r.value is not None and self.values.expr_kind(r.value, s) == MODULE for r, s in returns
+        )
         result = Summary(frozenset(moves), trains, forwards, evals, returns_module)
         self._summaries[key] = result
         return result
@@ -128,9 +130,13 @@ class Helpers:
         """Names in `fn` that hold a parameter or a part of it (`x, y = batch`,
         `x = batch[0]`, `for k, v in batch.items()`): name -> the parameter."""
         derived = {p: p for p in params}
-        bindings = [b for b in self.facts.bindings
-                    if b.value is not None and any(s is fn.scope for s in b.site.scope.chain())
-                    and b.kind in ("assign", "annassign", "for", "comprehension")]
+        bindings = [
+            b
+            for b in self.facts.bindings
+            if b.value is not None
+            and any(s is fn.scope for s in b.site.scope.chain())
+            and b.kind in ("assign", "annassign", "for", "comprehension")
+        ]
         for _ in range(MAX_DEPTH):
             changed = False
             for b in bindings:

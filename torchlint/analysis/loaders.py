@@ -2,6 +2,7 @@
 DataLoaders, what their dataset is (in memory, tiny, iterable, one that
 places items on the device), what their `collate_fn` returns, and whether the
 loader is used at all."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,8 +24,7 @@ TINY_DATASET = 64  # literal samples
 # Dataset kinds.
 IN_MEMORY, TINY, ITERABLE, PLACES, UNKNOWN_DS = "in-memory", "tiny", "iterable", "places", "unknown"
 # collate_fn kinds.
-NO_COLLATE, CPU_COLLATE, DEVICE_COLLATE, LOCAL_COLLATE, UNKNOWN_COLLATE = (
-    "none", "cpu", "device", "local", "unknown")
+NO_COLLATE, CPU_COLLATE, DEVICE_COLLATE, LOCAL_COLLATE, UNKNOWN_COLLATE = ("none", "cpu", "device", "local", "unknown")
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,9 @@ class Loaders:
         key = id(call.node)
         if key not in self._info:
             ds_kind, local = self._dataset(call)
-            self._info[key] = LoaderInfo(call, ds_kind, self._collate(call), self._used(call), local,
-                                         self._batches(call))
+            self._info[key] = LoaderInfo(
+                call, ds_kind, self._collate(call), self._used(call), local, self._batches(call)
+            )
         return self._info[key]
 
     @staticmethod
@@ -83,8 +84,12 @@ class Loaders:
                 return expr
             name = dotted_name(expr)
             bindings = [b for b in self.values.bindings_for(name, site) if b.kind != "param"] if name else []
-            if len(bindings) != 1 or bindings[0].value is None or bindings[0].index is not None \
-                    or bindings[0].kind not in ("assign", "annassign"):
+            if (
+                len(bindings) != 1
+                or bindings[0].value is None
+                or bindings[0].index is not None
+                or bindings[0].kind not in ("assign", "annassign")
+            ):
                 return None
             expr, site = bindings[0].value, bindings[0].site
         return expr
@@ -99,8 +104,14 @@ class Loaders:
         if ds.qualname in TENSOR_DATASET:
             if any(self._places_value(a.value, ds.site) for a in ds.node.args):
                 return PLACES, True
-            if all(self._literal_size(a.value, ds.site) is not None and self._literal_size(a.value, ds.site) <= TINY_DATASET
-                   for a in ds.positional) and ds.positional:
+            if (
+                all(
+                    self._literal_size(a.value, ds.site) is not None
+                    and self._literal_size(a.value, ds.site) <= TINY_DATASET
+                    for a in ds.positional
+                )
+                and ds.positional
+            ):
                 return TINY, True
             return IN_MEMORY, True
         if (ds.qualname or "").startswith("torchvision.datasets."):
@@ -125,8 +136,12 @@ class Loaders:
     def _literal_size(self, expr: cst.BaseExpression, site: Site) -> Optional[int]:
         """The number of samples of literal data (`[[1.0], [2.0]]`, `torch.tensor([...])`)."""
         expr = self._resolve(expr, site)
-        if isinstance(expr, cst.Call) and self.facts.qualname(expr.func) in ("torch.tensor", "torch.Tensor",
-                                                                             "torch.FloatTensor", "torch.LongTensor"):
+        if isinstance(expr, cst.Call) and self.facts.qualname(expr.func) in (
+            "torch.tensor",
+            "torch.Tensor",
+            "torch.FloatTensor",
+            "torch.LongTensor",
+        ):
             expr = expr.args[0].value if expr.args else None
         if isinstance(expr, (cst.List, cst.Tuple)):
             return len(expr.elements)
@@ -191,7 +206,8 @@ class Loaders:
             c = self.facts.call_for(value)
             if c is not None and (c.qualname == "functools.partial" or dotted_name(value.func) == "partial"):
                 if any(a.keyword is not None and "device" in a.keyword.value for a in value.args) or any(
-                        self._is_device_name(a.value) for a in value.args):
+                    self._is_device_name(a.value) for a in value.args
+                ):
                     return DEVICE_COLLATE
             return UNKNOWN_COLLATE
         name = dotted_name(value)
@@ -232,8 +248,10 @@ class Loaders:
         b = self.binding_of(call)
         if b is None or "." in b.name:
             return True  # stored on an object or unpacked: used elsewhere
-        later = sorted((x for x in self.facts.bindings_of(b.name) if x.site.scope is b.site.scope
-                        and x.site.order > b.site.order), key=lambda x: x.site.order)
+        later = sorted(
+            (x for x in self.facts.bindings_of(b.name) if x.site.scope is b.site.scope and x.site.order > b.site.order),
+            key=lambda x: x.site.order,
+        )
         end = later[0].site.order if later else None
         for use in self.facts.uses_of(b.name):
             if use.site.order <= b.site.order or use.site.stmt is b.site.stmt:
@@ -290,12 +308,20 @@ class Loaders:
                 continue
             if is_move_call(call) or call.keyword("device") is not None:
                 return True
-            if any(dotted_name(a.value) in names or (isinstance(a.value, cst.Subscript) and
-                                                      dotted_name(a.value.value) in names) for a in call.node.args):
+            if any(
+                dotted_name(a.value) in names
+                or (isinstance(a.value, cst.Subscript) and dotted_name(a.value.value) in names)
+                for a in call.node.args
+            ):
                 fn = self.helpers.function(call)
                 builtin = isinstance(call.node.func, cst.Name) and call.node.func.value in NON_PLACING
-                if fn is None and call.qualname is None and not builtin and self.values.model_call(call) is None \
-                        and not self.values.is_loss_call(call):
+                if (
+                    fn is None
+                    and call.qualname is None
+                    and not builtin
+                    and self.values.model_call(call) is None
+                    and not self.values.is_loss_call(call)
+                ):
                     return True  # handed to code we cannot see: it may move it
                 if fn is not None and self.helpers.summary(fn).moves:
                     return True

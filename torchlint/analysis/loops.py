@@ -2,6 +2,7 @@
 once per batch and which once per epoch, where code runs every iteration
 (directly or in a same-file helper the loop calls), and periodic guards
 (`if step % N == 0:`)."""
+
 from __future__ import annotations
 
 import re
@@ -128,8 +129,7 @@ class Loops:
     def _data_loop(self, loop: Loop) -> bool:
         node = loop.node
         if isinstance(node, cst.While):
-            return any(isinstance(c.node.func, cst.Name) and c.node.func.value == "next"
-                       for c in self.own_calls(loop))
+            return any(isinstance(c.node.func, cst.Name) and c.node.func.value == "next" for c in self.own_calls(loop))
         site = self.facts.site_of_statement(node)
         return site is not None and self.is_data_iterable(node.iter, site)
 
@@ -144,8 +144,12 @@ class Loops:
             if kind in (LOADER, DATASET):
                 return True
             name = dotted_name(expr.func) or ""
-            if name in ITER_WRAPPERS or (call.qualname or "") in ITER_WRAPPERS or (call.qualname or "").startswith("tqdm") \
-                    or name == "zip":
+            if (
+                name in ITER_WRAPPERS
+                or (call.qualname or "") in ITER_WRAPPERS
+                or (call.qualname or "").startswith("tqdm")
+                or name == "zip"
+            ):
                 return any(self.is_data_iterable(a.value, site) for a in call.positional)
             if name == "range" and len(call.positional) == 3:
                 stop = call.positional[1].value
@@ -160,8 +164,11 @@ class Loops:
         if isinstance(expr, (cst.Name, cst.Attribute)):
             name = dotted_name(expr) or ""
             last = name.rsplit(".", 1)[-1]
-            if LOADER_NAME.search(last) or last.lower() in ("batches", "dataset") or last.lower().endswith(
-                    ("_batches", "_dataset", "_ds", "_dl", "_iter")):
+            if (
+                LOADER_NAME.search(last)
+                or last.lower() in ("batches", "dataset")
+                or last.lower().endswith(("_batches", "_dataset", "_ds", "_dl", "_iter"))
+            ):
                 return True
             return self.values.expr_kind(expr, site) in (LOADER, DATASET)
         return False
@@ -189,8 +196,14 @@ class Loops:
         forwards = [c for c in self.calls_in(loop) if self.values.model_call(c) is not None]
         if not forwards:
             return False
-        bindings = [b for b in self.facts.bindings if b.site.scope is loop.scope and loop.contains(b.site.order)
-                    and b.kind in ("assign", "augassign", "annassign") and b.value is not None]
+        bindings = [
+            b
+            for b in self.facts.bindings
+            if b.site.scope is loop.scope
+            and loop.contains(b.site.order)
+            and b.kind in ("assign", "augassign", "annassign")
+            and b.value is not None
+        ]
         outputs = {b.name for b in bindings if any(_contains(b.value, c.node) for c in forwards)}
         for _ in range(2):
             outputs |= {b.name for b in bindings if _mentions(b.value, outputs)}
@@ -202,18 +215,30 @@ class Loops:
 
     def direct_hot(self, loop: Loop) -> bool:
         """A data loop, or one whose own body (helpers included) trains or runs a model."""
-        return self._cached(("direct", id(loop.node)), lambda: self.is_data_loop(loop) or any(
-            self._call_trains(c) or self._call_forwards(c) for c in self.own_calls(loop)))
+        return self._cached(
+            ("direct", id(loop.node)),
+            lambda: (
+                self.is_data_loop(loop)
+                or any(self._call_trains(c) or self._call_forwards(c) for c in self.own_calls(loop))
+            ),
+        )
 
     def is_epoch_loop(self, loop: Loop) -> bool:
         """A loop around a per-batch loop (`for epoch in range(n): for x in loader:`):
         its own statements run once per epoch."""
         if self.is_data_loop(loop):
             return False
-        return self._cached(("epoch", id(loop.node)), lambda: any(
-            inner is not loop and inner.scope is loop.scope and loop.contains(inner.order) and self.direct_hot(inner)
-            and (self.is_data_loop(inner) or self.trains(inner))
-            for inner in self.facts.loops))
+        return self._cached(
+            ("epoch", id(loop.node)),
+            lambda: any(
+                inner is not loop
+                and inner.scope is loop.scope
+                and loop.contains(inner.order)
+                and self.direct_hot(inner)
+                and (self.is_data_loop(inner) or self.trains(inner))
+                for inner in self.facts.loops
+            ),
+        )
 
     def step_loop(self, site: Site) -> Optional[Loop]:
         """The per-batch (or per-step) loop `site` runs in every iteration of, if

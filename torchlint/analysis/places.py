@@ -16,23 +16,23 @@
 Precision first: every question answers "unknown" when a value could have
 been placed somewhere we cannot see, and rules stay silent then.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
 from torchlint.analysis.facts import Binding, Call, Facts, Site, dominates, dotted_name
 from torchlint.analysis.helpers import Helpers, is_move_call
-from torchlint.analysis.values import LOADER, MODULE, TENSOR as TENSOR_KIND, TOKENS, Values
+from torchlint.analysis.values import LOADER, MODULE, TOKENS, Values
 from torchlint.analysis.vocabulary import (
     CHAIN_METHODS,
     CPU_STRING,
     CPU_TENSOR_SOURCES,
     DEFAULT_DEVICE_SETTERS,
-    DEVICE_CALLS,
     DEVICE_CONTEXTS,
     DEVICE_NAME,
     DEVICE_STRING,
@@ -84,7 +84,8 @@ _TORCH_NON_TENSOR = frozenset(
 )
 _OUTPUT_TENSOR_ATTR = re.compile(
     r"(logits|loss|last_hidden_state|pooler_output|embeds|embeddings|scores|pred_boxes|pred_masks|sample|"
-    r"prediction|predictions|output)$")
+    r"prediction|predictions|output)$"
+)
 # Tensor methods that return a tuple of tensors (values, indices).
 _TUPLE_METHODS = frozenset({"max", "min", "sort", "topk", "kthvalue", "mode", "median", "aminmax"})
 _DEVICE_TEST = re.compile(r"cuda|gpu|device|mps|accelerat|xpu", re.I)
@@ -260,8 +261,9 @@ class Places:
         if not pos or self.is_dtype_expr(pos[0].value):
             return None
         value = pos[0].value
-        if isinstance(value, (cst.SimpleString, cst.Integer, cst.FormattedString)) or \
-                (isinstance(value, cst.Call) and self.facts.qualname(value.func) == "torch.device"):
+        if isinstance(value, (cst.SimpleString, cst.Integer, cst.FormattedString)) or (
+            isinstance(value, cst.Call) and self.facts.qualname(value.func) == "torch.device"
+        ):
             return value
         name = dotted_name(value)
         if name is None:
@@ -285,8 +287,12 @@ class Places:
             kw = call.keyword("device")
             if kw is not None and self.device_of(kw.value, call.site) == ACCEL:
                 return True
-        return any(self.device_of(b.value, b.site) == ACCEL for name in self.device_names()
-                   for b in self.facts.bindings_of(name) if b.value is not None)
+        return any(
+            self.device_of(b.value, b.site) == ACCEL
+            for name in self.device_names()
+            for b in self.facts.bindings_of(name)
+            if b.value is not None
+        )
 
     def selects_device(self) -> bool:
         """The file chooses a device at all (the CPU included): `torch.device(...)`,
@@ -309,8 +315,11 @@ class Places:
                     names.add(name)
                     continue
                 for b in bindings:
-                    if isinstance(b.value, cst.Call) and self.facts.qualname(b.value.func) == "torch.device" \
-                            and b.index is None:
+                    if (
+                        isinstance(b.value, cst.Call)
+                        and self.facts.qualname(b.value.func) == "torch.device"
+                        and b.index is None
+                    ):
                         names.add(name)
                         break
             self._device_names = sorted(names, key=lambda n: (n != "device", n))
@@ -327,8 +336,9 @@ class Places:
                 if not here:
                     continue
                 if s is not site.scope or any(b.site.order < site.order for b in here):
-                    if any(b.value is not None and self.device_of(b.value, b.site) == HOST for b in here) and \
-                            not any(b.value is not None and self.device_of(b.value, b.site) == ACCEL for b in here):
+                    if any(b.value is not None and self.device_of(b.value, b.site) == HOST for b in here) and not any(
+                        b.value is not None and self.device_of(b.value, b.site) == ACCEL for b in here
+                    ):
                         break  # `device = "cpu"`: not an accelerator
                     return name
                 break
@@ -357,8 +367,11 @@ class Places:
             if moved is None and moves:
                 device = self.move_device(call)
                 moved = DEVICE if device == ACCEL else (CPU if device == HOST else UNKNOWN)
-            if call.receiver is not None and isinstance(call.receiver, cst.Call) and (
-                    call.method in CHAIN_METHODS or moves):
+            if (
+                call.receiver is not None
+                and isinstance(call.receiver, cst.Call)
+                and (call.method in CHAIN_METHODS or moves)
+            ):
                 expr = call.receiver
                 continue
             if moves:
@@ -378,12 +391,17 @@ class Places:
             for call in self.facts.calls:
                 if is_move_call(call) or (call.method == "cpu" and call.receiver is not None and not call.node.args):
                     root = call.receiver
-                    while isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute) \
-                            and root.func.attr.value in CHAIN_METHODS:
+                    while (
+                        isinstance(root, cst.Call)
+                        and isinstance(root.func, cst.Attribute)
+                        and root.func.attr.value in CHAIN_METHODS
+                    ):
                         root = root.func.value
                     device = self.move_device(call)
-                    add(dotted_name(root), Event(call.site, "move",
-                                                 DEVICE if device == ACCEL else (CPU if device == HOST else UNKNOWN)))
+                    add(
+                        dotted_name(root),
+                        Event(call.site, "move", DEVICE if device == ACCEL else (CPU if device == HOST else UNKNOWN)),
+                    )
                     continue
                 if self._keeps_arguments(call):
                     continue
@@ -395,9 +413,24 @@ class Places:
                     add(b.name.rsplit(".", 1)[0], Event(b.site, "escape", UNKNOWN))
             for use in self.facts.uses:
                 parent = use.site.parent
-                if isinstance(parent, (cst.Call, cst.Attribute, cst.Arg, cst.BinaryOperation, cst.Comparison,
-                                       cst.ComparisonTarget, cst.UnaryOperation, cst.BooleanOperation,
-                                       cst.Subscript, cst.FormattedStringExpression, cst.If, cst.While, cst.Expr)):
+                if isinstance(
+                    parent,
+                    (
+                        cst.Call,
+                        cst.Attribute,
+                        cst.Arg,
+                        cst.BinaryOperation,
+                        cst.Comparison,
+                        cst.ComparisonTarget,
+                        cst.UnaryOperation,
+                        cst.BooleanOperation,
+                        cst.Subscript,
+                        cst.FormattedStringExpression,
+                        cst.If,
+                        cst.While,
+                        cst.Expr,
+                    ),
+                ):
                     continue
                 # Returned, stored, aliased or put in a container: it could go anywhere.
                 add(use.node.value, Event(use.site, "escape", UNKNOWN))
@@ -411,8 +444,12 @@ class Places:
         like `print`/`len`, `torch.save`, a model forward, or a same-file helper
         that does not move that argument."""
         func = call.node.func
-        if isinstance(func, cst.Name) and func.value in NON_PLACING and func.value not in self.facts.aliases \
-                and not self.facts.bindings_of(func.value):
+        if (
+            isinstance(func, cst.Name)
+            and func.value in NON_PLACING
+            and func.value not in self.facts.aliases
+            and not self.facts.bindings_of(func.value)
+        ):
             return True
         if call.qualname in ("torch.save", "builtins.print"):
             return True
@@ -461,8 +498,13 @@ class Places:
         """The class's `__init__` moves something or creates it on a device."""
         for call in self.facts.calls:
             scope = call.site.scope
-            if scope.kind == "function" and scope.name == "__init__" and scope.parent is not None \
-                    and scope.parent.kind == "class" and scope.parent.name == class_name:
+            if (
+                scope.kind == "function"
+                and scope.name == "__init__"
+                and scope.parent is not None
+                and scope.parent.kind == "class"
+                and scope.parent.name == class_name
+            ):
                 if is_move_call(call) or call.keyword("device") is not None:
                     return True
         return False
@@ -510,8 +552,11 @@ class Places:
             if arg.keyword is not None and arg.keyword.value in ("device", "device_map", "map_location"):
                 device = self.device_of(arg.value, site)
                 return DEVICE if device == ACCEL else (CPU if device == HOST else UNKNOWN)
-            if arg.keyword is None and not isinstance(arg.value, cst.Integer) and \
-                    self.device_of(arg.value, site) == ACCEL:
+            if (
+                arg.keyword is None
+                and not isinstance(arg.value, cst.Integer)
+                and self.device_of(arg.value, site) == ACCEL
+            ):
                 return UNKNOWN  # `build(cfg, device)`: it may place itself
         if self.under_device_context(ctor.site):
             return DEVICE
@@ -564,9 +609,10 @@ class Places:
         """`first` dominates `later` once `if <device test>:` bodies count as taken."""
         if first.scope is not later.scope or first.order >= later.order:
             return False
-        kept = tuple(r for r in first.region if not (
-            isinstance(r[0], cst.If) and r[1] == "body" and self._is_device_test(r[0])))
-        return later.region[:len(kept)] == kept
+        kept = tuple(
+            r for r in first.region if not (isinstance(r[0], cst.If) and r[1] == "body" and self._is_device_test(r[0]))
+        )
+        return later.region[: len(kept)] == kept
 
     def _in_device_else(self, s: Site) -> bool:
         """In the `else` of `if torch.cuda.is_available():` (the CPU fallback)."""
@@ -574,8 +620,14 @@ class Places:
 
     def _unconditional(self, s: Site) -> bool:
         """Runs whenever its scope does (device tests count as taken)."""
-        return all(isinstance(r[0], cst.If) and r[1] == "body" and self._is_device_test(r[0])
-                   or isinstance(r[0], cst.Try) and r[1] == "body" for r in s.region)
+        return all(
+            isinstance(r[0], cst.If)
+            and r[1] == "body"
+            and self._is_device_test(r[0])
+            or isinstance(r[0], cst.Try)
+            and r[1] == "body"
+            for r in s.region
+        )
 
     def cpu_creation(self, expr: Optional[cst.BaseExpression]) -> Optional[Call]:
         """The call that creates `expr` on the CPU: a torch factory or data
@@ -591,13 +643,20 @@ class Places:
             if call.qualname in VARIABLE and call.positional:
                 expr = call.positional[0].value
                 continue
-            if call.receiver is not None and isinstance(call.receiver, cst.Call) and call.method in CHAIN_METHODS \
-                    and call.method not in ("to", "cuda"):
+            if (
+                call.receiver is not None
+                and isinstance(call.receiver, cst.Call)
+                and call.method in CHAIN_METHODS
+                and call.method not in ("to", "cuda")
+            ):
                 expr = call.receiver
                 continue
             q = call.qualname or ""
-            if q in CPU_TENSOR_SOURCES or (q.startswith("torch.") and q.rsplit(".", 1)[-1] in LEGACY_TENSOR_TYPES
-                                           and not q.startswith("torch.cuda.")):
+            if q in CPU_TENSOR_SOURCES or (
+                q.startswith("torch.")
+                and q.rsplit(".", 1)[-1] in LEGACY_TENSOR_TYPES
+                and not q.startswith("torch.cuda.")
+            ):
                 if call.keyword("device") is not None or call.has_star_kwargs or self.under_device_context(call.site):
                     return None
                 return call
@@ -733,7 +792,7 @@ class Places:
             known = [p for p in places if p is not None]
             return join(known) if known else TENSOR
         if q and q.startswith("torch."):
-            rest = q[len("torch."):]
+            rest = q[len("torch.") :]
             if "." not in rest:
                 if rest in _TORCH_NON_TENSOR or rest[:1].isupper() or rest.startswith(("is_", "get_", "set_", "_")):
                     return None
@@ -756,15 +815,23 @@ class Places:
             if base is None:
                 # `x.to(device)` / `x.cuda()` of something we can't type (a batch of an unknown
                 # loader): whatever it is, it now lives on the device.
-                if call.method in ("to", "cuda") and is_move_call(call) and self.move_device(call) == ACCEL \
-                        and self.values.expr_kind(call.receiver, call.site) not in (MODULE, TOKENS):
+                if (
+                    call.method in ("to", "cuda")
+                    and is_move_call(call)
+                    and self.move_device(call) == ACCEL
+                    and self.values.expr_kind(call.receiver, call.site) not in (MODULE, TOKENS)
+                ):
                     return DEVICE
                 return None
             if call.method == "cpu":
                 return CPU
             if call.method in ("to", "cuda") and is_move_call(call):
                 device = self.move_device(call)
-                return DEVICE if device == ACCEL else (CPU if device == HOST else (base if call.method == "to" else DEVICE))
+                return (
+                    DEVICE
+                    if device == ACCEL
+                    else (CPU if device == HOST else (base if call.method == "to" else DEVICE))
+                )
             return base
         fn = self.helpers.function(call)
         if fn is not None:
@@ -785,10 +852,19 @@ class Places:
             return []
         if visible[0].site.scope is not site.scope:
             return list(visible)
-        before = sorted((b for b in visible if (b.site.order < site.order and not _binds_after(b, site)) or
-                         b.kind == "for" and b.site.loop is not None and b.site.loop.contains(site.order)
-                         and b.site.order <= site.order),
-                        key=lambda b: b.site.order, reverse=True)
+        before = sorted(
+            (
+                b
+                for b in visible
+                if (b.site.order < site.order and not _binds_after(b, site))
+                or b.kind == "for"
+                and b.site.loop is not None
+                and b.site.loop.contains(site.order)
+                and b.site.order <= site.order
+            ),
+            key=lambda b: b.site.order,
+            reverse=True,
+        )
         out: List[Binding] = []
         killed_in_loop = False
         for b in before:
@@ -800,8 +876,9 @@ class Places:
             for loop in site.loop.chain():
                 if loop.scope is not site.scope:
                     break
-                out.extend(b for b in visible if b.site.order > site.order and loop.contains(b.site.order)
-                           and b not in out)
+                out.extend(
+                    b for b in visible if b.site.order > site.order and loop.contains(b.site.order) and b not in out
+                )
         return out
 
     def _name_place(self, name: str, site: Site) -> Optional[str]:
@@ -816,17 +893,32 @@ class Places:
 
     def next_batch(self, value: Optional[cst.BaseExpression], site: Site) -> bool:
         """`next(iter(loader))` / `next(it)` with `it = iter(loader)`: a CPU batch."""
-        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "next"
-                and value.args):
+        if not (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Name)
+            and value.func.value == "next"
+            and value.args
+        ):
             return False
         inner = value.args[0].value
-        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "iter" and inner.args:
+        if (
+            isinstance(inner, cst.Call)
+            and isinstance(inner.func, cst.Name)
+            and inner.func.value == "iter"
+            and inner.args
+        ):
             return self.batch_source(inner.args[0].value, site)
         if isinstance(inner, cst.Name):
             bs = self.values.bindings_for(inner.value, site)
-            return len(bs) == 1 and bs[0].value is not None and isinstance(bs[0].value, cst.Call) and \
-                isinstance(bs[0].value.func, cst.Name) and bs[0].value.func.value == "iter" and bool(bs[0].value.args) \
+            return (
+                len(bs) == 1
+                and bs[0].value is not None
+                and isinstance(bs[0].value, cst.Call)
+                and isinstance(bs[0].value.func, cst.Name)
+                and bs[0].value.func.value == "iter"
+                and bool(bs[0].value.args)
                 and self.batch_source(bs[0].value.args[0].value, bs[0].site)
+            )
         return False
 
     def _binding_tensor_place(self, b: Binding) -> Optional[str]:
@@ -847,11 +939,17 @@ class Places:
                     return forward
                 if isinstance(b.value, cst.Call) and (self.facts.qualname(b.value.func) or "").startswith("torch."):
                     # `_, predicted = torch.max(out, 1)`: tensors where the input is.
-                    places = [p for p in (self.tensor_place(a.value, b.site) for a in b.value.args if a.keyword is None)
-                              if p is not None]
+                    places = [
+                        p
+                        for p in (self.tensor_place(a.value, b.site) for a in b.value.args if a.keyword is None)
+                        if p is not None
+                    ]
                     return join(places) if places else None
-                if isinstance(b.value, cst.Call) and isinstance(b.value.func, cst.Attribute) and \
-                        b.value.func.attr.value in _TUPLE_METHODS:
+                if (
+                    isinstance(b.value, cst.Call)
+                    and isinstance(b.value.func, cst.Attribute)
+                    and b.value.func.attr.value in _TUPLE_METHODS
+                ):
                     # `_, idx = out.max(1)`, `values, indices = t.topk(k)`
                     return self.tensor_place(b.value.func.value, b.site)
                 if isinstance(b.value, cst.Call):
@@ -869,8 +967,12 @@ class Places:
             if self.batch_source(b.value, b.site):
                 return CPU
             value = b.value
-            if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
-                    value.func.attr.value in ("items", "values") and not value.args:
+            if (
+                isinstance(value, cst.Call)
+                and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value in ("items", "values")
+                and not value.args
+            ):
                 # `for k, v in out.items()` over a model's output dict: its tensors.
                 forward = self._forward_place(value.func.value, b.site)
                 if forward is not None and (value.func.attr.value == "values" or b.index == 1):
@@ -914,8 +1016,11 @@ class Places:
         while isinstance(expr, cst.Call):
             call = self.facts.call_for(expr)
             name = dotted_name(expr.func) or ""
-            if call is None or not (name in ITER_WRAPPERS or (call.qualname or "") in ITER_WRAPPERS
-                                    or (call.qualname or "").startswith("tqdm")):
+            if call is None or not (
+                name in ITER_WRAPPERS
+                or (call.qualname or "") in ITER_WRAPPERS
+                or (call.qualname or "").startswith("tqdm")
+            ):
                 break
             if not call.positional:
                 return False
@@ -962,8 +1067,9 @@ class Places:
         fn = self.helpers.function(call)
         if fn is not None:
             returns = [(r.value, s) for r, s in self.facts.returns_of(fn)]
-            return bool(returns) and all(isinstance(v, cst.Call) and self._cpu_loader_call(v, depth + 1)
-                                         for v, s in returns)
+            return bool(returns) and all(
+                isinstance(v, cst.Call) and self._cpu_loader_call(v, depth + 1) for v, s in returns
+            )
         if self.values.call_kind(call) != LOADER or call.keyword("collate_fn") is not None or call.has_star_kwargs:
             return False
         return not self._dataset_places(call)
@@ -983,7 +1089,8 @@ class Places:
         if isinstance(func, cst.Name) and func.value in self.facts.classes:
             for call in self.facts.calls:
                 if any(s.kind == "class" and s.name == func.value for s in call.site.scope.chain()) and (
-                        is_move_call(call) or call.keyword("device") is not None):
+                    is_move_call(call) or call.keyword("device") is not None
+                ):
                     return True
             return False
         for arg in expr.args:

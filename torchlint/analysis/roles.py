@@ -8,6 +8,7 @@ tensor to show a shape), in the `if __name__ == "__main__":` smoke block of a
 module whose job is to define models, or in scripts that only export,
 benchmark latency or print a model summary.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Optional, Set
@@ -52,8 +53,9 @@ class Roles:
         parent = fn.scope.parent
         if parent is not None and parent.kind == "class":
             info = self.facts.classes.get(parent.name)
-            if info is not None and any((self.facts.qualname(b) or dotted_name(b) or "").endswith("TestCase")
-                                        for b in info.bases):
+            if info is not None and any(
+                (self.facts.qualname(b) or dotted_name(b) or "").endswith("TestCase") for b in info.bases
+            ):
                 return fn.name.startswith("test")
         if not TEST_FUNCTION.match(fn.name):
             return False
@@ -83,10 +85,17 @@ class Roles:
         `__main__` block does no real work (no training, no loop over data)."""
         if not site.in_main_guard or not self.defines_models():
             return False
-        return self._cached(("smoke",), lambda: not any(
-            self.loops.role(loop) is not None for loop in self.facts.loops
-            if loop.scope is self.facts.module_scope and self._loop_site(loop).in_main_guard)
-            and not self._main_calls_work())
+        return self._cached(
+            ("smoke",),
+            lambda: (
+                not any(
+                    self.loops.role(loop) is not None
+                    for loop in self.facts.loops
+                    if loop.scope is self.facts.module_scope and self._loop_site(loop).in_main_guard
+                )
+                and not self._main_calls_work()
+            ),
+        )
 
     def _main_calls_work(self) -> bool:
         """The `__main__` block calls a same-file function that does real work."""

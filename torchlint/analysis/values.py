@@ -12,6 +12,7 @@ caller passes to it.
 This module holds the one answer to "is this call a model forward"
 (`model_call`) and to "is this call a loss" (`is_loss_call`).
 """
+
 from __future__ import annotations
 
 import re
@@ -44,10 +45,33 @@ from torchlint.analysis.vocabulary import (
 )
 
 MODULE, TENSOR, LOADER, DATASET, DEVICE, TOKENS, TOKENIZER, OPTIMIZER, LOSS_FN = (
-    "module", "tensor", "loader", "dataset", "device", "tokens", "tokenizer", "optimizer", "loss_fn")
+    "module",
+    "tensor",
+    "loader",
+    "dataset",
+    "device",
+    "tokens",
+    "tokenizer",
+    "optimizer",
+    "loss_fn",
+)
 # Methods that return a value of the receiver's kind.
-_SAME_KIND_METHODS = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval",
-                                "requires_grad_", "to_empty", "share_memory"})
+_SAME_KIND_METHODS = frozenset(
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "half",
+        "float",
+        "double",
+        "bfloat16",
+        "train",
+        "eval",
+        "requires_grad_",
+        "to_empty",
+        "share_memory",
+    }
+)
 
 _OPT_NAME = re.compile(r"^(opt|optimi[sz]er)(_\w+)?$|^\w+_opt$")
 
@@ -163,8 +187,10 @@ class Values:
 
     def _shadowed_local(self, name: str, site: Site) -> bool:
         """A class name rebound in the calling scope (not the class any more)."""
-        return any(b.kind not in ("class", "import") and b.site.scope is site.scope for b in self.facts.bindings_of(name)) \
+        return (
+            any(b.kind not in ("class", "import") and b.site.scope is site.scope for b in self.facts.bindings_of(name))
             and name not in self.facts.classes
+        )
 
     def is_tokenizer_call(self, call: Call) -> bool:
         """`tokenizer(..., return_tensors="pt")` on a name bound to a tokenizer."""
@@ -173,8 +199,10 @@ class Values:
             return False
         func = call.node.func
         if isinstance(func, cst.Name):
-            return any(self.binding_kind(b) == TOKENIZER for b in self.facts.visible_bindings(func.value, call.site.scope)) \
+            return (
+                any(self.binding_kind(b) == TOKENIZER for b in self.facts.visible_bindings(func.value, call.site.scope))
                 or "tokenizer" in func.value.lower()
+            )
         return "tokenizer" in (dotted_name(func) or "").lower()
 
     def binding_kind(self, b: Binding) -> Optional[str]:
@@ -220,9 +248,13 @@ class Values:
         scope (any, for an enclosing scope), every one of a dotted attribute."""
         if "." in name:
             return [b for b in self.facts.bindings_of(name)]
-        return [b for b in self.facts.visible_bindings(name, site.scope)
-                if (b.site.order <= site.order and not (b.site.stmt is site.stmt and b.kind in ("assign", "annassign")))
-                or b.site.scope is not site.scope or _in_same_loop(b.site, site)]
+        return [
+            b
+            for b in self.facts.visible_bindings(name, site.scope)
+            if (b.site.order <= site.order and not (b.site.stmt is site.stmt and b.kind in ("assign", "annassign")))
+            or b.site.scope is not site.scope
+            or _in_same_loop(b.site, site)
+        ]
 
     # -- modules by use ------------------------------------------------------------
 
@@ -233,7 +265,11 @@ class Values:
             for call in self.facts.calls:
                 target = None
                 if call.method in MODULE_ONLY_METHODS and call.receiver is not None:
-                    if call.method in ("train", "eval") and call.node.args and not _bool_literal(call.node.args[0].value):
+                    if (
+                        call.method in ("train", "eval")
+                        and call.node.args
+                        and not _bool_literal(call.node.args[0].value)
+                    ):
                         continue  # `trainer.train(dataset)`: not nn.Module.train
                     target = call.receiver
                 elif (call.qualname in PLACERS or _last(call) in WRAPPER_CLASSES) and call.positional:
@@ -290,8 +326,11 @@ class Values:
             self._callers = {}
             for call in self.facts.calls:
                 func = call.node.func
-                name = func.value if isinstance(func, cst.Name) else (
-                    func.attr.value if isinstance(func, cst.Attribute) else None)
+                name = (
+                    func.value
+                    if isinstance(func, cst.Name)
+                    else (func.attr.value if isinstance(func, cst.Attribute) else None)
+                )
                 if name:
                     self._callers.setdefault(name, []).append(call)
         return [c for c in self._callers.get(fn.name, []) if self.local_function(c) is fn]
@@ -373,8 +412,11 @@ class Values:
         for b in self.bindings_for(name, site):
             if b.kind in ("assign", "annassign") and isinstance(b.value, cst.Call):
                 inner = b.value
-                while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) \
-                        and inner.func.attr.value in _SAME_KIND_METHODS:
+                while (
+                    isinstance(inner, cst.Call)
+                    and isinstance(inner.func, cst.Attribute)
+                    and inner.func.attr.value in _SAME_KIND_METHODS
+                ):
                     inner = inner.func.value
                 if isinstance(inner, cst.Call) and self.facts.qualname(inner.func) in MODEL_LOADERS:
                     return True
@@ -408,8 +450,11 @@ class Values:
 
     def is_train_call(self, call: Call) -> bool:
         """`.backward()`, `torch.autograd.grad`/`backward`, or an optimizer step."""
-        return (call.method == "backward" and call.receiver is not None) or call.qualname in GRAD_USERS \
+        return (
+            (call.method == "backward" and call.receiver is not None)
+            or call.qualname in GRAD_USERS
             or self.is_optimizer_step(call)
+        )
 
     def is_pretrained(self, model: cst.BaseExpression, site: Site, depth: int = 0) -> bool:
         """The model carries trained weights: `from_pretrained`, a hub/checkpoint
@@ -425,7 +470,9 @@ class Values:
             if c.qualname and (c.qualname.startswith("torchvision.models.") or c.qualname == "timm.create_model"):
                 for kw in ("pretrained", "weights"):
                     arg = c.keyword(kw)
-                    if arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value in ("None", "False")):
+                    if arg is not None and not (
+                        isinstance(arg.value, cst.Name) and arg.value.value in ("None", "False")
+                    ):
                         return True
                 return False
             if c.method in _SAME_KIND_METHODS and c.receiver is not None:
@@ -437,8 +484,11 @@ class Values:
         for c in self.facts.calls:
             if c.method in ("load_state_dict", "from_pretrained") and dotted_name(c.receiver) == name:
                 return True
-        values = [b for b in self.bindings_for(name, site)
-                  if b.kind in ("assign", "annassign") and b.value is not None and b.index is None]
+        values = [
+            b
+            for b in self.bindings_for(name, site)
+            if b.kind in ("assign", "annassign") and b.value is not None and b.index is None
+        ]
         return any(self.is_pretrained(b.value, b.site, depth + 1) for b in values)
 
 
@@ -455,5 +505,3 @@ def _bool_literal(expr: cst.BaseExpression) -> bool:
 
 def _last(call: Call) -> str:
     return (call.qualname or dotted_name(call.node.func) or "").rsplit(".", 1)[-1]
-
-

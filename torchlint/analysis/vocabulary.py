@@ -1,5 +1,6 @@
 """The names the analysis knows: torch APIs, wrappers, frameworks, naming
 conventions. One place, so every fact reads the same lists."""
+
 from __future__ import annotations
 
 import re
@@ -17,8 +18,9 @@ ALLOCATING_FACTORIES = frozenset(
 # torch functions that build a tensor from host data (a copy is inherent).
 DATA_CONSTRUCTORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy"})
 # Every torch function that returns a CPU tensor unless given `device=`.
-CPU_TENSOR_SOURCES = ALLOCATING_FACTORIES | DATA_CONSTRUCTORS | {
-    "torch.bernoulli", "torch.multinomial", "torch.poisson"}
+CPU_TENSOR_SOURCES = (
+    ALLOCATING_FACTORIES | DATA_CONSTRUCTORS | {"torch.bernoulli", "torch.multinomial", "torch.poisson"}
+)
 # The factories that accept `device=`, and the ones whose tensor-argument forms
 # take no `device=` (`torch.normal(mean_tensor, std_tensor)`, `torch.bernoulli(p)`).
 ACCEPTS_DEVICE = ALLOCATING_FACTORIES | {"torch.tensor", "torch.as_tensor"}
@@ -37,8 +39,15 @@ NN_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
 ITERABLE_DATASET_BASES = frozenset({"torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset"})
 # torch.nn names that are not Module classes.
-NN_NON_MODULES = ("torch.nn.functional", "torch.nn.init", "torch.nn.utils", "torch.nn.Parameter",
-                  "torch.nn.parameter", "torch.nn.attention", "torch.nn.grad")
+NN_NON_MODULES = (
+    "torch.nn.functional",
+    "torch.nn.init",
+    "torch.nn.utils",
+    "torch.nn.Parameter",
+    "torch.nn.parameter",
+    "torch.nn.attention",
+    "torch.nn.grad",
+)
 # torch.nn layers without parameters or buffers worth moving: never "models".
 STATELESS_LAYER = re.compile(
     r"(Loss|Dropout\w*|\w*Pool\w*|\w*Pad\dd|Flatten|Unflatten|Identity|Softmax\w*|Softmin|LogSoftmax|ReLU6?|"
@@ -49,17 +58,37 @@ STATELESS_LAYER = re.compile(
 # `X.from_pretrained(...)` that does not build a model.
 NON_MODEL_PRETRAINED = re.compile(r"(Tokenizer|Processor|Config|FeatureExtractor|Scheduler|Pipeline)", re.I)
 # Methods only an nn.Module has (a name used so is a module, whatever its class).
-MODULE_ONLY_METHODS = frozenset({"eval", "parameters", "named_parameters", "state_dict", "load_state_dict",
-                                 "modules", "named_modules", "children", "named_children", "buffers",
-                                 "named_buffers", "register_buffer", "apply", "train"})
+MODULE_ONLY_METHODS = frozenset(
+    {
+        "eval",
+        "parameters",
+        "named_parameters",
+        "state_dict",
+        "load_state_dict",
+        "modules",
+        "named_modules",
+        "children",
+        "named_children",
+        "buffers",
+        "named_buffers",
+        "register_buffer",
+        "apply",
+        "train",
+    }
+)
 # Wrappers that scatter their inputs to the devices of the wrapped model.
 WRAPPER_CLASSES = frozenset({"DataParallel", "DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP"})
 # Calls that may place a model they are handed.
-PLACERS = frozenset({
-    "torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
-    "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.DDP",
-    "torch.distributed.fsdp.FullyShardedDataParallel", "torch.compile",
-})
+PLACERS = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.DDP",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.compile",
+    }
+)
 # Calls that load a model object (weights included).
 MODEL_LOADERS = frozenset({"torch.load", "torch.hub.load", "torch.jit.load", "torch.jit.script", "torch.export.load"})
 MODEL_NAME = re.compile(r"(^|_)(model|net|network|module|encoder|decoder|classifier)$", re.I)
@@ -69,43 +98,116 @@ MODEL_NAME = re.compile(r"(^|_)(model|net|network|module|encoder|decoder|classif
 # Methods that move a module or tensor (in place for modules).
 MOVE_METHODS = frozenset({"to", "cuda", "to_empty", "xpu", "mps", "ipu"})
 # Methods that return the same module/tensor kind without moving it.
-CHAIN_METHODS = frozenset({
-    "eval", "train", "half", "float", "double", "bfloat16", "long", "int", "bool", "requires_grad_",
-    "unsqueeze", "squeeze", "view", "reshape", "permute", "t", "contiguous", "flatten", "clone",
-    "detach", "transpose", "expand", "repeat", "type", "type_as", "fill_", "zero_", "normal_", "uniform_",
-})
+CHAIN_METHODS = frozenset(
+    {
+        "eval",
+        "train",
+        "half",
+        "float",
+        "double",
+        "bfloat16",
+        "long",
+        "int",
+        "bool",
+        "requires_grad_",
+        "unsqueeze",
+        "squeeze",
+        "view",
+        "reshape",
+        "permute",
+        "t",
+        "contiguous",
+        "flatten",
+        "clone",
+        "detach",
+        "transpose",
+        "expand",
+        "repeat",
+        "type",
+        "type_as",
+        "fill_",
+        "zero_",
+        "normal_",
+        "uniform_",
+    }
+)
 DEVICE_STRING = re.compile(r"""^[rbuRBU]*['"](cuda(:\d+)?|mps|xpu(:\d+)?|npu(:\d+)?)['"]$""")
 CPU_STRING = re.compile(r"""^[rbuRBU]*['"]cpu['"]$""")
 DEVICE_VAR = re.compile(r"^_?(device|dev|DEVICE|DEV|torch_device|DEFAULT_DEVICE)$")
 DEVICE_NAME = re.compile(r"(^|_)(device|dev)s?($|_)|^device|(^|_)(gpu|cuda)($|_)|local_rank", re.I)
-DEVICE_CALLS = frozenset({"torch.device", "torch.cuda.is_available", "torch.cuda.set_device",
-                          "torch.backends.mps.is_available", "torch.cuda.current_device",
-                          "torch.accelerator.current_accelerator", "torch.accelerator.is_available"})
-DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type",
-                                    "torch.set_default_dtype_device"})
+DEVICE_CALLS = frozenset(
+    {
+        "torch.device",
+        "torch.cuda.is_available",
+        "torch.cuda.set_device",
+        "torch.backends.mps.is_available",
+        "torch.cuda.current_device",
+        "torch.accelerator.current_accelerator",
+        "torch.accelerator.is_available",
+    }
+)
+DEFAULT_DEVICE_SETTERS = frozenset(
+    {"torch.set_default_device", "torch.set_default_tensor_type", "torch.set_default_dtype_device"}
+)
 DEVICE_CONTEXTS = frozenset({"torch.device", "torch.cuda.device", "torch.cuda.device_of"})
 # Top-level packages whose presence means a framework places models and batches.
-FRAMEWORKS = frozenset({"accelerate", "lightning", "pytorch_lightning", "lightning_fabric", "deepspeed",
-                        "ignite", "composer", "colossalai", "ray"})
+FRAMEWORKS = frozenset(
+    {
+        "accelerate",
+        "lightning",
+        "pytorch_lightning",
+        "lightning_fabric",
+        "deepspeed",
+        "ignite",
+        "composer",
+        "colossalai",
+        "ray",
+    }
+)
 XLA_PACKAGES = frozenset({"torch_xla"})
 # A callee whose name says it places what it is handed (`to_device(batch)`).
 PLACING_NAME = re.compile(r"(device|cuda|gpu|prefetch|accelerat|prepare)", re.I)
 
 # -- gradients ---------------------------------------------------------------------
 
-NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
-                              "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
+NO_GRAD_CONTEXTS = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode",
+    }
+)
 SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
 ENABLE_GRAD = frozenset({"torch.enable_grad", "torch.autograd.enable_grad"})
 GRAD_USERS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
 
 # -- losses ------------------------------------------------------------------------
 
-LOSS_FUNCTIONS = frozenset({
-    "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "nll_loss", "kl_div",
-    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cosine_embedding_loss", "ctc_loss",
-    "margin_ranking_loss", "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
-    "hinge_embedding_loss", "multilabel_soft_margin_loss", "soft_margin_loss", "multi_margin_loss"})
+LOSS_FUNCTIONS = frozenset(
+    {
+        "cross_entropy",
+        "binary_cross_entropy",
+        "binary_cross_entropy_with_logits",
+        "nll_loss",
+        "kl_div",
+        "mse_loss",
+        "l1_loss",
+        "smooth_l1_loss",
+        "huber_loss",
+        "cosine_embedding_loss",
+        "ctc_loss",
+        "margin_ranking_loss",
+        "triplet_margin_loss",
+        "poisson_nll_loss",
+        "gaussian_nll_loss",
+        "hinge_embedding_loss",
+        "multilabel_soft_margin_loss",
+        "soft_margin_loss",
+        "multi_margin_loss",
+    }
+)
 LOSS_NAME = re.compile(r"loss|crit", re.I)
 
 # -- data loading --------------------------------------------------------------------
@@ -114,16 +216,48 @@ DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloa
 TENSOR_DATASET = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
 LOADER_NAME = re.compile(r"loader", re.I)
 # Iterables that wrap another and yield its items (first positional argument).
-ITER_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm",
-                           "tqdm.rich.tqdm", "tqdm.tqdm_notebook", "tqdm.std.tqdm"})
+ITER_WRAPPERS = frozenset(
+    {
+        "enumerate",
+        "tqdm",
+        "tqdm.tqdm",
+        "tqdm.auto.tqdm",
+        "tqdm.notebook.tqdm",
+        "tqdm.rich.tqdm",
+        "tqdm.tqdm_notebook",
+        "tqdm.std.tqdm",
+    }
+)
 OPTIMIZER_PREFIX = "torch.optim."
 
 # -- calls that never place or keep what they are handed ---------------------------------
 
-NON_PLACING = frozenset({
-    "print", "len", "isinstance", "type", "id", "repr", "str", "hasattr", "getattr", "vars", "dir",
-    "format", "hash", "callable", "next", "iter", "sum", "sorted", "list", "tuple", "max", "min",
-})
+NON_PLACING = frozenset(
+    {
+        "print",
+        "len",
+        "isinstance",
+        "type",
+        "id",
+        "repr",
+        "str",
+        "hasattr",
+        "getattr",
+        "vars",
+        "dir",
+        "format",
+        "hash",
+        "callable",
+        "next",
+        "iter",
+        "sum",
+        "sorted",
+        "list",
+        "tuple",
+        "max",
+        "min",
+    }
+)
 
 # -- the code's role ------------------------------------------------------------------
 
@@ -131,16 +265,37 @@ NON_PLACING = frozenset({
 # (a tutorial's `test.py` that evaluates a model on a test set is not a unit test).
 TEST_PATH = re.compile(r"(^|[\\/])(test_[^\\/]*|[^\\/]*_test|conftest)\.(py|ipynb)$|(^|[\\/])tests?[\\/]")
 TEST_FUNCTION = re.compile(r"^_*test(_|$)", re.I)
-INFERENCE_NAME = re.compile(r"^_*(eval|evaluate|evalute|test|predict|infer|inference|validate|validation|valid|"
-                            r"generate|sample|decode|translate|caption|beam_search)", re.I)
-EXPORT_CALLS = frozenset({"torch.onnx.export", "torch.onnx.dynamo_export", "torch.jit.trace", "torch.jit.save",
-                          "torch.export.export", "torch.export.save", "torch.utils.mobile_optimizer.optimize_for_mobile",
-                          "coremltools.convert"})
-SUMMARY_CALLS = frozenset({"torchsummary.summary", "torchinfo.summary", "thop.profile", "thop.clever_format",
-                           "fvcore.nn.FlopCountAnalysis", "ptflops.get_model_complexity_info",
-                           "torch.utils.flop_counter.FlopCounterMode"})
-BENCHMARK_CALLS = frozenset({"torch.utils.benchmark.Timer", "torch.cuda.Event", "timeit.timeit", "timeit.repeat",
-                             "torch.cuda.synchronize"})
+INFERENCE_NAME = re.compile(
+    r"^_*(eval|evaluate|evalute|test|predict|infer|inference|validate|validation|valid|"
+    r"generate|sample|decode|translate|caption|beam_search)",
+    re.I,
+)
+EXPORT_CALLS = frozenset(
+    {
+        "torch.onnx.export",
+        "torch.onnx.dynamo_export",
+        "torch.jit.trace",
+        "torch.jit.save",
+        "torch.export.export",
+        "torch.export.save",
+        "torch.utils.mobile_optimizer.optimize_for_mobile",
+        "coremltools.convert",
+    }
+)
+SUMMARY_CALLS = frozenset(
+    {
+        "torchsummary.summary",
+        "torchinfo.summary",
+        "thop.profile",
+        "thop.clever_format",
+        "fvcore.nn.FlopCountAnalysis",
+        "ptflops.get_model_complexity_info",
+        "torch.utils.flop_counter.FlopCounterMode",
+    }
+)
+BENCHMARK_CALLS = frozenset(
+    {"torch.utils.benchmark.Timer", "torch.cuda.Event", "timeit.timeit", "timeit.repeat", "torch.cuda.synchronize"}
+)
 BENCHMARK_NAME = re.compile(r"(bench|latency|throughput|speed|profil|timing|export|onnx|summary|flops)", re.I)
 # Online, one-observation-at-a-time code (RL acting): a batch of one is inherent.
 ONLINE_PACKAGES = frozenset({"gym", "gymnasium", "stable_baselines3", "pettingzoo"})

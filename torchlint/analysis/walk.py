@@ -23,12 +23,14 @@ order, learnt once per node type by running that type's
 `_visit_and_replace_children` with a probe that records the attribute names
 (`on_visit_attribute` is called even for empty optional fields).
 """
+
 from __future__ import annotations
 
 from typing import Dict, FrozenSet, List, Tuple
 
 import libcst as cst
-from libcst._nodes import op as _op, whitespace as _ws
+from libcst._nodes import op as _op
+from libcst._nodes import whitespace as _ws
 
 __all__ = ["walk", "child_fields", "own_method", "TOKEN_TYPES"]
 
@@ -43,8 +45,13 @@ TOKEN_TYPES: FrozenSet[type] = frozenset(
     _node_classes(_op)
     + _node_classes(_ws)
     + [
-        cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
-        cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Asynchronous,
+        cst.LeftParen,
+        cst.RightParen,
+        cst.LeftSquareBracket,
+        cst.RightSquareBracket,
+        cst.LeftCurlyBrace,
+        cst.RightCurlyBrace,
+        cst.Asynchronous,
     ]
 )
 

@@ -10,6 +10,7 @@ emoji) is 2 UTF-16 units and, say, a CJK character 3 UTF-8 units. Lines are
 split at "\n" as torchlint's own LineIndex does (a "\r" before it stays at the
 end of the line, where no column points past it).
 """
+
 from __future__ import annotations
 
 from bisect import bisect_right
@@ -97,6 +98,7 @@ def document_lines(text: str, path: str, encoding: str = UTF16) -> TextLines:
         except NotebookError:
             pass
     return TextLines(text, encoding)
+
 
 def overlaps(a: Tuple[Tuple[int, int], Tuple[int, int]], b: Tuple[Tuple[int, int], Tuple[int, int]]) -> bool:
     """Do two LSP ranges touch (inclusive ends, so a cursor at either end counts)?"""

@@ -6,6 +6,7 @@ being linted. Changes are debounced per document; a result is published only
 if the document is still at the version it was linted at (the latest version
 wins; an older result is dropped, never shown over newer text).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -296,10 +297,14 @@ class TorchlintServer(LanguageServer):
                 lint = done  # linted already for a code action: publish that
             else:
                 loop = asyncio.get_running_loop()
-                lint = await loop.run_in_executor(self._executor, self._background_lint, uri, text, path, settings, version)
+                lint = await loop.run_in_executor(
+                    self._executor, self._background_lint, uri, text, path, settings, version
+                )
         except Exception as exc:  # a bug here must not take the server down
             log.exception("linting %s failed", uri)
-            self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"torchlint: linting {uri} failed: {exc}"))
+            self.window_log_message(
+                types.LogMessageParams(types.MessageType.Error, f"torchlint: linting {uri} failed: {exc}")
+            )
             return
         doc = self.document(uri)
         if doc is None:
@@ -311,7 +316,9 @@ class TorchlintServer(LanguageServer):
         self.log_problems(uri, lint.result)
         self.publish(uri, version, lint)
 
-    def _background_lint(self, uri: str, text: str, path: Optional[str], settings: Settings, version: Optional[int]) -> _Lint:
+    def _background_lint(
+        self, uri: str, text: str, path: Optional[str], settings: Settings, version: Optional[int]
+    ) -> _Lint:
         self._bg_linting = (uri, text)
         try:
             return _lint(text, path, settings, version)
@@ -389,7 +396,10 @@ class TorchlintServer(LanguageServer):
         version = doc.version
         only = params.context.only
         lines = document_lines(lint.text, lint.result.path, self.position_encoding)
-        requested = ((params.range.start.line, params.range.start.character), (params.range.end.line, params.range.end.character))
+        requested = (
+            (params.range.start.line, params.range.start.character),
+            (params.range.end.line, params.range.end.character),
+        )
         asked = {
             (d.code, d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character)
             for d in params.context.diagnostics
@@ -410,7 +420,9 @@ class TorchlintServer(LanguageServer):
             if f.fix is not None and kind_wanted(types.CodeActionKind.QuickFix, only):
                 safe = f.fix.applicability == Applicability.SAFE
                 if safe or self.client_settings.unsafe_fixes:
-                    edits = [_text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in f.fix.edits]
+                    edits = [
+                        _text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in f.fix.edits
+                    ]
                     title = f"torchlint ({f.code}): {f.fix.message}"
                     if not safe:
                         title += " (unsafe)"
@@ -453,7 +465,9 @@ class TorchlintServer(LanguageServer):
         # Unfiltered requests come on every cursor move in some editors: offer
         # "fix all" there only when asked for explicitly and there is a safe fix.
         invoked = params.context.trigger_kind == types.CodeActionTriggerKind.Invoked
-        return invoked and any(f.fix is not None and f.fix.applicability == Applicability.SAFE for f in lint.result.findings)
+        return invoked and any(
+            f.fix is not None and f.fix.applicability == Applicability.SAFE for f in lint.result.findings
+        )
 
     async def fix_all_action(self, uri: str, version: Optional[int], lint: _Lint) -> Optional[types.CodeAction]:
         path = _path_of(uri)
@@ -464,7 +478,10 @@ class TorchlintServer(LanguageServer):
         if new_text == lint.text:
             return None
         lines = TextLines(lint.text, self.position_encoding)
-        edits = [_text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in diff_edits(lint.text, new_text)]
+        edits = [
+            _text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content)
+            for e in diff_edits(lint.text, new_text)
+        ]
         return types.CodeAction(
             title="torchlint: Fix all auto-fixable problems",
             kind=FIX_ALL_KIND,
@@ -572,7 +589,9 @@ def _diagnostic(f: Finding, lines: TextLines) -> types.Diagnostic:
     return types.Diagnostic(
         range=types.Range(start=types.Position(line=l0, character=c0), end=types.Position(line=l1, character=c1)),
         message=f.message,
-        severity=types.DiagnosticSeverity.Error if rule_severity(f.code) == "error" else types.DiagnosticSeverity.Warning,
+        severity=types.DiagnosticSeverity.Error
+        if rule_severity(f.code) == "error"
+        else types.DiagnosticSeverity.Warning,
         code=f.code,
         code_description=types.CodeDescription(href=url) if url else None,
         source="torchlint",

@@ -3,6 +3,7 @@
 Every reporter receives findings already sorted by path and position and must
 produce deterministic output (no sets, no timestamps).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -64,7 +65,7 @@ def render(fmt: str, data: ReportData) -> str:
 
 
 def plural(n: int, word: str) -> str:
-    """"1 error", "2 errors", "2 hidden fixes"."""
+    """ "1 error", "2 errors", "2 hidden fixes"."""
     if n == 1:
         return f"{n} {word}"
     return f"{n} {word}{'es' if word.endswith(('x', 's', 'ch', 'sh')) else 's'}"

@@ -1,4 +1,5 @@
 """`concise`: one line per finding, `[*]` marks a fix --fix would apply."""
+
 from __future__ import annotations
 
 from torchlint.report import ReportData

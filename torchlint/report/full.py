@@ -1,4 +1,5 @@
 """`full` (default): each finding, a code frame with a caret under it, and the fix hint."""
+
 from __future__ import annotations
 
 from typing import List

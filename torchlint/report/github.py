@@ -3,6 +3,7 @@
 Escaping follows the runner's rules: in the message `%`, CR and LF become
 `%25`, `%0D`, `%0A`; in properties `:` and `,` are escaped too.
 """
+
 from __future__ import annotations
 
 from torchlint.report import ReportData

@@ -4,6 +4,7 @@ Each finding: cell, code, end_location{column,row}, filename (absolute), fix
 (null or {applicability, edits:[{content, end_location, location}], message}),
 location{column,row}, message, name, noqa_row, url. Keys sorted, as Ruff does.
 """
+
 from __future__ import annotations
 
 import json

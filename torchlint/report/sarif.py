@@ -1,4 +1,5 @@
 """`sarif`: SARIF 2.1.0, one run, rules listed for every code that appears."""
+
 from __future__ import annotations
 
 import json
@@ -66,7 +67,12 @@ def _result(data: ReportData, f: Finding, index: int) -> Dict[str, Any]:
         "level": severity(f.code),
         "message": {"text": f.message},
         "locations": [
-            {"physicalLocation": {"artifactLocation": artifact, "region": _region(f.row, f.column, f.end_row, f.end_column)}}
+            {
+                "physicalLocation": {
+                    "artifactLocation": artifact,
+                    "region": _region(f.row, f.column, f.end_row, f.end_column),
+                }
+            }
         ],
     }
     if f.fix is not None and f.cell is None:

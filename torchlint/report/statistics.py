@@ -1,4 +1,5 @@
 """`--statistics`: one row per code, sorted by count (desc) then code."""
+
 from __future__ import annotations
 
 import json

@@ -78,7 +78,7 @@ def name_of(code: str) -> str:
 
 
 def severity(code: str) -> str:
-    """"error" (the file could not be analysed: TL000) or "warning"."""
+    """ "error" (the file could not be analysed: TL000) or "warning"."""
     return SEVERITIES.get(code.upper(), "warning")
 
 

@@ -5,6 +5,7 @@ A rule's docstring holds Ruff's sections (## What it does, ## Why is this bad?,
 ## Example, ## Use instead, ## Fix safety, optionally ## Options and
 ## References). Its `valid`/`invalid` examples generate tests and docs.
 """
+
 from __future__ import annotations
 
 import inspect

@@ -1,5 +1,6 @@
 """Node builders for fixes: small, layout-preserving rewrites of calls and
 statements that several rules share."""
+
 from __future__ import annotations
 
 from typing import List, Optional, Sequence
@@ -35,8 +36,10 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
     separator = _separator(args)
     if isinstance(last.comma, cst.Comma):
         # A trailing comma: the new argument goes after it and keeps one too.
-        new = new.with_changes(comma=last.comma.with_changes(whitespace_before=cst.SimpleWhitespace("")),
-                               whitespace_after_arg=last.whitespace_after_arg)
+        new = new.with_changes(
+            comma=last.comma.with_changes(whitespace_before=cst.SimpleWhitespace("")),
+            whitespace_after_arg=last.whitespace_after_arg,
+        )
         args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
     else:
         # What stood between the last argument and `)` now follows the new one.

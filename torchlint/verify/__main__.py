@@ -5,6 +5,7 @@ This entry point imports only click, the standard library and
 torchlint.verify (torch in the commands' subprocesses and probes): it runs
 where the linter's own dependencies (LibCST, pathspec) are not installed,
 such as a GPU machine with only torch, from a plain checkout."""
+
 import sys
 
 from torchlint.verify.cli import doctor_command, verify_command

@@ -10,6 +10,7 @@ records), divided by the window's wall time. Overlapping work on several
 streams therefore counts once: the fraction is "some GPU work was running",
 never more than 1.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
@@ -91,8 +92,15 @@ def analyze(trace: Any, window: Optional[Interval] = None, label: str = WINDOW_L
     if window is None:
         window = find_window(trace, label)
     busy: List[Interval] = []
-    counts = {"kernels": 0, "memcpys": 0, "memsets": 0, "h2d_copies": 0, "d2h_copies": 0,
-              "h2d_pinned": 0, "h2d_pageable": 0}
+    counts = {
+        "kernels": 0,
+        "memcpys": 0,
+        "memsets": 0,
+        "h2d_copies": 0,
+        "d2h_copies": 0,
+        "h2d_pinned": 0,
+        "h2d_pageable": 0,
+    }
     streams = set()
     for ev in _events(trace):
         cat = str(ev.get("cat", "")).lower()

@@ -3,6 +3,7 @@
 
 No torch import at import time: only the probe, the doctor and the fixture
 subprocesses touch torch, when a command runs."""
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -31,8 +32,9 @@ def _err(message: str) -> None:
     click.echo(message, err=True)
 
 
-def _write_outputs(report: Dict[str, Any], output: Optional[Path], markdown: Optional[Path],
-                   plot: Optional[Path]) -> None:
+def _write_outputs(
+    report: Dict[str, Any], output: Optional[Path], markdown: Optional[Path], plot: Optional[Path]
+) -> None:
     if output is not None:
         report_mod.write_json(report, output)
         _err(f"wrote {output}")
@@ -63,37 +65,99 @@ def _discover(fixtures_dir: Optional[Path], rules: Sequence[str]) -> List[runner
 
 @click.command("verify")
 @click.option("--rule", "rule_opts", multiple=True, metavar="CODE", help="Only this rule's fixture (repeatable).")
-@click.option("--rules", "rules_opts", multiple=True, metavar="CODES",
-              help="Only these rules, comma-separated (e.g. TL100,TL101).")
-@click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
-              help="Runs of each script (fresh processes) per rule.")
-@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help=f"JSON report path, rewritten after every rule [default: {DEFAULT_OUTPUT}; none with --smoke].")
-@click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the table as Markdown.")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write a PNG of bad vs fixed per rule (matplotlib).")
+@click.option(
+    "--rules",
+    "rules_opts",
+    multiple=True,
+    metavar="CODES",
+    help="Only these rules, comma-separated (e.g. TL100,TL101).",
+)
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Runs of each script (fresh processes) per rule.",
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help=f"JSON report path, rewritten after every rule [default: {DEFAULT_OUTPUT}; none with --smoke].",
+)
+@click.option(
+    "--markdown",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the table as Markdown.",
+)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write a PNG of bad vs fixed per rule (matplotlib).",
+)
 @click.option("--smoke", is_flag=True, help="Run every fixture briefly on the CPU; fail if any script errors.")
-@click.option("--plan", "show_plan", is_flag=True,
-              help="Print the runs and the estimated GPU time per rule and in total; run nothing.")
-@click.option("--merge", "merge_files", multiple=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="Merge these reports (repeatable) into --output/--markdown/--plot; measure nothing.")
-@click.option("--time-budget", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
-              help="Start a rule only when its estimate fits in what is left of this many seconds; "
-                   "the rest are reported as not run (exit 3). With --plan: the size of each suggested command.")
+@click.option(
+    "--plan",
+    "show_plan",
+    is_flag=True,
+    help="Print the runs and the estimated GPU time per rule and in total; run nothing.",
+)
+@click.option(
+    "--merge",
+    "merge_files",
+    multiple=True,
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Merge these reports (repeatable) into --output/--markdown/--plot; measure nothing.",
+)
+@click.option(
+    "--time-budget",
+    type=click.FloatRange(min=1),
+    default=None,
+    metavar="SECONDS",
+    help="Start a rule only when its estimate fits in what is left of this many seconds; "
+    "the rest are reported as not run (exit 3). With --plan: the size of each suggested command.",
+)
 @click.option("--require-gpu", is_flag=True, help="Exit 2 instead of 0 when no CUDA GPU can be used.")
-@click.option("--fixtures", "fixtures_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Fixtures directory [default: the checkout's fixtures/, else the installed package's].")
+@click.option(
+    "--fixtures",
+    "fixtures_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Fixtures directory [default: the checkout's fixtures/, else the installed package's].",
+)
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel scripts in --smoke.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=runner.DEFAULT_TIMEOUT, show_default=True,
-              help="Seconds allowed per script run.")
-@click.option("--traces", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Keep each profile window's Chrome trace in this directory.")
-def verify_command(rule_opts: Sequence[str], rules_opts: Sequence[str], repeats: int, output: Optional[Path],
-                   markdown: Optional[Path], plot: Optional[Path], smoke: bool, show_plan: bool,
-                   merge_files: Sequence[Path], time_budget: Optional[float], require_gpu: bool,
-                   fixtures_dir: Optional[Path], jobs: Optional[int], timeout: float,
-                   traces: Optional[Path]) -> None:
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=runner.DEFAULT_TIMEOUT,
+    show_default=True,
+    help="Seconds allowed per script run.",
+)
+@click.option(
+    "--traces",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep each profile window's Chrome trace in this directory.",
+)
+def verify_command(
+    rule_opts: Sequence[str],
+    rules_opts: Sequence[str],
+    repeats: int,
+    output: Optional[Path],
+    markdown: Optional[Path],
+    plot: Optional[Path],
+    smoke: bool,
+    show_plan: bool,
+    merge_files: Sequence[Path],
+    time_budget: Optional[float],
+    require_gpu: bool,
+    fixtures_dir: Optional[Path],
+    jobs: Optional[int],
+    timeout: float,
+    traces: Optional[Path],
+) -> None:
     """Measure on a CUDA GPU that each rule's fix makes the GPU work harder.
 
     Runs every fixture pair (fixtures/<CODE>-<name>/bad.py and fixed.py) in
@@ -120,21 +184,29 @@ def verify_command(rule_opts: Sequence[str], rules_opts: Sequence[str], repeats:
         sys.exit(_smoke(fixtures, jobs, timeout, output, markdown, plot, root))
 
     if probe_mod.launch_blocking():
-        _err("error: refusing to measure with CUDA_LAUNCH_BLOCKING set: every kernel launch would wait for the "
-             "GPU, so timings and busy fractions would be meaningless. Run: unset CUDA_LAUNCH_BLOCKING")
+        _err(
+            "error: refusing to measure with CUDA_LAUNCH_BLOCKING set: every kernel launch would wait for the "
+            "GPU, so timings and busy fractions would be meaningless. Run: unset CUDA_LAUNCH_BLOCKING"
+        )
         sys.exit(EXIT_ERROR)
 
     output = output or Path(DEFAULT_OUTPUT)
     # The GPU first: without one, that is the first thing to say.
     p = probe_mod.probe_cuda()
-    environment = {"torch": p.torch_version, "cuda": p.cuda_version, "device_count": p.device_count,
-                   "device": p.devices[0] if p.devices else None, "devices": list(p.devices)}
+    environment = {
+        "torch": p.torch_version,
+        "cuda": p.cuda_version,
+        "device_count": p.device_count,
+        "device": p.devices[0] if p.devices else None,
+        "devices": list(p.devices),
+    }
     if not p.available:
         click.echo(f"GPU verification skipped: {p.reason}")
         fixtures = _discover(fixtures_dir, rules)
         results = [runner.skipped_result(fx, p.reason, root) for fx in fixtures]
-        rep = report_mod.build(results, mode="skipped", repeats=repeats, environment=environment,
-                               skipped_reason=p.reason)
+        rep = report_mod.build(
+            results, mode="skipped", repeats=repeats, environment=environment, skipped_reason=p.reason
+        )
         _write_outputs(rep, output, markdown, plot)
         sys.exit(EXIT_ERROR if require_gpu else EXIT_OK)
 
@@ -142,22 +214,41 @@ def verify_command(rule_opts: Sequence[str], rules_opts: Sequence[str], repeats:
     sys.exit(_measure(fixtures, repeats, environment, output, markdown, plot, time_budget, timeout, traces, root))
 
 
-def _measure(fixtures: List[runner.Fixture], repeats: int, environment: Dict[str, Any], output: Path,
-             markdown: Optional[Path], plot: Optional[Path], time_budget: Optional[float], timeout: float,
-             traces: Optional[Path], root: Path) -> int:
+def _measure(
+    fixtures: List[runner.Fixture],
+    repeats: int,
+    environment: Dict[str, Any],
+    output: Path,
+    markdown: Optional[Path],
+    plot: Optional[Path],
+    time_budget: Optional[float],
+    timeout: float,
+    traces: Optional[Path],
+    root: Path,
+) -> int:
     from torchlint.verify import plan as plan_mod
 
     started = time.monotonic()
-    extra = {"started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-             "time_budget_s": time_budget, "requested_rules": [fx.rule for fx in fixtures],
-             "argv": sys.argv[1:]}
+    extra = {
+        "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "time_budget_s": time_budget,
+        "requested_rules": [fx.rule for fx in fixtures],
+        "argv": sys.argv[1:],
+    }
     results: Dict[str, Dict[str, Any]] = {
         str(fx.path): runner.not_run_result(fx, "not run yet: the run was stopped before this rule", root=root)
-        for fx in fixtures}
+        for fx in fixtures
+    }
 
     def write() -> Dict[str, Any]:
-        rep = report_mod.build([results[str(fx.path)] for fx in fixtures], mode="gpu", repeats=repeats,
-                               environment=environment, elapsed_s=round(time.monotonic() - started, 1), **extra)
+        rep = report_mod.build(
+            [results[str(fx.path)] for fx in fixtures],
+            mode="gpu",
+            repeats=repeats,
+            environment=environment,
+            elapsed_s=round(time.monotonic() - started, 1),
+            **extra,
+        )
         report_mod.write_json(rep, output)
         return rep
 
@@ -181,11 +272,23 @@ def _measure(fixtures: List[runner.Fixture], repeats: int, environment: Dict[str
     previous = signal.signal(signal.SIGTERM, stop)
     stopped = False
     try:
-        with click.progressbar(length=total, label="verify", file=sys.stderr,
-                               item_show_func=lambda r: f"{r.rule} {r.script} r{r.repeat}" if r else "") as bar:
-            runner.measure(fixtures, repeats, progress=lambda run: bar.update(1, run), nvml=sampler,
-                           timeout=timeout, traces=traces, budget_s=time_budget,
-                           estimate=plan_mod.estimator(repeats), on_rule=on_rule)
+        with click.progressbar(
+            length=total,
+            label="verify",
+            file=sys.stderr,
+            item_show_func=lambda r: f"{r.rule} {r.script} r{r.repeat}" if r else "",
+        ) as bar:
+            runner.measure(
+                fixtures,
+                repeats,
+                progress=lambda run: bar.update(1, run),
+                nvml=sampler,
+                timeout=timeout,
+                traces=traces,
+                budget_s=time_budget,
+                estimate=plan_mod.estimator(repeats),
+                on_rule=on_rule,
+            )
     except (Stopped, KeyboardInterrupt):
         stopped = True
     finally:
@@ -198,8 +301,10 @@ def _measure(fixtures: List[runner.Fixture], repeats: int, environment: Dict[str
     _write_outputs(rep, None, markdown, plot)
     not_run = rep["rules_not_run"]
     if not_run:
-        _err(f"not run: {', '.join(not_run)}; measure them with: --rules {','.join(not_run)} "
-             "(then combine the reports with --merge)")
+        _err(
+            f"not run: {', '.join(not_run)}; measure them with: --rules {','.join(not_run)} "
+            "(then combine the reports with --merge)"
+        )
     if any(r["verdict"] == V.FAIL for r in rep["rules"]):
         return EXIT_FAIL
     return EXIT_INCOMPLETE if not_run else EXIT_OK
@@ -222,10 +327,21 @@ def _merge(files: Sequence[Path], output: Optional[Path], markdown: Optional[Pat
     return EXIT_INCOMPLETE if merged["rules_not_run"] else EXIT_OK
 
 
-def _smoke(fixtures: List[runner.Fixture], jobs: Optional[int], timeout: float, output: Optional[Path],
-           markdown: Optional[Path], plot: Optional[Path], root: Path) -> int:
-    with click.progressbar(length=2 * len(fixtures), label="smoke", file=sys.stderr,
-                           item_show_func=lambda r: f"{r.rule} {r.script}" if r else "") as bar:
+def _smoke(
+    fixtures: List[runner.Fixture],
+    jobs: Optional[int],
+    timeout: float,
+    output: Optional[Path],
+    markdown: Optional[Path],
+    plot: Optional[Path],
+    root: Path,
+) -> int:
+    with click.progressbar(
+        length=2 * len(fixtures),
+        label="smoke",
+        file=sys.stderr,
+        item_show_func=lambda r: f"{r.rule} {r.script}" if r else "",
+    ) as bar:
         runs = runner.smoke(fixtures, jobs or 0, progress=lambda r: bar.update(1, r), timeout=min(timeout, 300.0))
     failed = [r for r in runs if not r.ok]
     for fx in fixtures:

@@ -2,6 +2,7 @@
 device, and the harness's steps are timed and counted (operations, FLOPs,
 syncs) instead of measured on a GPU. :mod:`torchlint.verify.costs` is the
 command that runs every fixture this way and writes ``cost.json``."""
+
 from __future__ import annotations
 
 import os
@@ -10,9 +11,9 @@ import time
 from typing import Any, Dict, Iterator, List
 
 COST_FILE = "cost.json"
-MEASURE_S = 2.0      # time at least two steps, more until this long ...
-MEASURE_STEPS = 3    # ... and at most this many
-COUNTED_STEPS = 2    # one call of this many steps under the counting mode (a per-call sync counts once)
+MEASURE_S = 2.0  # time at least two steps, more until this long ...
+MEASURE_STEPS = 3  # ... and at most this many
+COUNTED_STEPS = 2  # one call of this many steps under the counting mode (a per-call sync counts once)
 
 
 # ---------------------------------------------------------------------------
@@ -56,8 +57,7 @@ def enter_cost_mode(torch: Any) -> Any:
 
     def to(self: Any, *args: Any, **kwargs: Any) -> Any:
         target = torch._C._nn._parse_to(*args, **kwargs)[0]
-        if target is not None and target.type != "meta" and any(
-                p.device.type == "meta" for p in self.parameters()):
+        if target is not None and target.type != "meta" and any(p.device.type == "meta" for p in self.parameters()):
             self.to_empty(device=target)
             with torch.no_grad():
                 for m in self.modules():
@@ -80,8 +80,7 @@ def enter_cost_mode(torch: Any) -> Any:
 
         setattr(torch.Tensor, name, patched)
 
-    for name, default in (("item", 0.0), ("__float__", 0.0), ("__int__", 0), ("__bool__", True),
-                          ("tolist", [])):
+    for name, default in (("item", 0.0), ("__float__", 0.0), ("__int__", 0), ("__bool__", True), ("tolist", [])):
         _host_value(name, default)
     torch._torchlint_cost_counts = counts
     return meta
@@ -129,7 +128,7 @@ def cpu_matmul_rate(torch: Any, seconds: float = 0.5) -> float:
         a @ b
         dt = time.perf_counter() - t0
         best, spent = min(best, dt), spent + dt
-    return 2 * 1024 ** 3 / best
+    return 2 * 1024**3 / best
 
 
 def _counter(torch: Any) -> Any:
@@ -147,8 +146,9 @@ def _counter(torch: Any) -> Any:
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
-            on_meta = any(getattr(a, "device", None) is not None and a.device.type == "meta"
-                          for a in _flat(args, kwargs))
+            on_meta = any(
+                getattr(a, "device", None) is not None and a.device.type == "meta" for a in _flat(args, kwargs)
+            )
             t0 = time.perf_counter()
             out = func(*args, **kwargs)
             if on_meta:
@@ -164,8 +164,13 @@ def _counter(torch: Any) -> Any:
             return out
 
         def result(self) -> Dict[str, Any]:
-            return {"device_ops": self.n["device"], "host_ops": self.n["host"],
-                    "device_flops": self.flops["device"], "host_flops": self.flops["host"], "meta_s": self.meta_s}
+            return {
+                "device_ops": self.n["device"],
+                "host_ops": self.n["host"],
+                "device_flops": self.flops["device"],
+                "host_flops": self.flops["host"],
+                "meta_s": self.meta_s,
+            }
 
     return Counter()
 

@@ -29,6 +29,7 @@ the GPU machine's cores itself.
 
 :mod:`torchlint.verify.plan` turns these into GPU-machine estimates.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,9 +51,16 @@ def measure_fixture(fx: Any, timeout: float = 900.0) -> Dict[str, Any]:
 
     out: Dict[str, Any] = {"rule": fx.rule, "scripts": {}}
     for which in runner.SCRIPTS:
-        run = runner.run_script(fx, which, ("timing",), 0, smoke=False, timeout=timeout,
-                                env={"TORCHLINT_VERIFY_COST": "1"},
-                                launcher=[sys.executable, "-m", "torchlint.verify.costs", "--run"])
+        run = runner.run_script(
+            fx,
+            which,
+            ("timing",),
+            0,
+            smoke=False,
+            timeout=timeout,
+            env={"TORCHLINT_VERIFY_COST": "1"},
+            launcher=[sys.executable, "-m", "torchlint.verify.costs", "--run"],
+        )
         if run.metrics and "cost" in run.metrics:
             entry = dict(run.metrics["cost"])
             entry["process_s"] = round(run.seconds, 3)
@@ -61,8 +69,12 @@ def measure_fixture(fx: Any, timeout: float = 900.0) -> Dict[str, Any]:
         out["scripts"][which] = entry
     import torch
 
-    out["measured_on"] = {"machine": platform.machine(), "cpu_count": os.cpu_count(),
-                          "torch": str(torch.__version__), "python": platform.python_version()}
+    out["measured_on"] = {
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "torch": str(torch.__version__),
+        "python": platform.python_version(),
+    }
     return out
 
 
@@ -108,8 +120,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         (fx.path / COST_FILE).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         errors = [f"{w}: {s['error']}" for w, s in data["scripts"].items() if "error" in s]
         failed += bool(errors)
-        print(f"{fx.rule}: {time.perf_counter() - t0:.1f} s" + (f"  ERROR {'; '.join(errors)}" if errors else ""),
-              flush=True)
+        print(
+            f"{fx.rule}: {time.perf_counter() - t0:.1f} s" + (f"  ERROR {'; '.join(errors)}" if errors else ""),
+            flush=True,
+        )
     return 1 if failed else 0
 
 

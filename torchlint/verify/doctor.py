@@ -1,5 +1,6 @@
 """`torchlint doctor`: can this environment use its GPU? Each problem comes
 with the command that fixes it. torch is imported only when diagnosing."""
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,10 @@ class Check:
     fix: str = ""
 
 
-NO_GPU_FIX = ("torchlint verify measures on an NVIDIA GPU: run it on a machine that has one "
-              "(a CUDA build of torch cannot help on this one)")
+NO_GPU_FIX = (
+    "torchlint verify measures on an NVIDIA GPU: run it on a machine that has one "
+    "(a CUDA build of torch cannot help on this one)"
+)
 
 
 def diagnose() -> List[Check]:
@@ -44,18 +47,33 @@ def diagnose() -> List[Check]:
         checks.append(Check(OK, f"torch {p.torch_version} installed"))
         if p.cuda_version is None:
             if no_gpu:
-                checks.append(Check(INFO, f"torch {p.torch_version} is a CPU-only build (torch.version.cuda is None): "
-                                          "right for this machine; on a machine with an NVIDIA GPU install a CUDA "
-                                          "build: " + CUDA_WHEEL))
+                checks.append(
+                    Check(
+                        INFO,
+                        f"torch {p.torch_version} is a CPU-only build (torch.version.cuda is None): "
+                        "right for this machine; on a machine with an NVIDIA GPU install a CUDA "
+                        "build: " + CUDA_WHEEL,
+                    )
+                )
             else:
-                checks.append(Check(FAIL, f"torch {p.torch_version} is a CPU-only build (torch.version.cuda is None)",
-                                    CUDA_WHEEL + "  (choose the cuXXX index for your driver at "
-                                    "https://pytorch.org/get-started/locally/)"))
+                checks.append(
+                    Check(
+                        FAIL,
+                        f"torch {p.torch_version} is a CPU-only build (torch.version.cuda is None)",
+                        CUDA_WHEEL + "  (choose the cuXXX index for your driver at "
+                        "https://pytorch.org/get-started/locally/)",
+                    )
+                )
         else:
             checks.append(Check(OK, f"CUDA build: torch.version.cuda = {p.cuda_version}"))
             if p.available:
-                checks.append(Check(OK, f"{p.device_count} CUDA device(s): " + ", ".join(
-                    f"[{i}] {name}" for i, name in enumerate(p.devices))))
+                checks.append(
+                    Check(
+                        OK,
+                        f"{p.device_count} CUDA device(s): "
+                        + ", ".join(f"[{i}] {name}" for i, name in enumerate(p.devices)),
+                    )
+                )
             elif not no_gpu:
                 fix = "install the NVIDIA driver for your GPU, then check with: nvidia-smi"
                 if "CUDA_VISIBLE_DEVICES" in p.reason:
@@ -74,8 +92,9 @@ def _nvml(no_gpu: bool = False) -> Check:
     except ImportError:
         if no_gpu:
             return Check(INFO, "NVML not readable: nvidia-ml-py is not installed (not needed without a GPU)")
-        return Check(WARN, "NVML not readable: nvidia-ml-py is not installed (optional cross-check)",
-                     "pip install nvidia-ml-py")
+        return Check(
+            WARN, "NVML not readable: nvidia-ml-py is not installed (optional cross-check)", "pip install nvidia-ml-py"
+        )
     try:
         pynvml.nvmlInit()
         try:
@@ -102,9 +121,14 @@ def _env() -> List[Check]:
     else:
         out.append(Check(INFO, f"CUDA_VISIBLE_DEVICES={visible}"))
     if probe_mod.launch_blocking():
-        out.append(Check(WARN, f"CUDA_LAUNCH_BLOCKING={os.environ['CUDA_LAUNCH_BLOCKING']}: every kernel launch "
-                               "waits for the kernel to finish, so the CPU and GPU never overlap (debugging only)",
-                         "unset CUDA_LAUNCH_BLOCKING"))
+        out.append(
+            Check(
+                WARN,
+                f"CUDA_LAUNCH_BLOCKING={os.environ['CUDA_LAUNCH_BLOCKING']}: every kernel launch "
+                "waits for the kernel to finish, so the CPU and GPU never overlap (debugging only)",
+                "unset CUDA_LAUNCH_BLOCKING",
+            )
+        )
     else:
         out.append(Check(OK, "CUDA_LAUNCH_BLOCKING is not set"))
     return out

@@ -13,6 +13,7 @@ argv, sends its stdout/stderr to the given files and runs the script as
 Only ``--smoke`` uses this (on Linux; ``TORCHLINT_SMOKE_FORK=0`` turns it
 off): measurements always start a fresh interpreter per run.
 """
+
 from __future__ import annotations
 
 import json

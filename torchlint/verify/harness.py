@@ -42,6 +42,7 @@ therefore runs a few steps, a fast GPU one many.
 In smoke mode (``--smoke`` / TORCHLINT_SMOKE=1) sizes are the scripts' tiny
 ones, everything runs on the CPU, the warm-up is one step and each window two.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,10 +58,18 @@ PASSES = ("timing", "profile", "sync")
 # Seconds / step counts; a fixture's meta.toml [windows] table overrides them
 # (the runner passes it in TORCHLINT_VERIFY_WINDOWS as JSON).
 DEFAULT_WINDOWS: Dict[str, float] = {
-    "warmup_s": 0.3, "warmup_min": 1,
-    "timing_s": 0.5, "timing_min": 2, "timing_max": 5000,
-    "profile_s": 0.15, "profile_min": 1, "profile_max": 30, "profile_settle": 1,
-    "sync_s": 0.1, "sync_min": 1, "sync_max": 200,
+    "warmup_s": 0.3,
+    "warmup_min": 1,
+    "timing_s": 0.5,
+    "timing_min": 2,
+    "timing_max": 5000,
+    "profile_s": 0.15,
+    "profile_min": 1,
+    "profile_max": 30,
+    "profile_settle": 1,
+    "sync_s": 0.1,
+    "sync_min": 1,
+    "sync_max": 200,
 }
 SMOKE_STEPS = 2
 
@@ -189,8 +198,12 @@ class Harness:
             left = w["warmup_s"] - elapsed
             want = int(left / self.step_s) if left > 0 else 0
             n = max(1, int(w["warmup_min"]) - done, min(2 * n, want))
-        self.metrics["warmup"] = {"first_step_s": first, "steps": done + 1, "seconds": first + elapsed,
-                                  "step_s": self.step_s}
+        self.metrics["warmup"] = {
+            "first_step_s": first,
+            "steps": done + 1,
+            "seconds": first + elapsed,
+            "step_s": self.step_s,
+        }
 
     def emit(self, **extra: Any) -> None:
         self.metrics.update(extra)
@@ -210,7 +223,7 @@ class Harness:
         torch = self.torch
         with passes.around(self, name) as (settle, found):
             if settle:
-                yield settle     # outside the window: the profiler's first-use costs
+                yield settle  # outside the window: the profiler's first-use costs
                 self.sync()
             clock_start = self._sm_clock()
             if self.cuda:
@@ -227,11 +240,15 @@ class Harness:
             end_unix = time.time()
             clock_end = self._sm_clock()
         m: Dict[str, Any] = {
-            "steps": steps, "wall_s": wall, "samples": self.samples,
+            "steps": steps,
+            "wall_s": wall,
+            "samples": self.samples,
             "samples_per_s": self.samples / wall if wall > 0 else 0.0,
             # Wall-clock stamps let the runner match its NVML samples to the window.
-            "window_start_unix": start_unix, "window_end_unix": end_unix,
-            "sm_clock_mhz_start": clock_start, "sm_clock_mhz_end": clock_end,
+            "window_start_unix": start_unix,
+            "window_end_unix": end_unix,
+            "sm_clock_mhz_start": clock_start,
+            "sm_clock_mhz_end": clock_end,
         }
         if self.cuda and name == "timing":
             m["peak_mem_bytes"] = int(torch.cuda.max_memory_allocated())
@@ -252,7 +269,7 @@ class Harness:
     def _emit_line(self) -> None:
         out = dict(self.metrics)
         timing = self.metrics["passes"].get("timing") or {}
-        for key in ("samples", "samples_per_s", "wall_s"):   # the timing window's, at the top level too
+        for key in ("samples", "samples_per_s", "wall_s"):  # the timing window's, at the top level too
             if key in timing:
                 out.setdefault(key, timing[key])
         out["device"] = str(self.device)

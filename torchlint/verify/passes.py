@@ -17,6 +17,7 @@ run asks for through TORCHLINT_VERIFY_PASSES, timing first):
 
 Runs in the fixture's process; torch comes from the harness.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,12 @@ SETTLE_BELOW_S = 0.25
 PASSES = ("timing", "profile", "sync")
 SYNC_MESSAGE = "synchronizing cuda operation"
 # Per-step values derived from a window's counts (the window's step count varies with its time).
-PER_STEP = {"kernels": "kernels_per_step", "h2d_copies": "h2d_per_step", "d2h_copies": "d2h_per_step",
-            "sync_count": "syncs_per_step"}
+PER_STEP = {
+    "kernels": "kernels_per_step",
+    "h2d_copies": "h2d_per_step",
+    "d2h_copies": "d2h_per_step",
+    "sync_count": "syncs_per_step",
+}
 
 
 def _check(name: str) -> None:

@@ -26,6 +26,7 @@ Per script the estimate starts from its ``cost.json`` (measured on a CPU by
 
 Without a cost.json a script counts as ``FALLBACK_RUN_S`` per run.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,8 +40,8 @@ from torchlint.verify.runner import SCRIPTS, Fixture, plan
 GPU_FLOPS = 25e12
 KERNEL_S = 4e-6
 LAUNCH_S = 12e-6
-HOST_CORES = 16         # the GPU machine's CPU cores
-HOST_EFFICIENCY = 0.5   # of a perfect 16x speed-up of CPU matmuls over one thread
+HOST_CORES = 16  # the GPU machine's CPU cores
+HOST_EFFICIENCY = 0.5  # of a perfect 16x speed-up of CPU matmuls over one thread
 START_S = 4.0
 EXIT_S = 0.5
 PROFILER_OP_S = 15e-6
@@ -49,7 +50,7 @@ EVENTS_PER_GPU_OP = 5
 FALLBACK_RUN_S = 20.0
 DEFAULT_BUDGET_S = 20 * 60
 DEFAULT_COMMAND_S = 480.0
-SPLIT_FILL = 0.85       # plan each command to this share of its --time-budget: the estimates have errors
+SPLIT_FILL = 0.85  # plan each command to this share of its --time-budget: the estimates have errors
 
 
 @dataclass(frozen=True)
@@ -73,9 +74,9 @@ def step_estimate(cost: Dict[str, Any]) -> StepEstimate:
         host_s = host_s - in_matmuls + in_matmuls / (HOST_CORES * HOST_EFFICIENCY)
     host = host_s + ops * LAUNCH_S
     profiled_host = host + (ops + cost.get("host_ops", 0)) * PROFILER_OP_S
-    if cost.get("syncs_per_step", 0) >= 0.9:   # a sync every step: host and GPU take turns
+    if cost.get("syncs_per_step", 0) >= 0.9:  # a sync every step: host and GPU take turns
         step, profiled = gpu + host, gpu + profiled_host
-    else:                                       # the host queues ahead of the GPU
+    else:  # the host queues ahead of the GPU
         step, profiled = max(gpu, host), max(gpu, profiled_host)
     events = EVENTS_PER_GPU_OP * ops + cost.get("host_ops", 0)
     return StepEstimate(step, gpu, host, float(cost.get("setup_s", 0.0)), events, profiled)
@@ -89,7 +90,7 @@ def run_estimate(fx: Fixture, script: str, passes: Sequence[str], cost: Optional
     s = step_estimate(cost)
     step = max(s.step_s, 1e-6)
     total = START_S + s.setup_s + EXIT_S
-    total += step + max(w["warmup_s"], w["warmup_min"] * step)     # the first step, then the warm-up
+    total += step + max(w["warmup_s"], w["warmup_min"] * step)  # the first step, then the warm-up
     for name in passes:
         n = window_steps(w[f"{name}_s"], step, int(w[f"{name}_min"]), int(w[f"{name}_max"]))
         if name == "profile":
@@ -151,18 +152,33 @@ def _fmt_s(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
-def render(fixtures: Sequence[Fixture], repeats: int, per_command_s: float = DEFAULT_COMMAND_S,
-           budget_s: float = DEFAULT_BUDGET_S) -> Tuple[str, float]:
+def render(
+    fixtures: Sequence[Fixture],
+    repeats: int,
+    per_command_s: float = DEFAULT_COMMAND_S,
+    budget_s: float = DEFAULT_BUDGET_S,
+) -> Tuple[str, float]:
     """The plan as text, and its total in seconds."""
     plans = [rule_plan(fx, repeats) for fx in fixtures]
-    lines = [f"torchlint verify plan: {len(plans)} rule(s), --repeats {repeats}; estimated for one H100 "
-             "(method: docs/verify.md, 'Planning a GPU session')", ""]
+    lines = [
+        f"torchlint verify plan: {len(plans)} rule(s), --repeats {repeats}; estimated for one H100 "
+        "(method: docs/verify.md, 'Planning a GPU session')",
+        "",
+    ]
     header = ("Rule", "Metric", "Runs", "Bad step", "Fixed step", "Estimate")
     rows = [header]
     for p in plans:
         steps = [_step_text(p.per_script.get(w)) for w in SCRIPTS]
-        rows.append((p.fixture.rule, p.fixture.metric, str(p.runs), steps[0], steps[1],
-                     _fmt_s(p.seconds) + (" (no cost.json)" if p.missing_costs else "")))
+        rows.append(
+            (
+                p.fixture.rule,
+                p.fixture.metric,
+                str(p.runs),
+                steps[0],
+                steps[1],
+                _fmt_s(p.seconds) + (" (no cost.json)" if p.missing_costs else ""),
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     for n, row in enumerate(rows):
         lines.append("  ".join(c.ljust(wd) for c, wd in zip(row, widths)).rstrip())
@@ -170,10 +186,16 @@ def render(fixtures: Sequence[Fixture], repeats: int, per_command_s: float = DEF
             lines.append("  ".join("-" * wd for wd in widths))
     total = sum(p.seconds for p in plans)
     runs = sum(p.runs for p in plans)
-    lines += ["", f"Total: {runs} runs, {_fmt_s(total)} ({total:.0f} s); "
-                  f"{'within' if total <= budget_s else 'OVER'} the {_fmt_s(budget_s)} budget", ""]
-    lines.append(f"Split into commands of --time-budget {per_command_s:.0f} ({_fmt_s(per_command_s)}), each planned "
-                 f"to at most {SPLIT_FILL:.0%} of it:")
+    lines += [
+        "",
+        f"Total: {runs} runs, {_fmt_s(total)} ({total:.0f} s); "
+        f"{'within' if total <= budget_s else 'OVER'} the {_fmt_s(budget_s)} budget",
+        "",
+    ]
+    lines.append(
+        f"Split into commands of --time-budget {per_command_s:.0f} ({_fmt_s(per_command_s)}), each planned "
+        f"to at most {SPLIT_FILL:.0%} of it:"
+    )
     for i, group in enumerate(split(plans, per_command_s), 1):
         codes = ",".join(p.fixture.rule for p in group)
         lines.append(f"  {i}. --rules {codes}   ({_fmt_s(sum(p.seconds for p in group))})")

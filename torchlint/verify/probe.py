@@ -3,6 +3,7 @@ other CUDA call: `import torch`; `torch.cuda.is_available()`; when it is
 False, whether the machine has an NVIDIA GPU at all (driver, nvidia-smi,
 NVML, PCI bus), then a CPU-only build (`torch.version.cuda is None`) or a
 missing driver/device. Only then are devices counted and named."""
+
 from __future__ import annotations
 
 import os
@@ -19,10 +20,10 @@ PCI_DISPLAY_CLASSES = ("0x0300", "0x0302", "0x0380")  # VGA, 3D controller (H100
 @dataclass(frozen=True)
 class CudaProbe:
     available: bool
-    reason: str = ""                     # why not, one line (empty when available)
-    problem: str = ""                    # "no-torch" | "no-gpu" | "cpu-only-build" | "no-driver" | ""
+    reason: str = ""  # why not, one line (empty when available)
+    problem: str = ""  # "no-torch" | "no-gpu" | "cpu-only-build" | "no-driver" | ""
     torch_version: Optional[str] = None
-    cuda_version: Optional[str] = None   # torch.version.cuda (None on a CPU-only build)
+    cuda_version: Optional[str] = None  # torch.version.cuda (None on a CPU-only build)
     device_count: int = 0
     devices: List[str] = field(default_factory=list)
 
@@ -41,13 +42,18 @@ class Hardware:
 
     present: True (the driver sees GPUs), False (nothing found), None (cannot
     tell: not Linux and no nvidia-smi). driver: whether a driver answered."""
+
     present: Optional[bool]
     driver: bool
-    what: str           # one line: what was found, or what was checked
+    what: str  # one line: what was found, or what was checked
 
 
-def nvidia_hardware(proc: Path = Path("/proc/driver/nvidia"), pci: Path = Path("/sys/bus/pci/devices"),
-                    smi: Optional[str] = "auto", nvml_count: Optional[int] = -1) -> Hardware:
+def nvidia_hardware(
+    proc: Path = Path("/proc/driver/nvidia"),
+    pci: Path = Path("/sys/bus/pci/devices"),
+    smi: Optional[str] = "auto",
+    nvml_count: Optional[int] = -1,
+) -> Hardware:
     """Checks, in order: the Linux driver's /proc/driver/nvidia/gpus, `nvidia-smi -L`,
     NVML's device count, then the PCI bus (an NVIDIA display/3D controller without a
     driver). The arguments exist for tests; nvml_count=-1 asks NVML itself."""
@@ -70,8 +76,12 @@ def nvidia_hardware(proc: Path = Path("/proc/driver/nvidia"), pci: Path = Path("
         return Hardware(True, True, f"{nvml_count} NVIDIA GPU(s) (NVML)")
     on_pci = _pci_nvidia(pci)
     if on_pci:
-        return Hardware(True, False, f"an NVIDIA GPU on the PCI bus ({on_pci[0]}) but no NVIDIA driver answers "
-                                     "(no /proc/driver/nvidia, nvidia-smi, NVML)")
+        return Hardware(
+            True,
+            False,
+            f"an NVIDIA GPU on the PCI bus ({on_pci[0]}) but no NVIDIA driver answers "
+            "(no /proc/driver/nvidia, nvidia-smi, NVML)",
+        )
     checked = [str(proc)] + (["nvidia-smi"] if smi else ["nvidia-smi (not installed)"]) + ["NVML"]
     if pci.is_dir():
         checked.append("the PCI bus")
@@ -120,9 +130,13 @@ def probe_cuda() -> CudaProbe:
     if not available:
         hw = nvidia_hardware()
         if hw.present is False:
-            return CudaProbe(False, f"{hw.what}; torch {version} is "
-                             + ("a CPU-only build" if cuda is None else f"built for CUDA {cuda}"),
-                             "no-gpu", version, cuda)
+            return CudaProbe(
+                False,
+                f"{hw.what}; torch {version} is " + ("a CPU-only build" if cuda is None else f"built for CUDA {cuda}"),
+                "no-gpu",
+                version,
+                cuda,
+            )
         if cuda is None:
             return CudaProbe(False, f"torch {version} is a CPU-only build", "cpu-only-build", version, None)
         hidden = os.environ.get("CUDA_VISIBLE_DEVICES")

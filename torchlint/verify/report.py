@@ -2,6 +2,7 @@
 
 The JSON is the source of truth; Markdown and PNG are rendered from it.
 matplotlib is imported only when a plot is written (the `verify` extra)."""
+
 from __future__ import annotations
 
 import json
@@ -16,16 +17,33 @@ from torchlint.verify import verdict as V
 
 SCHEMA_VERSION = 2
 COLUMNS = ("Rule", "Metric", "Bad", "Fixed", "Change", "Threshold", "Verdict")
-CONTEXT_COLUMNS = ("Rule", "Samples/s bad", "Samples/s fixed", "Speed-up", "Busy bad", "Busy fixed",
-                   "Busy (timed) bad", "Busy (timed) fixed", "SM clock", "Profiler slowdown")
+CONTEXT_COLUMNS = (
+    "Rule",
+    "Samples/s bad",
+    "Samples/s fixed",
+    "Speed-up",
+    "Busy bad",
+    "Busy fixed",
+    "Busy (timed) bad",
+    "Busy (timed) fixed",
+    "SM clock",
+    "Profiler slowdown",
+)
 
 
 class MergeError(Exception):
     pass
 
 
-def build(rules: Sequence[Dict[str, Any]], *, mode: str, repeats: int, environment: Optional[Dict[str, Any]] = None,
-          skipped_reason: Optional[str] = None, **extra: Any) -> Dict[str, Any]:
+def build(
+    rules: Sequence[Dict[str, Any]],
+    *,
+    mode: str,
+    repeats: int,
+    environment: Optional[Dict[str, Any]] = None,
+    skipped_reason: Optional[str] = None,
+    **extra: Any,
+) -> Dict[str, Any]:
     """mode: "gpu" | "skipped" | "smoke". A gpu report is `complete` when no
     rule is "not-run"; `rules_not_run` lists the others (a partial report:
     written as the run goes, or one part of a --rules/--time-budget split)."""
@@ -109,10 +127,15 @@ def merge(reports: Sequence[Tuple[str, Dict[str, Any]]]) -> Tuple[Dict[str, Any]
         rules.append(rule)
     base = measured[-1][1] if measured else reports[-1][1]
     mode = "gpu" if measured else base.get("mode", "skipped")
-    merged = build(rules, mode=mode, repeats=max(int(r.get("repeats") or 0) for _, r in reports),
-                   environment=base.get("environment"), skipped_reason=None if measured else base.get("skipped_reason"),
-                   merged_from=[name for name, _ in reports],
-                   elapsed_s=sum(float(r.get("elapsed_s") or 0.0) for _, r in reports))
+    merged = build(
+        rules,
+        mode=mode,
+        repeats=max(int(r.get("repeats") or 0) for _, r in reports),
+        environment=base.get("environment"),
+        skipped_reason=None if measured else base.get("skipped_reason"),
+        merged_from=[name for name, _ in reports],
+        elapsed_s=sum(float(r.get("elapsed_s") or 0.0) for _, r in reports),
+    )
     return merged, warnings
 
 
@@ -130,7 +153,7 @@ def format_value(metric: str, value: Optional[float]) -> str:
     if metric == "busy_fraction":
         return f"{value * 100:.1f}%"
     if metric == "peak_mem_bytes":
-        return f"{value / 2 ** 20:.1f} MiB"
+        return f"{value / 2**20:.1f} MiB"
     if metric == "wall_s":
         return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.3f} s"
     if metric == "samples_per_s":
@@ -153,12 +176,17 @@ def rows(report: Dict[str, Any]) -> List[List[str]]:
     out = []
     for r in report["rules"]:
         metric = r["metric"]
-        out.append([
-            r["rule"], metric, _cell(metric, r.get("bad")), _cell(metric, r.get("fixed")),
-            V.format_change(metric, r.get("change")),
-            V.format_threshold(metric, r["direction"], r["threshold"]),
-            str(r["verdict"]).upper(),
-        ])
+        out.append(
+            [
+                r["rule"],
+                metric,
+                _cell(metric, r.get("bad")),
+                _cell(metric, r.get("fixed")),
+                V.format_change(metric, r.get("change")),
+                V.format_threshold(metric, r["direction"], r["threshold"]),
+                str(r["verdict"]).upper(),
+            ]
+        )
     return out
 
 
@@ -184,15 +212,20 @@ def context_rows(report: Dict[str, Any]) -> List[List[str]]:
         speed = f"{sf / sb:.2f}x" if sb and sf else "-"
         clocks = [c for c in (_ctx(r, "sm_clock_mhz_start", w) for w in ("bad", "fixed")) if c]
         slow = [x for x in (_ctx(r, "profiler_slowdown", w) for w in ("bad", "fixed")) if x]
-        out.append([
-            r["rule"], format_value("samples_per_s", sb), format_value("samples_per_s", sf), speed,
-            format_value("busy_fraction", _ctx(r, "busy_fraction", "bad")),
-            format_value("busy_fraction", _ctx(r, "busy_fraction", "fixed")),
-            format_value("busy_fraction", _ctx(r, "busy_fraction_timed", "bad")),
-            format_value("busy_fraction", _ctx(r, "busy_fraction_timed", "fixed")),
-            "/".join(f"{c:.0f}" for c in clocks) + " MHz" if clocks else "-",
-            "/".join(f"{x:.2f}x" for x in slow) if slow else "-",
-        ])
+        out.append(
+            [
+                r["rule"],
+                format_value("samples_per_s", sb),
+                format_value("samples_per_s", sf),
+                speed,
+                format_value("busy_fraction", _ctx(r, "busy_fraction", "bad")),
+                format_value("busy_fraction", _ctx(r, "busy_fraction", "fixed")),
+                format_value("busy_fraction", _ctx(r, "busy_fraction_timed", "bad")),
+                format_value("busy_fraction", _ctx(r, "busy_fraction_timed", "fixed")),
+                "/".join(f"{c:.0f}" for c in clocks) + " MHz" if clocks else "-",
+                "/".join(f"{x:.2f}x" for x in slow) if slow else "-",
+            ]
+        )
     return out
 
 
@@ -203,22 +236,33 @@ def to_markdown(report: Dict[str, Any]) -> str:
         lines += [f"GPU verification skipped: {report['skipped_reason']}", ""]
     else:
         device = env.get("device") or "CPU"
-        lines += [f"Device: {device}; torch {env.get('torch', '?')}; CUDA {env.get('cuda', '-')}; "
-                  f"{report['repeats']} repeat(s); bad/fixed medians ± interquartile range.", ""]
+        lines += [
+            f"Device: {device}; torch {env.get('torch', '?')}; CUDA {env.get('cuda', '-')}; "
+            f"{report['repeats']} repeat(s); bad/fixed medians ± interquartile range.",
+            "",
+        ]
     if report.get("mode") == "gpu" and not report.get("complete", True):
-        lines += [f"**Partial report**: not run: {', '.join(report.get('rules_not_run', []))} "
-                  "(merge the other parts with `torchlint verify --merge`).", ""]
+        lines += [
+            f"**Partial report**: not run: {', '.join(report.get('rules_not_run', []))} "
+            "(merge the other parts with `torchlint verify --merge`).",
+            "",
+        ]
     lines.append("| " + " | ".join(COLUMNS) + " |")
     lines.append("|" + "|".join("---" for _ in COLUMNS) + "|")
     for row in rows(report):
         lines.append("| " + " | ".join(_escape(c) for c in row) + " |")
     ctx = context_rows(report)
     if ctx:
-        lines += ["", "## Context", "",
-                  "Samples/s from the uninstrumented timing window; busy = GPU busy fraction in the profiled "
-                  "window; busy (timed) = GPU busy time per sample from the trace x samples/s of the timing "
-                  "window (what the loop shows without the profiler's overhead); SM clock at the timing "
-                  "window's start (bad/fixed); profiler slowdown = timing samples/s / profiled samples/s.", ""]
+        lines += [
+            "",
+            "## Context",
+            "",
+            "Samples/s from the uninstrumented timing window; busy = GPU busy fraction in the profiled "
+            "window; busy (timed) = GPU busy time per sample from the trace x samples/s of the timing "
+            "window (what the loop shows without the profiler's overhead); SM clock at the timing "
+            "window's start (bad/fixed); profiler slowdown = timing samples/s / profiled samples/s.",
+            "",
+        ]
         lines.append("| " + " | ".join(CONTEXT_COLUMNS) + " |")
         lines.append("|" + "|".join("---" for _ in CONTEXT_COLUMNS) + "|")
         for row in ctx:
@@ -242,8 +286,13 @@ def to_text(report: Dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-VERDICT_COLORS = {"pass": "#2e7d32", "fail": "#c62828", "inconclusive": "#f9a825", "skipped": "#9e9e9e",
-                  "not-run": "#9e9e9e"}
+VERDICT_COLORS = {
+    "pass": "#2e7d32",
+    "fail": "#c62828",
+    "inconclusive": "#f9a825",
+    "skipped": "#9e9e9e",
+    "not-run": "#9e9e9e",
+}
 
 
 def write_plot(report: Dict[str, Any], path: Path) -> None:
@@ -257,16 +306,27 @@ def write_plot(report: Dict[str, Any], path: Path) -> None:
     cols = min(4, len(rules))
     nrows = (len(rules) + cols - 1) // cols
     fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 2.8 * nrows), squeeze=False)
-    for ax in axes.flat[len(rules):]:
+    for ax in axes.flat[len(rules) :]:
         ax.axis("off")
     for ax, r in zip(axes.flat, rules):
         verdict = str(r.get("verdict", ""))
-        ax.set_title(f"{r['rule']} {r.get('metric', '')}\n{verdict.upper()}", fontsize=9,
-                     color=VERDICT_COLORS.get(verdict, "black"))
+        ax.set_title(
+            f"{r['rule']} {r.get('metric', '')}\n{verdict.upper()}",
+            fontsize=9,
+            color=VERDICT_COLORS.get(verdict, "black"),
+        )
         bad, fixed = r.get("bad"), r.get("fixed")
         if not bad or not fixed:
-            ax.text(0.5, 0.5, verdict if verdict in ("skipped", "not-run") else "not measured", ha="center", va="center",
-                    transform=ax.transAxes, fontsize=9, color="#616161")
+            ax.text(
+                0.5,
+                0.5,
+                verdict if verdict in ("skipped", "not-run") else "not measured",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                fontsize=9,
+                color="#616161",
+            )
             ax.set_xticks([])
             ax.set_yticks([])
             continue

@@ -17,6 +17,7 @@ either). Each repeat asks for:
 
 No torch import here: the children import it.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,13 +45,30 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGED_FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SCRIPTS = ("bad", "fixed")
 METRIC_PASS = {
-    "wall_s": "timing", "samples_per_s": "timing", "peak_mem_bytes": "timing", "samples": "timing",
-    "steps": "timing", "nvml_util_percent": "timing", "sm_clock_mhz_start": "timing", "sm_clock_mhz_end": "timing",
-    "busy_fraction": "profile", "kernels": "profile", "memcpys": "profile", "memsets": "profile",
-    "h2d_copies": "profile", "d2h_copies": "profile", "h2d_pinned": "profile", "h2d_pageable": "profile",
-    "streams": "profile", "kernels_per_step": "profile", "h2d_per_step": "profile", "d2h_per_step": "profile",
-    "gpu_busy_s_per_sample": "profile", "trace_events": "profile",
-    "sync_count": "sync", "syncs_per_step": "sync",
+    "wall_s": "timing",
+    "samples_per_s": "timing",
+    "peak_mem_bytes": "timing",
+    "samples": "timing",
+    "steps": "timing",
+    "nvml_util_percent": "timing",
+    "sm_clock_mhz_start": "timing",
+    "sm_clock_mhz_end": "timing",
+    "busy_fraction": "profile",
+    "kernels": "profile",
+    "memcpys": "profile",
+    "memsets": "profile",
+    "h2d_copies": "profile",
+    "d2h_copies": "profile",
+    "h2d_pinned": "profile",
+    "h2d_pageable": "profile",
+    "streams": "profile",
+    "kernels_per_step": "profile",
+    "h2d_per_step": "profile",
+    "d2h_per_step": "profile",
+    "gpu_busy_s_per_sample": "profile",
+    "trace_events": "profile",
+    "sync_count": "sync",
+    "syncs_per_step": "sync",
 }
 # Derived from two windows of the same run: (needs these passes).
 DERIVED = {
@@ -63,8 +81,7 @@ DERIVED = {
 REQUIRED_META = ("rule", "name", "summary", "metric", "direction", "threshold")
 DEFAULT_TIMEOUT = 180.0
 CHECK_RE = re.compile(r"^\s*(bad|fixed)\.(\w+)\s*(>=|<=|==|!=|>|<)\s*(?:(bad|fixed)\.(\w+)|(-?[0-9.eE+-]+))\s*$")
-OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq,
-       "!=": operator.ne}
+OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne}
 
 
 class FixtureError(Exception):
@@ -103,8 +120,10 @@ def default_fixtures_dir() -> Path:
     for candidate in (ROOT / "fixtures", PACKAGED_FIXTURES):
         if candidate.is_dir() and any((p / "meta.toml").is_file() for p in candidate.iterdir()):
             return candidate
-    raise FixtureError(f"no fixtures found: neither {ROOT / 'fixtures'} (a checkout) nor {PACKAGED_FIXTURES} "
-                       "(the installed package) holds fixtures; point --fixtures at a directory of fixture pairs")
+    raise FixtureError(
+        f"no fixtures found: neither {ROOT / 'fixtures'} (a checkout) nor {PACKAGED_FIXTURES} "
+        "(the installed package) holds fixtures; point --fixtures at a directory of fixture pairs"
+    )
 
 
 def parse_check(text: str) -> Tuple[str, str, str, Any]:
@@ -151,15 +170,28 @@ def load_fixture(path: Path) -> Fixture:
             if name is not None and _passes_of(name) & set(skip):
                 raise FixtureError(f"{meta_path}: check {check!r} needs a skipped pass")
     windows = meta.get("windows", {})
-    if not isinstance(windows, dict) or any(k not in DEFAULT_WINDOWS or isinstance(v, bool)
-                                            or not isinstance(v, (int, float)) or v < 0 for k, v in windows.items()):
+    if not isinstance(windows, dict) or any(
+        k not in DEFAULT_WINDOWS or isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0
+        for k, v in windows.items()
+    ):
         raise FixtureError(f"{meta_path}: [windows] keys must be among {', '.join(DEFAULT_WINDOWS)} with numbers")
     for which in SCRIPTS:
         if not (path / f"{which}.py").is_file():
             raise FixtureError(f"{path}: missing {which}.py")
-    return Fixture(str(meta["rule"]), str(meta["name"]), str(meta["summary"]), str(meta["metric"]),
-                   str(meta["direction"]), float(threshold), bool(meta.get("unsafe_fix", False)), path, skip,
-                   str(meta.get("why", "")).strip(), checks, tuple(sorted(windows.items())))
+    return Fixture(
+        str(meta["rule"]),
+        str(meta["name"]),
+        str(meta["summary"]),
+        str(meta["metric"]),
+        str(meta["direction"]),
+        float(threshold),
+        bool(meta.get("unsafe_fix", False)),
+        path,
+        skip,
+        str(meta.get("why", "")).strip(),
+        checks,
+        tuple(sorted(windows.items())),
+    )
 
 
 def _passes_of(metric: str) -> set:
@@ -194,20 +226,24 @@ def discover(fixtures_dir: Path, rules: Sequence[str] = ()) -> List[Fixture]:
 @dataclass
 class Run:
     rule: str
-    script: str          # "bad" | "fixed"
+    script: str  # "bad" | "fixed"
     passes: Tuple[str, ...]
     repeat: int
     rc: int = 0
     metrics: Optional[Dict[str, Any]] = None
     error: str = ""
     seconds: float = 0.0
-    fixture: str = ""    # the fixture directory
+    fixture: str = ""  # the fixture directory
 
     @property
     def ok(self) -> bool:
         """The process succeeded and measured every window it was asked for."""
-        return self.rc == 0 and self.metrics is not None and not self.error and all(
-            self.window(p) is not None for p in self.passes)
+        return (
+            self.rc == 0
+            and self.metrics is not None
+            and not self.error
+            and all(self.window(p) is not None for p in self.passes)
+        )
 
     def window(self, pass_name: str) -> Optional[Dict[str, Any]]:
         """The metrics of one window, None when it was not measured (or failed)."""
@@ -261,15 +297,19 @@ def parse_metrics(stdout: str) -> Optional[Dict[str, Any]]:
     for line in reversed(stdout.splitlines()):
         if line.startswith(MARK):
             try:
-                value = json.loads(line[len(MARK):])
+                value = json.loads(line[len(MARK) :])
             except json.JSONDecodeError:
                 return None
             return value if isinstance(value, dict) else None
     return None
 
 
-def child_env(passes: Sequence[str], smoke: bool, extra: Optional[Dict[str, str]] = None,
-              windows: Sequence[Tuple[str, float]] = ()) -> Dict[str, str]:
+def child_env(
+    passes: Sequence[str],
+    smoke: bool,
+    extra: Optional[Dict[str, str]] = None,
+    windows: Sequence[Tuple[str, float]] = (),
+) -> Dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["TORCHLINT_VERIFY_PASSES"] = ",".join(passes)
@@ -284,19 +324,33 @@ def child_env(passes: Sequence[str], smoke: bool, extra: Optional[Dict[str, str]
     return env
 
 
-def run_script(fx: Fixture, which: str, passes: Sequence[str] = ("timing",), repeat: int = 0, smoke: bool = False,
-               timeout: float = DEFAULT_TIMEOUT, python: str = sys.executable,
-               env: Optional[Dict[str, str]] = None, launcher: Optional[Sequence[str]] = None) -> Run:
+def run_script(
+    fx: Fixture,
+    which: str,
+    passes: Sequence[str] = ("timing",),
+    repeat: int = 0,
+    smoke: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    python: str = sys.executable,
+    env: Optional[Dict[str, str]] = None,
+    launcher: Optional[Sequence[str]] = None,
+) -> Run:
     run = Run(fx.rule, which, tuple(passes), repeat, fixture=str(fx.path))
     cmd = list(launcher or [python]) + [str(fx.script(which))] + (["--smoke"] if smoke else [])
     start = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, cwd=str(fx.path), env=child_env(passes, smoke, env, fx.windows),
-                              capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            cmd,
+            cwd=str(fx.path),
+            env=child_env(passes, smoke, env, fx.windows),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired as exc:
         run.seconds = time.perf_counter() - start
         out = exc.stdout.decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        run.metrics = parse_metrics(out)     # the windows measured before the kill still count
+        run.metrics = parse_metrics(out)  # the windows measured before the kill still count
         run.rc, run.error = -1, f"timed out after {timeout:g} s"
         return run
     run.seconds = time.perf_counter() - start
@@ -404,6 +458,7 @@ class NvmlSampler:
 @dataclass
 class RuleRuns:
     """One rule's runs; `complete` is False when the rule was not (fully) run."""
+
     fixture: Fixture
     runs: List[Run] = field(default_factory=list)
     complete: bool = True
@@ -411,12 +466,18 @@ class RuleRuns:
     seconds: float = 0.0
 
 
-def measure(fixtures: Sequence[Fixture], repeats: int = 5, progress: Optional[Callable[[Run], None]] = None,
-            nvml: Optional[NvmlSampler] = None, timeout: float = DEFAULT_TIMEOUT,
-            traces: Optional[Path] = None, budget_s: Optional[float] = None,
-            estimate: Optional[Callable[[Fixture], float]] = None,
-            on_rule: Optional[Callable[[RuleRuns], None]] = None,
-            clock: Callable[[], float] = time.monotonic) -> Dict[str, RuleRuns]:
+def measure(
+    fixtures: Sequence[Fixture],
+    repeats: int = 5,
+    progress: Optional[Callable[[Run], None]] = None,
+    nvml: Optional[NvmlSampler] = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    traces: Optional[Path] = None,
+    budget_s: Optional[float] = None,
+    estimate: Optional[Callable[[Fixture], float]] = None,
+    on_rule: Optional[Callable[[RuleRuns], None]] = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Dict[str, RuleRuns]:
     """Every planned run, sequentially (one GPU, one process at a time); keyed by fixture directory.
 
     With `budget_s`, a rule starts only when its estimated time (`estimate`,
@@ -438,8 +499,13 @@ def measure(fixtures: Sequence[Fixture], repeats: int = 5, progress: Optional[Ca
             expected = (est or 0.0) * ratio
             left = deadline - started
             if expected > left or left <= 0:
-                rr = RuleRuns(fx, [], False, f"not run: its estimated {expected:.0f} s did not fit in the "
-                                             f"{max(left, 0):.0f} s left of --time-budget")
+                rr = RuleRuns(
+                    fx,
+                    [],
+                    False,
+                    f"not run: its estimated {expected:.0f} s did not fit in the "
+                    f"{max(left, 0):.0f} s left of --time-budget",
+                )
                 out[str(fx.path)] = rr
                 if on_rule:
                     on_rule(rr)
@@ -484,8 +550,13 @@ def smoke_passes(fx: Fixture) -> Tuple[str, ...]:
     return tuple(fx.context_passes())
 
 
-def smoke(fixtures: Sequence[Fixture], jobs: int = 0, progress: Optional[Callable[[Run], None]] = None,
-          timeout: float = 300.0, fork: Optional[bool] = None) -> List[Run]:
+def smoke(
+    fixtures: Sequence[Fixture],
+    jobs: int = 0,
+    progress: Optional[Callable[[Run], None]] = None,
+    timeout: float = 300.0,
+    fork: Optional[bool] = None,
+) -> List[Run]:
     """Each script once, on the CPU, every window it can take, in parallel
     subprocesses; results in fixture order.
 
@@ -501,8 +572,9 @@ def smoke(fixtures: Sequence[Fixture], jobs: int = 0, progress: Optional[Callabl
         return _smoke_forked(tasks, jobs, progress, timeout)
     results: Dict[Tuple[str, str], Run] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_script, fx, which, smoke_passes(fx), 0, True, timeout): (fx, which)
-                   for fx, which in tasks}
+        futures = {
+            pool.submit(run_script, fx, which, smoke_passes(fx), 0, True, timeout): (fx, which) for fx, which in tasks
+        }
         for fut in as_completed(futures):
             fx, which = futures[fut]
             run = fut.result()
@@ -512,8 +584,9 @@ def smoke(fixtures: Sequence[Fixture], jobs: int = 0, progress: Optional[Callabl
     return [results[(str(fx.path), which)] for fx, which in tasks]
 
 
-def _smoke_forked(tasks: Sequence[Tuple[Fixture, str]], jobs: int, progress: Optional[Callable[[Run], None]],
-                  timeout: float) -> List[Run]:
+def _smoke_forked(
+    tasks: Sequence[Tuple[Fixture, str]], jobs: int, progress: Optional[Callable[[Run], None]], timeout: float
+) -> List[Run]:
     import tempfile
 
     runs = [Run(fx.rule, which, smoke_passes(fx), 0, fixture=str(fx.path)) for fx, which in tasks]
@@ -521,13 +594,29 @@ def _smoke_forked(tasks: Sequence[Tuple[Fixture, str]], jobs: int, progress: Opt
         lines = []
         for i, (fx, which) in enumerate(tasks):
             env = child_env(smoke_passes(fx), True, None, fx.windows)
-            lines.append(json.dumps({"id": i, "script": str(fx.script(which)), "cwd": str(fx.path), "env": env,
-                                     "out": os.path.join(tmp, f"{i}.out"), "err": os.path.join(tmp, f"{i}.err")}))
+            lines.append(
+                json.dumps(
+                    {
+                        "id": i,
+                        "script": str(fx.script(which)),
+                        "cwd": str(fx.path),
+                        "env": env,
+                        "out": os.path.join(tmp, f"{i}.out"),
+                        "err": os.path.join(tmp, f"{i}.err"),
+                    }
+                )
+            )
         server_err = os.path.join(tmp, "server.err")
         with open(server_err, "w") as err:
-            proc = subprocess.Popen([sys.executable, "-m", "torchlint.verify.forkrun", str(jobs), str(timeout)],
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
-                                    cwd=str(ROOT), env=child_env(("timing",), True))
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "torchlint.verify.forkrun", str(jobs), str(timeout)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+                cwd=str(ROOT),
+                env=child_env(("timing",), True),
+            )
             assert proc.stdin is not None and proc.stdout is not None
             proc.stdin.write("\n".join(lines) + "\n")
             proc.stdin.close()
@@ -644,15 +733,37 @@ def mechanism(fx: Fixture, runs: Sequence[Run], expected_device: str) -> Tuple[b
     return evaluate_checks(fx, runs)
 
 
-CONTEXT_METRICS = ("wall_s", "samples_per_s", "peak_mem_bytes", "busy_fraction", "busy_fraction_timed",
-                   "profiler_slowdown", "kernels", "kernels_per_step", "h2d_copies", "h2d_per_step", "h2d_pinned",
-                   "h2d_pageable",
-                   "d2h_per_step", "syncs_per_step", "sync_count", "steps", "sm_clock_mhz_start",
-                   "sm_clock_mhz_end", "nvml_util_percent", "trace_events")
+CONTEXT_METRICS = (
+    "wall_s",
+    "samples_per_s",
+    "peak_mem_bytes",
+    "busy_fraction",
+    "busy_fraction_timed",
+    "profiler_slowdown",
+    "kernels",
+    "kernels_per_step",
+    "h2d_copies",
+    "h2d_per_step",
+    "h2d_pinned",
+    "h2d_pageable",
+    "d2h_per_step",
+    "syncs_per_step",
+    "sync_count",
+    "steps",
+    "sm_clock_mhz_start",
+    "sm_clock_mhz_end",
+    "nvml_util_percent",
+    "trace_events",
+)
 
 
-def rule_result(fx: Fixture, runs: Sequence[Run], expected_device: str = "cuda",
-                root: Optional[Path] = None, repeats: Optional[int] = None) -> Dict[str, Any]:
+def rule_result(
+    fx: Fixture,
+    runs: Sequence[Run],
+    expected_device: str = "cuda",
+    root: Optional[Path] = None,
+    repeats: Optional[int] = None,
+) -> Dict[str, Any]:
     bad = V.summarize(metric_values(runs, "bad", fx.metric))
     fixed = V.summarize(metric_values(runs, "fixed", fx.metric))
     ok, why = mechanism(fx, runs, expected_device)
@@ -662,9 +773,12 @@ def rule_result(fx: Fixture, runs: Sequence[Run], expected_device: str = "cuda",
         repeats=repeats if repeats is not None else len({r.repeat for r in runs}),
         bad=bad.to_dict() if bad else None,
         fixed=fixed.to_dict() if fixed else None,
-        change=v.change, effect=v.effect, noise=v.noise,
+        change=v.change,
+        effect=v.effect,
+        noise=v.noise,
         mechanism={"ok": ok, "reason": why},
-        verdict=v.verdict, reason=v.reason,
+        verdict=v.verdict,
+        reason=v.reason,
         metrics=context(runs),
         errors=[f"{r.script}.py (repeat {r.repeat}, {'+'.join(r.passes)}): {r.error}" for r in runs if r.error],
         runs=[run_record(r) for r in runs],
@@ -675,9 +789,18 @@ def rule_result(fx: Fixture, runs: Sequence[Run], expected_device: str = "cuda",
 def run_record(r: Run) -> Dict[str, Any]:
     """What the report keeps of one run: its windows' numbers (no trace)."""
     m = r.metrics or {}
-    return {"script": r.script, "repeat": r.repeat, "passes": list(r.passes), "rc": r.rc, "error": r.error,
-            "seconds": round(r.seconds, 3), "device": m.get("device"), "gpu_name": m.get("gpu_name"),
-            "warmup": m.get("warmup"), "windows": m.get("passes")}
+    return {
+        "script": r.script,
+        "repeat": r.repeat,
+        "passes": list(r.passes),
+        "rc": r.rc,
+        "error": r.error,
+        "seconds": round(r.seconds, 3),
+        "device": m.get("device"),
+        "gpu_name": m.get("gpu_name"),
+        "warmup": m.get("warmup"),
+        "windows": m.get("passes"),
+    }
 
 
 def context(runs: Sequence[Run]) -> Dict[str, Dict[str, Any]]:
@@ -702,26 +825,52 @@ def fixture_header(fx: Fixture, root: Optional[Path] = None) -> Dict[str, Any]:
         except ValueError:
             continue
     return {
-        "rule": fx.rule, "name": fx.name, "fixture": where, "summary": fx.summary, "why": fx.why,
-        "metric": fx.metric, "direction": fx.direction, "threshold": fx.threshold,
-        "threshold_unit": "points" if V.is_points(fx.metric) else "relative", "checks": list(fx.checks),
+        "rule": fx.rule,
+        "name": fx.name,
+        "fixture": where,
+        "summary": fx.summary,
+        "why": fx.why,
+        "metric": fx.metric,
+        "direction": fx.direction,
+        "threshold": fx.threshold,
+        "threshold_unit": "points" if V.is_points(fx.metric) else "relative",
+        "checks": list(fx.checks),
     }
 
 
 def skipped_result(fx: Fixture, reason: str, root: Optional[Path] = None) -> Dict[str, Any]:
     result = fixture_header(fx, root)
-    result.update(bad=None, fixed=None, change=None, effect=None, noise=None,
-                  mechanism=None, verdict=V.SKIPPED, reason=reason, metrics={}, errors=[])
+    result.update(
+        bad=None,
+        fixed=None,
+        change=None,
+        effect=None,
+        noise=None,
+        mechanism=None,
+        verdict=V.SKIPPED,
+        reason=reason,
+        metrics={},
+        errors=[],
+    )
     return result
 
 
 def not_run_result(fx: Fixture, reason: str, runs: Sequence[Run] = (), root: Optional[Path] = None) -> Dict[str, Any]:
     """A rule this report does not measure (yet): another report may (see --merge)."""
     result = fixture_header(fx, root)
-    result.update(bad=None, fixed=None, change=None, effect=None, noise=None, mechanism=None,
-                  verdict=V.NOT_RUN, reason=reason, metrics={},
-                  errors=[f"{r.script}.py (repeat {r.repeat}): {r.error}" for r in runs if r.error],
-                  runs=[run_record(r) for r in runs])
+    result.update(
+        bad=None,
+        fixed=None,
+        change=None,
+        effect=None,
+        noise=None,
+        mechanism=None,
+        verdict=V.NOT_RUN,
+        reason=reason,
+        metrics={},
+        errors=[f"{r.script}.py (repeat {r.repeat}): {r.error}" for r in runs if r.error],
+        runs=[run_record(r) for r in runs],
+    )
     return result
 
 
@@ -732,7 +881,16 @@ def smoke_result(fx: Fixture, runs: Sequence[Run], root: Optional[Path] = None) 
     result.update(
         verdict="smoke-ok" if not failed else "smoke-failed",
         reason="; ".join(f"{r.script}.py: {r.error}" for r in failed),
-        runs=[{"script": r.script, "ok": r.ok, "seconds": round(r.seconds, 3), "error": r.error,
-               "passes": list(r.passes), "metrics": r.metrics} for r in mine],
+        runs=[
+            {
+                "script": r.script,
+                "ok": r.ok,
+                "seconds": round(r.seconds, 3),
+                "error": r.error,
+                "passes": list(r.passes),
+                "metrics": r.metrics,
+            }
+            for r in mine
+        ],
     )
     return result

@@ -18,6 +18,7 @@ not reach the threshold (the fix clearly does not deliver it); INCONCLUSIVE
 otherwise (the spread swamps the effect); SKIPPED without CUDA; NOT_RUN for a
 rule a partial report (``--rules`` / ``--time-budget``) did not measure.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 PASS, FAIL, INCONCLUSIVE, SKIPPED = "pass", "fail", "inconclusive", "skipped"
-NOT_RUN = "not-run"   # not measured by this report (a --rules/--time-budget split; see --merge)
+NOT_RUN = "not-run"  # not measured by this report (a --rules/--time-budget split; see --merge)
 MEASURED = frozenset({PASS, FAIL, INCONCLUSIVE})
 POINT_METRICS = frozenset({"busy_fraction"})
 METRICS = ("busy_fraction", "samples_per_s", "peak_mem_bytes", "sync_count", "h2d_copies", "wall_s")
@@ -97,9 +98,17 @@ class Verdict:
         return asdict(self)
 
 
-def decide(metric: str, direction: str, threshold: float, bad: Optional[Summary], fixed: Optional[Summary],
-           mechanism_ok: bool = True, mechanism_reason: str = "", cuda: bool = True,
-           skip_reason: str = "no CUDA device") -> Verdict:
+def decide(
+    metric: str,
+    direction: str,
+    threshold: float,
+    bad: Optional[Summary],
+    fixed: Optional[Summary],
+    mechanism_ok: bool = True,
+    mechanism_reason: str = "",
+    cuda: bool = True,
+    skip_reason: str = "no CUDA device",
+) -> Verdict:
     if not cuda:
         return Verdict(SKIPPED, skip_reason)
     if direction not in ("up", "down"):
@@ -119,13 +128,30 @@ def decide(metric: str, direction: str, threshold: float, bad: Optional[Summary]
     if not mechanism_ok:
         return Verdict(FAIL, "mechanism check failed: " + mechanism_reason, delta, effect, noise)
     if effect > threshold and effect > noise:
-        return Verdict(PASS, f"effect {_fmt(metric, effect)} exceeds threshold {_fmt(metric, threshold)} "
-                             f"and 3x spread {_fmt(metric, noise)}", delta, effect, noise)
+        return Verdict(
+            PASS,
+            f"effect {_fmt(metric, effect)} exceeds threshold {_fmt(metric, threshold)} "
+            f"and 3x spread {_fmt(metric, noise)}",
+            delta,
+            effect,
+            noise,
+        )
     if effect + noise <= threshold:
-        return Verdict(FAIL, f"effect {_fmt(metric, effect)} is short of threshold {_fmt(metric, threshold)} "
-                             f"beyond the noise (3x spread {_fmt(metric, noise)})", delta, effect, noise)
-    return Verdict(INCONCLUSIVE, f"3x spread {_fmt(metric, noise)} swamps effect {_fmt(metric, effect)} "
-                                 f"(threshold {_fmt(metric, threshold)})", delta, effect, noise)
+        return Verdict(
+            FAIL,
+            f"effect {_fmt(metric, effect)} is short of threshold {_fmt(metric, threshold)} "
+            f"beyond the noise (3x spread {_fmt(metric, noise)})",
+            delta,
+            effect,
+            noise,
+        )
+    return Verdict(
+        INCONCLUSIVE,
+        f"3x spread {_fmt(metric, noise)} swamps effect {_fmt(metric, effect)} (threshold {_fmt(metric, threshold)})",
+        delta,
+        effect,
+        noise,
+    )
 
 
 def _fmt(metric: str, value: float) -> str:

@@ -1,4 +1,5 @@
 """TL201 missing-no-grad."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -9,7 +10,6 @@ from torchlint.analysis.facts import Call, Function
 from torchlint.analysis.helpers import root_name
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
-
 
 
 class MissingNoGrad(Rule):
@@ -219,7 +219,9 @@ class MissingNoGrad(Rule):
             summary = a.helpers.summary(fn)
             if summary.trains or not summary.forwards or a.grad.decorated_no_grad(fn):
                 continue
-            if not any(a.loops.is_data_loop(l) and a.loops.forwards(l) for l in ctx.facts.loops if l.scope is fn.scope):
+            if not any(
+                a.loops.is_data_loop(lp) and a.loops.forwards(lp) for lp in ctx.facts.loops if lp.scope is fn.scope
+            ):
                 continue  # not an evaluation over data
             if a.roles.excluded(call.site) or a.grad.guarded(call.site) or a.grad.grad_needed(call):
                 continue
@@ -260,9 +262,13 @@ class MissingNoGrad(Rule):
             return None  # a lambda runs later, outside any `with` around its definition
         fn_scope = site.scope.function
         fn = ctx.facts.function_of(fn_scope) if fn_scope is not None and site.scope is fn_scope else None
-        if fn is not None and isinstance(fn.node, cst.FunctionDef) and a.grad.inference_function(site) is fn \
-                and not self._region_trains(ctx, a.helpers.calls_in(fn), fn_scope, fn) \
-                and not self._returns_to_training(ctx, fn):
+        if (
+            fn is not None
+            and isinstance(fn.node, cst.FunctionDef)
+            and a.grad.inference_function(site) is fn
+            and not self._region_trains(ctx, a.helpers.calls_in(fn), fn_scope, fn)
+            and not self._returns_to_training(ctx, fn)
+        ):
             return ("function", fn)
         loop = site.loop
         chosen = None
@@ -325,8 +331,13 @@ class MissingNoGrad(Rule):
         if kind == "loop":
             # Another reported forward's region around this one: one `with`, not nested ones.
             for other in regions.values():
-                if other is not None and other[0] == "loop" and other[1] is not target \
-                        and other[1].contains(target.order) and other[1].scope is target.scope:
+                if (
+                    other is not None
+                    and other[0] == "loop"
+                    and other[1] is not target
+                    and other[1].contains(target.order)
+                    and other[1].scope is target.scope
+                ):
                     node = other[1].node
         with_node = cst.With(
             items=[cst.WithItem(expr)],

@@ -1,4 +1,5 @@
 """TL301 batch-size-one."""
+
 from __future__ import annotations
 
 import re
@@ -126,10 +127,13 @@ class BatchSizeOne(Rule):
         ),
         Invalid("config = {'lr': 0.1, 'batch_size': 1}\n", line=1),
         Invalid("from dataclasses import dataclass\n@dataclass\nclass TrainConfig:\n    batch_size: int = 1\n", line=4),
-        Invalid("import argparse\np = argparse.ArgumentParser()\np.add_argument('--batch-size', type=int, default=1)\n",
-                line=3),
-        Invalid("from mypkg import MovingMNISTDataModule\ndm = MovingMNISTDataModule(root='d', eval_batch_size=1)\n",
-                line=2),
+        Invalid(
+            "import argparse\np = argparse.ArgumentParser()\np.add_argument('--batch-size', type=int, default=1)\n",
+            line=3,
+        ),
+        Invalid(
+            "from mypkg import MovingMNISTDataModule\ndm = MovingMNISTDataModule(root='d', eval_batch_size=1)\n", line=2
+        ),
     )
 
     def check(self, ctx: RuleContext) -> None:
@@ -198,29 +202,36 @@ class BatchSizeOne(Rule):
         if not info.used:
             return False
         loops = [a.loops.loop_for(s.stmt) for s in a.loaders.iterated_in(loader)]
-        loops = [l for l in loops if l is not None]
+        loops = [lp for lp in loops if lp is not None]
         if not loops:
             return True  # handed on: used elsewhere
         for loop in loops:
             if not a.loops.trains(loop) and self._per_sample(ctx, loop):
                 return False  # evaluation one sample at a time by design (beam search, variable sizes)
-        if all(not a.loops.trains(l) for l in loops) and trains_batched:
+        if all(not a.loops.trains(lp) for lp in loops) and trains_batched:
             return False
-        return any(a.loops.role(l) is not None for l in loops)
+        return any(a.loops.role(lp) is not None for lp in loops)
 
     @staticmethod
     def _per_sample(ctx: RuleContext, loop) -> bool:
         names = set(loop.targets)
         for call in ctx.analysis.loops.calls_in(loop):
             recv = root_name(call.receiver) if call.receiver is not None else None
-            if recv in names and call.method in ("squeeze", "item", "expand", "numpy") and (
-                    call.method != "squeeze" or call.node.args):
+            if (
+                recv in names
+                and call.method in ("squeeze", "item", "expand", "numpy")
+                and (call.method != "squeeze" or call.node.args)
+            ):
                 return True
         for use in ctx.facts.uses:
             if use.node.value in names and loop.contains(use.site.order) and isinstance(use.site.parent, cst.Subscript):
                 sub = use.site.parent
-                if len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index) and \
-                        isinstance(sub.slice[0].slice.value, cst.Integer) and sub.slice[0].slice.value.value == "0":
+                if (
+                    len(sub.slice) == 1
+                    and isinstance(sub.slice[0].slice, cst.Index)
+                    and isinstance(sub.slice[0].slice.value, cst.Integer)
+                    and sub.slice[0].slice.value.value == "0"
+                ):
                     return True
         return False
 
@@ -230,8 +241,11 @@ class BatchSizeOne(Rule):
         for call in a.loaders.calls():
             kw = call.keyword("batch_size")
             if kw is not None and not _is_one(kw.value):
-                if any(a.loops.trains(l) for l in (a.loops.loop_for(s.stmt) for s in a.loaders.iterated_in(call))
-                       if l is not None):
+                if any(
+                    a.loops.trains(lp)
+                    for lp in (a.loops.loop_for(s.stmt) for s in a.loaders.iterated_in(call))
+                    if lp is not None
+                ):
                     return True
         return False
 
@@ -245,8 +259,12 @@ class BatchSizeOne(Rule):
             parent = use.site.parent
             if isinstance(parent, cst.Arg) and parent.value is use.node and parent.keyword is None:
                 call = ctx.facts.call_of_arg(parent)
-                if call is not None and call.qualname in ALLOCATING_FACTORIES and call.positional \
-                        and call.positional[0] is parent:
+                if (
+                    call is not None
+                    and call.qualname in ALLOCATING_FACTORIES
+                    and call.positional
+                    and call.positional[0] is parent
+                ):
                     loop = a.roles.work_loop(call.site)
                     if loop is not None and a.loops.trains(loop):
                         return True
@@ -286,8 +304,11 @@ class BatchSizeOne(Rule):
                 if isinstance(name, str) and _BATCH_KEY.match(name):
                     report(parent.value, "a config default", site)
         for call in ctx.facts.calls:
-            if isinstance(call.node.func, cst.Name) and call.node.func.value == "dict" \
-                    and not ctx.facts.bindings_of("dict"):
+            if (
+                isinstance(call.node.func, cst.Name)
+                and call.node.func.value == "dict"
+                and not ctx.facts.bindings_of("dict")
+            ):
                 for arg in call.node.args:
                     if arg.keyword is not None and _BATCH_KEY.match(arg.keyword.value) and _is_one(arg.value):
                         report(arg.value, "a config default", call.site)

@@ -1,13 +1,13 @@
 """TL303 loader-no-pin-memory."""
+
 from __future__ import annotations
 
 import libcst as cst
 
 from torchlint.analysis.loaders import CPU_COLLATE, NO_COLLATE, PIN_MEMORY_POSITION, PLACES
-from torchlint.rules.nodes import with_keyword
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
-
+from torchlint.rules.nodes import with_keyword
 
 
 class LoaderNoPinMemory(Rule):
@@ -108,7 +108,8 @@ class LoaderNoPinMemory(Rule):
             line=3,
         ),
         Invalid(
-            "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=False)\n" + _LOOP,
+            "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=False)\n"
+            + _LOOP,
             fixed="import torch\nfrom torch.utils.data import DataLoader\n"
             "loader = DataLoader(ds, pin_memory=torch.cuda.is_available())\n" + _LOOP,
             line=3,

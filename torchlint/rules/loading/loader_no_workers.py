@@ -1,4 +1,5 @@
 """TL302 loader-no-workers."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -14,9 +15,9 @@ from torchlint.analysis.loaders import (
     TINY,
     UNKNOWN_COLLATE,
 )
-from torchlint.rules.nodes import with_keyword
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.nodes import with_keyword
 
 _WORKERS = "min(8, {os}.cpu_count() or 1)"
 
@@ -95,7 +96,8 @@ class LoaderNoWorkers(Rule):
         # a dataset whose __getitem__ only indexes tensors in memory
         "import torch\nfrom torch.utils.data import DataLoader, Dataset\nclass Pairs(Dataset):\n"
         "    def __init__(self, x, y):\n        self.x, self.y = x, y\n    def __len__(self):\n        return len(self.x)\n"
-        "    def __getitem__(self, i):\n        return self.x[i], self.y[i]\nloader = DataLoader(Pairs(a, b))\n" + _LOOP,
+        "    def __getitem__(self, i):\n        return self.x[i], self.y[i]\nloader = DataLoader(Pairs(a, b))\n"
+        + _LOOP,
         "from torch.utils.data import DataLoader\ndef make(ds, **kw):\n    return DataLoader(ds, **kw)\nx.cuda()\n",
         "class DataLoader:\n    pass\nloader = DataLoader(ds)\n" + _LOOP,
         # never used
@@ -110,8 +112,10 @@ class LoaderNoWorkers(Rule):
     INVALID = (
         Invalid(
             _HEAD + "loader = DataLoader(MNIST('d'), pin_memory=True)\n" + _LOOP,
-            fixed="import os\n" + _HEAD
-            + "loader = DataLoader(MNIST('d'), pin_memory=True, num_workers=min(8, os.cpu_count() or 1))\n" + _LOOP,
+            fixed="import os\n"
+            + _HEAD
+            + "loader = DataLoader(MNIST('d'), pin_memory=True, num_workers=min(8, os.cpu_count() or 1))\n"
+            + _LOOP,
             line=4,
             unsafe=True,
         ),
@@ -153,7 +157,8 @@ class LoaderNoWorkers(Rule):
             if info.batches == "sampled":
                 continue  # one `next(iter(loader))` at a time: each would start the workers anew
             msg = ("DataLoader has `num_workers=0`" if kw is not None else "DataLoader has no `num_workers`") + (
-                ": batches are loaded in the main process between GPU steps; use worker processes")
+                ": batches are loaded in the main process between GPU steps; use worker processes"
+            )
             ctx.report(call.node, msg, replacements=self._fix(ctx, call, info))
 
     @staticmethod
@@ -230,7 +235,11 @@ def _import_anchor(module: cst.Module):
     first_import = None
     for stmt in module.body:
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None
-        if isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name) and small.module.value == "__future__":
+        if (
+            isinstance(small, cst.ImportFrom)
+            and isinstance(small.module, cst.Name)
+            and small.module.value == "__future__"
+        ):
             continue
         if isinstance(small, cst.Import):
             if plain_run and stmt.leading_lines:

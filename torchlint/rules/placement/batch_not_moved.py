@@ -1,4 +1,5 @@
 """TL103 batch-not-moved."""
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Set, Tuple
@@ -85,7 +86,8 @@ class BatchNotMoved(Rule):
         _PRE + "def calc_loss(x, y, model, device):\n    x, y = x.to(device), y.to(device)\n"
         "    return crit(model(x), y)\nfor x, y in loader:\n    loss = calc_loss(x, y, model, device)\n",
         # a comprehension moves a dict batch
-        _PRE + "for batch in loader:\n    batch = {k: v.to(device) for k, v in batch.items()}\n    out = model(**batch)\n",
+        _PRE
+        + "for batch in loader:\n    batch = {k: v.to(device) for k, v in batch.items()}\n    out = model(**batch)\n",
         # a project-local DataLoader class
         "import torch\nclass DataLoader:\n    pass\ndevice = 'cuda'\nmodel = torch.nn.Linear(4, 2).to(device)\n"
         "loader = DataLoader()\nfor x, y in loader:\n    out = model(x)\n",
@@ -173,13 +175,24 @@ class BatchNotMoved(Rule):
         # `x, y = next(iter(loader))`
         for b in ctx.facts.bindings:
             if b.kind in ("assign", "annassign") and a.places.next_batch(b.value, b.site):
-                names = [x.name for x in ctx.facts.bindings if x.site.stmt is b.site.stmt and x.value is b.value
-                         and "." not in x.name]
+                names = [
+                    x.name
+                    for x in ctx.facts.bindings
+                    if x.site.stmt is b.site.stmt and x.value is b.value and "." not in x.name
+                ]
                 end = _scope_end(ctx, b.site.scope)
                 self._check_region(ctx, names, b.site.scope, b.site.order, end, anchor=b)
 
-    def _check_region(self, ctx: RuleContext, targets: List[str], scope, start: int, end: int,
-                      loop: Optional[Loop] = None, anchor=None) -> None:
+    def _check_region(
+        self,
+        ctx: RuleContext,
+        targets: List[str],
+        scope,
+        start: int,
+        end: int,
+        loop: Optional[Loop] = None,
+        anchor=None,
+    ) -> None:
         """Report the first use, between `start` and `end` in `scope`, of a batch
         name (or a name derived from one) that is still on the CPU where it meets
         a model on the device or a tensor on the device."""
@@ -216,7 +229,8 @@ class BatchNotMoved(Rule):
             if isinstance(parent, cst.BinaryOperation):
                 other = parent.right if parent.left is use.node else parent.left
                 if a.places.tensor_place(other, use.site) == DEVICE and self._still_on_cpu(
-                        a, use.node, use.site, use.node.value, start):
+                    a, use.node, use.site, use.node.value, start
+                ):
                     if use.node.value not in unmoved:
                         unmoved.append(use.node.value)
                     if use.node.value not in targets:
@@ -249,9 +263,13 @@ class BatchNotMoved(Rule):
             return False
         # `x.to(device)` as a statement (its result thrown away): TL105 reports that root cause.
         for call in a.helpers.calls_in_scope(site.scope):
-            if start < call.site.order < site.order and isinstance(call.site.stmt, cst.Expr) \
-                    and call.site.stmt.value is call.node and dotted_name(call.receiver) == name \
-                    and call.method in ("to", "cuda"):
+            if (
+                start < call.site.order < site.order
+                and isinstance(call.site.stmt, cst.Expr)
+                and call.site.stmt.value is call.node
+                and dotted_name(call.receiver) == name
+                and call.method in ("to", "cuda")
+            ):
                 return False
         # Handed to code we cannot see before this use (`to_device(batch)`, `move(x)`): it may be placed.
         for use in a.facts.uses_of(name):
@@ -262,8 +280,11 @@ class BatchNotMoved(Rule):
                 call = a.facts.call_of_arg(parent)
                 if call is None:
                     continue
-                if a.values.model_call(call) is not None or a.values.is_loss_call(call) \
-                        or (call.qualname or "").startswith("torch."):
+                if (
+                    a.values.model_call(call) is not None
+                    or a.values.is_loss_call(call)
+                    or (call.qualname or "").startswith("torch.")
+                ):
                     continue
                 fn = a.helpers.function(call)
                 if fn is not None and not a.helpers.summary(fn).moves:
@@ -290,7 +311,8 @@ class BatchNotMoved(Rule):
                 if call.method == "numpy" and root_name(call.receiver) in unmoved:
                     return None
                 if (call.qualname or "").split(".")[0] in ("numpy", "np") and any(
-                        root_name(x.value) in unmoved for x in call.node.args):
+                    root_name(x.value) in unmoved for x in call.node.args
+                ):
                     return None
         lines = []
         tensors = [n for n in unmoved if n not in dict_like]
@@ -301,8 +323,9 @@ class BatchNotMoved(Rule):
             if n in dict_like:
                 if torch is None:
                     return None
-                lines.append(f"{n} = {{k: v.to({device}) if isinstance(v, {torch}.Tensor) else v "
-                             f"for k, v in {n}.items()}}\n")
+                lines.append(
+                    f"{n} = {{k: v.to({device}) if isinstance(v, {torch}.Tensor) else v for k, v in {n}.items()}}\n"
+                )
         stmts = [cst.parse_statement(line) for line in lines]
         if loop is not None:
             body = loop.node.body

@@ -1,4 +1,5 @@
 """TL104 create-then-move."""
+
 from __future__ import annotations
 
 import re
@@ -22,8 +23,25 @@ from torchlint.rules.base import Invalid, Rule, RuleContext
 # `.to()` keywords that only matter for a copy; allocating in place makes them moot.
 _MOOT_KWARGS = frozenset({"non_blocking", "copy", "memory_format"})
 # Methods between the factory and the move that keep it a fresh, local tensor.
-_THROUGH = CHAIN_METHODS | {"expand", "expand_as", "repeat", "tril", "triu", "masked_fill", "masked_fill_",
-                            "mul", "mul_", "add", "add_", "div", "div_", "sub", "sub_", "clamp", "clamp_"}
+_THROUGH = CHAIN_METHODS | {
+    "expand",
+    "expand_as",
+    "repeat",
+    "tril",
+    "triu",
+    "masked_fill",
+    "masked_fill_",
+    "mul",
+    "mul_",
+    "add",
+    "add_",
+    "div",
+    "div_",
+    "sub",
+    "sub_",
+    "clamp",
+    "clamp_",
+}
 _WRAPPERS = VARIABLE | {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
 _EQ = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 
@@ -209,8 +227,9 @@ class CreateThenMove(Rule):
 
     # -- finding the factory ---------------------------------------------------------------
 
-    def _factory_under(self, ctx: RuleContext, expr: Optional[cst.BaseExpression], site: Site
-                       ) -> Tuple[Optional[Call], bool]:
+    def _factory_under(
+        self, ctx: RuleContext, expr: Optional[cst.BaseExpression], site: Site
+    ) -> Tuple[Optional[Call], bool]:
         """The allocating factory call `expr` is (through shape/dtype methods and
         Parameter/Variable wrappers), and whether the move can absorb it (no
         wrapper on the way)."""
@@ -231,8 +250,13 @@ class CreateThenMove(Rule):
             if self._is_allocating(ctx, call):
                 return call, direct
             q = call.qualname or ""
-            if q.startswith("torch.") and q.count(".") == 1 and call.positional and \
-                    isinstance(call.positional[0].value, cst.Call) and call.keyword("device") is None:
+            if (
+                q.startswith("torch.")
+                and q.count(".") == 1
+                and call.positional
+                and isinstance(call.positional[0].value, cst.Call)
+                and call.keyword("device") is None
+            ):
                 direct = False  # `torch.tril(torch.ones(n, n))`: an op on a fresh CPU tensor
                 expr = call.positional[0].value
                 continue
@@ -299,8 +323,11 @@ class CreateThenMove(Rule):
         """Replace the move call by its receiver with `device=` (and `dtype=`) in
         the factory; None when the move does more than that."""
         q = factory.qualname or ""
-        if q not in ACCEPTS_DEVICE or (q == "torch.normal" and factory.positional and not isinstance(
-                factory.positional[0].value, (cst.Integer, cst.Float))):
+        if q not in ACCEPTS_DEVICE or (
+            q == "torch.normal"
+            and factory.positional
+            and not isinstance(factory.positional[0].value, (cst.Integer, cst.Float))
+        ):
             return None
         device = ctx.analysis.places.move_target(move)
         if device is None:
@@ -326,8 +353,13 @@ class CreateThenMove(Rule):
         fixed = []
         for i, a in enumerate(new_args):
             last = i == len(new_args) - 1
-            comma = cst.MaybeSentinel.DEFAULT if last else (
-                a.comma if isinstance(a.comma, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            comma = (
+                cst.MaybeSentinel.DEFAULT
+                if last
+                else (
+                    a.comma if isinstance(a.comma, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                )
+            )
             fixed.append(a.with_changes(comma=comma))
         new_factory = factory.node.with_changes(args=fixed)
         if move.receiver is factory.node:

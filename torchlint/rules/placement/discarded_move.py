@@ -1,4 +1,5 @@
 """TL105 discarded-move."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -92,8 +93,7 @@ class DiscardedMove(Rule):
             name = dotted_name(call.receiver)
             if name is None or not self._is_tensor(a, call.receiver, site):
                 continue
-            assign = cst.Assign(targets=[cst.AssignTarget(call.receiver)], value=call.node,
-                                semicolon=stmt.semicolon)
+            assign = cst.Assign(targets=[cst.AssignTarget(call.receiver)], value=call.node, semicolon=stmt.semicolon)
             ctx.report(call.node, self.MESSAGE.format(name=name, method=call.method), replacements={stmt: assign})
 
     @staticmethod

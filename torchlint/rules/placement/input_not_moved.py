@@ -1,4 +1,5 @@
 """TL102 input-not-moved."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -7,9 +8,9 @@ from torchlint.analysis.facts import dotted_name
 from torchlint.analysis.places import CPU, DEVICE
 from torchlint.analysis.values import TOKENS
 from torchlint.analysis.vocabulary import ACCEPTS_DEVICE, NO_DEVICE_KWARG
-from torchlint.rules.nodes import call_with_to, with_keyword
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.nodes import call_with_to, with_keyword
 
 
 class InputNotMoved(Rule):
@@ -176,8 +177,11 @@ class InputNotMoved(Rule):
         creation = a.places.cpu_creation(expr)
         if creation is not None:
             return creation, None
-        if not isinstance(expr, cst.Name) or a.places.tensor_place(expr, site) != CPU and \
-                a.values.expr_kind(expr, site) != TOKENS:
+        if (
+            not isinstance(expr, cst.Name)
+            or a.places.tensor_place(expr, site) != CPU
+            and a.values.expr_kind(expr, site) != TOKENS
+        ):
             return None
         reaching = a.places.reaching(expr.value, site)
         if len(reaching) != 1 or reaching[0].kind not in ("assign", "annassign") or reaching[0].index is not None:
@@ -185,8 +189,10 @@ class InputNotMoved(Rule):
         b = reaching[0]
         if b.site.scope is not site.scope or _escapes_between(a, expr.value, b.site, site):
             return None
-        if any(c.method == "to" and dotted_name(c.receiver) == expr.value and b.site.order < c.site.order < site.order
-               for c in a.helpers.calls_in_scope(site.scope)):
+        if any(
+            c.method == "to" and dotted_name(c.receiver) == expr.value and b.site.order < c.site.order < site.order
+            for c in a.helpers.calls_in_scope(site.scope)
+        ):
             return None  # tokenizer output moves in place: `inputs.to(device)`
         creation = a.places.cpu_creation(b.value)
         return (creation, expr.value) if creation is not None else None
@@ -198,8 +204,11 @@ class InputNotMoved(Rule):
             return None
         node: cst.Call = creation.node
         q = creation.qualname or ""
-        if q in ACCEPTS_DEVICE and not (q == "torch.normal" and creation.positional and not isinstance(
-                creation.positional[0].value, (cst.Integer, cst.Float))):
+        if q in ACCEPTS_DEVICE and not (
+            q == "torch.normal"
+            and creation.positional
+            and not isinstance(creation.positional[0].value, (cst.Integer, cst.Float))
+        ):
             return {node: with_keyword(node, "device", cst.Name(device))}
         if q in NO_DEVICE_KWARG or a.values.is_tokenizer_call(creation):
             return {node: call_with_to(node, device)}

@@ -1,4 +1,5 @@
 """TL101 model-not-moved."""
+
 from __future__ import annotations
 
 import libcst as cst
@@ -7,9 +8,9 @@ from torchlint.analysis.facts import dotted_name
 from torchlint.analysis.places import ACCEL, CPU, DEVICE
 from torchlint.analysis.values import MODULE
 from torchlint.analysis.vocabulary import MODEL_NAME, MOVE_METHODS, STATELESS_LAYER
-from torchlint.rules.nodes import call_with_to
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.nodes import call_with_to
 
 
 class ModelNotMoved(Rule):
@@ -186,7 +187,8 @@ class ModelNotMoved(Rule):
             device = a.places.device_var(b.site)
             fix = {b.value: call_with_to(b.value, device)} if (crash or follow) and device and seen_class else None
             message = self.MESSAGE.format(name=b.name) + (
-                ", but its inputs are on the device: the forward fails with a device mismatch" if crash else "")
+                ", but its inputs are on the device: the forward fails with a device mismatch" if crash else ""
+            )
             ctx.report(ctor.node, message, replacements=fix)
 
     @staticmethod
@@ -246,8 +248,11 @@ class ModelNotMoved(Rule):
                 return None
             if arg.star == "**" and not _dict_without_device(a, arg.value, call.site):
                 return None
-            if arg.star == "*" or (arg.keyword is None and a.places.device_of(arg.value, call.site) == ACCEL
-                                   and not isinstance(arg.value, cst.Integer)):
+            if arg.star == "*" or (
+                arg.keyword is None
+                and a.places.device_of(arg.value, call.site) == ACCEL
+                and not isinstance(arg.value, cst.Integer)
+            ):
                 return None
         return call
 

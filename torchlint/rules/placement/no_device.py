@@ -1,4 +1,5 @@
 """TL100 no-device."""
+
 from __future__ import annotations
 
 import re
@@ -8,10 +9,10 @@ import libcst as cst
 
 from torchlint.analysis.facts import dotted_name
 from torchlint.analysis.vocabulary import ACCEPTS_DEVICE
-from torchlint.rules.nodes import call_with_to, with_keyword
-from torchlint.rules.placement.model_not_moved import ModelNotMoved
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.nodes import call_with_to, with_keyword
+from torchlint.rules.placement.model_not_moved import ModelNotMoved
 
 
 class NoDevice(Rule):
@@ -83,7 +84,8 @@ class NoDevice(Rule):
         "import torch\ndef make():\n    model = torch.nn.Linear(10, 2)\n    out = model(torch.randn(1, 10))\n"
         "    print(out.device)\n",
         # a device is selected: the CPU, on purpose
-        "import torch\ndevice = torch.device('cpu')\nmodel = torch.nn.Linear(10, 2).to(device)\nout = model(x)\n" + _SHOW,
+        "import torch\ndevice = torch.device('cpu')\nmodel = torch.nn.Linear(10, 2).to(device)\nout = model(x)\n"
+        + _SHOW,
         "import torch\ndevice = 'cpu'\nmodel = torch.nn.Linear(10, 2)\nout = model(x)\n" + _SHOW,
         # device code left commented out: the CPU is a choice
         "import torch\n# device = torch.device('cuda')\nmodel = torch.nn.Linear(10, 2)\nout = model(x)\n" + _SHOW,
@@ -150,10 +152,19 @@ class NoDevice(Rule):
                 continue
             if any(e.site.order > b.site.order or e.site.scope is not module_scope for e in events.get(b.name, [])):
                 continue
-            forwards = [c for c in facts.calls if self._runs(a, c, b.name)
-                        and (c.site.scope is module_scope or (c.site.scope.kind == "function"
-                                                              and c.site.scope.parent is module_scope
-                                                              and c.site.scope.name in runners))]
+            forwards = [
+                c
+                for c in facts.calls
+                if self._runs(a, c, b.name)
+                and (
+                    c.site.scope is module_scope
+                    or (
+                        c.site.scope.kind == "function"
+                        and c.site.scope.parent is module_scope
+                        and c.site.scope.name in runners
+                    )
+                )
+            ]
             if not forwards:
                 continue
             ctx.report(ctor.node, self.MESSAGE.format(name=b.name), replacements=self._fix(ctx, b, forwards, runners))
@@ -172,8 +183,11 @@ class NoDevice(Rule):
         the GPU to matter."""
         for use in ctx.facts.uses:
             parent = use.site.parent
-            if isinstance(parent, cst.Attribute) and parent.value is use.node and parent.attr.value in (
-                    "device", "is_cuda"):
+            if (
+                isinstance(parent, cst.Attribute)
+                and parent.value is use.node
+                and parent.attr.value in ("device", "is_cuda")
+            ):
                 return True
         for call in ctx.facts.calls:
             q = call.qualname or ""
@@ -199,7 +213,8 @@ class NoDevice(Rule):
         a = ctx.analysis
         facts = ctx.facts
         scopes = {id(facts.module_scope.node)} | {
-            id(f.scope.node) for f in facts.functions if f.name in runners and f.scope.parent is facts.module_scope}
+            id(f.scope.node) for f in facts.functions if f.name in runners and f.scope.parent is facts.module_scope
+        }
         in_script = [c for c in facts.calls if id(c.site.scope.node) in scopes]
         if any(c.method == "numpy" or (c.qualname or "").split(".")[0] in ("numpy", "matplotlib") for c in in_script):
             return None  # host-only code would meet device tensors
@@ -218,8 +233,10 @@ class NoDevice(Rule):
             if not a.values.is_loss_call(call):
                 continue
             for arg in call.node.args:
-                if not (self._is_output(a, arg.value, call.site, outputs)
-                        or self._movable(a, arg.value, call.site, creations, loops)):
+                if not (
+                    self._is_output(a, arg.value, call.site, outputs)
+                    or self._movable(a, arg.value, call.site, creations, loops)
+                ):
                     return None
         anchor = self._import_anchor(ctx, b)
         if anchor is None:
@@ -273,8 +290,9 @@ class NoDevice(Rule):
             return id(expr) in outputs
         if isinstance(expr, cst.Name):
             reaching = a.places.reaching(expr.value, site)
-            return bool(reaching) and all(isinstance(r.value, cst.Call) and id(r.value) in outputs and r.index is None
-                                          for r in reaching)
+            return bool(reaching) and all(
+                isinstance(r.value, cst.Call) and id(r.value) in outputs and r.index is None for r in reaching
+            )
         return False
 
     @staticmethod
@@ -287,16 +305,19 @@ class NoDevice(Rule):
             if site is None or site.order > b.site.order:
                 break
             if isinstance(stmt, cst.SimpleStatementLine) and all(
-                    isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+            ):
                 anchor = stmt
         return anchor
 
 
 def _inside_creation(a, call) -> bool:
     """A factory nested in another creation's arguments (`torch.tensor(torch.zeros(2))`)."""
-    return isinstance(call.site.parent, cst.Arg) and a.facts.call_of_arg(call.site.parent) is not None and \
-        a.places.cpu_creation(a.facts.call_of_arg(call.site.parent).node) is not None
+    return (
+        isinstance(call.site.parent, cst.Arg)
+        and a.facts.call_of_arg(call.site.parent) is not None
+        and a.places.cpu_creation(a.facts.call_of_arg(call.site.parent).node) is not None
+    )
 
 
-_DELIBERATE_CPU = re.compile(r"^[ \t]*#.*(\.cuda\(|\.to\(\s*['\"]?(cuda|device)|torch\.device\(|\bdevice\s*=)",
-                             re.M)
+_DELIBERATE_CPU = re.compile(r"^[ \t]*#.*(\.cuda\(|\.to\(\s*['\"]?(cuda|device)|torch\.device\(|\bdevice\s*=)", re.M)

@@ -1,4 +1,5 @@
 """TL501 legacy-profiler."""
+
 from __future__ import annotations
 
 from typing import List, Optional
@@ -110,8 +111,10 @@ class LegacyProfiler(Rule):
         ),
         Invalid("from torch.autograd import profiler\nwith profiler.profile(use_cuda=True):\n    run()\n", line=2),
         # printed: the new profiler prints no table, so no fix
-        Invalid("import torch\nwith torch.autograd.profiler.profile(use_cuda=True) as prof:\n    run()\nprint(prof)\n",
-                line=2),
+        Invalid(
+            "import torch\nwith torch.autograd.profiler.profile(use_cuda=True) as prof:\n    run()\nprint(prof)\n",
+            line=2,
+        ),
     )
 
     def check(self, ctx: RuleContext) -> None:
@@ -138,8 +141,7 @@ class LegacyProfiler(Rule):
             name = arg.keyword.value if arg.keyword else None
             if name == "use_cuda" and isinstance(arg.value, cst.Name) and arg.value.value == "True":
                 return True
-            if name == "use_device" and isinstance(arg.value, cst.SimpleString) and \
-                    arg.value.evaluated_value == "cuda":
+            if name == "use_device" and isinstance(arg.value, cst.SimpleString) and arg.value.evaluated_value == "cuda":
                 return True
         return False
 
@@ -162,16 +164,19 @@ class LegacyProfiler(Rule):
             else:
                 return None
         acts = ["CPU", "CUDA"] if use_cuda else ["CPU"]
-        activities = cst.parse_expression(
-            "[" + ", ".join(f"{torch}.profiler.ProfilerActivity.{a}" for a in acts) + "]"
+        activities = cst.parse_expression("[" + ", ".join(f"{torch}.profiler.ProfilerActivity.{a}" for a in acts) + "]")
+        kept.append(
+            cst.Arg(
+                activities,
+                keyword=cst.Name("activities"),
+                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+            )
         )
-        kept.append(cst.Arg(activities, keyword=cst.Name("activities"),
-                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
         return call.node.with_changes(func=cst.parse_expression(f"{torch}.profiler.profile"), args=kept)
 
     @staticmethod
     def _result_uses(ctx: RuleContext, call: Call) -> str:
-        """"safe": the result is bound by `with ... as name` and only
+        """ "safe": the result is bound by `with ... as name` and only
         `name.key_averages()` / `name.export_chrome_trace()` read it (or it is not
         bound); "unsafe": other attributes are read (their meaning differs);
         "other": the profiler object itself is printed, formatted or handed on

@@ -1,4 +1,5 @@
 """TL401 sync-in-loop."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -177,9 +178,12 @@ class SyncInLoop(Rule):
                 # Inside a same-file helper: report where the loop calls it, every iteration.
                 if id(hot.call.node) not in via_calls and not a.roles.excluded(hot.call.site):
                     via_calls.add(id(hot.call.node))
-                    ctx.report(hot.call.node, f"`{hot.via}()` reads a device tensor on the host ({what[0]}) and "
-                                              "is called every iteration of the loop: each call syncs host and "
-                                              "device; keep values on the device and convert once after the loop")
+                    ctx.report(
+                        hot.call.node,
+                        f"`{hot.via}()` reads a device tensor on the host ({what[0]}) and "
+                        "is called every iteration of the loop: each call syncs host and "
+                        "device; keep values on the device and convert once after the loop",
+                    )
                 continue
             fix = self._accumulation_fix(ctx, call, hot) if call.method == "item" else None
             ctx.report(call.node, self._message(what[0], hot), replacements=fix)
@@ -209,8 +213,10 @@ class SyncInLoop(Rule):
     @staticmethod
     def _message(what: str, hot: HotContext) -> str:
         where = f"in `{hot.via}`, called every iteration of a loop" if hot.via else "every iteration of the loop"
-        return (f"{what} syncs host and device {where}; keep values on the device and convert "
-                "once after the loop, or only every N steps (`if step % N == 0:`)")
+        return (
+            f"{what} syncs host and device {where}; keep values on the device and convert "
+            "once after the loop, or only every N steps (`if step % N == 0:`)"
+        )
 
     @staticmethod
     def _sync_kind(a, call: Call):
@@ -239,8 +245,7 @@ class SyncInLoop(Rule):
     @staticmethod
     def _tensor_condition(a, test: cst.BaseExpression, site: Site) -> Optional[cst.CSTNode]:
         if isinstance(test, cst.BooleanOperation):
-            return (SyncInLoop._tensor_condition(a, test.left, site)
-                    or SyncInLoop._tensor_condition(a, test.right, site))
+            return SyncInLoop._tensor_condition(a, test.left, site) or SyncInLoop._tensor_condition(a, test.right, site)
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             return SyncInLoop._tensor_condition(a, test.expression, site)
         if isinstance(test, cst.Comparison):
@@ -262,10 +267,13 @@ class SyncInLoop(Rule):
         """`total += t.item()` in the loop and `total` read after it: accumulate
         `t.detach().float()` (float32, whatever the model's dtype) and convert
         where `total` is read."""
-        a = ctx.analysis
         stmt = call.site.stmt
-        if not (isinstance(stmt, cst.AugAssign) and isinstance(stmt.operator, cst.AddAssign)
-                and stmt.value is call.node and isinstance(stmt.target, cst.Name)):
+        if not (
+            isinstance(stmt, cst.AugAssign)
+            and isinstance(stmt.operator, cst.AddAssign)
+            and stmt.value is call.node
+            and isinstance(stmt.target, cst.Name)
+        ):
             return None
         loop: Optional[Loop] = call.site.loop
         if loop is None or hot.via is not None:

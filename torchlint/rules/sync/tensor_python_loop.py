@@ -1,4 +1,5 @@
 """TL402 tensor-python-loop."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -77,8 +78,7 @@ class TensorPythonLoop(Rule):
     )
     INVALID = (
         Invalid("import torch\nt = torch.randn(8, 3)\nfor row in t:\n    total = row.sum()\n", line=3),
-        Invalid("import torch\nt = torch.randn(8, 3)\nfor i in range(t.shape[0]):\n    y = torch.relu(t[i])\n",
-                line=3),
+        Invalid("import torch\nt = torch.randn(8, 3)\nfor i in range(t.shape[0]):\n    y = torch.relu(t[i])\n", line=3),
         Invalid(
             "import torch\ndef f(batch):\n    for item in batch:\n        out.append(item.mean())\n"
             "x = torch.randn(4, 2)\nf(x)\n",
@@ -109,12 +109,21 @@ class TensorPythonLoop(Rule):
             tensor, names, indexed = found
             if any(a.values.model_call(c) is not None for c in a.loops.calls_in(loop)):
                 continue  # a model per element: a recurrence or a dispatch over groups, not element work
-            uses = [u for u in ctx.facts.uses if u.node.value in names and u.site.scope is loop.scope
-                    and loop.contains(u.site.order) and u.site.order > loop.order]
+            uses = [
+                u
+                for u in ctx.facts.uses
+                if u.node.value in names
+                and u.site.scope is loop.scope
+                and loop.contains(u.site.order)
+                and u.site.order > loop.order
+            ]
             if self._small_work(ctx, uses, tensor if indexed else None):
                 what = "index loop over" if indexed else "loop over the elements of"
-                ctx.report(node, f"Python {what} tensor `{tensor}` does tensor work (or a host read) per "
-                                 "element; vectorize it (one op over the whole tensor)")
+                ctx.report(
+                    node,
+                    f"Python {what} tensor `{tensor}` does tensor work (or a host read) per "
+                    "element; vectorize it (one op over the whole tensor)",
+                )
         self._comprehensions(ctx)
 
     def _comprehensions(self, ctx: RuleContext) -> None:
@@ -139,8 +148,11 @@ class TensorPythonLoop(Rule):
             uses = [u for u in ctx.facts.uses if u.node.value in names and _inside(ctx, u.node, comp)]
             if self._small_work(ctx, uses, None):
                 seen.add(id(comp))
-                ctx.report(comp, f"Comprehension over the elements of tensor `{tensor}` reads or computes per "
-                                 "element; vectorize it (one op over the whole tensor)")
+                ctx.report(
+                    comp,
+                    f"Comprehension over the elements of tensor `{tensor}` reads or computes per "
+                    "element; vectorize it (one op over the whole tensor)",
+                )
 
     def _elements(self, ctx: RuleContext, it: cst.BaseExpression, target: cst.BaseExpression, site):
         """(tensor code, element names, indexed?) when the loop walks a tensor's elements."""
@@ -150,13 +162,21 @@ class TensorPythonLoop(Rule):
         if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and not ctx.facts.bindings_of(it.func.value):
             fname = it.func.value
             args = [x.value for x in it.args if x.keyword is None and not x.star]
-            if fname == "enumerate" and len(args) == 1 and isinstance(target, cst.Tuple) and \
-                    len(target.elements) == 2 and isinstance(target.elements[1].value, cst.Name) and \
-                    self._is_element_tensor(a, args[0], site):
+            if (
+                fname == "enumerate"
+                and len(args) == 1
+                and isinstance(target, cst.Tuple)
+                and len(target.elements) == 2
+                and isinstance(target.elements[1].value, cst.Name)
+                and self._is_element_tensor(a, args[0], site)
+            ):
                 return ctx.code(args[0]), {target.elements[1].value.value}, False
             if fname == "zip" and isinstance(target, cst.Tuple) and len(target.elements) == len(args):
-                pairs = [(el.value, arg) for el, arg in zip(target.elements, args)
-                         if isinstance(el.value, cst.Name) and self._is_element_tensor(a, arg, site)]
+                pairs = [
+                    (el.value, arg)
+                    for el, arg in zip(target.elements, args)
+                    if isinstance(el.value, cst.Name) and self._is_element_tensor(a, arg, site)
+                ]
                 if pairs:
                     return ctx.code(pairs[0][1]), {el.value for el, _ in pairs}, False
             if fname == "range" and len(args) == 1 and isinstance(target, cst.Name):
@@ -172,14 +192,20 @@ class TensorPythonLoop(Rule):
         loop = ctx.analysis.loops.loop_for(site.stmt) if site.stmt is not None else None
         if loop is None:
             return False
-        return any(_tensor_element(ctx, use) is not None for use in ctx.facts.uses_of(var)
-                   if use.site.scope is site.scope and loop.order < use.site.order <= loop.end_order)
+        return any(
+            _tensor_element(ctx, use) is not None
+            for use in ctx.facts.uses_of(var)
+            if use.site.scope is site.scope and loop.order < use.site.order <= loop.end_order
+        )
 
     @staticmethod
     def _is_element_tensor(a, expr, site) -> bool:
         """A tensor (not a model's output, which may be a tuple, nor split chunks)."""
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in (
-                "split", "chunk", "unbind", "parameters", "named_parameters"):
+        if (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in ("split", "chunk", "unbind", "parameters", "named_parameters")
+        ):
             return False
         return a.places.is_tensor(expr, site) and not a.places.is_forward_output(expr, site)
 
@@ -187,11 +213,18 @@ class TensorPythonLoop(Rule):
     def _range_over(a, arg: cst.BaseExpression, site) -> Optional[str]:
         """`range(len(t))`, `range(t.shape[0])`, `range(t.size(0))`: the name `t`."""
         t = None
-        if isinstance(arg, cst.Call) and isinstance(arg.func, cst.Name) and arg.func.value == "len" and len(arg.args) == 1:
+        if (
+            isinstance(arg, cst.Call)
+            and isinstance(arg.func, cst.Name)
+            and arg.func.value == "len"
+            and len(arg.args) == 1
+        ):
             t = arg.args[0].value
             if a.places.is_forward_output(t, site):
                 return None  # `len()` of a model output: it may be a tuple
-        elif isinstance(arg, cst.Subscript) and isinstance(arg.value, cst.Attribute) and arg.value.attr.value == "shape":
+        elif (
+            isinstance(arg, cst.Subscript) and isinstance(arg.value, cst.Attribute) and arg.value.attr.value == "shape"
+        ):
             t = arg.value.value
         elif isinstance(arg, cst.Call) and isinstance(arg.func, cst.Attribute) and arg.func.attr.value == "size":
             t = arg.func.value
@@ -215,8 +248,12 @@ class TensorPythonLoop(Rule):
             if _is_element_work(ctx, sub):
                 return True
             stmt = use.site.stmt
-            if isinstance(stmt, cst.Assign) and stmt.value is sub and len(stmt.targets) == 1 and \
-                    isinstance(stmt.targets[0].target, cst.Name):
+            if (
+                isinstance(stmt, cst.Assign)
+                and stmt.value is sub
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0].target, cst.Name)
+            ):
                 derived.add((stmt.targets[0].target.value, use.site.order))
         for name, order in derived:
             for use in ctx.facts.uses_of(name):
@@ -248,7 +285,11 @@ def _is_element_work(ctx: RuleContext, node: cst.CSTNode) -> bool:
         if call is None:
             return False
         func = call.node.func
-        if isinstance(func, cst.Name) and func.value in ("int", "float", "bool") and not ctx.facts.bindings_of(func.value):
+        if (
+            isinstance(func, cst.Name)
+            and func.value in ("int", "float", "bool")
+            and not ctx.facts.bindings_of(func.value)
+        ):
             return True
         if (call.qualname or "").startswith("torch."):
             return True
