@@ -66,4 +66,4 @@ class Analysis:
 
     @cached_property
     def loaders(self) -> Loaders:
-        return Loaders(self.facts, self.values, self.helpers)
+        return Loaders(self.facts, self.values, self.helpers, self.places)

@@ -313,7 +313,7 @@ class Grad:
         """Why this forward runs for inference (None: it does not, or we can't tell)."""
         call = mc.call
         site = call.site
-        if self.roles.excluded(site):
+        if self.roles.excluded(site) or self._checked(call):
             return None
         if self._untrained(mc):
             return None  # a freshly built model nobody trains or loads: a demo, not inference
@@ -378,6 +378,17 @@ class Grad:
                 return False
         return True
 
+    def _checked(self, call: Call) -> bool:
+        """The forward's result is checked, not used: an `assert` or a
+        `torch.testing.assert_*` call (a correctness test)."""
+        if isinstance(call.site.stmt, cst.Assert):
+            return True
+        parent = call.site.parent
+        holder = self.facts.call_of_arg(parent) if isinstance(parent, cst.Arg) else None
+        return holder is not None and (
+            (holder.qualname or "").startswith("torch.testing.") or (holder.method or "").startswith("assert")
+        )
+
     def _function_runs(self, site: Site) -> bool:
         """Module-level code, or a function that is called somewhere in the file."""
         fn_scope = site.scope.function
@@ -398,6 +409,12 @@ class Grad:
                 if len(bs) != 1 or bs[0].value is None:
                     return False
                 expr = bs[0].value
+                if (
+                    bs[0].index is not None
+                    and isinstance(expr, (cst.Tuple, cst.List))
+                    and bs[0].index < len(expr.elements)
+                ):
+                    expr = expr.elements[bs[0].index].value  # `x, y = torch.randn(...), torch.randn(...)`
             if not (
                 isinstance(expr, cst.Call)
                 and (self.facts.qualname(expr.func) or "").startswith(

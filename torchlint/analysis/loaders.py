@@ -12,6 +12,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import Binding, Call, Facts, Function, Site, dotted_name
 from torchlint.analysis.helpers import Helpers, is_move_call
+from torchlint.analysis.places import DEVICE, Places
 from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import DATALOADER, NON_PLACING, PLACING_NAME, TENSOR_DATASET
 
@@ -42,10 +43,11 @@ class LoaderInfo:
 
 
 class Loaders:
-    def __init__(self, facts: Facts, values: Values, helpers: Helpers) -> None:
+    def __init__(self, facts: Facts, values: Values, helpers: Helpers, places: Places) -> None:
         self.facts = facts
         self.values = values
         self.helpers = helpers
+        self.places = places
         self._info: Dict[int, LoaderInfo] = {}
 
     def calls(self) -> Iterator[Call]:
@@ -290,8 +292,9 @@ class Loaders:
         return "sampled" if sampled else "elsewhere"
 
     def _loop_moves(self, site: Site) -> bool:
-        """The `for` at `site` moves a batch to a device, or hands one to a helper
-        that does (or to code we cannot see)."""
+        """The `for` at `site` moves a batch to a device, hands one to a helper
+        that does (or to code we cannot see), or feeds one to a model on the
+        device (the batch must go there: TL103's case)."""
         node = site.stmt
         names = {n for n in _target_names(node.target)} if isinstance(node, cst.For) else set()
         for call in self.facts.calls:
@@ -313,6 +316,9 @@ class Loaders:
                 or (isinstance(a.value, cst.Subscript) and dotted_name(a.value.value) in names)
                 for a in call.node.args
             ):
+                forward = self.values.model_call(call)
+                if forward is not None and self.places.model_place(forward.model, call.site) == DEVICE:
+                    return True
                 fn = self.helpers.function(call)
                 builtin = isinstance(call.node.func, cst.Name) and call.node.func.value in NON_PLACING
                 if (

@@ -128,6 +128,7 @@ class Places:
         self._events: Optional[Dict[str, List[Event]]] = None
         self._device_names: Optional[List[str]] = None
         self._accelerator: Optional[bool] = None
+        self._called: Optional[Set[str]] = None
         roots = {q.split(".", 1)[0] for q in facts.aliases.values()}
         self.framework = bool(roots & FRAMEWORKS)
         self.xla = bool(roots & XLA_PACKAGES)
@@ -881,7 +882,15 @@ class Places:
                 )
         return out
 
+    def _called_names(self) -> Set[str]:
+        """Names (and dotted names) the file calls: callables, never tensors."""
+        if self._called is None:
+            self._called = {n for n in (dotted_name(c.node.func) for c in self.facts.calls) if n}
+        return self._called
+
     def _name_place(self, name: str, site: Site) -> Optional[str]:
+        if name in self._called_names():
+            return None  # `m = fetch().cuda()` then `m(x)`: a model, not a tensor
         if "." in name:
             bindings = self.facts.bindings_of(name)
         else:

@@ -201,9 +201,16 @@ class MissingNoGrad(Rule):
     @staticmethod
     def _inference_method(a, call: Call) -> bool:
         """A model's own `predict`/`generate`/`sample`-style method (not `forward`)
-        that the file calls: an inference entry point."""
+        that the file calls from outside the model (a VAE's `decode`, also called
+        by its `forward` in training, is part of the model)."""
         fn = a.grad.inference_function(call.site)
-        return fn is not None and fn.name != "forward" and bool(a.values.callers(fn))
+        if fn is None or fn.name == "forward":
+            return False
+        callers = a.values.callers(fn)
+        cls = fn.scope.parent
+        return bool(callers) and not any(
+            cls is not None and any(s is cls for s in c.site.scope.chain()) for c in callers
+        )
 
     def _evaluation_helpers(self, ctx: RuleContext, reported):
         """Calls of a same-file helper that runs a model over a loader without

@@ -22,7 +22,7 @@ class LoaderNoPinMemory(Rule):
     Not flagged: loaders whose `collate_fn` we cannot see into, or that
     places batches on the device itself (pinning a CUDA tensor raises),
     datasets whose items are already on the device, loaders iterated here
-    whose batches are never moved to the device, loaders that are never used,
+    whose batches are never moved to the device nor fed to a model on it, loaders that are never used,
     calls passing `**kwargs` that could carry `pin_memory`, TPU/XLA code
     (pinned memory is CUDA advice), unit tests, export and benchmark code.
 
@@ -120,6 +120,14 @@ class LoaderNoPinMemory(Rule):
             "x = torch.zeros(1).cuda()\n",
             fixed="import torch\nfrom torch.utils.data import DataLoader\ndef get_loader(ds):\n"
             "    return DataLoader(ds, pin_memory=torch.cuda.is_available())\nx = torch.zeros(1).cuda()\n",
+            line=4,
+        ),
+        # batches fed unmoved to a model on the device (TL103's case): once moved, pinning pays
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader\nmodel = Net().cuda()\nloader = DataLoader(ds)\n"
+            "for x, y in loader:\n    out = model(x)\n",
+            fixed="import torch\nfrom torch.utils.data import DataLoader\nmodel = Net().cuda()\n"
+            "loader = DataLoader(ds, pin_memory=torch.cuda.is_available())\nfor x, y in loader:\n    out = model(x)\n",
             line=4,
         ),
         # no `import torch`: reported, no fix

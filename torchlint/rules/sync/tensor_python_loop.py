@@ -10,6 +10,23 @@ from torchlint.analysis.facts import dotted_name
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
 _NOT_WORK_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "requires_grad", "is_cuda"})
+# Copying a row to the host to hand it to Python code (decoding tokens, building
+# references) is the point of such loops, not per-element tensor work.
+_HOST_COPIES = frozenset({"tolist", "cpu", "numpy"})
+# Operations whose work scales with another tensor: an element that drives one is a
+# group in a dispatch (a direction, an expert), not a small per-element step.
+_BIG_OPS = frozenset(
+    {
+        "torch.matmul",
+        "torch.mm",
+        "torch.bmm",
+        "torch.einsum",
+        "torch.nn.functional.linear",
+        "torch.nn.functional.conv2d",
+        "torch.nn.functional.conv1d",
+        "torch.cdist",
+    }
+)
 
 
 class TensorPythonLoop(Rule):
@@ -109,6 +126,8 @@ class TensorPythonLoop(Rule):
             tensor, names, indexed = found
             if any(a.values.model_call(c) is not None for c in a.loops.calls_in(loop)):
                 continue  # a model per element: a recurrence or a dispatch over groups, not element work
+            if self._drives_big_op(ctx, loop):
+                continue  # a matmul per element: a dispatch over a few groups
             uses = [
                 u
                 for u in ctx.facts.uses
@@ -125,6 +144,18 @@ class TensorPythonLoop(Rule):
                     "element; vectorize it (one op over the whole tensor)",
                 )
         self._comprehensions(ctx)
+
+    @staticmethod
+    def _drives_big_op(ctx: RuleContext, loop) -> bool:
+        """The loop body multiplies whole matrices (`x @ w[i]`, `torch.matmul`)."""
+        if any(c.qualname in _BIG_OPS for c in ctx.analysis.loops.calls_in(loop)):
+            return True
+        for use in ctx.facts.uses:
+            if use.site.scope is loop.scope and loop.contains(use.site.order):
+                parent = use.site.parent
+                if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.MatrixMultiply):
+                    return True
+        return False
 
     def _comprehensions(self, ctx: RuleContext) -> None:
         """`[int(i) for i in t]`, `[i for i, w in enumerate(t) if w != end]`."""
@@ -275,7 +306,7 @@ def _tensor_element(ctx: RuleContext, use) -> Optional[cst.Subscript]:
 def _is_element_work(ctx: RuleContext, node: cst.CSTNode) -> bool:
     parent = ctx.facts.parent_of(node)
     if isinstance(parent, cst.Attribute) and parent.value is node:
-        return parent.attr.value not in _NOT_WORK_ATTRS
+        return parent.attr.value not in _NOT_WORK_ATTRS and parent.attr.value not in _HOST_COPIES
     if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget, cst.UnaryOperation)):
         return not _index_arithmetic(ctx, parent)
     if isinstance(parent, cst.Subscript) and parent.value is node:
