@@ -9,7 +9,7 @@ comparison of two integers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Tuple, Union
+from typing import Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import libcst as cst
 
@@ -312,7 +312,7 @@ def _target_names(target: cst.BaseExpression) -> List[Tuple[str, Optional[int], 
         name = dotted_name(target)
         return [(name, None, target)] if name else []
     if isinstance(target, (cst.Tuple, cst.List)):
-        out = []
+        out: List[Tuple[str, Optional[int], cst.CSTNode]] = []
         for i, el in enumerate(target.elements):
             value = el.value
             if isinstance(el, cst.StarredElement):
@@ -355,7 +355,9 @@ class _Collector(cst.CSTVisitor):
         self.region: Tuple[Tuple[cst.CSTNode, str], ...] = ()
         self.region_owners: List[int] = []  # ids of the nodes that opened each region entry
         self.store_names: set = set()  # ids of Name nodes that are binding targets
-        self._dispatch_cache: Dict[type, Tuple[bool, object, object]] = {}
+        self._dispatch_cache: Dict[
+            type, Tuple[bool, Optional[Callable[..., object]], Optional[Callable[..., object]]]
+        ] = {}
 
     # -- plumbing --------------------------------------------------------
 
@@ -371,7 +373,7 @@ class _Collector(cst.CSTVisitor):
             region=self.region,
         )
 
-    def _dispatch(self, cls: type) -> Tuple[bool, object, object]:
+    def _dispatch(self, cls: type) -> Tuple[bool, Optional[Callable[..., object]], Optional[Callable[..., object]]]:
         # (is a statement, visit_<Type> or None, leave_<Type> or None), per node type:
         # CSTVisitor's own on_visit/on_leave build the method name on every node.
         visit = own_method(type(self), "visit_" + cls.__name__)
@@ -564,7 +566,7 @@ class _Collector(cst.CSTVisitor):
 
     # -- regions (which block of a compound statement a node sits in) ------
 
-    _PARTS = {
+    _PARTS: Dict[Tuple[type, type], str] = {
         (cst.IndentedBlock, cst.If): "body",
         (cst.SimpleStatementSuite, cst.If): "body",
         (cst.IndentedBlock, cst.For): "body",
@@ -585,7 +587,9 @@ class _Collector(cst.CSTVisitor):
     }
 
     def _enter_region(self, node: cst.CSTNode) -> None:
-        owner = self.parents[-2] if len(self.parents) > 1 else None
+        if len(self.parents) < 2:
+            return
+        owner = self.parents[-2]
         part = self._PARTS.get((type(node), type(owner)))
         if part is None:
             return

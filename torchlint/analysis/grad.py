@@ -315,7 +315,7 @@ class Grad:
         site = call.site
         if self.roles.excluded(site) or self._checked(call):
             return None
-        if self._untrained(mc):
+        if self.untrained(mc):
             return None  # a freshly built model nobody trains or loads: a demo, not inference
         loop = self.roles.work_loop(site)
         inner = self.roles.work_loop(site, innermost=True)
@@ -346,7 +346,7 @@ class Grad:
             return "a pretrained model in a script that never trains"
         return None
 
-    def _untrained(self, mc: ModelCall) -> bool:
+    def untrained(self, mc: ModelCall) -> bool:
         """The model is built here with random weights, never given trained ones,
         in a file that never trains."""
         if any(self.values.is_train_call(c) for c in self.facts.calls):

@@ -114,8 +114,8 @@ class Helpers:
                     if root in derived:
                         moves.add(derived[root])
             elif inner is None and _places_by_name(call):
-                for arg in call.node.args:
-                    root = root_name(arg.value)
+                for a in call.node.args:
+                    root = root_name(a.value)
                     if root in derived:
                         moves.add(derived[root])
         returns = self.facts.returns_of(fn)

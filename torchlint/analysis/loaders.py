@@ -106,14 +106,8 @@ class Loaders:
         if ds.qualname in TENSOR_DATASET:
             if any(self._places_value(a.value, ds.site) for a in ds.node.args):
                 return PLACES, True
-            if (
-                all(
-                    self._literal_size(a.value, ds.site) is not None
-                    and self._literal_size(a.value, ds.site) <= TINY_DATASET
-                    for a in ds.positional
-                )
-                and ds.positional
-            ):
+            sizes = [self._literal_size(a.value, ds.site) for a in ds.positional]
+            if sizes and all(s is not None and s <= TINY_DATASET for s in sizes):
                 return TINY, True
             return IN_MEMORY, True
         if (ds.qualname or "").startswith("torchvision.datasets."):
@@ -137,16 +131,16 @@ class Loaders:
 
     def _literal_size(self, expr: cst.BaseExpression, site: Site) -> Optional[int]:
         """The number of samples of literal data (`[[1.0], [2.0]]`, `torch.tensor([...])`)."""
-        expr = self._resolve(expr, site)
-        if isinstance(expr, cst.Call) and self.facts.qualname(expr.func) in (
+        data = self._resolve(expr, site)
+        if isinstance(data, cst.Call) and self.facts.qualname(data.func) in (
             "torch.tensor",
             "torch.Tensor",
             "torch.FloatTensor",
             "torch.LongTensor",
         ):
-            expr = expr.args[0].value if expr.args else None
-        if isinstance(expr, (cst.List, cst.Tuple)):
-            return len(expr.elements)
+            data = data.args[0].value if data.args else None
+        if isinstance(data, (cst.List, cst.Tuple)):
+            return len(data.elements)
         return None
 
     def _places_value(self, expr: cst.BaseExpression, site: Site) -> bool:
@@ -276,7 +270,11 @@ class Loaders:
             if isinstance(parent, cst.Arg):
                 outer = self.facts.call_of_arg(parent)
                 name = dotted_name(outer.node.func) if outer is not None else None
-                if name == "iter" and isinstance(self.facts.parent_of(outer.node), (cst.Arg, cst.Attribute)):
+                if (
+                    outer is not None
+                    and name == "iter"
+                    and isinstance(self.facts.parent_of(outer.node), (cst.Arg, cst.Attribute))
+                ):
                     sampled = True  # `next(iter(loader))`, `iter(loader).next()`
                     continue
                 if name in ("enumerate", "tqdm", "len", "zip", "iter") or (name or "").startswith("tqdm"):

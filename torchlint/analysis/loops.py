@@ -204,9 +204,10 @@ class Loops:
             and b.kind in ("assign", "augassign", "annassign")
             and b.value is not None
         ]
-        outputs = {b.name for b in bindings if any(_contains(b.value, c.node) for c in forwards)}
+        values = [(b.name, b.value) for b in bindings if b.value is not None]
+        outputs = {name for name, value in values if any(_contains(value, c.node) for c in forwards)}
         for _ in range(2):
-            outputs |= {b.name for b in bindings if _mentions(b.value, outputs)}
+            outputs |= {name for name, value in values if _mentions(value, outputs)}
         for call in forwards:
             for arg in call.node.args:
                 if isinstance(arg.value, cst.Name) and arg.value.value in outputs:

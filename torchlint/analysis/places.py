@@ -1039,10 +1039,10 @@ class Places:
         if isinstance(expr, cst.Call):
             call = self.facts.call_for(expr)
             return call is not None and self.values.call_kind(call) == LOADER and call.keyword("collate_fn") is None
-        name = dotted_name(expr)
-        if name is None or PLACING_NAME.search(name):
+        loader = dotted_name(expr)
+        if loader is None or PLACING_NAME.search(loader):
             return False
-        return self._loader_name(name, site, 0)
+        return self._loader_name(loader, site, 0)
 
     def _loader_name(self, name: str, site: Site, depth: int) -> bool:
         """Every binding of `name` is a torch DataLoader without a custom

@@ -122,8 +122,9 @@ class Roles:
             for fn in self.facts.functions:
                 if fn.name != "<lambda>" and BENCHMARK_NAME.search(fn.name) and not self._function_trains(fn):
                     scopes.add(id(fn.scope.node))
-            if tool_calls and not any(self.values.is_train_call(c) for c in self.facts.calls):
-                scopes.add(id(self.facts.module_scope.node))
+            module = self.facts.module_scope
+            if module is not None and tool_calls and not any(self.values.is_train_call(c) for c in self.facts.calls):
+                scopes.add(id(module.node))
             self._tooling_scopes = scopes
         return any(id(s.node) in self._tooling_scopes for s in site.scope.chain())
 

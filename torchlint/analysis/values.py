@@ -411,7 +411,7 @@ class Values:
             return False
         for b in self.bindings_for(name, site):
             if b.kind in ("assign", "annassign") and isinstance(b.value, cst.Call):
-                inner = b.value
+                inner: cst.BaseExpression = b.value
                 while (
                     isinstance(inner, cst.Call)
                     and isinstance(inner.func, cst.Attribute)
@@ -489,7 +489,7 @@ class Values:
             for b in self.bindings_for(name, site)
             if b.kind in ("assign", "annassign") and b.value is not None and b.index is None
         ]
-        return any(self.is_pretrained(b.value, b.site, depth + 1) for b in values)
+        return any(b.value is not None and self.is_pretrained(b.value, b.site, depth + 1) for b in values)
 
 
 def _in_same_loop(binding: Site, use: Site) -> bool:

@@ -28,6 +28,16 @@ class Stopped(Exception):
     """SIGTERM (e.g. a wall-clock limit): stop, keep what was measured."""
 
 
+def _run_label(run: Optional[runner.Run]) -> str:
+    """The progress bar's label for a measured run."""
+    return f"{run.rule} {run.script} r{run.repeat}" if run else ""
+
+
+def _smoke_label(run: Optional[runner.Run]) -> str:
+    """The progress bar's label for a smoke run."""
+    return f"{run.rule} {run.script}" if run else ""
+
+
 def _err(message: str) -> None:
     click.echo(message, err=True)
 
@@ -229,7 +239,7 @@ def _measure(
     from torchlint.verify import plan as plan_mod
 
     started = time.monotonic()
-    extra = {
+    extra: Dict[str, Any] = {
         "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "time_budget_s": time_budget,
         "requested_rules": [fx.rule for fx in fixtures],
@@ -276,7 +286,7 @@ def _measure(
             length=total,
             label="verify",
             file=sys.stderr,
-            item_show_func=lambda r: f"{r.rule} {r.script} r{r.repeat}" if r else "",
+            item_show_func=_run_label,
         ) as bar:
             runner.measure(
                 fixtures,
@@ -340,7 +350,7 @@ def _smoke(
         length=2 * len(fixtures),
         label="smoke",
         file=sys.stderr,
-        item_show_func=lambda r: f"{r.rule} {r.script}" if r else "",
+        item_show_func=_smoke_label,
     ) as bar:
         runs = runner.smoke(fixtures, jobs or 0, progress=lambda r: bar.update(1, r), timeout=min(timeout, 300.0))
     failed = [r for r in runs if not r.ok]

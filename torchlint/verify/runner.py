@@ -715,13 +715,13 @@ def mechanism(fx: Fixture, runs: Sequence[Run], expected_device: str) -> Tuple[b
     fixed = [v for v in metric_values(runs, "fixed", fx.metric) if v is not None]
     if fx.metric == "busy_fraction":
         for which in SCRIPTS:
-            pruns = [r.window("profile") for r in runs if r.script == which and r.window("profile") is not None]
+            pruns = [w for w in (r.window("profile") for r in runs if r.script == which) if w is not None]
             if not all(w.get("window_found") for w in pruns):
                 return False, f"{which}.py: the profiler trace has no torchlint.window annotation"
         # Only the script the fix should make busier must show GPU work: a bad
         # script may leave the GPU idle on purpose (placement rules run it on the CPU).
         busier = "fixed" if fx.direction == "up" else "bad"
-        pruns = [r.window("profile") for r in runs if r.script == busier and r.window("profile") is not None]
+        pruns = [w for w in (r.window("profile") for r in runs if r.script == busier) if w is not None]
         if expected_device == "cuda" and not any(w.get("kernels") for w in pruns):
             return False, f"{busier}.py: no GPU kernel in the window"
     elif fx.metric == "h2d_copies" and not any(bad):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional, Set
 
 import libcst as cst
 
@@ -235,7 +235,7 @@ class MissingNoGrad(Rule):
             forwards = self._forwards_reached(a, fn)
             if any(id(c.node) in reported for c in forwards):
                 continue  # its forwards are reported where they run
-            if not any(not a.grad.guarded(c.site) and not a.grad._untrained(a.values.model_call(c)) for c in forwards):
+            if not any(not a.grad.guarded(c.site) and not self._demo(a, c) for c in forwards):
                 continue  # every forward it reaches already runs without autograd, or is a demo
             if not (a.roles.does_work(call.site) or call.site.scope is ctx.facts.module_scope):
                 continue
@@ -243,9 +243,17 @@ class MissingNoGrad(Rule):
         return out
 
     @staticmethod
-    def _forwards_reached(a, fn: Function):
+    def _demo(a, call: Call) -> bool:
+        """A forward of a model with random weights in a file that never trains."""
+        forward = a.values.model_call(call)
+        return forward is not None and a.grad.untrained(forward)
+
+    @staticmethod
+    def _forwards_reached(a, fn: Function) -> List[Call]:
         """The model forwards `fn` runs, itself or through same-file helpers."""
-        out, seen, todo = [], set(), [fn]
+        out: List[Call] = []
+        seen: Set[int] = set()
+        todo = [fn]
         while todo and len(seen) < 16:
             current = todo.pop()
             if id(current.node) in seen:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.facts import Loop, dotted_name
 from torchlint.analysis.helpers import root_name
 from torchlint.analysis.vocabulary import ALLOCATING_FACTORIES, BENCHMARK_NAME, DATALOADER, ONLINE_PACKAGES
 from torchlint.rules.base import Invalid, Rule, RuleContext
@@ -141,8 +141,8 @@ class BatchSizeOne(Rule):
         reported = set()
         online = any(v.split(".")[0] in ONLINE_PACKAGES for v in ctx.facts.aliases.values())
 
-        def report(node: cst.CSTNode, how: str, site) -> None:
-            if id(node) in reported or a.roles.excluded(site):
+        def report(node: Optional[cst.CSTNode], how: str, site) -> None:
+            if node is None or id(node) in reported or a.roles.excluded(site):
                 return
             reported.add(id(node))
             ctx.report(node, f"Batch size of 1 ({how}) leaves the GPU mostly idle; use a larger batch (e.g. 32-256)")
@@ -185,6 +185,11 @@ class BatchSizeOne(Rule):
     # -- where the batch size goes ---------------------------------------------------------
 
     @staticmethod
+    def _loop_at(a, site) -> Optional[Loop]:
+        """The loop whose statement is at `site`."""
+        return a.loops.loop_for(site.stmt) if site.stmt is not None else None
+
+    @staticmethod
     def _bound_to_one(ctx: RuleContext, name: cst.Name, site):
         bs = ctx.analysis.values.bindings_for(name.value, site)
         if len(bs) == 1 and bs[0].kind in ("assign", "annassign") and bs[0].index is None and _is_one(bs[0].value):
@@ -201,8 +206,7 @@ class BatchSizeOne(Rule):
         info = a.loaders.info(loader)
         if not info.used:
             return False
-        loops = [a.loops.loop_for(s.stmt) for s in a.loaders.iterated_in(loader)]
-        loops = [lp for lp in loops if lp is not None]
+        loops = [lp for lp in (self._loop_at(a, s) for s in a.loaders.iterated_in(loader)) if lp is not None]
         if not loops:
             return True  # handed on: used elsewhere
         for loop in loops:
@@ -235,15 +239,15 @@ class BatchSizeOne(Rule):
                     return True
         return False
 
-    @staticmethod
-    def _trains_with_larger_batches(ctx: RuleContext) -> bool:
+    @classmethod
+    def _trains_with_larger_batches(cls, ctx: RuleContext) -> bool:
         a = ctx.analysis
         for call in a.loaders.calls():
             kw = call.keyword("batch_size")
             if kw is not None and not _is_one(kw.value):
                 if any(
                     a.loops.trains(lp)
-                    for lp in (a.loops.loop_for(s.stmt) for s in a.loaders.iterated_in(call))
+                    for lp in (cls._loop_at(a, s) for s in a.loaders.iterated_in(call))
                     if lp is not None
                 ):
                     return True
@@ -279,7 +283,11 @@ class BatchSizeOne(Rule):
             if isinstance(parent, cst.Arg) and parent.value is use.node:
                 call = ctx.facts.call_of_arg(parent)
                 name = (dotted_name(call.node.func) or "") if call is not None else ""
-                if re.search(r"(data_?loader|datamodule)", name, re.I) and call.qualname not in DATALOADER:
+                if (
+                    call is not None
+                    and re.search(r"(data_?loader|datamodule)", name, re.I)
+                    and call.qualname not in DATALOADER
+                ):
                     return True
         return False
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Dict, List, Tuple, Union
+
 import libcst as cst
 
 from torchlint.analysis.facts import Call
@@ -180,7 +182,7 @@ class LoaderNoWorkers(Rule):
                 return None  # `os` is rebound here: don't guess
             if not any(b.site.order < call.site.order or b.site.scope is not call.site.scope for b in imports):
                 os_alias = None  # imported only later (a later notebook cell): import it at the top as well
-        replacements = {}
+        replacements: Dict[cst.CSTNode, Union[cst.CSTNode, cst.FlattenSentinel]] = {}
         if os_alias is None:
             if any(b.kind != "import" for b in facts.bindings_of("os")):
                 return None  # `os` means something else here
@@ -208,7 +210,7 @@ def _lambda_in_dataset(ctx: RuleContext, call: Call) -> bool:
     expr = a.loaders._resolve(a.loaders.dataset_expr(call), call.site)
     if expr is None:
         return False
-    stack = [expr]
+    stack: List[cst.CSTNode] = [expr]
     seen = 0
     while stack and seen < 200:
         node = stack.pop()
@@ -231,7 +233,7 @@ def _import_anchor(module: cst.Module):
     """Where `import os` goes: (statement, insert before it?). In the first run
     of plain `import x` lines, in alphabetical order; else before the first
     import (after `from __future__`)."""
-    plain_run = []
+    plain_run: List[Tuple[Union[cst.SimpleStatementLine, cst.BaseCompoundStatement], str]] = []
     first_import = None
     for stmt in module.body:
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None

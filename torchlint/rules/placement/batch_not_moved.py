@@ -340,7 +340,8 @@ class BatchNotMoved(Rule):
 
 def _loop_targets(a, node: cst.For) -> List[str]:
     """The names a `for` over a loader binds to batch contents (the enumerate index left out)."""
-    expr, target = node.iter, node.target
+    expr: cst.BaseExpression = node.iter
+    target: cst.BaseExpression = node.target
     while isinstance(expr, cst.Call):
         name = dotted_name(expr.func) or ""
         if name == "enumerate":

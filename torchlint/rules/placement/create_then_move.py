@@ -207,7 +207,7 @@ class CreateThenMove(Rule):
             if isinstance(call.receiver, cst.Call):
                 inner = ctx.facts.call_for(call.receiver)
                 fn = a.helpers.function(inner) if inner is not None else None
-                if fn is not None and self._returns_factory(ctx, fn):
+                if inner is not None and fn is not None and self._returns_factory(ctx, fn):
                     report(inner)
         # A factory handed straight to a same-file helper that moves that argument.
         for call in ctx.facts.calls:
@@ -362,7 +362,7 @@ class CreateThenMove(Rule):
             )
             fixed.append(a.with_changes(comma=comma))
         new_factory = factory.node.with_changes(args=fixed)
-        if move.receiver is factory.node:
+        if move.receiver is None or move.receiver is factory.node:
             return {move.node: new_factory}
         # Through methods: the chain stays, the move goes.
         return {move.node: _replace_inner(move.receiver, factory.node, new_factory)}

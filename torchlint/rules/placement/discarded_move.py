@@ -91,7 +91,7 @@ class DiscardedMove(Rule):
             if call is None or call.method not in _TENSOR_MOVES or call.receiver is None:
                 continue
             name = dotted_name(call.receiver)
-            if name is None or not self._is_tensor(a, call.receiver, site):
+            if not isinstance(call.receiver, (cst.Name, cst.Attribute)) or not self._is_tensor(a, call.receiver, site):
                 continue
             assign = cst.Assign(targets=[cst.AssignTarget(call.receiver)], value=call.node, semicolon=stmt.semicolon)
             ctx.report(call.node, self.MESSAGE.format(name=name, method=call.method), replacements={stmt: assign})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Dict, Optional
+
 import libcst as cst
 
 from torchlint.analysis.facts import dotted_name
@@ -185,7 +187,11 @@ class ModelNotMoved(Rule):
             if not (crash or speed):
                 continue
             device = a.places.device_var(b.site)
-            fix = {b.value: call_with_to(b.value, device)} if (crash or follow) and device and seen_class else None
+            fix: Optional[Dict[cst.CSTNode, cst.CSTNode]] = (
+                {b.value: call_with_to(b.value, device)}
+                if b.value is not None and (crash or follow) and device and seen_class
+                else None
+            )
             message = self.MESSAGE.format(name=b.name) + (
                 ", but its inputs are on the device: the forward fails with a device mismatch" if crash else ""
             )

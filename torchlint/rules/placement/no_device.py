@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Set
+from typing import Dict, List, Set
 
 import libcst as cst
 
-from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.facts import Loop, dotted_name
 from torchlint.analysis.vocabulary import ACCEPTS_DEVICE
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
@@ -212,6 +212,8 @@ class NoDevice(Rule):
     def _fix(self, ctx: RuleContext, b, forwards, runners):
         a = ctx.analysis
         facts = ctx.facts
+        if facts.module_scope is None:
+            return None
         scopes = {id(facts.module_scope.node)} | {
             id(f.scope.node) for f in facts.functions if f.name in runners and f.scope.parent is facts.module_scope
         }
@@ -222,7 +224,7 @@ class NoDevice(Rule):
         if any(c.qualname not in ACCEPTS_DEVICE for c in creations):
             return None
         # Every input of every forward must be one we move: a creation here or a batch of a loop here.
-        loops = {}
+        loops: Dict[Loop, List[str]] = {}
         for call in forwards:
             for arg in call.node.args:
                 if not self._movable(a, arg.value, call.site, creations, loops):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Dict, Optional
 
 import libcst as cst
 
@@ -312,7 +312,7 @@ class SyncInLoop(Rule):
         detached = cst.Call(cst.Attribute(cst.Call(func.with_changes(attr=cst.Name("detach"))), cst.Name("float")))
         if isinstance(init, cst.Integer):
             detached = cst.Call(func.with_changes(attr=cst.Name("detach")))
-        replacements = {call.node: detached}
+        replacements: Dict[cst.CSTNode, cst.CSTNode] = {call.node: detached}
         convert = "float" if isinstance(init, cst.Float) else "int"
         for use in reads_after:
             replacements[use.node] = cst.Call(cst.Name(convert), [cst.Arg(use.node)])

@@ -168,7 +168,11 @@ class TensorPythonLoop(Rule):
             while comp_for is not None and not isinstance(comp_for, cst.CompFor):
                 comp_for = ctx.facts.parent_of(comp_for)
             comp = ctx.facts.parent_of(comp_for) if comp_for is not None else None
-            if not isinstance(comp, (cst.ListComp, cst.GeneratorExp, cst.SetComp)) or id(comp) in seen:
+            if (
+                comp_for is None
+                or not isinstance(comp, (cst.ListComp, cst.GeneratorExp, cst.SetComp))
+                or id(comp) in seen
+            ):
                 continue
             if a.roles.excluded(b.site):
                 continue
@@ -331,7 +335,7 @@ def _is_element_work(ctx: RuleContext, node: cst.CSTNode) -> bool:
 def _index_arithmetic(ctx: RuleContext, node: cst.CSTNode) -> bool:
     """`data[i:i + n]`: arithmetic on the element that only computes an index or
     a slice bound for something else (host-side gathering)."""
-    current = node
+    current: Optional[cst.CSTNode] = node
     while isinstance(current, (cst.BinaryOperation, cst.UnaryOperation)):
         current = ctx.facts.parent_of(current)
     return isinstance(current, (cst.Slice, cst.Index))
