@@ -8,11 +8,11 @@ from bench._training_script import generate as _generate_training_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TL104_SRC = "import torch\ndevice = torch.device('cuda')\nx = torch.randn(3).to(device)\n"
-TL104_FIXED = "import torch\ndevice = torch.device('cuda')\nx = torch.randn(3, device=device)\n"
+TL104_SRC = "import torch\ndevice = torch.device('cuda')\nx = torch.zeros(3).to(device)\n"
+TL104_FIXED = "import torch\ndevice = torch.device('cuda')\nx = torch.zeros(3, device=device)\n"
 # TL501 whose fix is unsafe (the result is used beyond key_averages/export_chrome_trace).
 UNSAFE_SRC = "import torch\nwith torch.autograd.profiler.profile(use_cuda=True) as prof:\n    run()\nevents = prof.function_events\n"
-CLEAN_SRC = "import torch\nx = torch.randn(3, device='cuda')\n"
+CLEAN_SRC = "import torch\nx = torch.zeros(3, device='cuda')\n"
 BAD_SYNTAX = "def f(:\n    pass\n"
 
 

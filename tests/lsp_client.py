@@ -98,7 +98,7 @@ DOC = (
     "import torch\n"
     "from torch.autograd import profiler\n"
     "device = torch.device('cuda')\n"
-    "label = '😀 数据'; x = torch.randn(3).to(device)\n"
+    "label = '😀 数据'; x = torch.zeros(3).to(device)\n"
     "y = torch.zeros(4).to(device)\n"
     "with profiler.profile(use_cuda=True) as prof:\n"
     "    pass\n"

@@ -64,7 +64,7 @@ def test_diff_writes_nothing_and_exits_1(proj):
     f.write_text(TL104_SRC)
     r = invoke("--diff", ".")
     assert r.exit_code == 1
-    assert "+x = torch.randn(3, device=device)" in r.stdout
+    assert "+x = torch.zeros(3, device=device)" in r.stdout
     assert "Would fix 1 error in 1 file." in r.stderr
     assert f.read_text() == TL104_SRC
     (proj / "a.py").write_text(CLEAN_SRC)
@@ -87,12 +87,12 @@ def test_stdin_lint_and_fix(proj):
     assert r.exit_code == 1 and r.stdout.startswith("pkg/x.py:3:5: TL104")
     r = invoke("--fix", "--stdin-filename", "x.py", "-", input=UNSAFE_SRC + TL104_SRC.replace("import torch\n", ""))
     assert r.exit_code == 1
-    assert "x = torch.randn(3, device=device)" in r.stdout  # fixed source on stdout
+    assert "x = torch.zeros(3, device=device)" in r.stdout  # fixed source on stdout
     assert "TL501" in r.stderr and "TL501" not in r.stdout  # remaining findings on stderr
     r = invoke("--fix", "-", input=TL104_SRC)
     assert r.exit_code == 0 and r.stdout == TL104_FIXED
     r = invoke("--diff", "-", input=TL104_SRC)
-    assert r.exit_code == 1 and "+x = torch.randn(3, device=device)" in r.stdout
+    assert r.exit_code == 1 and "+x = torch.zeros(3, device=device)" in r.stdout
 
 
 def test_select_ignore_and_prefixes(proj):

@@ -46,9 +46,9 @@ async def test_diagnostics_codes_utf16_ranges_and_data(client: LanguageClient, t
     diags = await open_doc(client, uri, DOC)
     assert [(d.code, d.range.start.line) for d in diags] == [("TL104", 3), ("TL104", 4), ("TL501", 5)]
     first = diags[0]
-    # `torch.randn(3)` starts at code point 20 of line 4; the emoji counts 2 UTF-16 units.
+    # `torch.zeros(3)` starts at code point 20 of line 4; the emoji counts 2 UTF-16 units.
     line = DOC.splitlines()[3]
-    assert line.index("torch.randn") == 20
+    assert line.index("torch.zeros") == 20
     assert (first.range.start.character, first.range.end.character) == (21, 35)
     assert first.source == "torchlint"
     assert first.severity == types.DiagnosticSeverity.Warning
@@ -73,7 +73,7 @@ async def test_quick_fix_applies_and_clears_finding(client: LanguageClient, tmp_
     assert fix.is_preferred is True
     assert not [a for a in found if a.kind == "source.fixAll.torchlint"]  # not asked for
     new_text = apply_text_edits(DOC, edits_for(fix, uri))
-    assert new_text.splitlines()[3] == "label = '😀 数据'; x = torch.randn(3, device=device)"
+    assert new_text.splitlines()[3] == "label = '😀 数据'; x = torch.zeros(3, device=device)"
     diags = await change_doc(client, uri, new_text, 2)
     assert [(d.code, d.range.start.line) for d in diags] == [("TL104", 4), ("TL501", 5)]
 
@@ -91,7 +91,7 @@ async def test_fix_all_applies_every_safe_fix_in_one_edit(client: LanguageClient
     diags = await change_doc(client, uri, new_text, 2)
     # Every safe fix applied; the unsafe TL501 stays.
     assert [(d.code, d.data["fix"]["applicability"]) for d in diags] == [("TL501", "unsafe")]
-    assert "torch.randn(3, device=device)" in new_text and "torch.zeros(4, device=device)" in new_text
+    assert "torch.zeros(3, device=device)" in new_text and "torch.zeros(4, device=device)" in new_text
     # Nothing left to fix safely: no fixAll action.
     assert await actions(client, uri, 0, only=["source.fixAll.torchlint"]) == []
 
@@ -103,7 +103,7 @@ async def test_ignore_action_suppresses_the_finding(client: LanguageClient, tmp_
     ignore = [a for a in found if a.title == "Ignore TL104 for this line"]
     assert len(ignore) == 1 and ignore[0].kind == types.CodeActionKind.QuickFix and not ignore[0].is_preferred
     new_text = apply_text_edits(DOC, edits_for(ignore[0], uri))
-    assert new_text.splitlines()[3].endswith("torch.randn(3).to(device)  # torchlint: ignore[TL104]")
+    assert new_text.splitlines()[3].endswith("torch.zeros(3).to(device)  # torchlint: ignore[TL104]")
     diags = await change_doc(client, uri, new_text, 2)
     assert [(d.code, d.range.start.line) for d in diags] == [("TL104", 4), ("TL501", 5)]
 
@@ -121,12 +121,12 @@ async def test_unsafe_fix_offered_but_not_preferred(client: LanguageClient, tmp_
 
 async def test_syntax_error_gives_tl000_and_server_keeps_answering(client: LanguageClient, tmp_path):
     uri = uri_for(tmp_path)
-    diags = await open_doc(client, uri, "import torch\nx = torch.randn(3).to(\n")
+    diags = await open_doc(client, uri, "import torch\nx = torch.zeros(3).to(\n")
     assert [d.code for d in diags] == ["TL000"]
     assert diags[0].severity == types.DiagnosticSeverity.Error
     found = await actions(client, uri, 1)
     assert [a.title for a in found] == []  # no fix, no ignore for a syntax error
-    diags = await change_doc(client, uri, "import torch\nx = torch.randn(3).to('cuda')\n", 2)
+    diags = await change_doc(client, uri, "import torch\nx = torch.zeros(3).to('cuda')\n", 2)
     assert [d.code for d in diags] == ["TL104"]
 
 
@@ -155,9 +155,9 @@ async def test_incremental_changes_latest_version_wins(client: LanguageClient, t
     since = len(client.published)
     # Three quick incremental edits on line 2: only the final text matters.
     for version, new in (
-        (2, "torch.randn(3)"),
-        (3, "torch.randn(3).to('cuda')"),
-        (4, "torch.randn(3).to('cuda')  # a"),
+        (2, "torch.zeros(3)"),
+        (3, "torch.zeros(3).to('cuda')"),
+        (4, "torch.zeros(3).to('cuda')  # a"),
     ):
         client.text_document_did_change(
             types.DidChangeTextDocumentParams(

@@ -244,7 +244,7 @@ async def test_requests_about_unopened_documents(client: LanguageClient, tmp_pat
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(
             types.VersionedTextDocumentIdentifier(uri=ghost, version=4),
-            [types.TextDocumentContentChangeWholeDocument(text="import torch\nx = torch.randn(3).to('cuda')\n")],
+            [types.TextDocumentContentChangeWholeDocument(text="import torch\nx = torch.zeros(3).to('cuda')\n")],
         )
     )
     client.text_document_did_save(types.DidSaveTextDocumentParams(ident))
@@ -253,7 +253,7 @@ async def test_requests_about_unopened_documents(client: LanguageClient, tmp_pat
     # Still answering and linting; notifications are in order, so these ran first.
     assert await actions(client, ghost, 0) == []
     real = uri_for(tmp_path, "real.py")
-    assert [d.code for d in await open_doc(client, real, "import torch\nx = torch.randn(3).to('cuda')\n")] == ["TL104"]
+    assert [d.code for d in await open_doc(client, real, "import torch\nx = torch.zeros(3).to('cuda')\n")] == ["TL104"]
     # The ghost never got findings (a close may publish an empty list, nothing else).
     assert all(list(p.diagnostics) == [] for p in client.published if p.uri == ghost)
 
@@ -270,7 +270,7 @@ def big_document(lines: int):
     i = 0
     while len(out) < lines:
         if i % 1000 == 999:
-            body = "    y = torch.randn(3).to(device)\n"
+            body = "    y = torch.zeros(3).to(device)\n"
             rows.append(len(out) + 3)
         else:
             body = "    y = x * 2 + 1\n"
@@ -283,7 +283,7 @@ def big_document(lines: int):
 @asyncio_module
 async def test_large_document_lints_while_server_keeps_answering(client: LanguageClient, tmp_path):
     small = uri_for(tmp_path, "small.py")
-    small_text = "import torch\nx = torch.randn(3).to('cuda')\n"
+    small_text = "import torch\nx = torch.zeros(3).to('cuda')\n"
     assert [d.code for d in await open_doc(client, small, small_text)] == ["TL104"]
 
     text, rows = big_document(BIG_LINES)
@@ -360,7 +360,7 @@ def burst_text(version: int) -> str:
     """Version v has v % 4 findings, on lines named after v; the final one has 3."""
     lines = ["import torch\n", f"# version {version}\n"]
     for k in range(version % 4):
-        lines.append(f"x{version}_{k} = torch.randn({k + 1}).to('cuda')\n")
+        lines.append(f"x{version}_{k} = torch.zeros({k + 1}).to('cuda')\n")
     return "".join(lines)
 
 

@@ -29,7 +29,7 @@ IMAGE = {
 
 
 def third_cell_notebook(source_as_list=True):
-    third = ["# build the input\n", "\n", "x = torch.randn(3).to(device)\n", "print(x)"]
+    third = ["# build the input\n", "\n", "x = torch.zeros(3).to(device)\n", "print(x)"]
     return notebook(
         {"cell_type": "markdown", "metadata": {}, "source": ["# Demo\n", "Some text."]},
         code(
@@ -61,11 +61,11 @@ def test_fix_touches_only_that_cells_source(as_list):
     before, after = json.loads(data), json.loads(new)
     fixed_src = after["cells"][2]["source"]
     assert isinstance(fixed_src, list) is as_list
-    assert "".join(fixed_src) == "# build the input\n\nx = torch.randn(3, device=device)\nprint(x)"
+    assert "".join(fixed_src) == "# build the input\n\nx = torch.zeros(3, device=device)\nprint(x)"
     # Everything except that cell's source is identical, byte for byte.
     old_text, new_text = data.decode(), new.decode()
-    old_line = '"x = torch.randn(3).to(device)\\n"'
-    new_line = '"x = torch.randn(3, device=device)\\n"'
+    old_line = '"x = torch.zeros(3).to(device)\\n"'
+    new_line = '"x = torch.zeros(3, device=device)\\n"'
     if not as_list:
         old_line, new_line = old_line[1:-1], new_line[1:-1]
     assert old_text.count(old_line) == 1
@@ -121,13 +121,13 @@ def test_magics_and_shell_escapes_do_not_cause_syntax_errors():
 
 def test_names_flow_across_cells():
     # `device` is bound in cell 1 and used in cell 2: TL104 needs to know it's a device.
-    data = notebook(code("import torch\ndevice = torch.device('cuda')\n"), code("a = torch.randn(3).to(device)\n"))
+    data = notebook(code("import torch\ndevice = torch.device('cuda')\n"), code("a = torch.zeros(3).to(device)\n"))
     findings, _, _ = check_notebook(data, "nb.ipynb", ALL)
     assert [(f.cell, f.row) for f in findings] == [(2, 1)]
 
 
 def test_suppression_comment_in_a_cell():
-    data = notebook(code("import torch\n"), code("a = torch.randn(3).cuda()  # noqa: TL104\n"))
+    data = notebook(code("import torch\n"), code("a = torch.zeros(3).cuda()  # noqa: TL104\n"))
     assert check_notebook(data, "nb.ipynb", ALL)[0] == []
 
 

@@ -37,7 +37,7 @@ NOTEBOOK = {
             "execution_count": 2,
             "metadata": {},
             "outputs": [],
-            "source": ["!nvidia-smi\n", "x = torch.randn(3).to(device)"],
+            "source": ["!nvidia-smi\n", "x = torch.zeros(3).to(device)"],
         },
     ],
     "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},

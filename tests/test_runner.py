@@ -30,7 +30,7 @@ def test_lint_reports_without_writing(tmp_path):
     f.write_text(TL104_SRC)
     out = process_file(job(f))
     assert [x.code for x in out.findings] == ["TL104"]
-    assert out.lines == ((3, "x = torch.randn(3).to(device)"),)
+    assert out.lines == ((3, "x = torch.zeros(3).to(device)"),)
     assert not out.needs_write and f.read_text() == TL104_SRC
 
 
@@ -77,7 +77,7 @@ def test_diff_mode_writes_nothing(tmp_path):
     f.write_text(TL104_SRC)
     out = process_file(job(f, "diff"))
     assert f.read_text() == TL104_SRC
-    assert "-x = torch.randn(3).to(device)\n+x = torch.randn(3, device=device)\n" in out.diff
+    assert "-x = torch.zeros(3).to(device)\n+x = torch.zeros(3, device=device)\n" in out.diff
     assert out.diff.startswith(f"--- {f}\n+++ {f}\n")
     assert not out.needs_write
 
@@ -162,12 +162,12 @@ def test_run_reports_tl000_and_still_lints_other_files(tmp_path):
 
 def test_notebooks_are_linted_and_fixed_in_place(tmp_path):
     nb = tmp_path / "n.ipynb"
-    nb.write_bytes(notebook(code("import torch\n"), code("device = 'cuda'\n"), code("x = torch.randn(3).to(device)\n")))
+    nb.write_bytes(notebook(code("import torch\n"), code("device = 'cuda'\n"), code("x = torch.zeros(3).to(device)\n")))
     result = run([str(tmp_path)], Settings(root=str(tmp_path)))
     assert [(f.code, f.cell, f.row) for f in result.findings] == [("TL104", 3, 1)]
     result = run([str(tmp_path)], Settings(root=str(tmp_path)), mode="fix")
     assert result.fixes_applied == 1 and result.findings == ()
-    assert "torch.randn(3, device=device)" in nb.read_text()
+    assert "torch.zeros(3, device=device)" in nb.read_text()
 
 
 def test_lint_paths_api(tmp_path):

@@ -320,7 +320,7 @@ class Grad:
         loop = self.roles.work_loop(site)
         inner = self.roles.work_loop(site, innermost=True)
         if inner is not None and self.loops.role(inner) == INFER and not self.loops.trains(inner):
-            return "an inference loop over data"
+            return "an inference loop over data" if self.loops.is_data_loop(inner) else "a generation loop"
         if (
             loop is not None
             and self.loops.trains(loop)
@@ -348,8 +348,9 @@ class Grad:
 
     def untrained(self, mc: ModelCall) -> bool:
         """The model is built here with random weights, never given trained ones,
-        in a file that never trains."""
-        if any(self.values.is_train_call(c) for c in self.facts.calls):
+        and the forward runs before any training (in a file that never trains, or
+        a shape check run before the training loop starts)."""
+        if any(self.values.is_train_call(c) for c in self.facts.calls) and not self._before_training(mc.call.site):
             return False
         name = dotted_name(mc.model)
         if name is None or self.values.is_pretrained(mc.model, mc.call.site):
@@ -371,12 +372,42 @@ class Grad:
             call = self.facts.call_for(inner) if isinstance(inner, cst.Call) else None
             if (
                 call is None
-                or self.values.call_kind(call) != "module"
+                or not self._constructs_module(call)
                 or call.method == "from_pretrained"
                 or self.helpers.function(call) is not None
             ):
                 return False
         return True
+
+    def _constructs_module(self, call: Call) -> bool:
+        """A module construction: a known module class, or an imported class
+        (`sm.EncoderRNN(...)`) whose instance the file uses as a model."""
+        kind = self.values.call_kind(call)
+        if kind == "module":
+            return True
+        name = dotted_name(call.node.func) or ""
+        return kind is None and name.rsplit(".", 1)[-1][:1].isupper()
+
+    def _before_training(self, site: Site) -> bool:
+        """Module-level code (or a function called only from there) that runs
+        before the first module-level statement that trains."""
+        module = self.facts.module_scope
+        trains = [
+            c.site.order
+            for c in self.facts.calls
+            if c.site.scope is module
+            and (
+                self.values.is_train_call(c)
+                or ((fn := self.helpers.function(c)) is not None and self.helpers.summary(fn).trains)
+            )
+        ]
+        if not trains:
+            return False
+        if site.scope is module:
+            return site.order < min(trains)
+        fn = self.facts.function_of(site.scope) if site.scope.kind == "function" else None
+        callers = self.values.callers(fn) if fn is not None else []
+        return bool(callers) and all(c.site.scope is module and c.site.order < min(trains) for c in callers)
 
     def _checked(self, call: Call) -> bool:
         """The forward's result is checked, not used: an `assert` or a

@@ -62,6 +62,58 @@ def _has_modulo(expr: cst.CSTNode) -> bool:
     return False
 
 
+def _exits(block: cst.BaseSuite) -> bool:
+    """The block ends by leaving the loop or the function (`break`, `return`, `raise`)."""
+    body = block.body
+    if not body:
+        return False
+    last = body[-1]
+    smalls = (
+        last.body
+        if isinstance(last, cst.SimpleStatementLine)
+        else (last,)
+        if isinstance(block, cst.SimpleStatementSuite)
+        else ()
+    )
+    return any(isinstance(s, (cst.Break, cst.Return, cst.Raise)) for s in smalls)
+
+
+_FEW = 10  # `if shown < 5: shown += 1; print(...)`: a branch bounded to a few runs
+
+
+def _bounded_counter(node: cst.If) -> bool:
+    """`if shown < 5:` (also `if bad and shown < 5:`) whose body increments
+    `shown`: runs a few times in all."""
+    tests = [node.test]
+    counter = None
+    while tests:
+        test = tests.pop()
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            tests += [test.left, test.right]
+        elif (
+            isinstance(test, cst.Comparison)
+            and isinstance(test.left, cst.Name)
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual))
+            and isinstance(test.comparisons[0].comparator, cst.Integer)
+            and int(test.comparisons[0].comparator.evaluated_value) <= _FEW
+        ):
+            counter = test.left.value
+    if counter is None:
+        return False
+    stack: List[cst.CSTNode] = [node.body]
+    while stack:
+        current = stack.pop()
+        if (
+            isinstance(current, cst.AugAssign)
+            and isinstance(current.target, cst.Name)
+            and current.target.value == counter
+        ):
+            return True
+        stack.extend(current.children)
+    return False
+
+
 class Loops:
     def __init__(self, facts: Facts, values: Values, helpers: Helpers) -> None:
         self.facts = facts
@@ -263,6 +315,22 @@ class Loops:
                 return True
         return False
 
+    def occasional_guard(self, site: Site, loop: Optional[Loop] = None) -> bool:
+        """`site` runs only now and then in the loop: under a periodic guard, in
+        the body of an `if` that then leaves the loop (`if done: x.item(); break`),
+        or in a branch bounded to a few runs (`if shown < 5: shown += 1`)."""
+        if self.periodic_guard(site, loop):
+            return True
+        for owner, part in site.region:
+            if not isinstance(owner, cst.If) or part != "body":
+                continue
+            if_site = self.facts.site_of_statement(owner)
+            if loop is not None and if_site is not None and not loop.contains(if_site.order):
+                continue
+            if _exits(owner.body) or _bounded_counter(owner):
+                return True
+        return False
+
     def is_training_loop(self, loop: Loop) -> bool:
         return self.trains(loop)
 
@@ -280,13 +348,13 @@ class Loops:
         """How `site` runs every iteration of a per-batch loop, or None."""
         loop = self.step_loop(site)
         if loop is not None:
-            if self.periodic_guard(site, loop):
+            if self.occasional_guard(site, loop):
                 return None
             return HotContext(loop, self.trains(loop))
         if site.loop is not None:
             return None  # in a loop that is not per-batch (an epoch loop, a loop over files)
         fn_scope = site.scope.function
-        if fn_scope is None or site.scope is not fn_scope or self.periodic_guard(site):
+        if fn_scope is None or site.scope is not fn_scope or self.occasional_guard(site):
             return None
         fn = self.facts.function_of(fn_scope)
         return self._helper_context(fn, 0) if fn is not None else None
@@ -301,7 +369,7 @@ class Loops:
             for call in self.values.callers(fn):
                 loop = self.step_loop(call.site)
                 if loop is not None:
-                    if self.periodic_guard(call.site, loop):
+                    if self.occasional_guard(call.site, loop):
                         continue
                     result = HotContext(loop, self.trains(loop), fn.name, call)
                     break
@@ -309,7 +377,7 @@ class Loops:
                     continue
                 outer_scope = call.site.scope
                 outer = self.facts.function_of(outer_scope) if outer_scope.kind == "function" else None
-                if outer is not None and not self.periodic_guard(call.site):
+                if outer is not None and not self.occasional_guard(call.site):
                     ctx = self._helper_context(outer, depth + 1)
                     if ctx is not None:
                         result = HotContext(ctx.loop, ctx.training, ctx.via, ctx.call)

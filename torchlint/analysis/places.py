@@ -191,8 +191,8 @@ class Places:
             if self.values.expr_kind(expr.value, site) == MODULE:
                 mplace = self.model_place(expr.value, site)
                 return ACCEL if mplace == DEVICE else (HOST if mplace == CPU else None)
-            if place is not None:
-                return None
+            if place is not None or self._holds_tensor(expr.value, site):
+                return None  # the device of a tensor whose place we cannot tell
         name = dotted_name(expr)
         if name is None:
             return None
@@ -215,6 +215,31 @@ class Places:
             if DEVICE_NAME.search(last) and not self.is_dtype_expr(expr):
                 return ACCEL if not found - {None} else None
         return None
+
+    def _holds_tensor(self, expr: cst.BaseExpression, site: Site) -> bool:
+        """`expr` is a local name bound only to tensor-valued expressions
+        (an item of a container, arithmetic, a torch op or a model's output), not
+        a config or namespace object such as `args` or `self`."""
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = self.values.bindings_for(expr.value, site)
+        if not bindings:
+            return False
+        for b in bindings:
+            value = b.value
+            if b.kind not in ("assign", "annassign") or value is None:
+                return False
+            if isinstance(value, (cst.Subscript, cst.BinaryOperation)):
+                continue
+            if isinstance(value, cst.Call):
+                call = self.facts.call_for(value)
+                q = (call.qualname or "") if call is not None else ""
+                if (q.startswith("torch.") and q != "torch.device") or (
+                    call is not None and self.values.model_call(call) is not None
+                ):
+                    continue
+            return False
+        return True
 
     def _param_device(self, b: Binding, depth: int) -> Optional[str]:
         fn = self.facts.function_of(b.site.scope)
@@ -579,8 +604,11 @@ class Places:
             if len(places) == 1 and all(self._unconditional(e.site) for e in moves):
                 return places.pop()
             return UNKNOWN
+        local = b.site.scope.kind == "function"
         for e in later:
             if e.site.scope is not b.site.scope:
+                if local and not any(s is b.site.scope for s in e.site.scope.chain()):
+                    continue  # another function's variable of the same name
                 return UNKNOWN  # a function moves or keeps it: we cannot order that
             if e.site.order >= site.order:
                 for loop in site.loop.chain() if site.loop is not None else ():

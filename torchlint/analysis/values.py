@@ -31,6 +31,7 @@ from torchlint.analysis.vocabulary import (
     LEGACY_TENSOR_TYPES,
     LOSS_FUNCTIONS,
     LOSS_NAME,
+    MODEL_FACTORY_NAME,
     MODEL_LOADERS,
     MODEL_NAME,
     MODULE_ONLY_METHODS,
@@ -400,9 +401,18 @@ class Values:
         if self._loaded_model(model, call.site):
             return ModelCall(call, model, method, True)
         name = dotted_name(model) or ""
-        if MODEL_NAME.search(name.rsplit(".", 1)[-1]):
+        last = name.rsplit(".", 1)[-1]
+        if MODEL_NAME.search(last) and not MODEL_FACTORY_NAME.match(last) and not self._names_function(name, call.site):
             return ModelCall(call, model, method, False)
         return None
+
+    def _names_function(self, name: str, site: Site) -> bool:
+        """`name` is a function, not a module instance: bound by `def` or an
+        import, or an attribute of an imported module (`utils.load_model`)."""
+        root = name.split(".", 1)[0]
+        if "." not in name:
+            return any(b.kind in ("def", "import", "class") for b in self.bindings_for(name, site))
+        return any(b.kind == "import" for b in self.bindings_for(root, site))
 
     def _loaded_model(self, model: cst.BaseExpression, site: Site) -> bool:
         """A name bound to `torch.load(...)` (and friends) that is called: a model."""

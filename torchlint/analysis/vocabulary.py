@@ -15,6 +15,8 @@ ALLOCATING_FACTORIES = frozenset(
         "empty_strided tril_indices triu_indices normal"
     ).split()
 )
+# The allocating factories that draw random numbers (from the generator of the device they run on).
+RANDOM_FACTORIES = frozenset("torch." + n for n in "randn rand randint randperm normal".split())
 # torch functions that build a tensor from host data (a copy is inherent).
 DATA_CONSTRUCTORS = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy"})
 # Every torch function that returns a CPU tensor unless given `device=`.
@@ -92,6 +94,8 @@ PLACERS = frozenset(
 # Calls that load a model object (weights included).
 MODEL_LOADERS = frozenset({"torch.load", "torch.hub.load", "torch.jit.load", "torch.jit.script", "torch.export.load"})
 MODEL_NAME = re.compile(r"(^|_)(model|net|network|module|encoder|decoder|classifier)$", re.I)
+# Functions that build or load a model rather than run one: `get_model(args)`, `load_model(path)`.
+MODEL_FACTORY_NAME = re.compile(r"^_*(get|load|build|create|make|init|setup|prepare|save|export|define|new)_", re.I)
 
 # -- moves and devices -------------------------------------------------------------
 

@@ -8,6 +8,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import Call, Function
 from torchlint.analysis.helpers import root_name
+from torchlint.analysis.vocabulary import VARIABLE
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
@@ -165,6 +166,17 @@ class MissingNoGrad(Rule):
             line=13,
             unsafe=True,
         ),
+        # the pre-0.4 `volatile=True` no longer turns autograd off
+        Invalid(
+            "import torch\nfrom torch.autograd import Variable\ndef test(model, loader):\n    model.eval()\n"
+            "    for data, target in loader:\n        data = Variable(data, volatile=True)\n"
+            "        output = model(data)\n",
+            line=7,
+            fixed="import torch\nfrom torch.autograd import Variable\n@torch.inference_mode()\ndef test(model, loader):\n"
+            "    model.eval()\n    for data, target in loader:\n        data = Variable(data, volatile=True)\n"
+            "        output = model(data)\n",
+            unsafe=True,
+        ),
         # every loop around it trains: reported, no fix
         Invalid(
             "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
@@ -191,12 +203,35 @@ class MissingNoGrad(Rule):
         # One root cause, one fix: forwards that share a region share its fix.
         regions = {id(c.node): self._region(ctx, c) for c, _ in found}
         for call, reason in found:
+            legacy = (
+                "; `Variable(..., volatile=True)` has had no effect since PyTorch 0.4"
+                if self._volatile_input(ctx, call)
+                else ""
+            )
             ctx.report(
                 call.node,
                 f"Model forward runs with autograd on in an inference context ({reason}); "
-                "wrap it in `torch.inference_mode()` or `torch.no_grad()`",
+                f"wrap it in `torch.inference_mode()` or `torch.no_grad()`{legacy}",
                 replacements=self._fix(ctx, call, regions[id(call.node)], regions),
             )
+
+    @staticmethod
+    def _volatile_input(ctx: RuleContext, call: Call) -> bool:
+        """An input is `Variable(x, volatile=True)` (directly or through a name):
+        the pre-0.4 way to turn autograd off, ignored by PyTorch since."""
+        for arg in call.node.args:
+            value: Optional[cst.BaseExpression] = arg.value
+            if isinstance(value, cst.Name):
+                reaching = ctx.analysis.places.reaching(value.value, call.site)
+                if len(reaching) == 1 and reaching[0].value is not None:
+                    b = reaching[0]
+                    value = b.value
+                    if b.index is not None and isinstance(value, cst.Tuple) and b.index < len(value.elements):
+                        value = value.elements[b.index].value  # `x, y = Variable(x, volatile=True), ...`
+            inner = ctx.facts.call_for(value) if isinstance(value, cst.Call) else None
+            if inner is not None and inner.qualname in VARIABLE and inner.keyword("volatile") is not None:
+                return True
+        return False
 
     @staticmethod
     def _inference_method(a, call: Call) -> bool:

@@ -18,6 +18,30 @@ _BATCH_KEY = re.compile(r"^(.*[-_])?(batch[-_]?size|bs)$", re.I)
 _CONFIG_CLASS = re.compile(r"(Config|Cfg|Args|Arguments|Params|Hparams|HParams|Settings|Options)$")
 
 
+def _only_sampled(ctx: RuleContext, call) -> bool:
+    """The call's result is bound to a name that is only ever turned into an
+    iterator (`next(iter(loader))`, `it = iter(loader)`), never looped over or
+    handed on."""
+    stmt = call.site.stmt
+    if not (
+        isinstance(stmt, cst.Assign)
+        and stmt.value is call.node
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0].target, cst.Name)
+    ):
+        return False
+    name = stmt.targets[0].target.value
+    uses = [u for u in ctx.facts.uses_of(name) if u.site.scope is call.site.scope and u.site.order > call.site.order]
+    if not uses:
+        return False
+    for use in uses:
+        parent = use.site.parent
+        outer = ctx.facts.call_of_arg(parent) if isinstance(parent, cst.Arg) else None
+        if outer is None or dotted_name(outer.node.func) != "iter":
+            return False
+    return True
+
+
 def _is_one(node: Optional[cst.BaseExpression]) -> bool:
     return isinstance(node, cst.Integer) and node.value == "1"
 
@@ -80,6 +104,10 @@ class BatchSizeOne(Rule):
 
     _TRAIN = "for x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"
     VALID = (
+        # a loader from a same-file builder that is only sampled to show one batch
+        "from torch.utils.data import DataLoader\ndef create_dataloader(ds, batch_size=4):\n"
+        "    return DataLoader(ds, batch_size=batch_size)\nloader = create_dataloader(ds, batch_size=1)\n"
+        "first = next(iter(loader))\nprint(first)\n",
         "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32)\n" + _TRAIN,
         "class Runner:\n    def __init__(self, batch_size=1):\n        self.batch_size = batch_size\n",
         "import torch\nbatch_size = 1\nprint(batch_size)\n",
@@ -298,6 +326,8 @@ class BatchSizeOne(Rule):
         name = dotted_name(call.node.func) or ""
         if not re.search(r"(data|loader|module|dataset)", name, re.I) or BENCHMARK_NAME.search(name):
             return
+        if _only_sampled(ctx, call):
+            return  # `first = next(iter(make_loader(..., batch_size=1)))`: one batch looked at
         for arg in call.node.args:
             if arg.keyword is not None and _BATCH_KEY.match(arg.keyword.value) and _is_one(arg.value):
                 report(arg.value, f"`{arg.keyword.value}=1`", call.site)

@@ -15,6 +15,7 @@ from torchlint.analysis.vocabulary import (
     ALLOCATING_FACTORIES,
     CHAIN_METHODS,
     LEGACY_TENSOR_TYPES,
+    RANDOM_FACTORIES,
     VARIABLE,
 )
 from torchlint.findings import Applicability
@@ -82,14 +83,18 @@ class CreateThenMove(Rule):
     Offered when the move follows the factory directly (or through
     shape/dtype methods such as `.expand()` or `.long()`) and only sets the
     device (and optionally the dtype): the device moves into the factory call
-    and the `.to()`/`.cuda()` goes. The values are the same; random factories
-    (`randn`, `rand`, `randint`, `randperm`) then draw from the device's
-    generator, so a seeded run gives other (equally distributed) numbers than
-    before; factories given a `generator=` are not flagged at all, because a
-    CPU generator must stay with CPU tensors. No fix is offered where the factory
-    does not take `device=` (`torch.bernoulli`, `torch.multinomial`,
-    `torch.poisson`, `torch.normal` with tensor arguments), for moves through
-    a name or a helper, or for `nn.Parameter` wrappers.
+    and the `.to()`/`.cuda()` goes. Safe for deterministic factories (`zeros`,
+    `ones`, `full`, `empty`, `arange`, `linspace`, `eye`): the values are the
+    same. Unsafe for random factories (`randn`, `rand`, `randint`,
+    `randperm`, `normal`): they then draw from the device's generator, so a
+    seeded run gives other (equally distributed) numbers than before, e.g. a
+    different data split. Factories given a `generator=` are not flagged at
+    all, because a CPU generator must stay with CPU tensors. No fix is offered
+    where the factory does not take `device=` (`torch.normal` with tensor
+    arguments), for moves through a name or a helper, or for `nn.Parameter`
+    wrappers. Sampling ops that take a tensor (`torch.bernoulli`,
+    `torch.multinomial`, `torch.poisson`) are not allocating factories and
+    are not flagged.
 
     ## References
     - [PyTorch: Tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)
@@ -113,6 +118,8 @@ class CreateThenMove(Rule):
         # created, used on the CPU, then moved
         "import torch\ny = torch.zeros(3)\nprint(y)\nz = y.to('cuda')\n",
         "import torch\nx = torch.randn_like(y).to('cuda')\n",
+        # sampling from a tensor is not an allocating factory
+        "import torch\nprob = torch.ones(10)\nx = torch.multinomial(prob, 1).to('cuda')\n",
         "def randn(*a): ...\nx = randn(3).to('cuda')\n",
         "import torch\nx = torch.zeros(3).to(other)\n",
         # created on the CPU on purpose: an explicit device, a CPU generator
@@ -153,10 +160,12 @@ class CreateThenMove(Rule):
             fixed="import torch\ndef f(n, b, device):\n    return torch.arange(n, device=device).expand(b, n)\n",
             line=3,
         ),
+        # a random factory: unsafe (the device's generator gives other numbers)
         Invalid(
             "import torch\ndevice = 'cuda'\nz = torch.randn(8, 100).to(device)\n",
             fixed="import torch\ndevice = 'cuda'\nz = torch.randn(8, 100, device=device)\n",
             line=3,
+            unsafe=True,
         ),
         # the factory result's only use is its move
         Invalid(
@@ -185,7 +194,12 @@ class CreateThenMove(Rule):
             if id(factory.node) in reported or a.roles.excluded(factory.site):
                 return
             reported.add(id(factory.node))
-            ctx.report(factory.node, replacements=replacements)
+            random = (factory.qualname or "") in RANDOM_FACTORIES
+            ctx.report(
+                factory.node,
+                replacements=replacements,
+                applicability=Applicability.UNSAFE if random else None,
+            )
 
         for call in ctx.facts.calls:
             if not is_move_call(call) or a.places.move_device(call) != ACCEL:
@@ -270,8 +284,8 @@ class CreateThenMove(Rule):
             return False  # placed on purpose (a CPU generator must stay with CPU tensors)
         if ctx.analysis.places.under_device_context(call.site):
             return False
-        if q in ALLOCATING_FACTORIES or q in ("torch.bernoulli", "torch.multinomial", "torch.poisson"):
-            return True
+        if q in ALLOCATING_FACTORIES:
+            return True  # (`bernoulli`, `multinomial`, `poisson` sample from a tensor: not allocating factories)
         if q.startswith("torch.") and q.rsplit(".", 1)[-1] in LEGACY_TENSOR_TYPES and not q.startswith("torch.cuda."):
             # `torch.FloatTensor(3, 4)` allocates; `torch.FloatTensor(data)` copies host data.
             return bool(call.positional) and _sizes_only(ctx, call)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Dict, Optional
 
 import libcst as cst
@@ -28,13 +29,20 @@ class ModelNotMoved(Rule):
     Never moved means: no `.to(...)`, `.cuda()`, `device=` at construction or
     `.to_empty(...)` anywhere in the file, and it is not handed to anything
     that could place it (an unknown function, `accelerator.prepare`,
-    `DataParallel`, `DistributedDataParallel`, `fabric.setup`). An instance of
-    a class imported from another module of the project counts only in the
-    first case (its forward gets device inputs), when it is named like a
-    model and given no device. Not flagged: a module whose constructor places
-    its own layers, a module fed `x.cpu()` on purpose (an equivalence check
-    against the CPU), forward-only demos, unit tests and smoke blocks in the
-    second case.
+    `DataParallel`, `DistributedDataParallel`, `fabric.setup`).
+
+    Also flagged: a model that the file moves only under a condition that has
+    nothing to do with the device (`if args.word_vectors: model.to(device)`),
+    with no move on the other path, and that then trains or runs over data:
+    on that other path it stays on the CPU. This holds for instances of
+    imported classes too, since the file itself shows that the model needs
+    moving.
+
+    Not flagged: an instance of a class imported from another module that is
+    otherwise never moved (its constructor, which we cannot see, may place
+    its own layers), a module whose constructor places its own layers, a
+    module fed `x.cpu()` on purpose (an equivalence check against the CPU),
+    forward-only demos, unit tests and smoke blocks in the second case.
 
     ## Why is this bad?
     The model's parameters stay in host memory: either the first forward on
@@ -145,10 +153,11 @@ class ModelNotMoved(Rule):
             "import torch as T\nclass Net(T.nn.Module):\n    pass\ndevice = T.device('cuda')\nmodel = Net()\n" + _LOOP,
             line=5,
         ),
-        # an imported model class fed device tensors
+        # moved only on a path that has nothing to do with the device
         Invalid(
-            "import torch\nfrom mypkg.model import Seq2Seq\nDEVICE = 'cuda'\nmodel = Seq2Seq(hidden=8)\n"
-            "out = model(torch.rand(2, 3, device=DEVICE))\n",
+            "import torch\nfrom mypkg.model import Classifier\ndevice = torch.device('cuda')\n"
+            "model = Classifier(cfg)\nif args.word_vectors:\n    model.embed.weight.data.copy_(vectors)\n"
+            "    model.to(device)\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n",
             line=4,
         ),
     )
@@ -159,22 +168,31 @@ class ModelNotMoved(Rule):
             return
         events = a.places._model_events()
         for b in ctx.facts.bindings:
-            found = self._construction(a, b)
-            if found is None:
-                ctor, seen_class = self._imported_construction(a, b), False
-                if ctor is None:
-                    continue
-            else:
-                ctor, seen_class = found, True
-            if any(e.site.order > b.site.order or e.site.scope is not b.site.scope for e in events.get(b.name, [])):
+            seen = self._construction(a, b)
+            ctor = seen or self._imported_construction(a, b)
+            if ctor is None:
+                continue
+            later = [
+                e for e in events.get(b.name, []) if e.site.order > b.site.order or e.site.scope is not b.site.scope
+            ]
+            if later:
+                condition = self._moved_only_if(ctx, b, later)
+                if condition is not None and not a.roles.excluded(ctor.site):
+                    ctx.report(
+                        ctor.node,
+                        f"Model `{b.name}` is moved to the device only when `{condition}` holds: "
+                        "on the other path it runs on the CPU",
+                    )
                 continue  # moved, or handed on, somewhere: not "never moved"
+            if seen is None:
+                continue  # an imported class may place its own layers: we cannot see it
             crash = speed = False
             follow = True  # every input follows the model's own device (or is on the device already)
             for call in ctx.facts.calls:
                 mc = a.values.model_call(call)
                 if mc is None or dotted_name(mc.model) != b.name or call.site.order < b.site.order:
                     continue
-                if seen_class and a.places.model_place(mc.model, call.site) != CPU:
+                if a.places.model_place(mc.model, call.site) != CPU:
                     continue
                 if self._deliberately_on_cpu(a, call):
                     continue
@@ -182,20 +200,55 @@ class ModelNotMoved(Rule):
                 if any(a.places.tensor_place(arg.value, call.site) == DEVICE for arg in call.node.args):
                     crash = True
                     break
-                if seen_class and a.roles.does_work(call.site) and a.places.device_var(b.site) is not None:
+                if a.roles.does_work(call.site) and a.places.device_var(b.site) is not None:
                     speed = True
             if not (crash or speed):
                 continue
             device = a.places.device_var(b.site)
             fix: Optional[Dict[cst.CSTNode, cst.CSTNode]] = (
                 {b.value: call_with_to(b.value, device)}
-                if b.value is not None and (crash or follow) and device and seen_class
+                if b.value is not None and (crash or follow) and device
                 else None
             )
             message = self.MESSAGE.format(name=b.name) + (
                 ", but its inputs are on the device: the forward fails with a device mismatch" if crash else ""
             )
             ctx.report(ctor.node, message, replacements=fix)
+
+    @staticmethod
+    def _moved_only_if(ctx: RuleContext, b, later) -> Optional[str]:
+        """The test of the one `if` (with no `else`, about something other than
+        the device) under which every later move of the model sits, when the model
+        then trains or runs over data on both paths; None otherwise."""
+        a = ctx.analysis
+        if b.site.scope.kind != "module" or not a.places.accelerator_in_play():
+            return None
+        owner = None
+        for e in later:
+            if e.kind != "move" or e.place != DEVICE or e.site.scope is not b.site.scope:
+                return None
+            ifs = [o for o, part in e.site.region if isinstance(o, cst.If) and part == "body"]
+            if not ifs or (owner is not None and ifs[-1] is not owner):
+                return None
+            owner = ifs[-1]
+        if owner is None or owner.orelse is not None:
+            return None
+        test = ctx.code(owner.test)
+        if _DEVICE_WORDS.search(test):
+            return None  # `if use_cuda:`, `if not args.cpu:`: a device choice
+        owner_site = ctx.facts.site_of_statement(owner)
+        if owner_site is None or owner_site.region != b.site.region:
+            return None  # the construction itself is conditional
+        for call in ctx.facts.calls:
+            mc = a.values.model_call(call)
+            if mc is None or dotted_name(mc.model) != b.name or call.site.order < owner_site.order:
+                continue
+            if any(o is owner for o, _ in call.site.region) or not a.roles.does_work(call.site):
+                continue  # under the move's own condition, or not real work
+            loop = a.roles.work_loop(call.site)
+            if loop is not None and loop.scope is b.site.scope:
+                return test
+        return None
 
     @staticmethod
     def _follows(a, expr, site, model: str) -> bool:
@@ -234,8 +287,8 @@ class ModelNotMoved(Rule):
     @staticmethod
     def _imported_construction(a, b):
         """`model = Imported(...)`: an instance of a class from another module of the
-        project, named like a model and given no device (we can't see the class;
-        only a forward on device inputs will tell)."""
+        project, named like a model and given no device (we can't see the class:
+        only the file's own conditional move tells that it needs moving)."""
         if b.kind not in ("assign", "annassign") or b.index is not None or not isinstance(b.value, cst.Call):
             return None
         if "." in b.name or not MODEL_NAME.search(b.name):
@@ -276,6 +329,9 @@ class ModelNotMoved(Rule):
             if c.method in ("to", "cuda") and c.receiver is call.node:
                 return True
         return False
+
+
+_DEVICE_WORDS = re.compile(r"cuda|gpu|cpu|device|mps|xla|accelerat|distributed|rank|half|fp16|amp", re.I)
 
 
 def _dict_without_device(a, expr, site) -> bool:

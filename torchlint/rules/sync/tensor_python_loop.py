@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
 import libcst as cst
 
@@ -135,12 +135,17 @@ class TensorPythonLoop(Rule):
                 and u.site.scope is loop.scope
                 and loop.contains(u.site.order)
                 and u.site.order > loop.order
+                and not a.loops.occasional_guard(u.site, loop)  # a few error prints are not element work
             ]
             if self._small_work(ctx, uses, tensor if indexed else None):
-                what = "index loop over" if indexed else "loop over the elements of"
+                if indexed:
+                    read = sorted({dotted_name(e.value) or ctx.code(e.value) for e in _elements_read(ctx, uses)})
+                    what = "index loop reads " + ", ".join(f"`{n}`" for n in read or [tensor]) + " element by element"
+                else:
+                    what = f"loop over the elements of tensor `{tensor}`"
                 ctx.report(
                     node,
-                    f"Python {what} tensor `{tensor}` does tensor work (or a host read) per "
+                    f"Python {what} and does tensor work (or a host read) per "
                     "element; vectorize it (one op over the whole tensor)",
                 )
         self._comprehensions(ctx)
@@ -295,6 +300,11 @@ class TensorPythonLoop(Rule):
                 if use.site.order > order and use.site.scope is uses[0].site.scope and _is_element_work(ctx, use.node):
                     return True
         return False
+
+
+def _elements_read(ctx: RuleContext, uses) -> List[cst.Subscript]:
+    """The `t[i]` subscripts of tensors among the index variable's uses."""
+    return [sub for sub in (_tensor_element(ctx, use) for use in uses) if sub is not None]
 
 
 def _tensor_element(ctx: RuleContext, use) -> Optional[cst.Subscript]:
