@@ -250,3 +250,51 @@ def test_train_false_is_eval():
         "for x in loader:\n    y = m(x)\n"
     )
     assert rows(src) == [7]
+
+
+def test_volatile_variable_is_named_in_the_message():
+    src = """\
+    import torch
+    from torch.autograd import Variable
+    def test(model, loader):
+        model.eval()
+        for data, target in loader:
+            data, target = Variable(data, volatile=True), Variable(target)
+            output = model(data)
+    """
+    found = [f for f in lint_source(textwrap.dedent(src), "example.py") if f.code == "TL201"]
+    assert [f.row for f in found] == [7]
+    assert "volatile=True)` has had no effect since PyTorch 0.4" in found[0].message
+
+
+def test_shape_check_before_training_is_a_demo():
+    src = """\
+    import torch
+    from mypkg import EncoderRNN
+    def test():
+        out = encoder(torch.zeros(1, 5))
+        print(out.size())
+    encoder = EncoderRNN(8)
+    opt = torch.optim.SGD(encoder.parameters(), lr=0.1)
+    test()
+    for x, y in loader:
+        loss = (encoder(x) - y).pow(2).mean()
+        loss.backward()
+        opt.step()
+    """
+    assert rows(src) == []
+
+
+def test_grad_disabled_inside_the_evaluation_helper():
+    src = """\
+    import torch
+    def test(net, loader):
+        net.eval()
+        torch.set_grad_enabled(False)
+        for x in loader:
+            out = net(x)
+    if __name__ == "__main__":
+        net, _ = load_model(args)
+        test(net, loader)
+    """
+    assert rows(src) == []

@@ -1,0 +1,249 @@
+"""The shared facts every rule reads (torchlint/analysis): role, flow,
+same-file helpers, the device in play per value, modules known by use, and
+how often a statement runs. Each test states one fact on a small program."""
+
+import textwrap
+
+import libcst as cst
+
+from torchlint.analysis import Analysis
+from torchlint.analysis.places import CPU, DEVICE, UNKNOWN
+
+
+def analyse(src: str, path: str = "train.py") -> Analysis:
+    src = textwrap.dedent(src)
+    return Analysis(cst.parse_module(src), path, src)
+
+
+def call_at(a: Analysis, code: str):
+    """The call whose source is exactly `code` (the first one)."""
+    for c in a.facts.calls:
+        if a.facts.module.code_for_node(c.node) == code:
+            return c
+    raise AssertionError(f"no call {code!r}")
+
+
+# -- role ------------------------------------------------------------------------------
+
+
+def test_test_files_and_functions_are_excluded():
+    src = "import torch\ndef test_shapes():\n    y = model(torch.zeros(2))\n"
+    a = analyse(src, "tests/test_model.py")
+    assert a.roles.excluded(call_at(a, "model(torch.zeros(2))").site)
+    b = analyse("import torch\nfor x, y in loader:\n    loss = model(x)\n    loss.backward()\n", "train.py")
+    assert not b.roles.excluded(call_at(b, "model(x)").site)
+
+
+def test_smoke_block_of_a_model_module_is_excluded():
+    a = analyse(
+        """
+        import torch
+        from torch import nn
+        class Net(nn.Module):
+            def forward(self, x):
+                return x
+        if __name__ == "__main__":
+            net = Net()
+            print(net(torch.randn(1, 3)).shape)
+        """,
+        "models/net.py",
+    )
+    assert a.roles.excluded(call_at(a, "net(torch.randn(1, 3))").site)
+
+
+def test_training_loop_does_work():
+    a = analyse(
+        """
+        for x, y in loader:
+            loss = crit(model(x), y)
+            loss.backward()
+            opt.step()
+        """
+    )
+    assert a.roles.does_work(call_at(a, "model(x)").site)
+
+
+# -- flow --------------------------------------------------------------------------------
+
+
+def test_model_place_follows_statement_order():
+    a = analyse(
+        """
+        import torch
+        from torch import nn
+        device = torch.device("cuda")
+        model = nn.Linear(2, 2)
+        before = model(x)
+        model.to(device)
+        after = model(x)
+        """
+    )
+    before, after = (
+        call_at(a, "model(x)"),
+        [c for c in a.facts.calls if a.facts.module.code_for_node(c.node) == "model(x)"][1],
+    )
+    assert a.places.model_place(before.node.func, before.site) == CPU
+    assert a.places.model_place(after.node.func, after.site) == DEVICE
+
+
+def test_move_on_one_branch_only_is_unknown():
+    a = analyse(
+        """
+        import torch
+        from torch import nn
+        model = nn.Linear(2, 2)
+        if args.word_vectors:
+            model.to("cuda")
+        out = model(x)
+        """
+    )
+    c = call_at(a, "model(x)")
+    assert a.places.model_place(c.node.func, c.site) == UNKNOWN
+
+
+def test_another_functions_variable_of_the_same_name_does_not_count():
+    # `train(model)` hands the module-level `model` on; the `model` parameter of
+    # evaluate() is a different variable, moved at the top of its function.
+    a = analyse(
+        """
+        import torch
+        from torch import nn
+        def evaluate(model, loader):
+            model.to(device)
+            for x, y in loader:
+                out = model(x)
+        if __name__ == "__main__":
+            device = "cuda"
+            model = nn.Linear(2, 2)
+            train(model)
+            evaluate(model=model, loader=loader)
+        """
+    )
+    c = call_at(a, "model(x)")
+    assert a.places.model_place(c.node.func, c.site) == DEVICE
+
+
+# -- same-file helpers ----------------------------------------------------------------------
+
+
+def test_helper_summary_moves_its_argument():
+    a = analyse(
+        """
+        def to_device(batch, device):
+            return batch.to(device)
+        for batch in loader:
+            batch = to_device(batch, "cuda")
+        """
+    )
+    fn = a.helpers.function(call_at(a, 'to_device(batch, "cuda")'))
+    assert fn is not None and "batch" in a.helpers.summary(fn).moves
+
+
+def test_model_factories_are_not_forwards():
+    # `load_model(...)` / `get_model(...)` build a model; `model(x)` runs one.
+    a = analyse(
+        """
+        from mypkg import load_model
+        def get_model(cfg):
+            return Net(cfg)
+        net = load_model(path)
+        model = get_model(cfg)
+        out = model(x)
+        """
+    )
+    assert a.values.model_call(call_at(a, "load_model(path)")) is None
+    assert a.values.model_call(call_at(a, "get_model(cfg)")) is None
+    assert a.values.model_call(call_at(a, "model(x)")) is not None
+
+
+def test_set_grad_enabled_false_guards_what_follows():
+    a = analyse(
+        """
+        import torch
+        def test(net, loader):
+            net.eval()
+            torch.set_grad_enabled(False)
+            for x in loader:
+                out = net(x)
+        """
+    )
+    assert a.grad.guarded(call_at(a, "net(x)").site)
+
+
+# -- device in play per value ----------------------------------------------------------------
+
+
+def test_printing_cuda_availability_puts_nothing_on_a_device():
+    a = analyse("import torch\nprint(torch.cuda.is_available())\nx = torch.zeros(3)\n")
+    assert not a.places.accelerator_in_play()
+
+
+def test_device_of_a_local_tensor_is_no_accelerator():
+    # `device=w.device` follows another tensor: on its own it selects nothing.
+    a = analyse(
+        """
+        import torch
+        def entropy(cache):
+            w = cache["weights"]
+            pos = torch.arange(4, device=w.device)
+            return pos
+        """
+    )
+    assert not a.places.accelerator_in_play()
+    b = analyse("import torch\nx = torch.arange(4, device=args.device)\n")
+    assert b.places.accelerator_in_play()  # a configured device: `args.device`
+
+
+def test_item_of_a_device_tensor_is_on_the_accelerator():
+    a = analyse(
+        """
+        import torch
+        x = torch.zeros(3, device="cuda")
+        y = torch.zeros(3)
+        a1 = x.sum().item()
+        a2 = y.sum().item()
+        """
+    )
+    assert a.places.tensor_place(call_at(a, "x.sum()").node, call_at(a, "x.sum()").site) == DEVICE
+    assert a.places.tensor_place(call_at(a, "y.sum()").node, call_at(a, "y.sum()").site) == CPU
+
+
+# -- modules known by use ----------------------------------------------------------------------
+
+
+def test_an_imported_class_is_a_module_by_its_use():
+    a = analyse(
+        """
+        from mypkg import Encoder
+        enc = Encoder(8)
+        enc.train()
+        out = enc(x)
+        """
+    )
+    forward = a.values.model_call(call_at(a, "enc(x)"))
+    assert forward is not None and forward.known
+
+
+# -- how often a statement runs -----------------------------------------------------------------
+
+
+def test_periodic_exiting_and_bounded_branches_are_not_hot():
+    a = analyse(
+        """
+        shown = 0
+        for x, y in loader:
+            loss = crit(model(x), y)
+            loss.backward()
+            a1 = loss.item()
+            if step % 100 == 0:
+                a2 = loss.item()
+            if done:
+                a3 = loss.item()
+                break
+            if shown < 3:
+                shown += 1
+                a4 = loss.item()
+        """
+    )
+    items = [c for c in a.facts.calls if c.method == "item"]
+    assert [a.loops.hot_context(c.site) is not None for c in items] == [True, False, False, False]
