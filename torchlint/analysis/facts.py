@@ -232,10 +232,7 @@ class Facts:
 
     def parent_of(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         """The node's parent (among the nodes the walk visits: not whitespace or
-        operator tokens). The map is built on first use, by one more walk: most
-        files never ask."""
-        if not self._parent:
-            walk(self.module, _ParentMap(self._parent))
+        operator tokens), recorded by the facts pass."""
         return self._parent.get(id(node))
 
     def call_of_arg(self, arg: cst.Arg) -> Optional[Call]:
@@ -325,21 +322,6 @@ def _target_names(target: cst.BaseExpression) -> List[Tuple[str, Optional[int], 
     return []
 
 
-class _ParentMap(cst.CSTVisitor):
-    def __init__(self, parents: Dict[int, cst.CSTNode]) -> None:
-        self.parents = parents
-        self.stack: List[cst.CSTNode] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.stack:
-            self.parents[id(node)] = self.stack[-1]
-        self.stack.append(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.stack.pop()
-
-
 class _Collector(cst.CSTVisitor):
     """The single pass. Keeps stacks of scopes, loops, withs, ifs, statements and parents."""
 
@@ -388,6 +370,8 @@ class _Collector(cst.CSTVisitor):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self.order += 1
+        if self.parents:
+            self.f._parent[id(node)] = self.parents[-1]
         self.parents.append(node)
         is_stmt, visit, _ = self._dispatch_cache.get(type(node)) or self._dispatch(type(node))
         if is_stmt:

@@ -429,10 +429,11 @@ class Places:
                         Event(call.site, "move", DEVICE if device == ACCEL else (CPU if device == HOST else UNKNOWN)),
                     )
                     continue
-                if self._keeps_arguments(call):
+                handed = [n for n in (dotted_name(arg.value) for arg in call.node.args) if n]
+                if not handed or self._keeps_arguments(call):
                     continue
-                for arg in call.node.args:
-                    add(dotted_name(arg.value), Event(call.site, "escape", UNKNOWN))
+                for name in handed:
+                    add(name, Event(call.site, "escape", UNKNOWN))
             for b in self.facts.bindings:
                 # `layer.weight = remote_weight()`: parts replaced by values made elsewhere.
                 if "." in b.name and b.kind in ("assign", "annassign") and isinstance(b.value, (cst.Call, cst.Name)):

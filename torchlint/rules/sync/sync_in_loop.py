@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import libcst as cst
 
@@ -309,14 +309,35 @@ class SyncInLoop(Rule):
         if before[-1].kind != "assign" or not isinstance(init, (cst.Integer, cst.Float)):
             return None
         func = call.node.func
+        # A count (`correct += pred.eq(y).sum().item()`) stays an integer; anything
+        # else (a loss) accumulates in float32 whatever the model's dtype, and is
+        # read back as a float.
+        count = isinstance(init, cst.Integer) and _counts(call.receiver)
         detached = cst.Call(cst.Attribute(cst.Call(func.with_changes(attr=cst.Name("detach"))), cst.Name("float")))
-        if isinstance(init, cst.Integer):
+        if count:
             detached = cst.Call(func.with_changes(attr=cst.Name("detach")))
         replacements: Dict[cst.CSTNode, cst.CSTNode] = {call.node: detached}
-        convert = "float" if isinstance(init, cst.Float) else "int"
+        convert = "int" if count else "float"
         for use in reads_after:
             replacements[use.node] = cst.Call(cst.Name(convert), [cst.Arg(use.node)])
         return replacements
+
+
+_COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "argmax", "count_nonzero", "long", "int"})
+
+
+def _counts(expr: Optional[cst.BaseExpression]) -> bool:
+    """The value counts things: it compares (`pred == y`, `.eq(y)`), takes an
+    argmax, or is cast to an integer type before the reduction."""
+    stack: List[cst.CSTNode] = [expr] if expr is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Comparison):
+            return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _COMPARISONS:
+            return True
+        stack.extend(node.children)
+    return False
 
 
 def _mentions_device_tensor(a, expr: cst.BaseExpression, site: Site) -> bool:
