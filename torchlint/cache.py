@@ -118,11 +118,18 @@ def _loads(data: bytes) -> Any:
 
 
 class Cache:
-    """Per-file results under `<root>/.torchlint_cache/`."""
+    """Per-file results under `<root>/.torchlint_cache/`, or under `cache_dir`
+    when given (`--cache-dir`, `cache-dir`, `TORCHLINT_CACHE_DIR`)."""
 
-    def __init__(self, root: Union[str, Path], settings_key: str, version: str = __version__) -> None:
+    def __init__(
+        self,
+        root: Union[str, Path],
+        settings_key: str,
+        version: str = __version__,
+        cache_dir: Union[str, Path, None] = None,
+    ) -> None:
         self.root = Path(root)
-        self.dir = self.root / CACHE_DIR_NAME
+        self.dir = Path(cache_dir) if cache_dir is not None else self.root / CACHE_DIR_NAME
         self.version = version
         self.settings_key = settings_key
         self._prefix = f"{version}\0{code_fingerprint()}\0{settings_key}\0".encode()
