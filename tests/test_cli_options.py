@@ -272,3 +272,20 @@ def test_ci_formats_from_the_command_line(proj, fmt):
     assert "Found" not in r.stdout  # machine formats carry no summary
     r = invoke("--output-format", fmt, "-o", "out.txt", ".", env={"TORCHLINT_OUTPUT_FORMAT": None})
     assert r.stdout == "" and "TL104" in (proj / "out.txt").read_text()
+
+
+def test_clean_removes_a_cache_dir_torchlint_made_and_nothing_else(proj, tmp_path_factory):
+    (proj / "a.py").write_text(TL104_SRC)
+    elsewhere = tmp_path_factory.mktemp("cache") / "tl"
+    invoke("--cache-dir", str(elsewhere), ".")
+    r = invoke("clean", "--cache-dir", str(elsewhere))
+    assert r.exit_code == 0 and f"Removed {elsewhere}" in r.stdout and not elsewhere.exists()
+    precious = tmp_path_factory.mktemp("precious")
+    (precious / "data.txt").write_text("keep me\n")
+    r = invoke("clean", "--cache-dir", str(precious))
+    assert f"No torchlint cache at {precious}" in r.stdout and (precious / "data.txt").exists()
+    (proj / "pyproject.toml").write_text('[tool.torchlint]\ncache-dir = ".cache/tl"\n')
+    invoke(".")
+    assert (proj / ".cache" / "tl").is_dir()
+    r = invoke("clean")
+    assert not (proj / ".cache" / "tl").exists(), r.stdout
