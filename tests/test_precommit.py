@@ -82,8 +82,10 @@ def test_manifest_declares_both_hooks(root):
 
     hooks = {h["id"]: h for h in yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())}
     assert set(hooks) == {"torchlint", "torchlint-fix"}
-    assert hooks["torchlint"]["entry"] == "torchlint check"
-    assert hooks["torchlint-fix"]["entry"] == "torchlint check --fix"
+    # --force-exclude, as in Ruff's hooks: pre-commit names every file, and
+    # `exclude` in [tool.torchlint] must still apply to them.
+    assert hooks["torchlint"]["entry"] == "torchlint check --force-exclude"
+    assert hooks["torchlint-fix"]["entry"] == "torchlint check --fix --force-exclude"
     for h in hooks.values():
         assert h["language"] == "python"
         assert h["types_or"] == ["python", "pyi", "jupyter"]
@@ -129,6 +131,9 @@ def user_repo(tmp_path, pc_env):
     (repo / "bad.py").write_text(BAD)
     (repo / "clean.py").write_text(CLEAN)
     (repo / "nb.ipynb").write_text(json.dumps(NOTEBOOK, indent=1) + "\n")
+    (repo / "pyproject.toml").write_text('[tool.torchlint]\nextend-exclude = ["gen/"]\n')
+    (repo / "gen").mkdir()
+    (repo / "gen" / "generated.py").write_text(BAD)  # excluded: the hooks must skip it though named
     _git("add", "-A", cwd=repo, env=pc_env)
     return repo
 
@@ -194,9 +199,10 @@ def test_readme_remote_hook_pinned_by_autoupdate_works(root, hook_repo, user_rep
     config = (user_repo / ".pre-commit-config.yaml").read_text()
     assert f"rev: {sha}" in config, config
     _git("add", "-A", cwd=user_repo, env=pc_env)
-    proc = _pre_commit("run", "--files", "bad.py", "clean.py", cwd=user_repo, env=pc_env)
+    proc = _pre_commit("run", "--files", "bad.py", "clean.py", "gen/generated.py", cwd=user_repo, env=pc_env)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1 and "TL104" in out and "bad.py" in out and "clean.py" not in out, out
+    assert "generated.py" not in out, out
 
 
 def test_readme_local_hook_works_as_written(root, user_repo, pc_env):
@@ -212,5 +218,6 @@ def test_readme_local_hook_works_as_written(root, user_repo, pc_env):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert "bad.py:3:5: TL104" in out and "nb.ipynb:cell 3:2:5: TL104" in out and "clean.py" not in out, out
+    assert "generated.py" not in out, out  # extend-exclude applies to the files pre-commit names
     clean = _pre_commit("run", "--files", "clean.py", cwd=user_repo, env=env)
     assert clean.returncode == 0, clean.stdout + clean.stderr
