@@ -70,3 +70,39 @@ def test_pyproject_without_our_table_is_skipped(tmp_path):
 
 def test_settings_are_hashable():
     assert hash(Settings()) == hash(Settings())
+
+
+def test_symlink_loop_as_the_start_does_not_raise(tmp_path):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    write(tmp_path, 'ignore = ["TL104"]\n')
+    assert "TL104" not in load_settings(start=str(loop)).enabled()
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('select = "TL1"\n', '`select` must be a list of strings, not a string (write `select = ["TL1"]`)'),
+        ("ignore = [1]\n", "`ignore` must be a list of strings, not a list with a non-string item"),
+        ('[tool.torchlint.per-file-ignores]\n"a.py" = "TL1"\n', '`per-file-ignores."a.py"` must be a list of strings'),
+        ('ignore = ["TL9"]\n', "pyproject.toml: unknown rule selector 'TL9' in `ignore`"),
+        (
+            '[tool.torchlint.per-file-ignores]\n"t/*" = ["XX1"]\n',
+            "pyproject.toml: unknown rule selector 'XX1' in `per-file-ignores.\"t/*\"`",
+        ),
+    ],
+)
+def test_config_errors_name_the_file_and_the_key(tmp_path, body, message):
+    write(tmp_path, body)
+    with pytest.raises(ConfigError) as err:
+        load_settings(start=str(tmp_path))
+    assert message in str(err.value) and str(err.value).startswith(str(tmp_path / "pyproject.toml"))
+
+
+def test_new_keys(tmp_path):
+    write(tmp_path, 'force-exclude = true\nrespect-gitignore = false\nunsafe-fixes = false\ncache-dir = "c"\n')
+    s = load_settings(start=str(tmp_path))
+    assert (s.force_exclude, s.respect_gitignore, s.unsafe_fixes) == (True, False, False)
+    assert s.cache_dir == str(tmp_path / "c")
+    s = load_settings(start=str(tmp_path), force_exclude=False, respect_gitignore=True, unsafe_fixes=True)
+    assert (s.force_exclude, s.respect_gitignore, s.unsafe_fixes) == (False, True, True)

@@ -101,7 +101,10 @@ def test_missing_path_and_broken_symlink_are_problems(tmp_path):
     got = discover([str(tmp_path / "missing.py"), str(tmp_path / "broken.py")], settings(tmp_path))
     assert got.files == ()
     msgs = sorted(p.message for p in got.problems)
-    assert msgs == ["cannot read path (broken symlink or special file)", "no such file or directory"]
+    assert msgs == [
+        f"broken symlink (its target {str(tmp_path / 'nowhere.py')!r} does not exist)",
+        "no such file or directory",
+    ]
     # a broken symlink found while walking is skipped silently
     assert discover([str(tmp_path)], settings(tmp_path)).problems == ()
 
@@ -151,3 +154,67 @@ def test_root_anchored_exclude(tmp_path, monkeypatch):
     s = settings(tmp_path, extend_exclude=("/gen/",))
     assert names(discover([str(tmp_path)], s), tmp_path) == ["src/gen/b.py"]
     assert names(discover([str(tmp_path / "src")], s), tmp_path) == ["src/gen/b.py"]
+
+
+def test_named_folder_is_walked_though_a_gitignore_above_ignores_it(tmp_path):
+    (tmp_path / ".git").mkdir()
+    touch(tmp_path / ".gitignore", "data/\n*.tmp.py\n")
+    touch(tmp_path / "data" / "checkouts" / "a.py")
+    touch(tmp_path / "data" / "checkouts" / "b.tmp.py")
+    touch(tmp_path / "data" / "checkouts" / "sub" / "c.py")
+    inner = tmp_path / "data" / "checkouts"
+    got = discover([str(inner)], settings(tmp_path))
+    assert names(got, tmp_path) == ["data/checkouts/a.py", "data/checkouts/sub/c.py"]
+    assert discover([str(tmp_path)], settings(tmp_path)).files == ()
+
+
+def test_patterns_match_each_entry_by_its_own_path(tmp_path):
+    (tmp_path / ".git").mkdir()
+    touch(tmp_path / ".gitignore", "data*\n")
+    touch(tmp_path / "data" / "data_loader.py")  # its own name matches: ignored
+    touch(tmp_path / "data" / "model.py")  # only its folder matches, and that folder was named
+    assert names(discover([str(tmp_path / "data")], settings(tmp_path)), tmp_path) == ["data/model.py"]
+
+
+def test_respect_gitignore_off(tmp_path):
+    touch(tmp_path / ".gitignore", "ignored/\n")
+    touch(tmp_path / "ignored" / "a.py")
+    touch(tmp_path / "sub" / ".gitignore", "*.py\n")
+    touch(tmp_path / "sub" / "b.py")
+    assert discover([str(tmp_path)], settings(tmp_path)).files == ()
+    got = discover([str(tmp_path)], settings(tmp_path, respect_gitignore=False))
+    assert names(got, tmp_path) == ["ignored/a.py", "sub/b.py"]
+
+
+def test_force_exclude_applies_to_named_folders(tmp_path):
+    touch(tmp_path / "gen" / "a.py")
+    s = settings(tmp_path, extend_exclude=("gen/",))
+    assert names(discover([str(tmp_path / "gen")], s), tmp_path) == ["gen/a.py"]
+    assert discover([str(tmp_path / "gen")], s, force_exclude=True).files == ()
+    assert (
+        discover([str(tmp_path / "gen")], settings(tmp_path, extend_exclude=("gen/",), force_exclude=True)).files == ()
+    )
+
+
+def test_cli_exclusions_are_relative_to_their_own_folder(tmp_path):
+    touch(tmp_path / "gen" / "a.py")
+    touch(tmp_path / "pkg" / "gen" / "b.py")
+    s = settings(tmp_path, cli_extend_exclude=("/gen",), cli_root=str(tmp_path / "pkg"))
+    assert names(discover([str(tmp_path)], s), tmp_path) == ["gen/a.py"]
+    replaced = settings(tmp_path, cli_exclude=("gen",), cli_root=str(tmp_path))
+    touch(tmp_path / "build" / "c.py")  # a default exclude, gone once --exclude replaces them
+    assert names(discover([str(tmp_path)], replaced), tmp_path) == ["build/c.py"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this platform")
+def test_special_files_and_symlink_loops_named_explicitly(tmp_path):
+    os.symlink(tmp_path / "loop", tmp_path / "loop")
+    os.mkfifo(tmp_path / "pipe.py")
+    got = discover([str(tmp_path / "loop"), str(tmp_path / "pipe.py")], settings(tmp_path))
+    assert got.files == ()
+    assert sorted(p.message for p in got.problems) == [
+        "not a regular file: a FIFO (named pipe); skipped",
+        "symlink loop (too many levels of symbolic links)",
+    ]
+    # found while walking, both are skipped silently (and the FIFO never opened)
+    assert discover([str(tmp_path)], settings(tmp_path)) == discovery.Discovered((), ())

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from torchlint import api
 from torchlint import notebook as notebook_mod
 from torchlint.notebook import replace_sources
 from torchlint.pipeline import lint_text, process_bytes
@@ -259,3 +260,24 @@ def test_replace_sources_keeps_crlf_layout():
     out = replace_sources(text, {1: ("a = 1\nb = 2\nc = 3\n", True)})
     nb["cells"][0]["source"] = ["a = 1\n", "b = 2\n", "c = 3\n"]
     assert out == (json.dumps(nb, indent=1) + "\n").replace("\n", "\r\n")
+
+
+@pytest.mark.parametrize(
+    "magic",
+    [
+        "!pip install torch \\\n    torchvision\n",
+        "%pip install torch \\\n  torchvision \\\n  torchaudio\n",
+        "files = !ls \\\n   -la\n",
+        "    !echo a \\\nb\n",  # a continuation with less indentation than the magic
+    ],
+)
+def test_magic_continued_with_a_backslash_is_skipped_whole(magic):
+    """IPython joins a line ending in a backslash with the next: both are the
+    magic, so neither is a false TL000, and the rest of the notebook is linted."""
+    body = magic if not magic.startswith(" ") else "if True:\n" + magic
+    nb = notebook(code(body + "import torch\nx = torch.randn(3).to('cuda')\n"), code("y = torch.zeros(2).cuda()\n"))
+    findings = api.lint_bytes(nb, "n.ipynb").findings
+    assert [(f.code, f.cell) for f in findings] == [("TL104", 1), ("TL104", 2)]
+    new, _ = api.fix_bytes(nb, "n.ipynb")
+    source = "".join(json.loads(new)["cells"][0]["source"])
+    assert source.startswith(body)  # the magic's lines come back as written

@@ -9,6 +9,7 @@ cache (a temporary PRE_COMMIT_HOME) is reused.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -81,8 +82,10 @@ def test_manifest_declares_both_hooks(root):
 
     hooks = {h["id"]: h for h in yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())}
     assert set(hooks) == {"torchlint", "torchlint-fix"}
-    assert hooks["torchlint"]["entry"] == "torchlint check"
-    assert hooks["torchlint-fix"]["entry"] == "torchlint check --fix"
+    # --force-exclude, as in Ruff's hooks: pre-commit names every file, and
+    # `exclude` in [tool.torchlint] must still apply to them.
+    assert hooks["torchlint"]["entry"] == "torchlint check --force-exclude"
+    assert hooks["torchlint-fix"]["entry"] == "torchlint check --fix --force-exclude"
     for h in hooks.values():
         assert h["language"] == "python"
         assert h["types_or"] == ["python", "pyi", "jupyter"]
@@ -106,7 +109,7 @@ def hook_repo(tmp_path_factory):
         if src.is_file():
             (snap / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, snap / rel)
-    _git("init", "-q", cwd=snap, env=env)
+    _git("init", "-q", "-b", "main", cwd=snap, env=env)  # the branch the documented `rev: main` names
     _git("add", "-A", cwd=snap, env=env)
     _git("commit", "-q", "-m", "snapshot", cwd=snap, env=env)
     return snap
@@ -128,6 +131,9 @@ def user_repo(tmp_path, pc_env):
     (repo / "bad.py").write_text(BAD)
     (repo / "clean.py").write_text(CLEAN)
     (repo / "nb.ipynb").write_text(json.dumps(NOTEBOOK, indent=1) + "\n")
+    (repo / "pyproject.toml").write_text('[tool.torchlint]\nextend-exclude = ["gen/"]\n')
+    (repo / "gen").mkdir()
+    (repo / "gen" / "generated.py").write_text(BAD)  # excluded: the hooks must skip it though named
     _git("add", "-A", cwd=repo, env=pc_env)
     return repo
 
@@ -156,3 +162,62 @@ def test_try_repo_lints_notebooks(hook_repo, user_repo, pc_env):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert "TL104" in out and "nb.ipynb" in out and "TL000" not in out, out
+
+
+# --- the snippets the README documents, run as written ------------------------------------
+
+UPSTREAM = "https://github.com/torchlint/torchlint"
+
+
+def _yaml_blocks(path):
+    return re.findall(r"```yaml\n(.*?)```", path.read_text(encoding="utf-8"), re.S)
+
+
+def _documented(root, marker):
+    """The README's pre-commit snippet holding `marker`; docs/integrations.md
+    must give the same one."""
+    (block,) = [b for b in _yaml_blocks(root / "README.md") if marker in b]
+    assert block in _yaml_blocks(root / "docs" / "integrations.md"), "README and integrations.md differ"
+    return block
+
+
+def _commit_config(repo, text, env):
+    (repo / ".pre-commit-config.yaml").write_text(text)
+    _git("add", "-A", cwd=repo, env=env)
+
+
+def test_readme_remote_hook_pinned_by_autoupdate_works(root, hook_repo, user_repo, pc_env):
+    """The README's form: `rev: main`, then `pre-commit autoupdate --freeze`
+    pins the latest commit (there are no release tags). Only the URL is
+    swapped for a local copy of this repository (the tests run offline)."""
+    block = _documented(root, f"repo: {UPSTREAM}")
+    assert "rev: main" in block and "v0.1.0" not in block
+    _commit_config(user_repo, block.replace(UPSTREAM, str(hook_repo)), pc_env)
+    update = _pre_commit("autoupdate", "--freeze", cwd=user_repo, env=pc_env)
+    assert update.returncode == 0, update.stdout + update.stderr
+    sha = _git("rev-parse", "HEAD", cwd=hook_repo).stdout.strip()
+    config = (user_repo / ".pre-commit-config.yaml").read_text()
+    assert f"rev: {sha}" in config, config
+    _git("add", "-A", cwd=user_repo, env=pc_env)
+    proc = _pre_commit("run", "--files", "bad.py", "clean.py", "gen/generated.py", cwd=user_repo, env=pc_env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "TL104" in out and "bad.py" in out and "clean.py" not in out, out
+    assert "generated.py" not in out, out
+
+
+def test_readme_local_hook_works_as_written(root, user_repo, pc_env):
+    """The README's `repo: local` form, byte for byte: it runs the torchlint
+    installed beside this Python."""
+    block = _documented(root, "repo: local")
+    bin_dir = Path(sys.executable).parent
+    if not (bin_dir / "torchlint").exists():
+        pytest.skip("no `torchlint` command beside this Python: install the package (pip install -e .)")
+    env = dict(pc_env, PATH=f"{bin_dir}{os.pathsep}{pc_env.get('PATH', '')}")
+    _commit_config(user_repo, block, env)
+    proc = _pre_commit("run", "--all-files", cwd=user_repo, env=env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "bad.py:3:5: TL104" in out and "nb.ipynb:cell 3:2:5: TL104" in out and "clean.py" not in out, out
+    assert "generated.py" not in out, out  # extend-exclude applies to the files pre-commit names
+    clean = _pre_commit("run", "--files", "clean.py", cwd=user_repo, env=env)
+    assert clean.returncode == 0, clean.stdout + clean.stderr

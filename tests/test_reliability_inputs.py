@@ -278,3 +278,31 @@ def test_bom_in_text_is_not_code_and_is_kept_by_fix():
 def test_brackets_inside_plain_strings_do_not_count():
     src = 'x = "f" + "' + "(" * 300 + '"\n'
     assert lint_source(src) == []
+
+
+@pytest.mark.parametrize(
+    "data, wide",
+    [
+        ("import torch\nx = 1\n".encode("utf-16"), "UTF-16"),  # with a BOM
+        ("import torch\nx = 1\n".encode("utf-16-le"), "UTF-16"),
+        ("import torch\nx = 1\n".encode("utf-16-be"), "UTF-16"),
+        ("import torch\nx = 1\n".encode("utf-32"), "UTF-32"),
+        (b"# coding: utf-16\nx = 1\n", "UTF-16"),
+    ],
+)
+def test_utf16_and_utf32_source_is_named_not_called_binary(data, wide):
+    (f,) = lint_bytes(data, "w.py").findings
+    assert f.code == "TL000"
+    assert f.message == f"cannot decode file: {wide} source is not supported; save the file as UTF-8"
+    assert "NUL" not in f.message
+
+
+def test_identifier_newer_than_this_pythons_unicode_tables_is_tl000():
+    """LibCST builds the node, then refuses it (CSTValidationError): a syntax
+    error in CPython's words, not an exception."""
+    findings = lint_bytes(b"\xf0\xb1\x8d\x90\n", "u.py").findings  # U+31350, new in Unicode 15.0
+    if "\U00031350".isidentifier():  # this Python knows it: a plain name, nothing to report
+        assert findings == ()
+    else:
+        (f,) = findings
+        assert f.code == "TL000" and f.message.startswith("SyntaxError")

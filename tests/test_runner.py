@@ -30,7 +30,7 @@ def test_lint_reports_without_writing(tmp_path):
     f.write_text(TL104_SRC)
     out = process_file(job(f))
     assert [x.code for x in out.findings] == ["TL104"]
-    assert out.lines == ((3, "x = torch.zeros(3).to(device)"),)
+    assert out.lines == ((None, 3, "x = torch.zeros(3).to(device)"),)
     assert not out.needs_write and f.read_text() == TL104_SRC
 
 

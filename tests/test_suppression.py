@@ -56,3 +56,23 @@ def test_suppression_comment_adds_and_merges():
     )
     line = suppression_comment("TL104", LINE + "\n")
     assert codes(BASE + line) == []
+
+
+def test_unknown_codes_in_suppression_comments():
+    from torchlint.rules import all_codes
+    from torchlint.suppression import unknown_codes
+
+    src = (
+        "# torchlint: ignore-file[TL302, TL777]\n"
+        "import os  # noqa: E501, F401\n"  # other linters' codes: theirs
+        "x = 1  # noqa: TL104, TL999\n"
+        "y = 2  # torchlint: ignore[TL101, ABC1]\n"
+        "z = 3  # NOQA:tl998\n"
+    )
+    assert unknown_codes(src, all_codes()) == [
+        (1, "TL777", "# torchlint: ignore-file[...]"),
+        (3, "TL999", "# noqa"),
+        (4, "ABC1", "# torchlint: ignore[...]"),
+        (5, "tl998", "# noqa"),
+    ]
+    assert unknown_codes("x = 1\n", all_codes()) == []

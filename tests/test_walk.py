@@ -15,7 +15,7 @@ from torchlint.analysis.walk import child_fields, walk
 from torchlint.rules import all_rules
 
 ROOT = Path(__file__).resolve().parents[1]
-SEEDS = ROOT.parent / "shared" / "seeds" / "blocks"
+SEEDS = ROOT / "tests" / "data" / "seeds" / "blocks"
 
 TRICKY = """
 import torch as T, os.path
@@ -61,7 +61,7 @@ def generic[T](x: T) -> T: return x
 
 def _sources():
     out = [("tricky", TRICKY)]
-    for p in sorted(SEEDS.glob("*.py")) if SEEDS.is_dir() else []:
+    for p in sorted(SEEDS.glob("*.py")):
         out.append((p.name, p.read_text(encoding="utf-8")))
     for rule in all_rules():
         for i, src in enumerate(rule.VALID):

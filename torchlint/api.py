@@ -16,6 +16,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from torchlint.config import Settings
 from torchlint.decode import Decoded, DecodeError, decode_source
+from torchlint.discovery import Discovered
 from torchlint.findings import MODES, FileOutcome, FileResult, Finding, Problem
 from torchlint.runner import RunResult
 
@@ -23,10 +24,12 @@ __all__ = [
     "DecodeError",
     "Decoded",
     "FileOutcome",
+    "Discovered",
     "FileResult",
     "RunResult",
     "check",
     "decode_source",
+    "discover",
     "fix_bytes",
     "fix_source",
     "lint_bytes",
@@ -105,10 +108,13 @@ def run(
     jobs: int = 1,
     force_exclude: bool = False,
     cache_root: Optional[str] = None,
+    cache_dir: Optional[str] = None,
 ) -> RunResult:
-    """Lint (mode "lint"), fix in place ("fix") or diff ("diff") the files under
-    `paths`: sorted findings, problems, counts, diffs. `jobs=0` uses every core;
-    with `cache_root`, lint results are cached in `<cache_root>/.torchlint_cache`."""
+    """Lint (mode "lint"), fix in place ("fix"), diff ("diff") or add `# noqa`
+    comments in place ("add-noqa", `fixes_applied` counting them) to the
+    files under `paths`: sorted findings, problems, warnings, counts, diffs.
+    `jobs=0` uses every core; with `cache_root`, lint results are cached in
+    `<cache_root>/.torchlint_cache`, or in `cache_dir` when given."""
     from torchlint.runner import run as run_files
 
     return run_files(
@@ -119,7 +125,16 @@ def run(
         jobs=jobs,
         force_exclude=force_exclude,
         cache_root=cache_root,
+        cache_dir=cache_dir,
     )
+
+
+def discover(paths: Sequence[str], settings: Optional[Settings] = None) -> Discovered:
+    """The files a run over `paths` would lint (sorted) and the problems found
+    on the way (missing paths, unreadable folders), as `--show-files` lists them."""
+    from torchlint.discovery import discover as find
+
+    return find(list(paths), settings or Settings())
 
 
 def lint_paths(paths, settings: Optional[Settings] = None, fix: bool = False, unsafe: bool = False, jobs: int = 1):

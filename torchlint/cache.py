@@ -118,11 +118,18 @@ def _loads(data: bytes) -> Any:
 
 
 class Cache:
-    """Per-file results under `<root>/.torchlint_cache/`."""
+    """Per-file results under `<root>/.torchlint_cache/`, or under `cache_dir`
+    when given (`--cache-dir`, `cache-dir`, `TORCHLINT_CACHE_DIR`)."""
 
-    def __init__(self, root: Union[str, Path], settings_key: str, version: str = __version__) -> None:
+    def __init__(
+        self,
+        root: Union[str, Path],
+        settings_key: str,
+        version: str = __version__,
+        cache_dir: Union[str, Path, None] = None,
+    ) -> None:
         self.root = Path(root)
-        self.dir = self.root / CACHE_DIR_NAME
+        self.dir = Path(cache_dir) if cache_dir is not None else self.root / CACHE_DIR_NAME
         self.version = version
         self.settings_key = settings_key
         self._prefix = f"{version}\0{code_fingerprint()}\0{settings_key}\0".encode()
@@ -219,6 +226,31 @@ def clean_cache(root: Union[str, Path]) -> bool:
     return not cache_dir.exists()
 
 
+def clean_cache_dir(cache_dir: Union[str, Path]) -> bool:
+    """Remove a cache folder given by `--cache-dir`, `cache-dir` or
+    `TORCHLINT_CACHE_DIR`, only if torchlint made it (its CACHEDIR.TAG says
+    so): a misconfigured path never deletes anything else. True if removed."""
+    path = Path(cache_dir)
+    try:
+        ours = (path / "CACHEDIR.TAG").read_text(encoding="utf-8") == CACHEDIR_TAG
+    except (OSError, UnicodeDecodeError):
+        return False
+    if not ours or path.is_symlink():
+        return False
+    shutil.rmtree(path, ignore_errors=True)
+    return not path.exists()
+
+
+def configured_cache_dir() -> Optional[str]:
+    """The `cache-dir` of the configuration that applies to the current folder, if any."""
+    from torchlint.config import ConfigError, load_settings
+
+    try:
+        return load_settings(start=str(Path.cwd())).cache_dir
+    except ConfigError:
+        return None
+
+
 def default_cache_root() -> Path:
     """The project root the CLI caches under: the folder of the nearest
     pyproject.toml with [tool.torchlint], else the current folder."""
@@ -237,15 +269,32 @@ def default_cache_root() -> Path:
     help="Project folder whose .torchlint_cache to remove (repeatable). "
     "Default: the project root (nearest pyproject.toml with [tool.torchlint]) and the current folder.",
 )
-def clean_command(roots) -> None:
-    """Remove torchlint's cache (.torchlint_cache)."""
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="TORCHLINT_CACHE_DIR",
+    show_envvar=True,
+    help="A cache folder set with `check --cache-dir` to remove too (only if torchlint made it).",
+)
+def clean_command(roots, cache_dir) -> None:
+    """Remove torchlint's cache (.torchlint_cache, and the folder `cache-dir` or --cache-dir names)."""
     targets = list(roots) or _unique([default_cache_root(), Path.cwd()])
     for root in targets:
-        cache_dir = Path(root) / CACHE_DIR_NAME
+        folder = Path(root) / CACHE_DIR_NAME
         if clean_cache(root):
-            click.echo(f"Removed {cache_dir}")
+            click.echo(f"Removed {folder}")
         else:
-            click.echo(f"No cache at {cache_dir}")
+            click.echo(f"No cache at {folder}")
+    extra = [cache_dir] if cache_dir is not None else []
+    if not roots:
+        configured = configured_cache_dir()
+        if configured:
+            extra.append(Path(configured))
+    for folder in _unique(extra):
+        if clean_cache_dir(folder):
+            click.echo(f"Removed {folder}")
+        else:
+            click.echo(f"No torchlint cache at {folder}")
 
 
 def _unique(paths):

@@ -22,7 +22,20 @@ else:  # pragma: no cover - exercised on old Pythons only
 
 import pathspec
 
-KNOWN_KEYS = ("select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude")
+KNOWN_KEYS = (
+    "select",
+    "ignore",
+    "extend-select",
+    "per-file-ignores",
+    "exclude",
+    "extend-exclude",
+    "force-exclude",
+    "respect-gitignore",
+    "unsafe-fixes",
+    "cache-dir",
+)
+_LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
+_BOOL_KEYS = ("force-exclude", "respect-gitignore", "unsafe-fixes")
 
 DEFAULT_EXCLUDE = (
     ".bzr",
@@ -61,7 +74,9 @@ def known_codes() -> List[str]:
     return all_codes()
 
 
-def _expand(selectors: Iterable[str], where: str) -> FrozenSet[str]:
+def _expand(selectors: Iterable[str], where: str, source: Optional[str] = None) -> FrozenSet[str]:
+    """The codes `selectors` stand for; an error names them by `where`
+    ("`select`", "--select") and the file they come from (`source`)."""
     codes = known_codes()
     out = set()
     for raw in selectors:
@@ -73,7 +88,10 @@ def _expand(selectors: Iterable[str], where: str) -> FrozenSet[str]:
             continue
         matched = [c for c in codes if c.startswith(sel)]
         if not matched:
-            raise ConfigError(f"unknown rule selector {raw.strip()!r} in {where} (known codes: {', '.join(codes)})")
+            prefix = f"{source}: " if source else ""
+            raise ConfigError(
+                f"{prefix}unknown rule selector {raw.strip()!r} in {where} (known codes: {', '.join(codes)})"
+            )
         out.update(matched)
     return frozenset(out)
 
@@ -91,6 +109,16 @@ class Settings:
     # The folder patterns are relative to (the pyproject.toml's, or the cwd).
     root: str = "."
     config_path: Optional[str] = None
+    # Command-line `--exclude` (replaces `exclude`, defaults included) and
+    # `--extend-exclude`: patterns relative to `cli_root`, the current folder.
+    cli_exclude: Optional[Tuple[str, ...]] = None
+    cli_extend_exclude: Tuple[str, ...] = ()
+    cli_root: str = "."
+    force_exclude: bool = False
+    respect_gitignore: bool = True
+    # None: unsafe fixes are off and the reports hint at them; False: off, no hint.
+    unsafe_fixes: Optional[bool] = None
+    cache_dir: Optional[str] = None
 
     def enabled(self) -> FrozenSet[str]:
         return _enabled(self.select, self.extend_select, self.ignore)
@@ -106,28 +134,43 @@ class Settings:
         return codes
 
     def relative(self, path: str) -> str:
-        try:
-            return Path(os.path.abspath(path)).relative_to(os.path.abspath(self.root)).as_posix()
-        except ValueError:
-            return Path(path).as_posix()
+        return _relative_to(path, self.root)
 
     def is_excluded(self, path: str) -> bool:
-        rel = self.relative(path)
-        spec = self.exclude_spec()
-        return spec.match_file(rel) or spec.match_file(rel + "/")
+        """Whether `path` matches the exclusions (itself, not through a folder above it)."""
+        for base, spec in self.exclude_specs():
+            rel = _relative_to(path, base)
+            if spec.match_file(rel) or spec.match_file(rel + "/"):
+                return True
+        return False
 
-    def exclude_spec(self) -> pathspec.PathSpec:
-        """`exclude` + `extend-exclude` as one gitignore-style spec."""
-        return _spec(self.exclude + self.extend_exclude)
+    def exclude_specs(self) -> Tuple[Tuple[str, pathspec.PathSpec], ...]:
+        """The exclusions as (folder the patterns are relative to, gitignore-style
+        spec): the configuration's `exclude` (or the defaults) and `extend-exclude`
+        relative to `root`; the command line's relative to `cli_root`. A
+        command-line `--exclude` replaces `exclude` and the defaults."""
+        own = self.extend_exclude if self.cli_exclude is not None else self.exclude + self.extend_exclude
+        specs = [(self.root, _spec(own))]
+        cli = (self.cli_exclude or ()) + self.cli_extend_exclude
+        if cli:
+            specs.append((self.cli_root, _spec(cli)))
+        return tuple(specs)
 
     def validate(self) -> "Settings":
         """Raise ConfigError for unknown codes anywhere."""
-        _expand(self.select, "select")
-        _expand(self.extend_select, "extend-select")
-        _expand(self.ignore, "ignore")
+        _expand(self.select, "`select`")
+        _expand(self.extend_select, "`extend-select`")
+        _expand(self.ignore, "`ignore`")
         for _, codes in self.per_file_ignores:
-            _expand(codes, "per-file-ignores")
+            _expand(codes, "`per-file-ignores`")
         return self
+
+
+def _relative_to(path: str, base: str) -> str:
+    try:
+        return Path(os.path.abspath(path)).relative_to(os.path.abspath(base)).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
 
 
 @lru_cache(maxsize=256)
@@ -143,12 +186,21 @@ def _spec(patterns: Tuple[str, ...]) -> pathspec.PathSpec:
 def find_pyproject(start: Path) -> Optional[Path]:
     """The nearest pyproject.toml at or above `start` that has [tool.torchlint];
     failing that, None."""
-    start = start.resolve()
-    if start.is_file():
+    # realpath, not Path.resolve: a symlink loop must not raise (the path's own
+    # problem is reported by discovery).
+    start = Path(os.path.realpath(start))
+    try:
+        if not start.is_dir():
+            start = start.parent
+    except OSError:
         start = start.parent
     for folder in (start, *start.parents):
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
+        try:
+            found = candidate.is_file()
+        except OSError:
+            found = False
+        if found:
             try:
                 raw = candidate.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
@@ -164,32 +216,60 @@ def find_pyproject(start: Path) -> Optional[Path]:
     return None
 
 
+def _type_name(value: Any) -> str:
+    names = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "a list", dict: "a table"}
+    return names.get(type(value), type(value).__name__)
+
+
 def _str_list(value: Any, key: str, where: str) -> Tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: `{key}` must be a list of strings")
+        hint = f" (write `{key} = [{value!r}]`)".replace("'", '"') if isinstance(value, str) else ""
+        got = _type_name(value) if not isinstance(value, list) else "a list with a non-string item"
+        raise ConfigError(f"{where}: `{key}` must be a list of strings, not {got}{hint}")
     return tuple(value)
 
 
 def settings_from_table(table: Mapping[str, Any], where: str, root: str) -> Dict[str, Any]:
+    """Settings values from a `[tool.torchlint]` table read from `where`; every
+    error names that file."""
     unknown = sorted(set(table) - set(KNOWN_KEYS))
     if unknown:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r} in [tool.torchlint] (known: {', '.join(KNOWN_KEYS)})")
     out: Dict[str, Any] = {"root": root, "config_path": where}
-    for key in ("select", "ignore", "extend-select", "extend-exclude"):
+    for key in _LIST_KEYS:
         if key in table:
             out[key.replace("-", "_")] = _str_list(table[key], key, where)
-    if "exclude" in table:
-        out["exclude"] = _str_list(table["exclude"], "exclude", where)
+    for key in ("select", "ignore", "extend-select"):
+        if key in table:
+            _expand(table[key], f"`{key}`", where)
+    for key in _BOOL_KEYS:
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise ConfigError(f"{where}: `{key}` must be true or false, not {_type_name(table[key])}")
+            out[key.replace("-", "_")] = table[key]
+    if "cache-dir" in table:
+        value = table["cache-dir"]
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{where}: `cache-dir` must be a path (a string), not {_type_name(value)}")
+        out["cache_dir"] = os.path.join(root, os.path.expanduser(value))
     if "per-file-ignores" in table:
         pfi = table["per-file-ignores"]
         if not isinstance(pfi, dict):
             raise ConfigError(f"{where}: `per-file-ignores` must be a table of pattern = [codes]")
-        out["per_file_ignores"] = tuple(
-            (pattern, _str_list(codes, f"per-file-ignores.{pattern}", where)) for pattern, codes in sorted(pfi.items())
-        )
+        items = []
+        for pattern, codes in sorted(pfi.items()):
+            key = f"per-file-ignores.{_toml_key(pattern)}"
+            items.append((pattern, _str_list(codes, key, where)))
+            _expand(codes, f"`{key}`", where)
+        out["per_file_ignores"] = tuple(items)
     return out
+
+
+def _toml_key(text: str) -> str:
+    """A TOML key as written in a table header: bare when it can be, else quoted."""
+    if text and all(c.isalnum() or c in "-_" for c in text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def load_settings(
@@ -199,8 +279,15 @@ def load_settings(
     extend_select: Sequence[str] = (),
     ignore: Sequence[str] = (),
     extend_exclude: Sequence[str] = (),
+    exclude: Optional[Sequence[str]] = None,
+    force_exclude: Optional[bool] = None,
+    respect_gitignore: Optional[bool] = None,
+    unsafe_fixes: Optional[bool] = None,
+    cache_dir: Optional[str] = None,
 ) -> Settings:
-    """Build the effective settings: the config file, then CLI overrides."""
+    """Build the effective settings: the config file, then the command line's
+    overrides (None or empty: not given). Exclusion patterns given here are
+    relative to the current folder."""
     path: Optional[Path]
     if config is not None:
         path = Path(config)
@@ -221,12 +308,24 @@ def load_settings(
             raise ConfigError(f"{path}: [tool.torchlint] must be a table")
         values = settings_from_table(table, str(path), str(path.resolve().parent))
     settings = Settings(**values)
+    for key, selectors in (("--select", select or ()), ("--extend-select", extend_select), ("--ignore", ignore)):
+        _expand(selectors, key)
     if select is not None:
         settings = replace(settings, select=tuple(select))
     settings = replace(
         settings,
         extend_select=settings.extend_select + tuple(extend_select),
         ignore=settings.ignore + tuple(ignore),
-        extend_exclude=settings.extend_exclude + tuple(extend_exclude),
+        cli_exclude=tuple(exclude) if exclude is not None else None,
+        cli_extend_exclude=tuple(extend_exclude),
+        cli_root=os.getcwd(),
     )
+    if force_exclude is not None:
+        settings = replace(settings, force_exclude=force_exclude)
+    if respect_gitignore is not None:
+        settings = replace(settings, respect_gitignore=respect_gitignore)
+    if unsafe_fixes is not None:
+        settings = replace(settings, unsafe_fixes=unsafe_fixes)
+    if cache_dir:
+        settings = replace(settings, cache_dir=os.path.abspath(os.path.expanduser(cache_dir)))
     return settings.validate()

@@ -1,23 +1,31 @@
 """Which files to lint: expand paths into a sorted list of `*.py` / `*.ipynb` files.
 
-- Explicitly named files are always included (even if excluded), unless
-  `force_exclude` is set, as in Ruff.
+- Paths named on the command line are always linted, files and folders
+  alike, even if `exclude` or a `.gitignore` would skip them, unless
+  `force_exclude` is set (then `exclude` applies to them too), as in Ruff.
 - Directories are walked recursively. Skipped: `.git`, `__pycache__`, any
   virtualenv (a folder holding `pyvenv.cfg`), paths matching `exclude` /
-  `extend-exclude`, and paths ignored by `.gitignore` files.
+  `extend-exclude`, and paths ignored by `.gitignore` files (unless
+  `respect_gitignore` is off).
 - `.gitignore` files are honoured whether or not the tree is a git repository:
   every `.gitignore` in a walked folder applies below it, and those in the
   folders above a walked root apply too, up to the repository root (the
   nearest folder holding `.git`) when there is one. Deeper files override
-  shallower ones, as in git.
+  shallower ones, as in git. Each entry found is matched by its own path
+  (an ignored folder is not entered): the folder the user named, and the
+  folders above it, are never tested, so naming an ignored folder lints it.
 - Symlinks are followed; a folder already visited (by its resolved path) is
   not walked again, so loops end. A file reached twice is listed once.
-- Unreadable folders and missing paths become Problems, never exceptions.
+- Unreadable folders, missing paths, symlink loops and special files (a FIFO,
+  a socket, a device) named on the command line become Problems, never
+  exceptions; special files are never opened.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass
 from typing import Iterable, List, Optional, Set, Tuple
 
@@ -74,6 +82,10 @@ def _ancestor_ignores(folder: str) -> List[_Ignore]:
 
 
 def _gitignored(path: str, is_dir: bool, ignores: Iterable[_Ignore]) -> bool:
+    """Whether `.gitignore` patterns ignore `path` itself: the last pattern
+    that matches its own path wins (deeper files after shallower ones). A
+    pattern that matches only a folder above it does not count: walking never
+    enters an ignored folder, and a folder the user named is linted."""
     abspath = os.path.abspath(path)
     verdict = False
     for base, spec in ignores:
@@ -81,7 +93,24 @@ def _gitignored(path: str, is_dir: bool, ignores: Iterable[_Ignore]) -> bool:
         if rel.startswith(".."):
             continue
         rel = rel.replace(os.sep, "/") + ("/" if is_dir else "")
-        result = spec.check_file(rel)
+        for pattern in spec.patterns:
+            if pattern.include is None or pattern.regex is None:
+                continue
+            if pattern.regex.fullmatch(rel) is not None:
+                verdict = pattern.include
+    return verdict
+
+
+def _gitignored_here(path: str, is_dir: bool, ignores: Iterable[_Ignore]) -> bool:
+    """Whether `path` is ignored, itself or through a folder above it (git's
+    view of a path it did not walk to)."""
+    abspath = os.path.abspath(path)
+    verdict = False
+    for base, spec in ignores:
+        rel = os.path.relpath(abspath, base)
+        if rel.startswith(".."):
+            continue
+        result = spec.check_file(rel.replace(os.sep, "/") + ("/" if is_dir else ""))
         if result.include is not None:
             verdict = result.include
     return verdict
@@ -94,32 +123,46 @@ def _under(path: str, folder: str) -> bool:
 class _Excluder:
     """`exclude` patterns for entries found under one walked argument.
 
-    Patterns are matched against paths relative to the settings' root (the
-    configuration's folder), so root-anchored patterns work. When the walked
-    argument lies outside the root, or is itself excluded (the user named it
-    explicitly), they are matched relative to the argument instead: folders
-    above what the user asked for never exclude it (e.g. linting
-    `.../site-packages/torch/nn` lints it, though `site-packages` is excluded).
+    Each set of patterns (the configuration's, relative to its folder; the
+    command line's, relative to the current folder) is matched against paths
+    relative to its folder, so anchored patterns work (entries beside that
+    folder, when it lies inside the walked one, only match unanchored
+    patterns). When the walked argument lies outside or beside that folder,
+    or is itself excluded (the user named it explicitly), they are matched
+    relative to the argument instead: folders above what the user asked for
+    never exclude it (e.g. linting `.../site-packages/torch/nn` lints it,
+    though `site-packages` is excluded).
     """
 
     def __init__(self, settings: Settings, arg: str) -> None:
-        self.spec = settings.exclude_spec()
-        root = os.path.abspath(settings.root)
         arg = os.path.abspath(arg)
-        self.base = arg
-        if _under(arg, root):
-            rel = os.path.relpath(arg, root).replace(os.sep, "/")
-            if rel == "." or not self.spec.match_file(rel + "/"):
-                self.base = root
+        self.specs = []
+        for root, spec in settings.exclude_specs():
+            root = os.path.abspath(root)
+            base = arg
+            if _under(arg, root):
+                rel = os.path.relpath(arg, root).replace(os.sep, "/")
+                if rel == "." or not spec.match_file(rel + "/"):
+                    base = root
+            elif _under(root, arg):  # the patterns' folder lies inside the walked one
+                base = root
+            self.specs.append((base, spec))
 
     def __call__(self, path: str, is_dir: bool) -> bool:
-        rel = os.path.relpath(os.path.abspath(path), self.base).replace(os.sep, "/")
-        return self.spec.match_file(rel + "/" if is_dir else rel)
+        abspath = os.path.abspath(path)
+        for base, spec in self.specs:
+            # Beside the patterns' folder (inside the walked one): `../x/y.py`,
+            # which anchored patterns never match and others match by name.
+            rel = os.path.relpath(abspath, base).replace(os.sep, "/")
+            if spec.match_file(rel + "/" if is_dir else rel):
+                return True
+        return False
 
 
 class _Walker:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.gitignore = settings.respect_gitignore
         self.files: List[str] = []
         self.problems: List[Problem] = []
         self.seen_dirs: Set[str] = set()
@@ -130,7 +173,7 @@ class _Walker:
         if real in self.seen_dirs:
             return
         self.seen_dirs.add(real)
-        own = _read_gitignore(folder)
+        own = _read_gitignore(folder) if self.gitignore else None
         if own:
             ignores = ignores + [own]
         try:
@@ -159,30 +202,64 @@ class _Walker:
 
 
 def _excluded_file(path: str, settings: Settings) -> bool:
+    if settings.is_excluded(path):
+        return True
+    if not settings.respect_gitignore:
+        return False
     folder = os.path.dirname(path) or "."
     ignores = _ancestor_ignores(folder)
     own = _read_gitignore(folder)
     if own:
         ignores.append(own)
-    return settings.is_excluded(path) or _gitignored(path, False, ignores)
+    return _gitignored_here(path, False, ignores)
+
+
+def _unlintable(path: str) -> Optional[str]:
+    """Why a named path that is neither a folder nor a regular file cannot be
+    linted, without opening it (a FIFO would block)."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symlink loop (too many levels of symbolic links)"
+        if exc.errno == errno.ENOENT:
+            if os.path.islink(path):
+                return f"broken symlink (its target {os.readlink(path)!r} does not exist)"
+            return "no such file or directory"
+        return f"cannot read path: {exc.strerror or exc}"
+    mode = st.st_mode
+    for test, kind in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return f"not a regular file: {kind}; skipped"
+    return "not a regular file or folder; skipped"
 
 
 def discover(paths: Iterable[str], settings: Settings, force_exclude: bool = False) -> Discovered:
-    """Expand `paths` into lintable files (sorted, unique) and problems."""
+    """Expand `paths` into lintable files (sorted, unique) and problems.
+
+    A named path is linted whatever `exclude` and `.gitignore` say, unless
+    `force_exclude` (or the settings' `force_exclude`) is set: then `exclude`
+    applies to named files and folders too."""
+    force_exclude = force_exclude or settings.force_exclude
     walker = _Walker(settings)
     for raw in paths:
         path = os.path.normpath(raw)
         if os.path.isdir(path):
+            if force_exclude and settings.is_excluded(path):
+                continue
             walker.excluded = _Excluder(settings, path)
-            walker.walk(path, _ancestor_ignores(path))
+            walker.walk(path, _ancestor_ignores(path) if settings.respect_gitignore else [])
         elif os.path.isfile(path):
             if force_exclude and _excluded_file(path, settings):
                 continue
             walker.files.append(path)
-        elif os.path.lexists(path):
-            walker.problems.append(Problem(path, "cannot read path (broken symlink or special file)"))
         else:
-            walker.problems.append(Problem(path, "no such file or directory"))
+            walker.problems.append(Problem(path, _unlintable(path) or "cannot read path"))
     unique: List[str] = []
     seen: Set[str] = set()
     for path in sorted(walker.files):

@@ -108,8 +108,12 @@ class FileOutcome:
     new_data: Optional[bytes] = None
     diff: Optional[str] = None  # diff mode: the unified diff
     written: bool = False
-    # Text of the lines findings point at, for code frames: ((row, text), ...).
-    lines: Tuple[Tuple[int, str], ...] = ()
+    # Text of the lines findings point at, for code frames and fingerprints:
+    # ((cell, row, text), ...), cell None outside notebooks.
+    lines: Tuple[Tuple[Optional[int], int, str], ...] = ()
+    # Not problems (they leave the exit code alone): e.g. an unknown rule code
+    # in a suppression comment. `path` is where ("a.py:3", "nb.ipynb:cell 2:1").
+    warnings: Tuple[Problem, ...] = ()
 
     @property
     def needs_write(self) -> bool:

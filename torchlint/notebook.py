@@ -6,8 +6,10 @@ out line for line, keeping the line count: a cell magic (`%%time`, `%%bash`)
 blanks the whole cell; line magics (`%matplotlib inline`), shell escapes
 (`!pip install x`), captured ones (`files = !ls`, `t = %timeit -o f()`) and
 help (`?torch.randn`, `torch.randn?`) become a `pass` placeholder at the same
-indentation. Placeholders are never handed back to the user: fixes that touch
-them are dropped and the original lines are restored when writing.
+indentation; a magic line ending in a backslash continues on the next line (IPython
+joins them), which gets a placeholder too. Placeholders are never handed back
+to the user: fixes that touch them are dropped and the original lines are
+restored when writing.
 
 Findings carry `cell` (1-based position of the cell in the notebook, counting
 markdown cells too, as Ruff does) and rows relative to that cell. A fix whose
@@ -69,14 +71,21 @@ def _transform(source: str, number: int, counter: List[int]) -> _Cell:
     whole_cell = first.lstrip().startswith("%%")
     out = []
     state = _LineState()
+    magic_indent: Optional[str] = None  # inside a magic continued with `\`: its indentation
     for line in lines:
         body = line.rstrip("\r\n")
-        if state.at_statement_start() and (whole_cell or _is_magic_line(body)):
+        starts_magic = magic_indent is None and state.at_statement_start() and (whole_cell or _is_magic_line(body))
+        if starts_magic or magic_indent is not None:
             counter[0] += 1
             ident = counter[0]
-            indent = "" if whole_cell else body[: len(body) - len(body.lstrip())]
+            if starts_magic:
+                magic_indent = "" if whole_cell else body[: len(body) - len(body.lstrip())]
             cell.originals[ident] = body
-            out.append(f"{indent}pass  {_MAGIC_MARK}{ident}\n")
+            out.append(f"{magic_indent}pass  {_MAGIC_MARK}{ident}\n")
+            # IPython joins a line ending in `\` with the next one: that line
+            # belongs to the magic too (`!pip install a \` / `    b`).
+            if whole_cell or not body.endswith("\\"):
+                magic_indent = None
             continue
         out.append(body + "\n")
         state.feed(body)
@@ -258,6 +267,31 @@ class Cells:
             fix=fix,
             noqa_row=row if f.noqa_row is not None else None,
         )
+
+    def lines_for(self, findings: Sequence[Finding]) -> Tuple[Tuple[Optional[int], int, str], ...]:
+        """The cell lines (as the user wrote them: IPython lines restored) that
+        cell findings point at: ((cell, row, text), ...), for code frames."""
+        by_number = {c.number: c for c in self.cells}
+        wanted = sorted(
+            {
+                (f.cell, row)
+                for f in findings
+                if f.cell is not None
+                for row in (f.row, f.end_row, *(r for e in (f.fix.edits if f.fix else ()) for r in (e.row, e.end_row)))
+            }
+        )
+        split: Dict[int, List[str]] = {}
+        out = []
+        for number, row in wanted:
+            cell = by_number.get(number)
+            if cell is None:
+                continue
+            if number not in split:
+                split[number] = _restore(cell.text, cell).splitlines()
+            lines = split[number]
+            if 0 < row <= len(lines):
+                out.append((number, row, lines[row - 1]))
+        return tuple(out)
 
     def to_bytes(self) -> Optional[bytes]:
         """The notebook file with the changed cells' sources replaced (IPython

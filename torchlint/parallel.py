@@ -13,12 +13,21 @@ this project's 2-core machine (docs/performance.md): linting runs at about
 to start, a spawned one (each worker imports LibCST and torchlint) 0.6-2 s.
 So below MIN_POOL_WEIGHT bytes (about 0.3 s of work) with "fork", or
 MIN_POOL_WEIGHT_SPAWN bytes otherwise, one process is as fast or faster.
+
+Ctrl-C: the terminal sends SIGINT to every process of the group, workers
+included. Workers ignore it (from the moment they exist: the pool is started
+with SIGINT deferred in this process, and each worker's initializer ignores
+it), so no worker ever raises KeyboardInterrupt or prints a traceback; this
+process gets it, stops the workers and raises KeyboardInterrupt once, which
+the command line reports in one line.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, List, Optional, Sequence, TypeVar
@@ -72,6 +81,29 @@ def _is_macos() -> bool:
     return sys.platform == "darwin"
 
 
+def _ignore_interrupts() -> None:
+    """Worker initializer: SIGINT is the parent's to handle."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Drop the queued work and end the workers now, without waiting for the
+    items they are on."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14+
+    if terminate is not None:
+        terminate()
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for proc in processes:
+        try:
+            proc.terminate()
+        except (OSError, AttributeError):
+            pass
+    for proc in processes:
+        proc.join(timeout=5)
+
+
 def parallel_map(
     fn: Callable[[T], R],
     items: Sequence[T],
@@ -83,15 +115,41 @@ def parallel_map(
     The result order is the input order whatever the scheduling. An exception
     raised by `fn` propagates. If the pool itself cannot be used (no
     /dev/shm, a sandbox forbidding processes, a worker killed), the remaining
-    work runs in this process instead.
+    work runs in this process instead. A KeyboardInterrupt stops the workers
+    and propagates.
     """
     items = list(items)
     n_jobs = min(effective_jobs(jobs), len(items)) if items else 1
     ctx = _context()
     if not use_pool(len(items), n_jobs, weights, ctx.get_start_method()):
         return [fn(x) for x in items]
+    main = threading.current_thread() is threading.main_thread()
+    interrupted: List[int] = []
+    previous = signal.getsignal(signal.SIGINT) if main else None
+    if main:
+        signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
+    pool: Optional[ProcessPoolExecutor] = None
     try:
-        with ProcessPoolExecutor(max_workers=n_jobs, mp_context=ctx) as pool:
-            return list(pool.map(fn, items, chunksize=chunk_size(len(items), n_jobs)))
+        pool = ProcessPoolExecutor(max_workers=n_jobs, mp_context=ctx, initializer=_ignore_interrupts)
+        # Workers are started while submitting: with SIGINT deferred here, a
+        # forked worker never holds Python's KeyboardInterrupt handler.
+        results = pool.map(fn, items, chunksize=chunk_size(len(items), n_jobs))
     except (BrokenProcessPool, OSError, PermissionError, NotImplementedError):
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
         return [fn(x) for x in items]
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+    try:
+        if interrupted:
+            raise KeyboardInterrupt
+        out = list(results)
+    except KeyboardInterrupt:
+        _stop(pool)
+        raise
+    except (BrokenProcessPool, OSError, PermissionError, NotImplementedError):
+        pool.shutdown(wait=True, cancel_futures=True)
+        return [fn(x) for x in items]
+    pool.shutdown(wait=True)
+    return out

@@ -223,7 +223,9 @@ def parse(source: str) -> cst.Module:
         raise SourceError(_clean_libcst_message(exc), exc.raw_line, exc.raw_column + 1) from None
     except RecursionError:
         raise SourceError(TOO_COMPLEX) from None
-    except (ValueError, TypeError, IndexError) as exc:  # LibCST's tokenizer on odd input
+    except (ValueError, TypeError, IndexError, cst.CSTValidationError) as exc:
+        # LibCST's tokenizer on odd input; a node LibCST's parser builds but
+        # refuses (a character newer than this Python's Unicode tables)
         better = cpython_error(source)
         if better is not None:
             raise better from None

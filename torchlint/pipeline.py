@@ -34,7 +34,7 @@ from torchlint.parsing import SourceError, cpython_error, parse
 from torchlint.precheck import could_matter
 from torchlint.rules.base import Report
 from torchlint.rules.syntax_error import SyntaxErrorRule
-from torchlint.suppression import parse_suppressions
+from torchlint.suppression import parse_suppressions, unknown_codes
 
 log = logging.getLogger("torchlint")
 
@@ -184,7 +184,8 @@ def process_bytes(
 ) -> FileOutcome:
     """Lint (mode "lint"), fix ("fix": the outcome carries the new bytes) or
     diff ("diff": also the unified diff) a file's contents; no I/O. A path
-    ending in .ipynb is read as a notebook, anything else as Python source."""
+    ending in .ipynb is read as a notebook, anything else as Python source.
+    Unknown codes in suppression comments become the outcome's warnings."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     if is_notebook(path):
@@ -194,20 +195,29 @@ def process_bytes(
     except DecodeError as exc:  # TL000, which is always reported
         return FileOutcome(path, (SyntaxErrorRule.finding(path, exc.message, exc.row, exc.column),))
     text = decoded.text
+    warnings = _suppression_warnings(text, lambda row: f"{path}:{row}")
     if mode == "lint":
         result = lint_text(text, path, enabled)
-        return FileOutcome(path, result.findings, result.problems, lines=_lines_for(text, result.findings))
+        return FileOutcome(
+            path, result.findings, result.problems, lines=_lines_for(text, result.findings), warnings=warnings
+        )
     result = fix_text(text, path, enabled, unsafe=unsafe)
     new_text = result.fixed_source if result.fixed_source is not None else text
     if new_text == text:
-        return FileOutcome(path, result.findings, result.problems, lines=_lines_for(text, result.findings))
+        return FileOutcome(
+            path, result.findings, result.problems, lines=_lines_for(text, result.findings), warnings=warnings
+        )
     try:
         new_data = decoded.encode(new_text)
     except UnicodeEncodeError as exc:  # a fix introduced text the file's encoding cannot hold
         original = lint_text(text, path, enabled)
         problem = Problem(path, f"fixed code cannot be encoded as {decoded.encoding}: {exc.reason}; not fixed")
         return FileOutcome(
-            path, original.findings, result.problems + (problem,), lines=_lines_for(text, original.findings)
+            path,
+            original.findings,
+            result.problems + (problem,),
+            lines=_lines_for(text, original.findings),
+            warnings=warnings,
         )
     return FileOutcome(
         path,
@@ -217,6 +227,18 @@ def process_bytes(
         new_data=new_data,
         diff=unified_diff(path, text, new_text) if mode == "diff" else None,
         lines=_lines_for(new_text, result.findings),
+        warnings=warnings,
+    )
+
+
+def _suppression_warnings(text: str, where) -> Tuple[Problem, ...]:
+    """A warning for each unknown rule code in a suppression comment; `where`
+    names a row of `text` ("a.py:3")."""
+    from torchlint.rules import all_codes
+
+    return tuple(
+        Problem(where(row), f"unknown rule code {code!r} in `{comment}` (see `torchlint rules`); it suppresses nothing")
+        for row, code, comment in unknown_codes(text, all_codes())
     )
 
 
@@ -227,6 +249,12 @@ def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsa
         return FileOutcome(path, (SyntaxErrorRule.finding(path, f"cannot read notebook: {exc}"),))
     if cells is None:
         return FileOutcome(path)
+
+    def where(row: int) -> str:
+        i, cell_row = cells.locate(row)
+        return f"{path}:cell {cells.cells[i].number}:{cell_row}"
+
+    warnings = _suppression_warnings(cells.source, where)
     if mode == "lint":
         result, _ = _lint(cells.source, path, enabled)
         fixed = Fixed(cells, result, 0, result.problems)
@@ -234,6 +262,7 @@ def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsa
         fixed = fix_document(cells, _linter(path, enabled), path, unsafe)
     final: notebook.Cells = fixed.document  # type: ignore[assignment]
     findings = tuple(sorted((final.to_cell(f) for f in fixed.result.findings), key=Finding.sort_key))
+    lines = final.lines_for(findings)
     problems = fixed.problems
     new_data = None
     if fixed.applied:
@@ -242,11 +271,20 @@ def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsa
         except ValueError as exc:  # pragma: no cover - notebook.read validated the JSON
             problems += (Problem(path, f"cannot write notebook: {exc}"),)
     if new_data is None or new_data == data:
-        return FileOutcome(path, findings, problems)
+        return FileOutcome(path, findings, problems, lines=lines, warnings=warnings)
     diff = None
     if mode == "diff":
         diff = unified_diff(path, data.decode("utf-8", "replace"), new_data.decode("utf-8", "replace"))
-    return FileOutcome(path, findings, problems, fixes_applied=fixed.applied, new_data=new_data, diff=diff)
+    return FileOutcome(
+        path,
+        findings,
+        problems,
+        fixes_applied=fixed.applied,
+        new_data=new_data,
+        diff=diff,
+        lines=lines,
+        warnings=warnings,
+    )
 
 
 def process_text(
@@ -266,13 +304,22 @@ def process_text(
     return fix_text(text, path, enabled, unsafe)
 
 
-def _lines_for(text: str, findings: Sequence[Finding]) -> Tuple[Tuple[int, str], ...]:
-    """Text of the lines findings point at, for code frames: ((row, text), ...)."""
-    rows = sorted({f.row for f in findings if f.cell is None})
+def _rows_of(f: Finding) -> Tuple[int, ...]:
+    """The rows a report may show or measure: the finding's and its fix's."""
+    rows: Tuple[int, ...] = (f.row, f.end_row)
+    if f.fix is not None:
+        rows += tuple(r for e in f.fix.edits for r in (e.row, e.end_row))
+    return rows
+
+
+def _lines_for(text: str, findings: Sequence[Finding]) -> Tuple[Tuple[Optional[int], int, str], ...]:
+    """Text of the lines findings (and their fixes) touch, for code frames and
+    UTF-8 columns: ((None, row, text), ...)."""
+    rows = sorted({row for f in findings if f.cell is None for row in _rows_of(f)})
     if not rows:
         return ()
     all_lines = text.splitlines()
-    return tuple((r, all_lines[r - 1]) for r in rows if 0 < r <= len(all_lines))
+    return tuple((None, r, all_lines[r - 1]) for r in rows if 0 < r <= len(all_lines))
 
 
 __all__ = ["fix_text", "is_notebook", "lint_text", "process_bytes", "process_text"]

@@ -77,11 +77,40 @@ def _write(outcome: FileOutcome, original: bytes) -> FileOutcome:
     return replace(outcome, new_data=None, written=True)
 
 
+# A runner mode beside MODES: add suppression comments in place (--add-noqa).
+ADD_NOQA = "add-noqa"
+
+
+def _add_noqa(job: FileJob, data: bytes) -> FileOutcome:
+    """`--add-noqa` on one file: `fixes_applied` counts the comments added."""
+    from torchlint.noqa import add_noqa
+
+    result = add_noqa(data, job.path, job.enabled)
+    outcome = FileOutcome(
+        job.path,
+        problems=result.problems,
+        fixes_applied=result.added,
+        new_data=result.new_data,
+        warnings=result.warnings,
+    )
+    if result.new_data is None or result.new_data == data:
+        return replace(outcome, new_data=None, fixes_applied=0)
+    return _write(outcome, data)
+
+
 def process_file(job: FileJob) -> FileOutcome:
     """Read one file, lint or fix it; in fix mode write the result atomically."""
     data, problem = _read(job.path)
     if data is None:
         return FileOutcome(job.path, problems=(problem,) if problem else ())
+    if job.mode == ADD_NOQA:
+        try:
+            return _add_noqa(job, data)
+        except RecursionError:
+            return FileOutcome(job.path, problems=(Problem(job.path, "file too deeply nested to analyse; skipped"),))
+        except Exception as exc:  # an internal bug on one file must not stop the run
+            message = f"internal error: {type(exc).__name__}: {exc}"
+            return FileOutcome(job.path, problems=(Problem(job.path, message),))
     try:
         outcome = process_bytes(data, job)
     except RecursionError:
@@ -106,8 +135,10 @@ class RunResult:
     files: int
     fixes_applied: int = 0
     diffs: Tuple[Tuple[str, str], ...] = ()  # (path, unified diff)
-    lines: Dict[Tuple[str, int], str] = field(default_factory=dict, compare=False)
+    # (path, cell or None, row) -> the text of that line
+    lines: Dict[Tuple[str, Optional[int], int], str] = field(default_factory=dict, compare=False)
     outcomes: Tuple[FileOutcome, ...] = field(default=(), compare=False)
+    warnings: Tuple[Problem, ...] = ()
 
 
 Mapper = Callable[[Callable, List], Iterable]
@@ -171,21 +202,25 @@ def _lint_cached(items: List[FileJob], mapper: Optional[Mapper], jobs: int, cach
 def merge(outcomes: Sequence[FileOutcome], files: int, extra_problems: Sequence[Problem] = ()) -> RunResult:
     findings: List[Finding] = []
     problems: List[Problem] = list(extra_problems)
-    lines: Dict[Tuple[str, int], str] = {}
+    warnings: List[Problem] = []
+    lines: Dict[Tuple[str, Optional[int], int], str] = {}
     diffs = []
     fixed = 0
-    for out in outcomes:
+    for out in sorted(outcomes, key=lambda o: o.path):
         findings.extend(out.findings)
         problems.extend(out.problems)
+        warnings.extend(out.warnings)  # in file order, then row order
         fixed += out.fixes_applied
         if out.diff:
             diffs.append((out.path, out.diff))
-        for row, text in out.lines:
-            lines[(out.path, row)] = text
+        for cell, row, text in out.lines:
+            lines[(out.path, cell, row)] = text
     findings.sort(key=Finding.sort_key)
     problems.sort(key=lambda p: (p.path, p.rule or "", p.message))
     diffs.sort()
-    return RunResult(tuple(findings), tuple(problems), files, fixed, tuple(diffs), lines, tuple(outcomes))
+    return RunResult(
+        tuple(findings), tuple(problems), files, fixed, tuple(diffs), lines, tuple(outcomes), tuple(warnings)
+    )
 
 
 def run(
@@ -197,15 +232,17 @@ def run(
     force_exclude: bool = False,
     mapper: Optional[Mapper] = None,
     cache_root: Optional[str] = None,
+    cache_dir: Optional[str] = None,
 ) -> RunResult:
-    """Discover files under `paths` and lint (or fix, or diff) each one.
+    """Discover files under `paths` and lint (or fix, or diff, or add `# noqa`
+    comments to) each one.
 
-    With `cache_root`, lint results are cached in `<cache_root>/.torchlint_cache`
-    (fixing always re-reads and re-lints)."""
+    With `cache_root`, lint results are cached in `<cache_root>/.torchlint_cache`,
+    or in `cache_dir` when given (fixing always re-reads and re-lints)."""
     from torchlint.discovery import discover
 
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}")
+    if mode not in MODES + (ADD_NOQA,):
+        raise ValueError(f"mode must be one of {MODES + (ADD_NOQA,)}")
     found = discover(paths, settings, force_exclude=force_exclude)
     items = [FileJob(p, settings.enabled_for(p), mode, unsafe) for p in found.files]
     if jobs <= 0:
@@ -217,7 +254,7 @@ def run(
         if cache_root is not None:
             from torchlint.cache import Cache, settings_key_for
 
-            cache = Cache(cache_root, settings_key_for(settings))
+            cache = Cache(cache_root, settings_key_for(settings), cache_dir=cache_dir)
         outcomes = _lint_cached(items, mapper, jobs, cache)
     else:
         if jobs != 1 and mapper is None:
@@ -226,4 +263,4 @@ def run(
     return merge(outcomes, len(items), found.problems)
 
 
-__all__ = ["FileJob", "FileOutcome", "RunResult", "merge", "process_bytes", "process_file", "run"]
+__all__ = ["ADD_NOQA", "FileJob", "FileOutcome", "RunResult", "merge", "process_bytes", "process_file", "run"]

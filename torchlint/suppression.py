@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Optional
+from typing import Collection, Dict, FrozenSet, List, Optional, Tuple
 
 # None in a set's place means "every code".
 _LINE = re.compile(
@@ -81,6 +81,33 @@ def parse_suppressions(source: str) -> Suppressions:
             else:
                 lines[row] = prev | codes
     return Suppressions(frozenset(file_codes) if file_codes else None, file_all, lines)
+
+
+def unknown_codes(source: str, known: Collection[str]) -> List[Tuple[int, str, str]]:
+    """Codes in suppression comments that name no rule: (row, code, comment),
+    in order. In `# noqa` only codes that look like torchlint's (`TL...`) count,
+    since `# noqa: E501` belongs to other linters; in `# torchlint: ignore[...]`
+    and `ignore-file[...]` every code does."""
+    lowered = source.lower()
+    if "noqa" not in lowered and "torchlint" not in lowered:
+        return []
+    known = frozenset(known)
+    out: List[Tuple[int, str, str]] = []
+    for row, line in enumerate(_NEWLINE.split(source), start=1):
+        if "#" not in line:
+            continue
+        found = []
+        for m in _FILE.finditer(line):
+            found += [(c, "# torchlint: ignore-file[...]") for c in _CODES.findall(m.group("codes") or "")]
+        for m in _LINE.finditer(line):
+            if m.group("noqa") is not None:
+                found += [(c, "# noqa") for c in _CODES.findall(m.group("noqa")) if c.upper().startswith("TL")]
+            elif m.group("ignore") is not None:
+                found += [(c, "# torchlint: ignore[...]") for c in _CODES.findall(m.group("ignore"))]
+        for code, comment in found:
+            if code.upper() not in known:
+                out.append((row, code, comment))
+    return out
 
 
 def suppression_comment(code: str, line: str) -> str:

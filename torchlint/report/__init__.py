@@ -9,17 +9,21 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence, Tuple
+from typing import Mapping, Optional, Sequence, Tuple
 
 from torchlint.findings import Applicability, Finding
 
-FORMATS = ("full", "concise", "json", "json-lines", "github", "sarif")
+FORMATS = ("full", "concise", "json", "json-lines", "github", "gitlab", "junit", "pylint", "rdjson", "sarif")
 _MODULES = {
     "full": "full",
     "concise": "concise",
     "json": "json_",
     "json-lines": "json_",
     "github": "github",
+    "gitlab": "gitlab",
+    "junit": "junit",
+    "pylint": "pylint",
+    "rdjson": "rdjson",
     "sarif": "sarif",
 }
 INFORMATION_URI = "https://github.com/torchlint/torchlint"
@@ -30,8 +34,9 @@ class ReportData:
     """Everything a reporter may need; plain data."""
 
     findings: Sequence[Finding]
-    # (path, row) -> the text of that line, for code frames.
-    lines: Mapping[Tuple[str, int], str] = field(default_factory=dict)
+    # (path, cell or None, row) -> the text of that line (rows findings and
+    # their fixes touch), for code frames, fingerprints and UTF-8 columns.
+    lines: Mapping[Tuple[str, Optional[int], int], str] = field(default_factory=dict)
     mode: str = "lint"  # lint | fix
     unsafe_fixes: bool = False
     fixes_applied: int = 0
@@ -40,12 +45,32 @@ class ReportData:
     show_fixes: bool = False
     json_lines: bool = False
     cwd: str = field(default_factory=os.getcwd)
+    # Whether to mention unsafe fixes that --unsafe-fixes would enable
+    # (off with `unsafe-fixes = false`, as in Ruff).
+    unsafe_hint: bool = True
+    # Problems of the run (unreadable paths...): a run with problems, or one
+    # that linted no file, never says "All checks passed!".
+    problems: int = 0
+    linted_nothing: bool = False
 
     def applicable(self, finding: Finding) -> bool:
         """Whether --fix (with the current --unsafe-fixes) would apply this fix."""
         if finding.fix is None:
             return False
         return finding.fix.applicability == Applicability.SAFE or self.unsafe_fixes
+
+    def line(self, f: Finding, row: Optional[int] = None) -> Optional[str]:
+        """The text of `row` (default: the finding's) in the finding's file or
+        cell; None when the report was not given it."""
+        return self.lines.get((f.path, f.cell, f.row if row is None else row))
+
+    def utf8_column(self, f: Finding, row: int, column: int) -> int:
+        """A 1-based column counted in characters, as a 1-based column counted
+        in UTF-8 bytes (reviewdog's unit); unchanged when the line is unknown."""
+        text = self.line(f, row)
+        if text is None:
+            return column
+        return len(text[: column - 1].encode("utf-8", "surrogatepass")) + 1 + max(0, column - 1 - len(text))
 
     def relpath(self, path: str) -> str:
         try:
@@ -64,6 +89,13 @@ def render(fmt: str, data: ReportData) -> str:
     return module.render(data)
 
 
+def cell_prefix(f: Finding) -> str:
+    """ "cell 3: " for a notebook finding (whose rows count from its cell's
+    first line), "" otherwise: formats without a place for the cell say it
+    in the message."""
+    return f"cell {f.cell}: " if f.cell is not None else ""
+
+
 def plural(n: int, word: str) -> str:
     """ "1 error", "2 errors", "2 hidden fixes"."""
     if n == 1:
@@ -76,17 +108,18 @@ def summary(data: ReportData) -> str:
     findings = data.findings
     n = len(findings)
     lines = []
+    passed = "All checks passed!\n" if not (data.problems or data.linted_nothing) else ""
     if data.mode == "fix":
         if n == 0 and data.fixes_applied == 0:
-            return "All checks passed!\n"
+            return passed
         total = n + data.fixes_applied
         lines.append(f"Found {plural(total, 'error')} ({data.fixes_applied} fixed, {n} remaining).")
     elif n == 0:
-        return "All checks passed!\n"
+        return passed
     else:
         lines.append(f"Found {plural(n, 'error')}.")
     fixable = sum(1 for f in findings if data.applicable(f))
-    hidden = sum(1 for f in findings if f.fix is not None and not data.applicable(f))
+    hidden = sum(1 for f in findings if f.fix is not None and not data.applicable(f)) if data.unsafe_hint else 0
     hint = f"{plural(hidden, 'hidden fix')} can be enabled with the `--unsafe-fixes` option"
     if fixable:
         extra = f" ({hint})" if hidden else ""
@@ -106,4 +139,4 @@ def fixes_summary(data: ReportData) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["FORMATS", "ReportData", "render", "summary", "fixes_summary"]
+__all__ = ["FORMATS", "ReportData", "cell_prefix", "render", "summary", "fixes_summary"]

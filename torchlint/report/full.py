@@ -1,4 +1,5 @@
-"""`full` (default): each finding, a code frame with a caret under it, and the fix hint."""
+"""`full` (default): each finding, a code frame with a caret under it, and the fix hint.
+A notebook finding's frame shows its cell's line, numbered within the cell."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from torchlint.report.concise import line as headline
 
 
 def _frame(data: ReportData, f: Finding) -> List[str]:
-    text = data.lines.get((f.path, f.row))
-    if text is None or f.cell is not None:
+    text = data.line(f)  # for a notebook, the line of its cell (rows count from the cell's first line)
+    if text is None:
         return []
     gutter = " " * len(str(f.row))
     start = max(0, f.column - 1)

@@ -1,12 +1,14 @@
 """`github`: GitHub Actions workflow commands, one annotation per finding.
 
 Escaping follows the runner's rules: in the message `%`, CR and LF become
-`%25`, `%0D`, `%0A`; in properties `:` and `,` are escaped too.
+`%25`, `%0D`, `%0A`; in properties `:` and `,` are escaped too. An annotation
+has no place for a notebook cell: a notebook finding's message starts with
+it (`cell 3: TL104 ...`), and its line and column count within that cell.
 """
 
 from __future__ import annotations
 
-from torchlint.report import ReportData
+from torchlint.report import ReportData, cell_prefix
 from torchlint.rules import severity
 
 
@@ -31,5 +33,5 @@ def render(data: ReportData) -> str:
             ("endColumn", str(f.end_column)),
         ]
         joined = ",".join(f"{k}={escape_property(v)}" for k, v in props)
-        out.append(f"::{level} {joined}::{escape_data(f'{f.code} {f.message}')}\n")
+        out.append(f"::{level} {joined}::{escape_data(f'{cell_prefix(f)}{f.code} {f.message}')}\n")
     return "".join(out)

@@ -1,4 +1,8 @@
-"""`sarif`: SARIF 2.1.0, one run, rules listed for every code that appears."""
+"""`sarif`: SARIF 2.1.0, one run, rules listed for every code that appears.
+
+SARIF has no notebook cells: a notebook finding's message starts with its
+cell (`cell 3: ...`), its region's lines count within that cell, and the cell
+number is in the region's and the result's `properties` (`{"cell": 3}`)."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from urllib.parse import quote
 
 from torchlint import __version__
 from torchlint.findings import Finding
-from torchlint.report import INFORMATION_URI, ReportData
+from torchlint.report import INFORMATION_URI, ReportData, cell_prefix
 from torchlint.rules import rule_url, severity
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -61,20 +65,25 @@ def _region(row: int, col: int, end_row: int, end_col: int) -> Dict[str, int]:
 
 def _result(data: ReportData, f: Finding, index: int) -> Dict[str, Any]:
     artifact = _artifact(data, f.path)
+    region: Dict[str, Any] = dict(_region(f.row, f.column, f.end_row, f.end_column))
+    if f.cell is not None:
+        region["properties"] = {"cell": f.cell}
     result: Dict[str, Any] = {
         "ruleId": f.code,
         "ruleIndex": index,
         "level": severity(f.code),
-        "message": {"text": f.message},
+        "message": {"text": cell_prefix(f) + f.message},
         "locations": [
             {
                 "physicalLocation": {
                     "artifactLocation": artifact,
-                    "region": _region(f.row, f.column, f.end_row, f.end_column),
+                    "region": region,
                 }
             }
         ],
     }
+    if f.cell is not None:
+        result["properties"] = {"cell": f.cell}
     if f.fix is not None and f.cell is None:
         result["fixes"] = [
             {
