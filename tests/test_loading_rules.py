@@ -4,7 +4,9 @@ import textwrap
 
 import libcst as cst
 
-from torchlint.api import fix_source, lint_source
+from torchlint.api import fix_source, lint_source, process_bytes
+
+from helpers import code, notebook
 
 
 def rows(src, code):
@@ -17,6 +19,8 @@ HEAD = (
 )
 # The loader's batches go to the device (TL302/TL303 report only loaders that are used).
 LOOP = "for x, y in loader:\n    out = model(x.to(device))\n"
+# The same under a main guard: a script whose loader workers can be spawned (TL302 fixes it).
+MAIN = "if __name__ == '__main__':\n    for x, y in loader:\n        out = model(x.to(device))\n"
 
 
 def test_tl301_name_feeding_batch_size_keyword():
@@ -88,7 +92,7 @@ def test_local_dataloader_class_is_not_torchs():
 
 
 def test_both_loader_fixes_apply_across_passes():
-    src = HEAD + "loader = DataLoader(\n    MNIST('d'),\n    batch_size=8,\n)\n" + LOOP
+    src = HEAD + "loader = DataLoader(\n    MNIST('d'),\n    batch_size=8,\n)\n" + MAIN
     out, remaining = fix_source(src, "e.py", unsafe=True)
     cst.parse_module(out)
     assert "import os\nimport torch\n" in out
@@ -98,14 +102,14 @@ def test_both_loader_fixes_apply_across_passes():
 
 
 def test_tl302_reuses_existing_os_alias():
-    src = "import os as _os\n" + HEAD + "loader = DataLoader(MNIST('d'), pin_memory=True)\n" + LOOP
+    src = "import os as _os\n" + HEAD + "loader = DataLoader(MNIST('d'), pin_memory=True)\n" + MAIN
     out, _ = fix_source(src, "e.py", unsafe=True)
     assert "num_workers=min(8, _os.cpu_count() or 1)" in out
     assert out.count("import os") == 1
 
 
 def test_tl302_keeps_future_import_first():
-    src = "from __future__ import annotations\n" + HEAD + "loader = DataLoader(MNIST('d'), pin_memory=True)\n" + LOOP
+    src = "from __future__ import annotations\n" + HEAD + "loader = DataLoader(MNIST('d'), pin_memory=True)\n" + MAIN
     out, _ = fix_source(src, "e.py", unsafe=True)
     assert out.startswith("from __future__ import annotations\nimport os\n")
 
@@ -126,3 +130,56 @@ def test_gpu_resident_custom_dataset_is_exempt_from_both():
         "loader = DataLoader(D(), batch_size=4)\n" + LOOP
     )
     assert rows(src, "TL302") == [] and rows(src, "TL303") == []
+
+
+def test_dataset_built_with_a_device_is_exempt_from_both():
+    """`Dataset(..., device=device)` makes its items on the GPU: workers cannot use
+    CUDA, and pinning a CUDA tensor raises."""
+    src = (
+        "import torch\nfrom torch.utils.data import DataLoader\nfrom mydata import Images\n"
+        "def main():\n    device = torch.device('cuda')\n    ds = Images(paths, device=device)\n"
+        "    loader = DataLoader(ds, batch_size=4)\n    for x, y in loader:\n        out = model(x.to(device))\n"
+        "if __name__ == '__main__':\n    main()\n"
+    )
+    assert rows(src, "TL302") == [] and rows(src, "TL303") == []
+    cpu = src.replace("device=device)", "device='cpu')")
+    assert rows(cpu, "TL302") == [7] and rows(cpu, "TL303") == [7]
+
+
+def _tl302_fix(src, path="e.py"):
+    found = [f for f in lint_source(src, path) if f.code == "TL302"]
+    assert found, "TL302 not reported"
+    return found[0].fix
+
+
+def test_tl302_no_fix_when_a_function_run_on_import_iterates_the_loader():
+    """`main()` called at module level without a main guard: a spawned worker
+    imports the script again and reruns it."""
+    body = "def main():\n    loader = DataLoader(MNIST('d'), pin_memory=True)\n" + textwrap.indent(LOOP, "    ")
+    assert _tl302_fix(HEAD + body + "main()\n") is None
+    assert _tl302_fix(HEAD + body + "if __name__ == '__main__':\n    main()\n") is not None
+
+
+def test_tl302_library_function_building_a_loader_gets_the_fix():
+    src = HEAD + "def make_loader():\n    return DataLoader(MNIST('d'), pin_memory=True)\nx = torch.zeros(1).cuda()\n"
+    assert _tl302_fix(src) is not None
+
+
+def test_tl302_notebook_dataset_defined_in_the_notebook_gets_no_fix():
+    """A spawned worker (Jupyter on Windows/macOS) cannot unpickle a class defined
+    in the notebook; a torchvision dataset is fine."""
+    cls = (
+        "class Squares(torch.utils.data.Dataset):\n    def __len__(self):\n        return 8\n"
+        "    def __getitem__(self, i):\n        return torch.load(f'{i}.pt')\n"
+    )
+
+    def nb(ds):
+        return notebook(
+            code(HEAD + cls),
+            code(f"loader = DataLoader({ds}, batch_size=4, pin_memory=True)\n" + LOOP),
+        )
+
+    for ds, fixed in (("Squares()", False), ("MNIST('d')", True)):
+        out = process_bytes(nb(ds), "nb.ipynb")
+        found = [f for f in out.findings if f.code == "TL302"]
+        assert found and (found[0].fix is not None) is fixed, ds

@@ -67,8 +67,17 @@ def test_page_shape(rule):
 
 
 def test_fix_availability_wording():
-    # TL105: every invalid example has a fix, all safe.
-    assert ruledocs.fix_line("TL105") == "Fix is always available (safe)."
+    from torchlint.findings import Applicability
+    from torchlint.rules.base import Invalid, Rule
+
+    class Always(Rule):
+        CODE, NAME, APPLICABILITY = "TL999", "always-fixed", Applicability.SAFE
+        INVALID = (Invalid("a", fixed="b"),)
+
+    # Every invalid example has a fix, all safe.
+    assert ruledocs.fix_line(Always) == "Fix is always available (safe)."
+    # TL105: an attribute or a name later read on the host gets no fix.
+    assert ruledocs.fix_line("TL105") == "Fix is sometimes available (safe)."
     # TL104: some findings (through a name or a helper) carry no fix; random factories' fixes are unsafe.
     assert ruledocs.fix_line("TL104") == "Fix is sometimes available (safe or unsafe)."
     # TL303: loaders without `import torch` get no fix; the others a safe one.

@@ -128,7 +128,7 @@ def test_tl401_accumulation_fix():
     src = train("total += loss.item()", after="print(total / len(loader))\n")
     out, remaining = fix_source(src, "e.py", unsafe=True)
     assert "    total += loss.detach().float()\n" in out  # float32, whatever the model's dtype
-    assert "print(float(total) / len(loader))\n" in out
+    assert "\ntotal = float(total)\nprint(total / len(loader))\n" in out  # a number again after the loop
     assert not [f for f in remaining if f.code == "TL401"]
     cst.parse_module(out)
     assert fix_source(out, "e.py", unsafe=True)[0] == out
@@ -142,7 +142,34 @@ def test_tl401_accumulation_int_start_keeps_type():
     )
     out, _ = fix_source(src, "e.py", unsafe=True)
     assert "    correct += (out.argmax(1) == y).sum().detach()\n" in out
-    assert "acc = int(correct) / 10" in out
+    assert "\ncorrect = int(correct)\nacc = correct / 10" in out
+
+
+def test_tl401_accumulation_int_start_with_a_loss_stays_a_float():
+    """`test_loss = 0` then `+= loss.item()` was a float: the fix must not make it
+    an int (truncating the loss), and `test_loss /= n` after the loop still works."""
+    src = (
+        HEAD + "def test(loader):\n    test_loss = 0\n    for x, y in loader:\n"
+        "        test_loss += torch.nn.functional.nll_loss(model(x), y, reduction='sum').item()\n"
+        "    test_loss /= len(loader.dataset)\n    print('{:.4f}'.format(test_loss))\n"
+    )
+    out, _ = fix_source(src, "e.py", unsafe=True)
+    assert "reduction='sum').detach().float()\n" in out
+    assert "    test_loss = float(test_loss)\n    test_loss /= len(loader.dataset)\n" in out
+    assert " int(" not in out
+
+
+def test_tl401_accumulation_second_loop_converts_its_own_total():
+    """The same name accumulated in two loops: each loop converts after itself,
+    never `int(int(...))`."""
+    src = (
+        HEAD + "total = 0.0\nfor x, y in loader:\n    total += criterion(model(x), y).item()\nprint(total)\n"
+        "total = 0.0\nfor x, y in loader:\n    total += criterion(model(x), y).item()\nprint(total)\n"
+    )
+    out, _ = fix_source(src, "e.py", unsafe=True)
+    assert out.count("total = float(total)\nprint(total)\n") == 2
+    assert "float(float(" not in out
+    assert fix_source(out, "e.py", unsafe=True)[0] == out
 
 
 def test_tl401_no_fix_when_read_inside_loop():

@@ -103,6 +103,8 @@ class Loaders:
         ds = self.facts.call_for(expr)
         if ds is None:
             return UNKNOWN_DS, False
+        if any(self._device_argument(a) for a in ds.node.args):
+            return PLACES, True  # `MyDataset(paths, device=device)`: items made on the device
         if ds.qualname in TENSOR_DATASET:
             if any(self._places_value(a.value, ds.site) for a in ds.node.args):
                 return PLACES, True
@@ -128,6 +130,16 @@ class Loaders:
         # An instance of a class from another module: picklable by reference.
         name = dotted_name(func) or ""
         return UNKNOWN_DS, name.rsplit(".", 1)[-1][:1].isupper()
+
+    def _device_argument(self, arg: cst.Arg) -> bool:
+        """An argument that hands the dataset a device other than the CPU
+        (`device=device`, `device="cuda"`); `device="cpu"` and `None` do not count."""
+        if arg.keyword is None or "device" not in arg.keyword.value.lower():
+            return False
+        value = arg.value
+        if isinstance(value, cst.SimpleString) and str(value.evaluated_value).lower().startswith("cpu"):
+            return False
+        return not (isinstance(value, cst.Name) and value.value in ("None", "False"))
 
     def _literal_size(self, expr: cst.BaseExpression, site: Site) -> Optional[int]:
         """The number of samples of literal data (`[[1.0], [2.0]]`, `torch.tensor([...])`)."""

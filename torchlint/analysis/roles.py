@@ -205,6 +205,20 @@ class Roles:
                     return True
         return False
 
+    def runs_on_import(self, site: Site, depth: int = 0) -> bool:
+        """`site` runs when the module is imported: module-level code outside
+        `if __name__ == "__main__":`, or a same-file function such code calls
+        (transitively). Worker processes started with spawn (Windows, macOS)
+        import the main module again, so such code runs in every worker too."""
+        fn_scope = site.scope.function
+        if fn_scope is None:
+            return not site.in_main_guard
+        fn = self.facts.function_of(fn_scope)
+        if fn is None or depth >= 8:
+            return True  # can't tell: say it might
+        key = ("runs_on_import", id(fn.node))
+        return self._cached(key, lambda: any(self.runs_on_import(c.site, depth + 1) for c in self.values.callers(fn)))
+
     def in_model_method(self, site: Site) -> bool:
         """In a method of a same-file nn.Module (forward, helpers): runs per batch
         wherever the model is trained or served."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, ClassVar, Dict, List, Mapping, Optional, Sequence, Union
 
 import libcst as cst
 
@@ -101,6 +101,8 @@ class RuleContext:
     ) -> None:
         assert self.rule is not None
         rule = self.rule
+        if replacements:
+            replacements = fold_nested(dict(replacements))
         self.reports.append(
             Report(
                 rule=rule,
@@ -114,3 +116,45 @@ class RuleContext:
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
+
+
+def fold_nested(replacements: Dict[cst.CSTNode, Replacement]) -> Optional[Dict[cst.CSTNode, Replacement]]:
+    """`replacements` with each replaced node that lies inside another replaced
+    node folded into the outer one's replacement (a whole-module transform
+    would otherwise drop the inner change). None when a replacement cannot be
+    folded (an inner FlattenSentinel)."""
+    keys = list(replacements)
+    if len(keys) < 2:
+        return dict(replacements)
+    out = dict(replacements)
+    for inner in keys:
+        outer = next((k for k in keys if k is not inner and k in out and _contains(k, inner)), None)
+        if outer is None:
+            continue
+        value = out.pop(inner)
+        if not isinstance(value, cst.CSTNode):
+            return None
+        folded = _replace_in(out[outer], inner, value)
+        if folded is None:
+            return None
+        out[outer] = folded
+    return out
+
+
+def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
+    stack = list(node.children)
+    while stack:
+        n = stack.pop()
+        if n is target:
+            return True
+        stack.extend(n.children)
+    return False
+
+
+def _replace_in(value, old: cst.CSTNode, new: cst.CSTNode):
+    if isinstance(value, cst.FlattenSentinel):
+        nodes = [n.deep_replace(old, new) if n is not old and _contains(n, old) else n for n in value.nodes]
+        return cst.FlattenSentinel(nodes)
+    if isinstance(value, cst.CSTNode):
+        return value.deep_replace(old, new)
+    return None

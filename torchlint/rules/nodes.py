@@ -3,9 +3,15 @@ statements that several rules share."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
+
+from torchlint.analysis.facts import dotted_name
+
+if TYPE_CHECKING:
+    from torchlint.analysis.facts import Site
+    from torchlint.rules.base import Replacement, RuleContext
 
 _EQ = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 
@@ -21,8 +27,10 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
     An existing keyword of that name gets the new value. Otherwise the keyword
     is appended after the last argument, separated the way the call separates
     its arguments (`, ` on one line; newline and indentation when each
-    argument has its own line), keeping a trailing comma if the call had one
-    and whatever stood between the last argument and the closing parenthesis.
+    argument has its own line), keeping a trailing comma if the call had one.
+    Comments stay on the lines they annotate (the last argument keeps its own),
+    and no line gains trailing whitespace; a closing parenthesis on its own
+    line stays there.
     """
     args = list(call.args)
     for i, a in enumerate(args):
@@ -33,31 +41,57 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
     if not args:
         return call.with_changes(args=[new])
     last = args[-1]
-    separator = _separator(args)
-    if isinstance(last.comma, cst.Comma):
-        # A trailing comma: the new argument goes after it and keeps one too.
-        new = new.with_changes(
-            comma=last.comma.with_changes(whitespace_before=cst.SimpleWhitespace("")),
-            whitespace_after_arg=last.whitespace_after_arg,
+    trailing = isinstance(last.comma, cst.Comma)
+    # What ends the argument list, before `)`.
+    closing = last.comma.whitespace_after if isinstance(last.comma, cst.Comma) else last.whitespace_after_arg
+    before_comma = last.comma.whitespace_before if isinstance(last.comma, cst.Comma) else _NONE
+    between = _between(call, args)
+    if isinstance(closing, cst.ParenthesizedWhitespace):
+        # `)` on a line of its own: the new argument gets a line of its own too;
+        # the last argument keeps what followed it on its line (a comment).
+        if isinstance(between, cst.ParenthesizedWhitespace):
+            indent, last_line = between.indent, between.last_line
+        else:
+            indent, last_line = closing.indent, cst.SimpleWhitespace(closing.last_line.value + "    ")
+        after_last = closing.with_changes(indent=indent, last_line=last_line)
+        args[-1] = last.with_changes(
+            comma=cst.Comma(whitespace_before=before_comma, whitespace_after=after_last),
+            whitespace_after_arg=last.whitespace_after_arg if trailing else _NONE,
         )
-        args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
+        end = _clean(closing)
     else:
-        # What stood between the last argument and `)` now follows the new one.
-        new = new.with_changes(whitespace_after_arg=last.whitespace_after_arg)
-        args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
+        args[-1] = last.with_changes(
+            comma=cst.Comma(whitespace_before=before_comma, whitespace_after=between),
+            whitespace_after_arg=last.whitespace_after_arg if trailing else _NONE,
+        )
+        end = closing
+    if trailing:
+        new = new.with_changes(comma=cst.Comma(whitespace_before=_NONE, whitespace_after=end))
+    else:
+        new = new.with_changes(whitespace_after_arg=end)
     return call.with_changes(args=args + [new])
 
 
-def _separator(args: Sequence[cst.Arg]) -> cst.Comma:
-    """The comma between two arguments of this call: copied from the call's own
-    first comma between arguments, else `, `."""
+_NONE = cst.SimpleWhitespace("")
+
+
+def _clean(ws: cst.BaseParenthesizableWhitespace) -> cst.BaseParenthesizableWhitespace:
+    """A line break with the same indentation, without comments, blank lines or trailing spaces."""
+    if isinstance(ws, cst.ParenthesizedWhitespace):
+        return ws.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+    return ws
+
+
+def _between(call: cst.Call, args: Sequence[cst.Arg]) -> cst.BaseParenthesizableWhitespace:
+    """The whitespace after the comma between two arguments of this call: as
+    after its own first comma between arguments (without that line's comment),
+    else as before its first argument when that starts a line, else one space."""
     for a in args[:-1]:
         if isinstance(a.comma, cst.Comma):
-            return a.comma
-    last = args[-1]
-    if isinstance(last.comma, cst.Comma):
-        return last.comma
-    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            return _clean(a.comma.whitespace_after)
+    if isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+        return _clean(call.whitespace_before_args)
+    return cst.SimpleWhitespace(" ")
 
 
 def keyword_value(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
@@ -69,3 +103,117 @@ def keyword_value(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
 
 def parse_statements(lines: List[str]) -> List[cst.BaseStatement]:
     return [cst.parse_statement(line) for line in lines]
+
+
+def module_at(
+    ctx: "RuleContext", module: str, site: "Site", add_missing: bool = True
+) -> Optional[Tuple[str, Dict[cst.CSTNode, "Replacement"]]]:
+    """The name under which `module` can be used at `site`, and the replacements
+    that make it so: none when the file imports it before `site` (for code in
+    a function, anywhere at module level); else `import module` added among the
+    file's first imports (in a notebook: the first code cell that imports), or
+    at the top when those come after `site`. None when the name means
+    something else here, or (without `add_missing`) when the file never
+    imports the module itself."""
+    facts = ctx.facts
+    alias = facts.module_alias(module)
+    if alias is None and not add_missing:
+        return None
+    if alias is not None:
+        imports = [b for b in facts.visible_bindings(alias, site.scope) if b.kind == "import"]
+        if not imports:
+            return None  # rebound here: don't guess
+        if any(b.site.order < site.order or b.site.scope is not site.scope for b in imports):
+            return alias, {}
+        # Imported only after this point (a later notebook cell): import it before as well.
+    if any(b.kind != "import" for b in facts.bindings_of(module)):
+        return None  # the name means something else here
+    top = module.split(".")[0]
+    if top != module and facts.module_alias(top) is None and facts.bindings_of(top):
+        return None
+    placed = _cell_place(ctx, site) if ctx.path.endswith(".ipynb") else _import_place(ctx, module, site)
+    if placed is None:
+        return None
+    stmt, before = placed
+    new = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(_dotted(module))])])
+    if before:
+        # The new line takes over the anchor's leading comments and blank lines.
+        new = new.with_changes(leading_lines=stmt.leading_lines)
+        return module, {stmt: cst.FlattenSentinel([new, stmt.with_changes(leading_lines=[])])}
+    return module, {stmt: cst.FlattenSentinel([stmt, new])}
+
+
+def _dotted(module: str) -> Union[cst.Name, cst.Attribute]:
+    """`a.b.c` as a Name/Attribute chain."""
+    parts = module.split(".")
+    node: Union[cst.Name, cst.Attribute] = cst.Name(parts[0])
+    for part in parts[1:]:
+        node = cst.Attribute(node, cst.Name(part))
+    return node
+
+
+def _cell_place(ctx: "RuleContext", site: "Site"):
+    """In a notebook: right before the top-level statement holding `site`, in
+    its cell (a fix may not span cells, and an earlier cell may not hold the
+    import when it runs)."""
+    node: Optional[cst.CSTNode] = site.stmt
+    while node is not None:
+        parent = ctx.facts.parent_of(node)
+        if isinstance(parent, cst.Module):
+            return node, True
+        node = parent
+    return None
+
+
+def _import_place(ctx: "RuleContext", module: str, site: "Site"):
+    """Where `import module` goes: (statement, insert before it?). In the first
+    run of plain `import x` lines, in alphabetical order; else before the first
+    import (after `from __future__`); else, or when that is after `site`, before
+    the module's first statement (after its docstring and `from __future__`)."""
+    found = _import_anchor(ctx.module, module)
+    if found is not None:
+        stmt, _ = found
+        where = ctx.facts.site_of_statement(stmt.body[0]) if isinstance(stmt, cst.SimpleStatementLine) else None
+        if where is not None and where.order < site.order:
+            return found
+    for i, stmt in enumerate(ctx.module.body):
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None
+        if (
+            i == 0
+            and isinstance(small, cst.Expr)
+            and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))
+        ):
+            continue  # the docstring
+        if isinstance(small, cst.ImportFrom) and dotted_name(small.module) == "__future__":
+            continue
+        return stmt, True
+    return None
+
+
+def _import_anchor(module: cst.Module, name: str):
+    """In the first run of plain `import x` lines, in alphabetical order; else
+    before the first import (after `from __future__`)."""
+    plain_run: List[Tuple[Union[cst.SimpleStatementLine, cst.BaseCompoundStatement], str]] = []
+    first_import = None
+    for stmt in module.body:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None
+        if isinstance(small, cst.ImportFrom) and dotted_name(small.module) == "__future__":
+            continue
+        if isinstance(small, cst.Import):
+            if plain_run and stmt.leading_lines:
+                break  # a blank line or comment ends the block
+            plain_run.append((stmt, dotted_name(small.names[0].name) or ""))
+            first_import = first_import or stmt
+            continue
+        if isinstance(small, cst.ImportFrom):
+            first_import = first_import or stmt
+        if plain_run:
+            break
+        if first_import is not None and not isinstance(small, cst.ImportFrom):
+            break
+    if plain_run:
+        for stmt, other in plain_run:
+            if other > name:
+                return stmt, True
+        return plain_run[-1][0], False
+    return (first_import, True) if first_import is not None else None

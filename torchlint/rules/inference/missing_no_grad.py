@@ -11,6 +11,7 @@ from torchlint.analysis.helpers import root_name
 from torchlint.analysis.vocabulary import VARIABLE
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.nodes import module_at
 
 
 class MissingNoGrad(Rule):
@@ -74,10 +75,15 @@ class MissingNoGrad(Rule):
     around the forward that does not train (never an epoch loop that also
     trains, nor a loop whose results later reach `.backward()`), or the
     statement itself outside loops. Where every loop around the forward
-    trains, no fix is offered. In a file that trains anywhere the fix uses
-    `torch.no_grad()` (tensors made under `inference_mode` cannot later take
-    part in autograd); elsewhere `torch.inference_mode()`. A lambda gets no
-    fix (it runs later, outside any `with` around its definition).
+    trains, no fix is offered. The fix uses `torch.no_grad()`, not
+    `torch.inference_mode()`: tensors made under inference mode cannot later
+    be modified in place or saved for backward, and a region's results
+    usually outlive it (collected predictions, metrics, a returned value).
+    It needs `torch` imported as a module (when it is imported only after
+    the region, in a later notebook cell, the fix imports it before). A
+    lambda gets no fix (it runs later, outside any `with` around its
+    definition), nor does a loop or statement that yields (a `with` around a
+    `yield` would leave autograd off in the consumer's code).
 
     ## References
     - [torch.inference_mode](https://pytorch.org/docs/stable/generated/torch.inference_mode.html)
@@ -124,13 +130,13 @@ class MissingNoGrad(Rule):
     INVALID = (
         Invalid(
             _CKPT + "model.eval()\nfor x in loader:\n    y = model(x)\n",
-            fixed=_CKPT + "model.eval()\nwith torch.inference_mode():\n    for x in loader:\n        y = model(x)\n",
+            fixed=_CKPT + "model.eval()\nwith torch.no_grad():\n    for x in loader:\n        y = model(x)\n",
             line=7,
             unsafe=True,
         ),
         Invalid(
             _CKPT + "\ndef predict(x):\n    a = model(x)\n    b = model(a)\n    return b\nprint(predict(1))\n",
-            fixed=_CKPT + "\n@torch.inference_mode()\ndef predict(x):\n    a = model(x)\n    b = model(a)\n"
+            fixed=_CKPT + "\n@torch.no_grad()\ndef predict(x):\n    a = model(x)\n    b = model(a)\n"
             "    return b\nprint(predict(1))\n",
             line=7,
             unsafe=True,
@@ -139,7 +145,7 @@ class MissingNoGrad(Rule):
             "import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m')\n"
             "# run it\nout = model(**inputs)\n",
             fixed="import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m')\n"
-            "# run it\nwith torch.inference_mode():\n    out = model(**inputs)\n",
+            "# run it\nwith torch.no_grad():\n    out = model(**inputs)\n",
             line=5,
             unsafe=True,
         ),
@@ -147,7 +153,7 @@ class MissingNoGrad(Rule):
         Invalid(
             "import torch\ndef validate(model, loader):\n    model.eval()\n    total = 0\n    for x, y in loader:\n"
             "        total += (model(x).argmax(1) == y).sum()\n    return total\n",
-            fixed="import torch\n@torch.inference_mode()\ndef validate(model, loader):\n    model.eval()\n    total = 0\n"
+            fixed="import torch\n@torch.no_grad()\ndef validate(model, loader):\n    model.eval()\n    total = 0\n"
             "    for x, y in loader:\n        total += (model(x).argmax(1) == y).sum()\n    return total\n",
             line=6,
             unsafe=True,
@@ -172,7 +178,7 @@ class MissingNoGrad(Rule):
             "    for data, target in loader:\n        data = Variable(data, volatile=True)\n"
             "        output = model(data)\n",
             line=7,
-            fixed="import torch\nfrom torch.autograd import Variable\n@torch.inference_mode()\ndef test(model, loader):\n"
+            fixed="import torch\nfrom torch.autograd import Variable\n@torch.no_grad()\ndef test(model, loader):\n"
             "    model.eval()\n    for data, target in loader:\n        data = Variable(data, volatile=True)\n"
             "        output = model(data)\n",
             unsafe=True,
@@ -365,19 +371,8 @@ class MissingNoGrad(Rule):
     def _fix(self, ctx: RuleContext, call: Call, region, regions):
         if region is None:
             return None
-        a = ctx.analysis
-        alias = ctx.facts.module_alias("torch")
-        if alias is None or not any(b.kind == "import" for b in ctx.facts.visible_bindings(alias, call.site.scope)):
-            return None
         kind, target = region
-        # Outputs that later take part in autograd (a teacher's targets) would fail under inference mode.
-        mode = "inference_mode" if not any(a.values.is_train_call(c) for c in ctx.facts.calls) else "no_grad"
-        expr = cst.parse_expression(f"{alias}.{mode}()")
-        if kind == "function":
-            fn = target
-            decorators = list(fn.node.decorators) + [cst.Decorator(expr)]
-            return {fn.node: fn.node.with_changes(decorators=decorators)}
-        node = target.node if kind == "loop" else target
+        node = target.node if kind in ("function", "loop") else target
         if kind == "loop":
             # Another reported forward's region around this one: one `with`, not nested ones.
             for other in regions.values():
@@ -389,12 +384,38 @@ class MissingNoGrad(Rule):
                     and other[1].scope is target.scope
                 ):
                     node = other[1].node
+        if kind != "function" and _yields(node):
+            return None  # a `with` around a `yield` would leave autograd off in the consumer's code
+        first = node.body[0] if isinstance(node, cst.SimpleStatementLine) else node
+        site = ctx.facts.site_of_statement(first) or call.site
+        found = module_at(ctx, "torch", site, add_missing=False)
+        if found is None:
+            return None
+        alias, imports = found
+        # `no_grad`, not `inference_mode`: tensors made under inference mode cannot be
+        # modified in place or saved for backward afterwards, and a region's results
+        # usually outlive it (collected predictions, metrics, a returned value).
+        expr = cst.parse_expression(f"{alias}.no_grad()")
+        if kind == "function":
+            decorators = list(node.decorators) + [cst.Decorator(expr)]
+            return {**imports, node: node.with_changes(decorators=decorators)}
         with_node = cst.With(
             items=[cst.WithItem(expr)],
             body=cst.IndentedBlock(body=[node.with_changes(leading_lines=[])]),
             leading_lines=node.leading_lines,
         )
-        return {node: with_node}
+        return {**imports, node: with_node}
+
+
+def _yields(node: cst.CSTNode) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Yield):
+            return True
+        if not isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) or n is node:
+            stack.extend(n.children)
+    return False
 
 
 def _statement_line(ctx: RuleContext, stmt) -> Optional[cst.SimpleStatementLine]:

@@ -7,7 +7,7 @@ import libcst as cst
 from torchlint.analysis.loaders import CPU_COLLATE, NO_COLLATE, PIN_MEMORY_POSITION, PLACES
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
-from torchlint.rules.nodes import with_keyword
+from torchlint.rules.nodes import module_at, with_keyword
 
 
 class LoaderNoPinMemory(Rule):
@@ -48,7 +48,8 @@ class LoaderNoPinMemory(Rule):
     `pin_memory=False` to it), which pins where a GPU exists and changes
     nothing, without a warning, on a machine without one. Pinning changes
     where host batches live, not their values. It needs `torch` imported as
-    a module; otherwise no fix is offered.
+    a module (when it is imported only after the loader, in a later notebook
+    cell, the fix imports it before); otherwise no fix is offered.
 
     ## References
     - [torch.utils.data: memory pinning](https://pytorch.org/docs/stable/data.html#memory-pinning)
@@ -164,8 +165,9 @@ class LoaderNoPinMemory(Rule):
     def _fix(ctx: RuleContext, call):
         """`pin_memory=torch.cuda.is_available()`: pinned where a GPU exists,
         and no warning on a machine without one."""
-        torch = ctx.facts.module_alias("torch")
-        if torch is None or not any(b.kind == "import" for b in ctx.facts.visible_bindings(torch, call.site.scope)):
+        found = module_at(ctx, "torch", call.site, add_missing=False)
+        if found is None:
             return None
+        torch, imports = found
         value = cst.parse_expression(f"{torch}.cuda.is_available()")
-        return {call.node: with_keyword(call.node, "pin_memory", value)}
+        return {**imports, call.node: with_keyword(call.node, "pin_memory", value)}

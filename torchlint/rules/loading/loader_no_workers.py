@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple, Union
+from typing import List
 
 import libcst as cst
 
@@ -19,7 +19,7 @@ from torchlint.analysis.loaders import (
 )
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
-from torchlint.rules.nodes import with_keyword
+from torchlint.rules.nodes import module_at, with_keyword
 
 _WORKERS = "min(8, {os}.cpu_count() or 1)"
 
@@ -63,16 +63,21 @@ class LoaderNoWorkers(Rule):
 
     ## Fix safety
     Unsafe: worker processes run `__getitem__` in other processes (global
-    state, random seeds and open handles behave differently), and on
-    platforms that spawn workers (macOS, Windows) the script needs an
-    `if __name__ == "__main__":` guard. The fix sets
+    state, random seeds and open handles behave differently). The fix sets
     `num_workers=min(8, os.cpu_count() or 1)` and adds `import os` where
-    needed (in a notebook, in the first code cell that imports). It is not
-    offered where workers would break the loader: an `IterableDataset` (each
-    worker would yield the whole stream), a dataset or `collate_fn` that is a
-    lambda or a local function, or has one in its construction (it cannot be
-    pickled for spawned workers), a `collate_fn` that places batches on the
-    device, or a dataset we cannot see being built.
+    needed (with the file's first imports; in a notebook, right before the
+    statement in the loader's cell). It is not offered where workers would
+    break the loader: an `IterableDataset` (each worker would yield the whole
+    stream), a dataset or `collate_fn` that is a lambda or a local function,
+    or has one in its construction (it cannot be pickled for spawned
+    workers), a `collate_fn` that places batches on the device, a dataset we
+    cannot see being built; nor where workers started with spawn (Windows,
+    macOS) would fail: a script that iterates the loader from code that runs
+    on import (module level outside `if __name__ == "__main__":`, or a
+    function such code calls: each worker imports the script again), or a
+    notebook that hands workers a class or function defined in the notebook
+    (a spawned worker cannot unpickle it). Datasets made with a `device=`
+    argument are not reported at all (workers cannot use CUDA).
 
     ## References
     - [torch.utils.data: single- and multi-process data loading](https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading)
@@ -88,6 +93,8 @@ class LoaderNoWorkers(Rule):
 
     _HEAD = "import torch\nfrom torch.utils.data import DataLoader\nfrom torchvision.datasets import MNIST\n"
     _LOOP = "for x, y in loader:\n    out = model(x.cuda())\n"
+    # The script's work under a main guard: spawned workers can import it again.
+    _MAIN = "if __name__ == '__main__':\n    for x, y in loader:\n        out = model(x.cuda())\n"
     VALID = (
         _HEAD + "loader = DataLoader(MNIST('d'), num_workers=4)\n" + _LOOP,
         # no device in play
@@ -113,20 +120,34 @@ class LoaderNoWorkers(Rule):
     )
     INVALID = (
         Invalid(
-            _HEAD + "loader = DataLoader(MNIST('d'), pin_memory=True)\n" + _LOOP,
+            _HEAD + "loader = DataLoader(MNIST('d'), pin_memory=True)\n" + _MAIN,
             fixed="import os\n"
             + _HEAD
             + "loader = DataLoader(MNIST('d'), pin_memory=True, num_workers=min(8, os.cpu_count() or 1))\n"
-            + _LOOP,
+            + _MAIN,
             line=4,
             unsafe=True,
         ),
         Invalid(
             "import os\nimport torch.utils.data as tud\nfrom torchvision.datasets import MNIST\n"
-            "loader = tud.DataLoader(MNIST('d'), num_workers=0, pin_memory=True)\n" + _LOOP,
+            "loader = tud.DataLoader(MNIST('d'), num_workers=0, pin_memory=True)\n" + _MAIN,
             fixed="import os\nimport torch.utils.data as tud\nfrom torchvision.datasets import MNIST\n"
-            "loader = tud.DataLoader(MNIST('d'), num_workers=min(8, os.cpu_count() or 1), pin_memory=True)\n" + _LOOP,
+            "loader = tud.DataLoader(MNIST('d'), num_workers=min(8, os.cpu_count() or 1), pin_memory=True)\n" + _MAIN,
             line=4,
+            unsafe=True,
+        ),
+        # iterated by code that runs on import: no fix (a spawned worker would import the script
+        # again and start workers of its own: a crash on Windows and macOS)
+        Invalid(_HEAD + "loader = DataLoader(MNIST('d'), pin_memory=True)\n" + _LOOP, line=4),
+        # in a function the script runs under its main guard: fixed
+        Invalid(
+            "import os\n" + _HEAD + "def main():\n    loader = DataLoader(MNIST('d'))\n"
+            "    for x, y in loader:\n        out = model(x.cuda())\nif __name__ == '__main__':\n    main()\n",
+            fixed="import os\n"
+            + _HEAD
+            + "def main():\n    loader = DataLoader(MNIST('d'), num_workers=min(8, os.cpu_count() or 1))\n"
+            "    for x, y in loader:\n        out = model(x.cuda())\nif __name__ == '__main__':\n    main()\n",
+            line=6,
             unsafe=True,
         ),
         # a lambda in the dataset's transforms: no fix (spawned workers cannot unpickle it)
@@ -174,33 +195,14 @@ class LoaderNoWorkers(Rule):
             return None
         if not info.local_dataset or _lambda_in_dataset(ctx, call):
             return None
-        facts = ctx.facts
-        os_alias = facts.module_alias("os")
-        if os_alias is not None:
-            imports = [b for b in facts.visible_bindings(os_alias, call.site.scope) if b.kind == "import"]
-            if not imports:
-                return None  # `os` is rebound here: don't guess
-            if not any(b.site.order < call.site.order or b.site.scope is not call.site.scope for b in imports):
-                os_alias = None  # imported only later (a later notebook cell): import it at the top as well
-        replacements: Dict[cst.CSTNode, Union[cst.CSTNode, cst.FlattenSentinel]] = {}
-        if os_alias is None:
-            if any(b.kind != "import" for b in facts.bindings_of("os")):
-                return None  # `os` means something else here
-            anchor = _import_anchor(ctx.module)
-            if anchor is None:
-                return None
-            stmt, before = anchor
-            import_os = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(cst.Name("os"))])])
-            if before:
-                # Take over the anchor's leading comments/blank lines.
-                import_os = import_os.with_changes(leading_lines=stmt.leading_lines)
-                replacements[stmt] = cst.FlattenSentinel([import_os, stmt.with_changes(leading_lines=[])])
-            else:
-                replacements[stmt] = cst.FlattenSentinel([stmt, import_os])
-            os_alias = "os"
+        if not _spawn_safe(ctx, call, info):
+            return None
+        found = module_at(ctx, "os", call.site)
+        if found is None:
+            return None
+        os_alias, replacements = found
         value = cst.parse_expression(_WORKERS.format(os=os_alias))
-        replacements[call.node] = with_keyword(call.node, "num_workers", value)
-        return replacements
+        return {**replacements, call.node: with_keyword(call.node, "num_workers", value)}
 
 
 def _lambda_in_dataset(ctx: RuleContext, call: Call) -> bool:
@@ -229,41 +231,49 @@ def _lambda_in_dataset(ctx: RuleContext, call: Call) -> bool:
     return False
 
 
-def _import_anchor(module: cst.Module):
-    """Where `import os` goes: (statement, insert before it?). In the first run
-    of plain `import x` lines, in alphabetical order; else before the first
-    import (after `from __future__`)."""
-    plain_run: List[Tuple[Union[cst.SimpleStatementLine, cst.BaseCompoundStatement], str]] = []
-    first_import = None
-    for stmt in module.body:
-        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None
-        if (
-            isinstance(small, cst.ImportFrom)
-            and isinstance(small.module, cst.Name)
-            and small.module.value == "__future__"
-        ):
+# DataLoader arguments that worker processes receive pickled.
+_PICKLED = ("collate_fn", "sampler", "batch_sampler", "worker_init_fn")
+
+
+def _spawn_safe(ctx: RuleContext, call: Call, info) -> bool:
+    """Workers started with spawn (Windows, macOS; Jupyter there too) can run
+    this loader. A script must not iterate it from code that runs on import
+    (outside `if __name__ == "__main__":`): each worker imports the script
+    again and would try to start workers of its own. A notebook must not hand
+    workers anything defined in the notebook (a dataset class, a collate
+    function): a spawned worker cannot find it to unpickle it."""
+    a = ctx.analysis
+    if ctx.path.endswith(".ipynb"):
+        exprs = [a.loaders.dataset_expr(call)] + [
+            arg.value for arg in call.node.args if arg.keyword is not None and arg.keyword.value in _PICKLED
+        ]
+        return not any(_defined_here(ctx, e, call.site) for e in exprs if e is not None)
+    b = a.loaders.binding_of(call)
+    if b is None or "." in b.name:
+        sites = [call.site]  # handed on or stored: where it is built
+    else:
+        sites = [
+            u.site
+            for u in ctx.facts.uses_of(b.name)
+            if u.site.order > b.site.order and any(s is b.site.scope for s in u.site.scope.chain())
+        ]
+    return not any(a.roles.runs_on_import(s) for s in sites)
+
+
+def _defined_here(ctx: RuleContext, expr: cst.BaseExpression, site) -> bool:
+    """A class or function defined in this file is part of `expr` (through
+    names bound once before `site`)."""
+    stack: List[cst.CSTNode] = [expr]
+    seen = 0
+    while stack and seen < 200:
+        node = stack.pop()
+        seen += 1
+        if isinstance(node, cst.Name):
+            for b in ctx.facts.visible_bindings(node.value, site.scope):
+                if b.kind in ("def", "class"):
+                    return True
+                if b.value is not None and b.kind in ("assign", "annassign") and b.site.order < site.order:
+                    stack.append(b.value)
             continue
-        if isinstance(small, cst.Import):
-            if plain_run and stmt.leading_lines:
-                break  # a blank line or comment ends the block
-            plain_run.append((stmt, _import_name(small)))
-            first_import = first_import or stmt
-            continue
-        if isinstance(small, cst.ImportFrom):
-            first_import = first_import or stmt
-        if plain_run:
-            break
-        if first_import is not None and not isinstance(small, cst.ImportFrom):
-            break
-    if plain_run:
-        for stmt, name in plain_run:
-            if name > "os":
-                return stmt, True
-        return plain_run[-1][0], False
-    return (first_import, True) if first_import is not None else None
-
-
-def _import_name(node: cst.Import) -> str:
-    from torchlint.analysis.facts import dotted_name
-
-    return dotted_name(node.names[0].name) or ""
+        stack.extend(node.children)
+    return False

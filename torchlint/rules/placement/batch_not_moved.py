@@ -9,8 +9,10 @@ import libcst as cst
 from torchlint.analysis.facts import Loop, dotted_name
 from torchlint.analysis.helpers import root_name
 from torchlint.analysis.places import CPU, DEVICE
+from torchlint.analysis.vocabulary import CHAIN_METHODS
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.nodes import module_at
 
 
 class BatchNotMoved(Rule):
@@ -57,9 +59,10 @@ class BatchNotMoved(Rule):
     statement (or right after `next(...)`): `x, y = x.to(device), y.to(device)`,
     or for a dict batch
     `batch = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}`
-    (non-tensor values such as lists of strings stay as they are). No fix is
-    offered for batches reached through `batch[i]` or unpacked later, or when
-    a moved variable is later handed to NumPy (`.numpy()` needs host memory).
+    (non-tensor values such as lists of strings stay as they are; this form
+    needs `torch` imported as a module). No fix is offered for batches
+    reached through `batch[i]` or unpacked later, or when a moved variable is
+    later handed to NumPy (`.numpy()` needs host memory).
 
     ## References
     - [PyTorch: data loading and `pin_memory`](https://pytorch.org/docs/stable/data.html#memory-pinning)
@@ -148,6 +151,13 @@ class BatchNotMoved(Rule):
             _PRE + "for img, gt in loader:\n    pred = model(img.to(device))\n    err = abs(pred.sum() - gt)\n",
             fixed=_PRE + "for img, gt in loader:\n    gt = gt.to(device)\n    pred = model(img.to(device))\n"
             "    err = abs(pred.sum() - gt)\n",
+            line=8,
+        ),
+        # a target reshaped for the loss: it is still the batch, on the CPU
+        Invalid(
+            _PRE + "for x, y in loader:\n    out = model(x.to(device))\n    loss = crit(out.flatten(), y.flatten())\n",
+            fixed=_PRE + "for x, y in loader:\n    y = y.to(device)\n    out = model(x.to(device))\n"
+            "    loss = crit(out.flatten(), y.flatten())\n",
             line=8,
         ),
         # a batch drawn with next(iter(...))
@@ -318,11 +328,15 @@ class BatchNotMoved(Rule):
         tensors = [n for n in unmoved if n not in dict_like]
         if tensors:
             lines.append(f"{', '.join(tensors)} = {', '.join(f'{n}.to({device})' for n in tensors)}\n")
-        torch = a.facts.module_alias("torch")
+        imports: dict = {}
+        torch = None
+        if any(n in dict_like for n in unmoved):
+            found = module_at(ctx, "torch", site, add_missing=False) if site is not None else None
+            if found is None:
+                return None
+            torch, imports = found
         for n in unmoved:
             if n in dict_like:
-                if torch is None:
-                    return None
                 lines.append(
                     f"{n} = {{k: v.to({device}) if isinstance(v, {torch}.Tensor) else v for k, v in {n}.items()}}\n"
                 )
@@ -331,11 +345,11 @@ class BatchNotMoved(Rule):
             body = loop.node.body
             if not isinstance(body, cst.IndentedBlock):
                 return None
-            return {body: body.with_changes(body=stmts + list(body.body))}
+            return {**imports, body: body.with_changes(body=stmts + list(body.body))}
         line = _statement_line(ctx, anchor.site.stmt)
         if line is None:
             return None
-        return {line: cst.FlattenSentinel([line] + stmts)}
+        return {**imports, line: cst.FlattenSentinel([line] + stmts)}
 
 
 def _loop_targets(a, node: cst.For) -> List[str]:
@@ -399,6 +413,10 @@ def _statement_line(ctx: RuleContext, stmt) -> Optional[cst.SimpleStatementLine]
     return None
 
 
+# Methods whose result stays where the tensor is (`type`/`type_as` may move it).
+_SAME_PLACE_METHODS = CHAIN_METHODS - {"type", "type_as", "eval", "train"}
+
+
 def _batch_ref(arg: cst.Arg) -> Tuple[Optional[str], str]:
     """(name, how) for an argument that is a batch name itself: `x`, `**batch`, `batch[0]`."""
     value = arg.value
@@ -408,6 +426,14 @@ def _batch_ref(arg: cst.Arg) -> Tuple[Optional[str], str]:
         if arg.star:
             return None, ""
         return value.value, "plain"
+    if (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and isinstance(value.func.value, cst.Name)
+        and value.func.attr.value in _SAME_PLACE_METHODS
+        and not arg.star
+    ):
+        return value.func.value.value, "plain"  # `target.flatten()`, `y.long()`: still the batch, where it was
     if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name) and not arg.star:
         sl = value.slice
         key = sl[0].slice if len(sl) == 1 and isinstance(sl[0].slice, cst.Index) else None

@@ -20,6 +20,7 @@ from torchlint.analysis.vocabulary import (
 )
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.nodes import with_keyword
 
 # `.to()` keywords that only matter for a copy; allocating in place makes them moot.
 _MOOT_KWARGS = frozenset({"non_blocking", "copy", "memory_format"})
@@ -82,19 +83,22 @@ class CreateThenMove(Rule):
     ## Fix safety
     Offered when the move follows the factory directly (or through
     shape/dtype methods such as `.expand()` or `.long()`) and only sets the
-    device (and optionally the dtype): the device moves into the factory call
-    and the `.to()`/`.cuda()` goes. Safe for deterministic factories (`zeros`,
-    `ones`, `full`, `empty`, `arange`, `linspace`, `eye`): the values are the
-    same. Unsafe for random factories (`randn`, `rand`, `randint`,
-    `randperm`, `normal`): they then draw from the device's generator, so a
-    seeded run gives other (equally distributed) numbers than before, e.g. a
-    different data split. Factories given a `generator=` are not flagged at
-    all, because a CPU generator must stay with CPU tensors. No fix is offered
-    where the factory does not take `device=` (`torch.normal` with tensor
-    arguments), for moves through a name or a helper, or for `nn.Parameter`
-    wrappers. Sampling ops that take a tensor (`torch.bernoulli`,
-    `torch.multinomial`, `torch.poisson`) are not allocating factories and
-    are not flagged.
+    device (and optionally the dtype, when the factory sets none): `device=`
+    (and `dtype=`) goes into the factory call after its last argument,
+    keeping its layout, and the `.to()`/`.cuda()` goes. Safe for
+    deterministic factories (`zeros`, `ones`, `full`, `empty`, `arange`,
+    `linspace`, `eye`): the values are the same. Unsafe for random factories
+    (`randn`, `rand`, `randint`, `randperm`, `normal`): they then draw from
+    the device's generator, so a seeded run gives other (equally distributed)
+    numbers than before, e.g. a different data split. Factories given a
+    `generator=` are not flagged at all, because a CPU generator must stay
+    with CPU tensors. No fix is offered where the factory does not take
+    `device=` (`torch.normal` with tensor arguments, legacy
+    `torch.FloatTensor(n)`), where the move passes anything else (`copy=`,
+    `**kwargs`, `.cuda(i)` with a non-literal `i`), for moves through a name
+    or a helper, or for `nn.Parameter` wrappers. Sampling ops that take a
+    tensor (`torch.bernoulli`, `torch.multinomial`, `torch.poisson`) are not
+    allocating factories and are not flagged.
 
     ## References
     - [PyTorch: Tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)
@@ -166,6 +170,12 @@ class CreateThenMove(Rule):
             fixed="import torch\ndevice = 'cuda'\nz = torch.randn(8, 100, device=device)\n",
             line=3,
             unsafe=True,
+        ),
+        # a call over several lines keeps its layout
+        Invalid(
+            "import torch\ndevice = 'cuda'\nh = torch.zeros(\n    (2, 3)\n).to(device)\n",
+            fixed="import torch\ndevice = 'cuda'\nh = torch.zeros(\n    (2, 3),\n    device=device\n)\n",
+            line=3,
         ),
         # the factory result's only use is its move
         Invalid(
@@ -363,19 +373,9 @@ class CreateThenMove(Rule):
             return None  # something we don't understand: no fix
         if move.method == "cuda" and move.positional and not isinstance(move.positional[0].value, cst.Integer):
             return None
-        new_args = list(factory.node.args) + [cst.Arg(device, keyword=cst.Name("device"), equal=_EQ)] + extra
-        fixed = []
-        for i, a in enumerate(new_args):
-            last = i == len(new_args) - 1
-            comma = (
-                cst.MaybeSentinel.DEFAULT
-                if last
-                else (
-                    a.comma if isinstance(a.comma, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-                )
-            )
-            fixed.append(a.with_changes(comma=comma))
-        new_factory = factory.node.with_changes(args=fixed)
+        new_factory = with_keyword(factory.node, "device", device)
+        for arg in extra:
+            new_factory = with_keyword(new_factory, "dtype", arg.value)
         if move.receiver is None or move.receiver is factory.node:
             return {move.node: new_factory}
         # Through methods: the chain stays, the move goes.

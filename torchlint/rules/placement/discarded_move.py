@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Dict, Optional
+
 import libcst as cst
 
 from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.helpers import root_name
 from torchlint.analysis.values import TENSOR
 from torchlint.findings import Applicability
-from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 
 _TENSOR_MOVES = frozenset({"to", "cuda", "cpu"})
 
@@ -39,7 +42,11 @@ class DiscardedMove(Rule):
 
     ## Fix safety
     Safe: the fix assigns the result back to the moved name, which is what
-    the statement was meant to do.
+    the statement was meant to do. It is offered only for a plain name (an
+    attribute such as `self.weight` may be a registered `nn.Parameter`, which
+    refuses a plain tensor), and not for a move to the device when the name is
+    later handed to host-only code (`x.numpy()`, a NumPy function), which
+    the move would break.
 
     ## References
     - [PyTorch: `Tensor.to`](https://pytorch.org/docs/stable/generated/torch.Tensor.to.html)
@@ -63,6 +70,14 @@ class DiscardedMove(Rule):
         "import torch\nx = torch.randn(3)\ny = x.to('cuda')\n",
     )
     INVALID = (
+        # an attribute (perhaps an nn.Parameter): reported, no fix
+        Invalid(
+            "import torch\nclass M(torch.nn.Module):\n    def go(self):\n        self.h = torch.zeros(3)\n"
+            "        self.h.cuda()\n",
+            line=5,
+        ),
+        # later read on the host: moving it would break `.numpy()`
+        Invalid("import torch\nx = torch.randn(3)\nx.cuda()\nprint(x.numpy())\n", line=3),
         Invalid(
             "import torch\nx = torch.randn(3)\nx.cuda()\n",
             fixed="import torch\nx = torch.randn(3)\nx = x.cuda()\n",
@@ -93,8 +108,35 @@ class DiscardedMove(Rule):
             name = dotted_name(call.receiver)
             if not isinstance(call.receiver, (cst.Name, cst.Attribute)) or not self._is_tensor(a, call.receiver, site):
                 continue
-            assign = cst.Assign(targets=[cst.AssignTarget(call.receiver)], value=call.node, semicolon=stmt.semicolon)
-            ctx.report(call.node, self.MESSAGE.format(name=name, method=call.method), replacements={stmt: assign})
+            fix: Optional[Dict[cst.CSTNode, Replacement]] = None
+            if self._assignable(ctx, call, site):
+                assign = cst.Assign(
+                    targets=[cst.AssignTarget(call.receiver)], value=call.node, semicolon=stmt.semicolon
+                )
+                fix = {stmt: assign}
+            ctx.report(call.node, self.MESSAGE.format(name=name, method=call.method), replacements=fix)
+
+    @staticmethod
+    def _assignable(ctx: RuleContext, call, site) -> bool:
+        """`x = x.cuda()` keeps working code working: `x` is a plain name (an
+        attribute may be a registered `nn.Parameter`, which refuses a plain
+        tensor), and a move to the device is not followed by host-only use of
+        `x` (`x.numpy()`, NumPy calls), which the move would break."""
+        if not isinstance(call.receiver, cst.Name):
+            return False
+        if call.method == "cpu":
+            return True
+        name = call.receiver.value
+        for other in ctx.analysis.helpers.calls_in_scope(site.scope):
+            if other.site.order <= site.order:
+                continue
+            if other.method == "numpy" and root_name(other.receiver) == name:
+                return False
+            if (other.qualname or "").split(".")[0] in ("numpy", "np") and any(
+                root_name(a.value) == name for a in other.node.args
+            ):
+                return False
+        return True
 
     @staticmethod
     def _is_tensor(a, receiver: cst.BaseExpression, site) -> bool:

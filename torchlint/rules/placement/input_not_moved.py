@@ -53,8 +53,14 @@ class InputNotMoved(Rule):
     fix adds `device=<device>` to a factory that accepts it, or appends
     `.to(<device>)` to a tokenizer call or `torch.from_numpy(...)` (and to
     `torch.bernoulli` / `multinomial` / `poisson`, which take no `device=`).
-    Random factories then draw from the device's generator, so a seeded run
-    gives other (equally distributed) numbers.
+    Every other tensor created on the CPU in that scope that meets a tensor
+    on the device (the target in the loss, the labels an accuracy compares
+    the output with) is moved the same way in the same fix: moving the input
+    alone would leave the script failing on the next line. No fix is offered
+    when one of those cannot be moved that way, or is also read on the host
+    (`.numpy()`, a NumPy function). Random factories then draw from the
+    device's generator, so a seeded run gives other (equally distributed)
+    numbers.
 
     ## References
     - [PyTorch: tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)
@@ -142,6 +148,21 @@ class InputNotMoved(Rule):
             "x = torch.zeros(1, 2, device=device)\ny = model(x)\n",
             line=5,
         ),
+        # the target the output meets in the loss moves too: the input alone would fail on the next line
+        Invalid(
+            "import torch\ndevice = 'cuda'\nmodel = torch.nn.Linear(2, 1).to(device)\nx = torch.from_numpy(a).float()\n"
+            "y = torch.from_numpy(b).float()\nloss = torch.nn.functional.mse_loss(model(x), y)\n",
+            fixed="import torch\ndevice = 'cuda'\nmodel = torch.nn.Linear(2, 1).to(device)\n"
+            "x = torch.from_numpy(a).to(device).float()\ny = torch.from_numpy(b).to(device).float()\n"
+            "loss = torch.nn.functional.mse_loss(model(x), y)\n",
+            line=4,
+        ),
+        # ...but not when that target is also read on the host
+        Invalid(
+            "import torch\ndevice = 'cuda'\nmodel = torch.nn.Linear(2, 1).to(device)\nx = torch.from_numpy(a).float()\n"
+            "y = torch.from_numpy(b).float()\nloss = torch.nn.functional.mse_loss(model(x), y)\nprint(y.numpy())\n",
+            line=4,
+        ),
         # no device variable in scope: no fix
         Invalid(
             "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nx = torch.zeros(1, 2)\ny = model(x)\n",
@@ -168,7 +189,7 @@ class InputNotMoved(Rule):
                 creation, name = found
                 reported.add(id(creation.node))
                 message = self.MESSAGE.format(name=name) if name else self.INLINE_MESSAGE
-                ctx.report(creation.node, message, replacements=self._fix(a, creation))
+                ctx.report(creation.node, message, replacements=self._complete_fix(a, creation))
 
     @staticmethod
     def _cpu_input(a, expr: cst.BaseExpression, site):
@@ -196,6 +217,23 @@ class InputNotMoved(Rule):
             return None  # tokenizer output moves in place: `inputs.to(device)`
         creation = a.places.cpu_creation(b.value)
         return (creation, expr.value) if creation is not None else None
+
+    def _complete_fix(self, a, creation):
+        """The input's fix, and the same fix for every other tensor created on
+        the CPU in that scope that meets a tensor on the device (the loss's
+        target, the labels an accuracy compares with): moving the input alone
+        would leave the script failing on the next line. None when one of them
+        cannot be moved, or is later read on the host (`.numpy()`)."""
+        fix = self._fix(a, creation)
+        companions = _companions(a, creation)
+        if fix is None or companions is None:
+            return None
+        for other in companions:
+            more = self._fix(a, other)
+            if more is None:
+                return None
+            fix.update(more)
+        return fix
 
     @staticmethod
     def _fix(a, creation):
@@ -229,4 +267,64 @@ def _escapes_between(a, name: str, start, end) -> bool:
             if isinstance(call.node.func, cst.Name) and call.node.func.value in ("print", "len"):
                 continue
             return True
+    return False
+
+
+def _companions(a, creation):
+    """CPU creations bound to a name in `creation`'s scope (other than it) that
+    meet a tensor on the device: in a loss, a torch op, arithmetic or a
+    comparison. None when one of them is also read on the host (moving it
+    would break that)."""
+    scope = creation.site.scope
+    found = {}
+    for use in a.facts.uses:
+        if use.site.scope is not scope or use.site.order <= creation.site.order:
+            continue
+        reaching = a.places.reaching(use.node.value, use.site)
+        if len(reaching) != 1 or reaching[0].kind not in ("assign", "annassign") or reaching[0].index is not None:
+            continue
+        other = a.places.cpu_creation(reaching[0].value)
+        if other is None or other is creation:
+            continue
+        entry = found.setdefault(id(other.node), [other, False, False])
+        entry[1] = entry[1] or _meets_device(a, use)
+        entry[2] = entry[2] or _host_read(a, use)
+    out = []
+    for other, meets, host in found.values():
+        if meets:
+            if host:
+                return None
+            out.append(other)
+    return out
+
+
+def _meets_device(a, use) -> bool:
+    """The name is combined with a tensor on the device here."""
+    parent = use.site.parent
+    site = use.site
+    node = use.node
+    if isinstance(parent, cst.Arg):
+        call = a.facts.call_of_arg(parent)
+        if call is None or not (a.values.is_loss_call(call) or (call.qualname or "").startswith("torch.")):
+            return False
+        return any(x is not parent and a.places.tensor_place(x.value, site) == DEVICE for x in call.node.args)
+    if isinstance(parent, cst.BinaryOperation):
+        other = parent.right if parent.left is node else parent.left
+        return a.places.tensor_place(other, site) == DEVICE
+    if isinstance(parent, cst.ComparisonTarget):
+        parent = a.facts.parent_of(parent)
+    if isinstance(parent, cst.Comparison):
+        operands = [parent.left] + [c.comparator for c in parent.comparisons]
+        return any(o is not node and a.places.tensor_place(o, site) == DEVICE for o in operands)
+    return False
+
+
+def _host_read(a, use) -> bool:
+    """`x.numpy()` or a NumPy function of `x`: needs host memory."""
+    parent = use.site.parent
+    if isinstance(parent, cst.Attribute) and parent.value is use.node and parent.attr.value == "numpy":
+        return True
+    if isinstance(parent, cst.Arg):
+        call = a.facts.call_of_arg(parent)
+        return call is not None and (call.qualname or "").split(".")[0] in ("numpy", "np")
     return False

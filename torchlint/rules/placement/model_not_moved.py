@@ -65,12 +65,15 @@ class ModelNotMoved(Rule):
     ```
 
     ## Fix safety
-    Safe, and offered only when the model's inputs are already on the device
-    (the fix then makes the forward run instead of fail) and a device
-    variable is in scope at the construction: `.to(device)` is appended to
-    it. Where the inputs are still on the CPU, moving the model alone would
-    break the forward, so no fix is offered; move the model and its inputs
-    together.
+    Safe, and offered only for a model built in this file (a same-file
+    class, a `torch.nn` layer, a pretrained loader) with a device variable in
+    scope at the construction, when its input is already on the device (the
+    forward fails today with a device mismatch) or every input follows the
+    model (`x.to(next(model.parameters()).device)`): `.to(device)` is
+    appended to the construction. Where an input is still on the CPU, moving the model
+    alone would break the forward, so no fix is offered; move the model and
+    its inputs together. An instance of a class imported from another
+    module gets no fix either (we cannot see what it holds).
 
     ## References
     - [PyTorch: `nn.Module.to`](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.to)

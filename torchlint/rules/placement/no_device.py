@@ -59,14 +59,17 @@ class NoDevice(Rule):
     Unsafe (it changes where the script runs), and offered only when it is
     complete: the fix adds
     `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`
-    after the imports, `.to(device)` to the model's construction, `device=`
-    to every tensor the script creates at that level, and a move of every
-    loader batch it feeds the model, so nothing is left on the CPU to meet
-    the model. It is not offered when the script feeds the model anything
-    else (a tensor from another module, a helper's result), when a factory
-    takes no `device=`, or when the script hands tensors to NumPy or
-    Matplotlib (they need host memory). On a machine without a GPU the fixed
-    script still runs, on the CPU.
+    after the last import before the model (with `import torch` when torch
+    is not imported by then), `.to(device)` to the model's construction,
+    `device=` to every tensor the script creates at that level, and a move
+    of every loader batch it feeds the model, so nothing is left on the CPU
+    to meet the model. It is not offered when the script feeds the model
+    anything else (a tensor from another module, a helper's result), when a
+    loss compares the output with something it cannot move that way, when a
+    factory takes no `device=`, when the script hands tensors to NumPy or
+    Matplotlib (they need host memory), or when no import precedes the
+    model. On a machine without a GPU the fixed script still runs, on the
+    CPU.
 
     ## References
     - [PyTorch: CUDA semantics](https://pytorch.org/docs/stable/notes/cuda.html)
@@ -245,7 +248,15 @@ class NoDevice(Rule):
             return None
         torch = facts.module_alias("torch")
         lines = []
-        if torch is None:
+        at = facts.site_of_statement(anchor.body[0])
+        if (
+            torch is None
+            or at is None
+            or not any(x.kind == "import" and x.site.order <= at.order for x in facts.bindings_of(torch))
+        ):
+            # Not imported by the time the device is selected (or imported in a later notebook cell).
+            if any(x.kind != "import" for x in facts.bindings_of("torch")):
+                return None
             torch = "torch"
             lines.append("import torch\n")
         lines.append(f'device = {torch}.device("cuda" if {torch}.cuda.is_available() else "cpu")\n')

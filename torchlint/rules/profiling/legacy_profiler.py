@@ -9,6 +9,7 @@ import libcst as cst
 from torchlint.analysis.facts import Call, dotted_name
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.nodes import module_at
 
 LEGACY = frozenset({"torch.autograd.profiler.profile", "torch.autograd.profile"})
 # Keywords the new profiler accepts with the same meaning.
@@ -57,7 +58,11 @@ class LegacyProfiler(Rule):
     (`function_events` and friends differ). When the profiler object itself
     is printed, formatted or handed on (`print(prof)` shows a table only for
     the legacy profiler), no fix is offered: the message suggests printing
-    `prof.key_averages().table()`. The fix needs `torch` imported as a module.
+    `prof.key_averages().table()`. No fix either when the call passes
+    anything but a literal `use_cuda=True/False`, `use_device="cuda"`,
+    `record_shapes`, `profile_memory`, `with_stack`, `with_flops` or
+    `with_modules`. The fix needs `torch` imported as a module (imported
+    before the call, or the fix imports it before).
 
     Only reported where CUDA is in play (`use_cuda=True`, or a file that puts
     something on an accelerator): on a CPU-only script both profilers see
@@ -118,20 +123,20 @@ class LegacyProfiler(Rule):
     )
 
     def check(self, ctx: RuleContext) -> None:
-        torch = ctx.facts.module_alias("torch")
         for call in ctx.facts.calls:
             if call.qualname not in LEGACY:
                 continue
             if not (self._profiles_cuda(call) or ctx.analysis.places.accelerator_in_play()):
                 continue  # CPU-only profiling: both profilers see the same CPU operators
-            fixed = self._fixed(call, torch) if torch else None
+            found = module_at(ctx, "torch", call.site, add_missing=False)
+            fixed = self._fixed(call, found[0]) if found else None
             uses = self._result_uses(ctx, call)
-            if fixed is None or uses == "other":
+            if found is None or fixed is None or uses == "other":
                 ctx.report(call.node)  # the result is printed or read in ways the new profiler changes
                 continue
             ctx.report(
                 call.node,
-                replacements={call.node: fixed},
+                replacements={**found[1], call.node: fixed},
                 applicability=Applicability.SAFE if uses == "safe" else Applicability.UNSAFE,
             )
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Loop, Site
+from torchlint.analysis.facts import Call, Loop, Site, dotted_name
 from torchlint.analysis.loops import HotContext
+from torchlint.analysis.vocabulary import LOSS_NAME
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
@@ -63,19 +64,25 @@ class SyncInLoop(Rule):
         loss.backward()
         optimizer.step()
         total += loss.detach().float()
-    print(float(total) / len(loader))
+    total = float(total)
+    print(total / len(loader))
     ```
 
     ## Fix safety
     Only the accumulation `total += t.item()` has a fix, and it is unsafe:
-    `total` becomes a tensor during the loop. The fix accumulates
-    `t.detach().float()` (float32 whatever the model's dtype, so a bf16 loss
-    does not lose precision) and converts where `total` is read after the
-    loop (`float(total)`, or `int(total)` for a count that started as an
-    int). It is offered only when `total` is bound before the loop (and, in
-    an epoch loop, reset for each epoch), only accumulated inside it, and
-    read only after it. Other cases get a suggestion: log every N steps, or
-    keep values on the device and convert once after the loop.
+    `total` is a tensor on the device during the loop. The fix accumulates
+    `t.detach()` and inserts `total = float(total)` (or `int(total)`) right
+    after the loop, so the code after the loop sees the Python number it saw
+    before. A float start or a value that is a float (a loss, a mean, a
+    `.float()`) gives `float(...)`, accumulated in float32 whatever the
+    value's dtype (a bf16 loss does not lose precision); an int start with a
+    count (`(pred == y).sum()`) gives `int(...)`, accumulated exactly in
+    int64. It is offered only when `total` is bound to a number literal
+    before the loop (and, in an epoch loop, reset for each epoch), only
+    accumulated inside it, read only after it, and, for an int start, the
+    value is known to be a count or a float. Other cases get a suggestion:
+    log every N steps, or keep values on the device and convert once after
+    the loop.
 
     ## References
     - [CUDA semantics: asynchronous execution](https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution)
@@ -119,9 +126,25 @@ class SyncInLoop(Rule):
             _HEAD + "total = 0.0\nfor x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n"
             "    total += loss.item()\nprint(total / 10)\n",
             fixed=_HEAD + "total = 0.0\nfor x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n"
-            "    total += loss.detach().float()\nprint(float(total) / 10)\n",
+            "    total += loss.detach().float()\ntotal = float(total)\nprint(total / 10)\n",
             line=9,
             unsafe=True,
+        ),
+        # an int start with a loss added: a float after the loop, as before
+        Invalid(
+            _HEAD + "def test(loader):\n    test_loss = 0\n    for x, y in loader:\n"
+            "        test_loss += crit(model(x.to(device)), y.to(device)).item()\n"
+            "    test_loss /= len(loader)\n    return test_loss\n",
+            fixed=_HEAD + "def test(loader):\n    test_loss = 0\n    for x, y in loader:\n"
+            "        test_loss += crit(model(x.to(device)), y.to(device)).detach().float()\n"
+            "    test_loss = float(test_loss)\n    test_loss /= len(loader)\n    return test_loss\n",
+            line=8,
+            unsafe=True,
+        ),
+        # an int start and a value we cannot tell the type of: no fix
+        Invalid(
+            _HEAD + "total = 0\nfor x in loader:\n    total += model(x.to(device)).sum().item()\nprint(total)\n",
+            line=7,
         ),
         Invalid(
             _HEAD + "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n    if loss < 0.1:\n"
@@ -143,7 +166,7 @@ class SyncInLoop(Rule):
             _HEAD + "correct = 0\nfor x, y in loader:\n    out = model(x.to(device))\n"
             "    correct += (out.argmax(1) == y.to(device)).sum().item()\nacc = correct / 10\n",
             fixed=_HEAD + "correct = 0\nfor x, y in loader:\n    out = model(x.to(device))\n"
-            "    correct += (out.argmax(1) == y.to(device)).sum().detach()\nacc = int(correct) / 10\n",
+            "    correct += (out.argmax(1) == y.to(device)).sum().detach()\ncorrect = int(correct)\nacc = correct / 10\n",
             line=8,
             unsafe=True,
         ),
@@ -265,8 +288,9 @@ class SyncInLoop(Rule):
     @staticmethod
     def _accumulation_fix(ctx: RuleContext, call: Call, hot: HotContext):
         """`total += t.item()` in the loop and `total` read after it: accumulate
-        `t.detach().float()` (float32, whatever the model's dtype) and convert
-        where `total` is read."""
+        `t.detach()` on the device and turn `total` back into the Python number
+        it was (`total = float(total)` or `int(total)`) right after the loop, so
+        the code after the loop sees what it saw before."""
         stmt = call.site.stmt
         if not (
             isinstance(stmt, cst.AugAssign)
@@ -283,7 +307,7 @@ class SyncInLoop(Rule):
         scope = call.site.scope
         # Bound before the loop, in this scope, and only accumulated inside it.
         before = [b for b in ctx.facts.bindings_of(name) if b.site.scope is scope and b.site.order < loop.order]
-        if not before or any(b.kind == "global" for b in ctx.facts.bindings_of(name)):
+        if not before or any(b.kind in ("global", "nonlocal") for b in ctx.facts.bindings_of(name)):
             return None
         inside = [b for b in ctx.facts.bindings_of(name) if b.site.scope is scope and loop.contains(b.site.order)]
         if len(inside) != 1:
@@ -292,7 +316,7 @@ class SyncInLoop(Rule):
         outer = loop.parent
         if outer is not None and outer.scope is scope and not any(outer.contains(b.site.order) for b in before):
             return None
-        reads_after = []
+        reads_after = False
         for use in ctx.facts.uses_of(name):
             if use.site.scope is not scope:
                 if any(s is scope for s in use.site.scope.chain()):
@@ -302,42 +326,85 @@ class SyncInLoop(Rule):
                 if use.site.order >= before[-1].site.order:
                     return None  # read before or inside the loop
                 continue
-            reads_after.append(use)
+            reads_after = True
         if not reads_after:
             return None
         init = before[-1].value
         if before[-1].kind != "assign" or not isinstance(init, (cst.Integer, cst.Float)):
             return None
+        receiver = call.receiver
+        kind = _number_kind(ctx.analysis, receiver, call.site) if receiver is not None else None
+        if isinstance(init, cst.Float):
+            convert = "float"  # a float start stays a float whatever is added
+        elif kind is not None:
+            convert = kind  # an int start becomes what `.item()` gave: a count stays an int
+        else:
+            return None
         func = call.node.func
-        # A count (`correct += pred.eq(y).sum().item()`) stays an integer; anything
-        # else (a loss) accumulates in float32 whatever the model's dtype, and is
-        # read back as a float.
-        count = isinstance(init, cst.Integer) and _counts(call.receiver)
-        detached = cst.Call(cst.Attribute(cst.Call(func.with_changes(attr=cst.Name("detach"))), cst.Name("float")))
-        if count:
-            detached = cst.Call(func.with_changes(attr=cst.Name("detach")))
-        replacements: Dict[cst.CSTNode, cst.CSTNode] = {call.node: detached}
-        convert = "int" if count else "float"
-        for use in reads_after:
-            replacements[use.node] = cst.Call(cst.Name(convert), [cst.Arg(use.node)])
-        return replacements
+        detached: cst.BaseExpression = cst.Call(func.with_changes(attr=cst.Name("detach")))
+        if kind != "int" and not _casts_to_float(receiver):
+            # Accumulate in float32 whatever the value's dtype (a bf16 loss would lose precision).
+            detached = cst.Call(cst.Attribute(detached, cst.Name("float")))
+        if not isinstance(loop.node, (cst.For, cst.While)) or _statement_parent(ctx, loop.node) is None:
+            return None
+        back = cst.parse_statement(f"{name} = {convert}({name})\n")
+        new_loop = loop.node.deep_replace(call.node, detached)
+        return {loop.node: cst.FlattenSentinel([new_loop, back])}
 
 
-_COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "argmax", "count_nonzero", "long", "int"})
+_FLOAT_METHODS = frozenset({"float", "double", "half", "bfloat16", "mean", "std", "var", "norm"})
+_INT_METHODS = frozenset({"long", "int", "short", "bool"})
+_COMPARISON_METHODS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "isclose"})
 
 
-def _counts(expr: Optional[cst.BaseExpression]) -> bool:
-    """The value counts things: it compares (`pred == y`, `.eq(y)`), takes an
-    argmax, or is cast to an integer type before the reduction."""
-    stack: List[cst.CSTNode] = [expr] if expr is not None else []
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Comparison):
+def _number_kind(a, expr: cst.BaseExpression, site: Site, depth: int = 0) -> Optional[str]:
+    """What `expr.item()` gives: "int" for a count (`(pred == y).sum()`),
+    "float" for a loss or a float value, None when we cannot tell."""
+    if depth > 4:
+        return None
+    if isinstance(expr, cst.Comparison):
+        return "int"
+    if isinstance(expr, cst.Name):
+        if LOSS_NAME.search(expr.value):
+            return "float"
+        reaching = a.places.reaching(expr.value, site)
+        if len(reaching) != 1 or reaching[0].value is None or reaching[0].index is not None:
+            return None
+        return _number_kind(a, reaching[0].value, reaching[0].site, depth + 1)
+    if not isinstance(expr, cst.Call):
+        return None
+    call = a.facts.call_for(expr)
+    if call is None:
+        return None
+    if a.values.is_loss_call(call) or LOSS_NAME.search((dotted_name(expr.func) or "").rsplit(".", 1)[-1]):
+        return "float"
+    q = (call.qualname or "").rsplit(".", 1)[-1] if (call.qualname or "").startswith("torch.") else None
+    method = call.method if call.receiver is not None else q
+    inner = call.receiver if call.receiver is not None else (call.positional[0].value if call.positional else None)
+    if method in _FLOAT_METHODS:
+        return "float"
+    if method in _INT_METHODS or method in _COMPARISON_METHODS:
+        return "int"
+    if method in ("sum", "count_nonzero") and inner is not None:
+        if method == "count_nonzero":
+            return "int"
+        return _number_kind(a, inner, site, depth + 1)
+    return None
+
+
+def _casts_to_float(expr: Optional[cst.BaseExpression]) -> bool:
+    """`x.float().sum()`, `(a == b).double()`: already float32 or wider."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        if expr.func.attr.value in ("float", "double"):
             return True
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _COMPARISONS:
-            return True
-        stack.extend(node.children)
+        expr = expr.func.value
     return False
+
+
+def _statement_parent(ctx: RuleContext, node: cst.CSTNode):
+    """The block holding statement `node` (a module or an indented block)."""
+    parent = ctx.facts.parent_of(node)
+    return parent if isinstance(parent, (cst.Module, cst.IndentedBlock)) else None
 
 
 def _mentions_device_tensor(a, expr: cst.BaseExpression, site: Site) -> bool:
