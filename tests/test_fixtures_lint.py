@@ -8,6 +8,7 @@ clears that rule's findings, parses and is idempotent.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -151,6 +152,30 @@ def test_placement_fixtures_run_in_smoke_mode():
     env = dict(os.environ, PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES="")
     proc = subprocess.run(
         [sys.executable, "-c", _DRIVER, *paths], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    for path in paths:
+        metrics = result[path]
+        assert metrics is not None, f"{path} printed no metrics"
+        assert metrics["smoke"] is True and metrics["samples"] > 0, path
+
+
+@pytest.mark.slow
+def test_every_fixed_bad_script_still_runs(tmp_path):
+    """For every fixture with a fix: bad.py after `--fix --unsafe-fixes` still
+    runs on the CPU with --smoke (a fix must never break a working script)."""
+    paths = []
+    for folder in FIXABLE:
+        copy = tmp_path / folder.name
+        shutil.copytree(folder, copy)
+        fixed, _ = fix_source((folder / "bad.py").read_text(), "bad.py", unsafe=True)
+        assert fixed != (folder / "bad.py").read_text(), folder.name
+        (copy / "bad.py").write_text(fixed)
+        paths.append(str(copy / "bad.py"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run(
+        [sys.executable, "-c", _DRIVER, *paths], capture_output=True, text=True, env=env, timeout=900, cwd=tmp_path
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -109,8 +109,8 @@ def module_at(
     ctx: "RuleContext", module: str, site: "Site", add_missing: bool = True
 ) -> Optional[Tuple[str, Dict[cst.CSTNode, "Replacement"]]]:
     """The name under which `module` can be used at `site`, and the replacements
-    that make it so: none when the file imports it before `site` (for code in
-    a function, anywhere at module level); else `import module` added among the
+    that make it so: none when the file imports it before `site` in source
+    order (for code in a function: before its `def`); else `import module` added among the
     file's first imports (in a notebook: the first code cell that imports), or
     at the top when those come after `site`. None when the name means
     something else here, or (without `add_missing`) when the file never
@@ -123,9 +123,12 @@ def module_at(
         imports = [b for b in facts.visible_bindings(alias, site.scope) if b.kind == "import"]
         if not imports:
             return None  # rebound here: don't guess
-        if any(b.site.order < site.order or b.site.scope is not site.scope for b in imports):
+        if any(b.site.order < site.order for b in imports):
+            # Before `site` in source order: for code in a function, before its `def`,
+            # so the import has run whenever the function can be called.
             return alias, {}
-        # Imported only after this point (a later notebook cell): import it before as well.
+        # Imported only after this point (a later notebook cell, an import below a
+        # function that runs before it): import it before as well.
     if any(b.kind != "import" for b in facts.bindings_of(module)):
         return None  # the name means something else here
     top = module.split(".")[0]

@@ -62,7 +62,9 @@ class BatchNotMoved(Rule):
     (non-tensor values such as lists of strings stay as they are; this form
     needs `torch` imported as a module). No fix is offered for batches
     reached through `batch[i]` or unpacked later, or when a moved variable is
-    later handed to NumPy (`.numpy()` needs host memory).
+    later handed to NumPy (`.numpy()` needs host memory) or read with
+    `.item()`/`.tolist()` (on the device each read would become a host-device
+    sync in the loop: the message still names the mismatch).
 
     ## References
     - [PyTorch: data loading and `pin_memory`](https://pytorch.org/docs/stable/data.html#memory-pinning)
@@ -315,10 +317,11 @@ class BatchNotMoved(Rule):
         device = a.places.device_var(site) if site is not None else None
         if device is None:
             return None
-        # A later `.numpy()` (or numpy call) on a moved name would fail on the device.
+        # A later `.numpy()` (or numpy call) on a moved name would fail on the device;
+        # a later `.item()`/`.tolist()` would become a host-device sync in the loop.
         for call in a.helpers.calls_in_scope(scope):
             if start < call.site.order <= end:
-                if call.method == "numpy" and root_name(call.receiver) in unmoved:
+                if call.method in ("numpy", "item", "tolist") and root_name(call.receiver) in unmoved:
                     return None
                 if (call.qualname or "").split(".")[0] in ("numpy", "np") and any(
                     root_name(x.value) in unmoved for x in call.node.args

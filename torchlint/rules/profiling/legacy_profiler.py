@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
 from torchlint.analysis.facts import Call, dotted_name
 from torchlint.findings import Applicability
-from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import module_at
 
 LEGACY = frozenset({"torch.autograd.profiler.profile", "torch.autograd.profile"})
 # Keywords the new profiler accepts with the same meaning.
 _CARRIED = frozenset({"record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules"})
 # Methods of the result whose meaning is the same on both profilers.
-_SAFE_USES = frozenset({"key_averages", "export_chrome_trace"})
+# Methods both profilers have, with the same meaning.
+_SAFE_USES = frozenset({"key_averages", "export_chrome_trace", "export_stacks"})
+# The legacy profiler's own attributes, read through the new profiler's `events()`
+# (the same EventList type, filled by Kineto: other events, hence unsafe).
+_THROUGH_EVENTS = frozenset({"function_events", "table", "total_average", "self_cpu_time_total"})
 
 
 class LegacyProfiler(Rule):
@@ -52,10 +56,15 @@ class LegacyProfiler(Rule):
     ```
 
     ## Fix safety
-    Safe when the profiler's result is used only through `key_averages()`
-    and `export_chrome_trace()`, which both profilers provide with the same
-    meaning (or not bound at all); unsafe when other attributes are read
-    (`function_events` and friends differ). When the profiler object itself
+    Safe when the profiler's result is used only through `key_averages()`,
+    `export_chrome_trace()` and `export_stacks()`, which both profilers
+    provide with the same meaning (or not bound at all). Unsafe when the
+    legacy profiler's own attributes are read: the new profiler has none of
+    them, so the fix reads them through its `events()` (`prof.function_events`
+    becomes `prof.events()`, `prof.table(...)` becomes
+    `prof.events().table(...)`, likewise `total_average()` and
+    `self_cpu_time_total`); the events then come from Kineto, so their
+    contents differ. Any other attribute gets no fix. When the profiler object itself
     is printed, formatted or handed on (`print(prof)` shows a table only for
     the legacy profiler), no fix is offered: the message suggests printing
     `prof.key_averages().table()`. No fix either when the call passes
@@ -110,7 +119,7 @@ class LegacyProfiler(Rule):
             "import torch\nwith torch.autograd.profiler.profile(use_cuda=True) as prof:\n    run()\n"
             "events = prof.function_events\n",
             fixed="import torch\nwith torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, "
-            "torch.profiler.ProfilerActivity.CUDA]) as prof:\n    run()\nevents = prof.function_events\n",
+            "torch.profiler.ProfilerActivity.CUDA]) as prof:\n    run()\nevents = prof.events()\n",
             line=2,
             unsafe=True,
         ),
@@ -130,13 +139,13 @@ class LegacyProfiler(Rule):
                 continue  # CPU-only profiling: both profilers see the same CPU operators
             found = module_at(ctx, "torch", call.site, add_missing=False)
             fixed = self._fixed(call, found[0]) if found else None
-            uses = self._result_uses(ctx, call)
+            uses, renamed = self._result_uses(ctx, call)
             if found is None or fixed is None or uses == "other":
                 ctx.report(call.node)  # the result is printed or read in ways the new profiler changes
                 continue
             ctx.report(
                 call.node,
-                replacements={**found[1], call.node: fixed},
+                replacements={**found[1], **renamed, call.node: fixed},
                 applicability=Applicability.SAFE if uses == "safe" else Applicability.UNSAFE,
             )
 
@@ -180,28 +189,35 @@ class LegacyProfiler(Rule):
         return call.node.with_changes(func=cst.parse_expression(f"{torch}.profiler.profile"), args=kept)
 
     @staticmethod
-    def _result_uses(ctx: RuleContext, call: Call) -> str:
+    def _result_uses(ctx: RuleContext, call: Call) -> Tuple[str, Dict[cst.CSTNode, Replacement]]:
         """ "safe": the result is bound by `with ... as name` and only
-        `name.key_averages()` / `name.export_chrome_trace()` read it (or it is not
-        bound); "unsafe": other attributes are read (their meaning differs);
-        "other": the profiler object itself is printed, formatted or handed on
-        (`print(prof)` shows a table only for the legacy profiler)."""
+        `name.key_averages()` / `name.export_chrome_trace()` /
+        `name.export_stacks()` read it (or it is not bound); "unsafe": the
+        legacy profiler's own attributes are read too (with the edits that
+        read them through `events()`); "other": the profiler object itself is
+        printed, formatted or handed on (`print(prof)` shows a table only for
+        the legacy profiler), or an attribute the new profiler lacks is read."""
         parent = call.site.parent
         if not isinstance(parent, cst.WithItem):
-            return "other"
+            return "other", {}
         if parent.asname is None:
-            return "safe"
+            return "safe", {}
         name = dotted_name(parent.asname.name)
         if name is None or "." in name:
-            return "other"
+            return "other", {}
         result = "safe"
+        renamed: Dict[cst.CSTNode, Replacement] = {}
         for use in ctx.facts.uses_of(name):
             if use.site.order <= call.site.order:
                 continue
             attr = use.site.parent
-            if isinstance(attr, cst.Attribute) and attr.value is use.node:
-                if attr.attr.value not in _SAFE_USES:
-                    result = "unsafe"
+            if not (isinstance(attr, cst.Attribute) and attr.value is use.node):
+                return "other", {}
+            if attr.attr.value in _SAFE_USES:
                 continue
-            return "other"
-        return result
+            if attr.attr.value not in _THROUGH_EVENTS:
+                return "other", {}
+            result = "unsafe"
+            events = cst.Call(cst.Attribute(use.node, cst.Name("events")))
+            renamed[attr] = events if attr.attr.value == "function_events" else attr.with_changes(value=events)
+        return result, renamed
