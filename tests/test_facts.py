@@ -247,3 +247,130 @@ def test_periodic_exiting_and_bounded_branches_are_not_hot():
     )
     items = [c for c in a.facts.calls if c.method == "item"]
     assert [a.loops.hot_context(c.site) is not None for c in items] == [True, False, False, False]
+
+
+# -- round-2 causes: device that follows a tensor, passes, decoding, handfuls, timing ----
+
+
+def codes(src: str, path: str = "train.py"):
+    from torchlint.api import lint_source
+
+    return [(f.code, f.row) for f in lint_source(textwrap.dedent(src), path)]
+
+
+def test_device_of_a_forward_input_puts_nothing_on_an_accelerator():
+    src = """
+        import torch
+        from torch import nn
+        class Net(nn.Module):
+            def forward(self, x):
+                return x + torch.arange(x.shape[-1], device=x.device)
+        model = Net()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        total = 0
+        for step in range(10):
+            loss = model(torch.randn(4, 3)).sum()
+            loss.backward()
+            opt.step()
+            total += loss.item()
+        """
+    assert not analyse(src).places.accelerator_in_play()
+    assert ("TL401", 14) not in codes(src)
+    # A config object's `.device` is a choice of device.
+    chosen = "import torch\nx = torch.zeros(3, device=args.device)\n"
+    assert analyse(chosen).places.accelerator_in_play()
+
+
+def test_loop_calling_a_function_that_walks_data_runs_once_per_pass():
+    src = """
+        import torch
+        device = torch.device("cuda")
+        def evaluate(model, loader):
+            model.eval()
+            with torch.no_grad():
+                for x, y in loader:
+                    metric.update(model(x.to(device)), y.to(device))
+            return metric.compute().item()
+        for seed in seeds:
+            score = evaluate(model, loader)
+            print(seed, score)
+        """
+    a = analyse(src)
+    loop = a.loops.loop_for(a.facts.module.body[3])
+    assert a.loops.is_epoch_loop(loop)
+    assert [c for c in codes(src) if c[0] == "TL401"] == []
+
+
+def test_search_and_decoding_loops_need_their_values_on_the_host():
+    beam = """
+        import torch
+        device = torch.device("cuda")
+        for image, caps in loader:
+            image = image.to(device)
+            enc = encoder(image)
+            seqs = torch.zeros(3, 1, device=device)
+            while True:
+                scores = decoder(enc, seqs)
+                top, words = scores.view(-1).topk(3)
+                done = [i for i, w in enumerate(words) if w == end]
+                if done:
+                    complete.extend(seqs[done].tolist())
+                if len(done) == 3:
+                    break
+                seqs = torch.cat([seqs, words.unsqueeze(1)], 1)
+        """
+    assert [c for c in codes(beam) if c[0] == "TL401"] == []
+    greedy = """
+        import torch
+        device = torch.device("cuda")
+        @torch.no_grad()
+        def generate(model, idx, n):
+            for _ in range(n):
+                logits = model(idx)
+                nxt = logits[:, -1].argmax(-1, keepdim=True)
+                print(nxt.item())
+                idx = torch.cat([idx, nxt], 1)
+            return idx
+        """
+    a = analyse(greedy)
+    loop = a.loops.loop_for(a.facts.module.body[2].body.body[0])
+    assert a.loops.decodes(loop)
+    # Truncated BPTT carries the hidden state but trains: not decoding.
+    bptt = """
+        import torch
+        device = torch.device("cuda")
+        for i in range(0, data.size(0), 35):
+            x, y = get_batch(data, i)
+            out, hidden = model(x, hidden)
+            loss = crit(out, y)
+            loss.backward()
+            total += loss.item()
+        """
+    assert ("TL401", 9) in codes(bptt)
+
+
+def test_loops_over_a_handful_of_elements_are_not_element_work():
+    few = "import torch\ngroups = torch.arange(3)\nfor g in torch.unique(groups):\n    print(g.item())\n"
+    assert [c for c in codes(few) if c[0] == "TL402"] == []
+    many = "import torch\ngroups = torch.arange(300)\nfor g in groups:\n    print(g.item())\n"
+    assert ("TL402", 3) in codes(many)
+
+
+def test_timing_comparison_scripts_are_tooling():
+    src = """
+        import datetime
+        import torch
+        v = torch.randn(100, 100)
+        start = datetime.datetime.now()
+        out = torch.zeros(100)
+        for i in range(v.size(0)):
+            out[i] = v[i].sum().item()
+        print(datetime.datetime.now() - start)
+        start = datetime.datetime.now()
+        out2 = v.sum(1)
+        print(datetime.datetime.now() - start)
+        """
+    assert [c for c in codes(src) if c[0] == "TL402"] == []
+    # The same loop without the timing around it is reported.
+    plain = src.replace("datetime.datetime.now()", "0")
+    assert [c for c in codes(plain) if c[0] == "TL402"]

@@ -329,3 +329,19 @@ def test_fixes_are_idempotent_on_these_scripts(unsafe):
     once, _ = fix_source(src, "a.py", unsafe=unsafe)
     twice, _ = fix_source(once, "a.py", unsafe=unsafe)
     assert once != src and twice == once
+
+
+def test_tl103_no_fix_when_a_batch_value_is_later_read_on_the_host():
+    src = HEAD + (
+        "model = nn.Linear(1, 1).to(device)\n"
+        "loader = DataLoader(TensorDataset(torch.randn(4, 1), torch.randn(4, 1)), batch_size=1)\n"
+        "with torch.no_grad():\n"
+        "    for x, gt in loader:\n"
+        "        x = x.to(device)\n"
+        "        pred = model(x)\n"
+        "        print(gt.item())\n"
+        "        err = torch.abs(pred.sum() - gt)\n"
+    )
+    fixed, remaining = fix_source(src, "a.py", unsafe=True)
+    assert any(f.code == "TL103" for f in remaining)
+    assert "gt = gt.to(device)" not in fixed

@@ -242,6 +242,25 @@ class Loops:
             return INFER
         return INFER if self._feeds_back(loop) else None
 
+    def decodes(self, loop: Loop) -> bool:
+        """A generation/decoding loop: it does not train and either picks tokens
+        from the model's output and feeds them back (`argmax`, `topk`,
+        `multinomial`), or is a search that runs until a `break` (`while True:`
+        in beam search). Each step needs the previous step's choice, usually on
+        the host."""
+        return self._cached(("decodes", id(loop.node)), lambda: self._decodes(loop))
+
+    def _decodes(self, loop: Loop) -> bool:
+        if self.trains(loop) or self.is_data_loop(loop):
+            return False
+        if isinstance(loop.node, cst.While) and _breaks(loop.node.body):
+            return True
+        picks = any(
+            c.method in _TOKEN_PICKS or (c.qualname or "").rsplit(".", 1)[-1] in _TOKEN_PICKS
+            for c in self.calls_in(loop)
+        )
+        return picks and self._feeds_back(loop)
+
     def _feeds_back(self, loop: Loop) -> bool:
         """An autoregressive loop: a model input is rebound in the loop from the
         model's own output (directly or through one more name)."""
@@ -283,15 +302,47 @@ class Loops:
             return False
         return self._cached(
             ("epoch", id(loop.node)),
-            lambda: any(
-                inner is not loop
-                and inner.scope is loop.scope
-                and loop.contains(inner.order)
-                and self.direct_hot(inner)
-                and (self.is_data_loop(inner) or self.trains(inner))
-                for inner in self.facts.loops
+            lambda: (
+                any(
+                    inner is not loop
+                    and inner.scope is loop.scope
+                    and loop.contains(inner.order)
+                    and self.direct_hot(inner)
+                    and (self.is_data_loop(inner) or self.trains(inner))
+                    for inner in self.facts.loops
+                )
+                or any(self._walks_data(fn) for fn in self._own_helpers(loop))
             ),
         )
+
+    def _own_helpers(self, loop: Loop) -> List[Function]:
+        out = []
+        for call in self.own_calls(loop):
+            fn = self.helpers.function(call)
+            if fn is not None:
+                out.append(fn)
+        return out
+
+    def _walks_data(self, fn: Function, depth: int = 0) -> bool:
+        """`fn` (or a same-file helper it calls) runs a whole pass itself: a loop
+        over data, or a training loop (`train_one_epoch(model, loader)`,
+        `evaluate(model, loader)`). A loop calling it runs once per pass."""
+        key = ("walks", id(fn.node))
+        if key in self._memo:
+            return bool(self._memo[key])
+        self._memo[key] = False
+        found = any(
+            inner.scope is fn.scope and self.direct_hot(inner) and (self.is_data_loop(inner) or self.trains(inner))
+            for inner in self.facts.loops
+        )
+        if not found and depth < 3:
+            found = any(
+                self._walks_data(inner, depth + 1)
+                for call in self.helpers.calls_in(fn)
+                if (inner := self.helpers.function(call)) is not None and inner is not fn
+            )
+        self._memo[key] = found
+        return found
 
     def step_loop(self, site: Site) -> Optional[Loop]:
         """The per-batch (or per-step) loop `site` runs in every iteration of, if
@@ -384,3 +435,21 @@ class Loops:
                         break
         self._helper[key] = result
         return result
+
+
+# Calls that choose the next token from a model's scores.
+_TOKEN_PICKS = frozenset({"argmax", "topk", "multinomial", "sample"})
+
+
+def _breaks(body: cst.CSTNode) -> bool:
+    """A `break` of this loop in `body` (not of a nested loop)."""
+    stack = list(body.children)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Break):
+            return True
+        if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(node.orelse.children if isinstance(node, (cst.For, cst.While)) and node.orelse else [])
+            continue
+        stack.extend(node.children)
+    return False

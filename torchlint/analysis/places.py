@@ -309,9 +309,15 @@ class Places:
     def _find_accelerator(self) -> bool:
         for call in self.facts.calls:
             if is_move_call(call) and self.move_device(call) == ACCEL:
-                return True
+                target = self.move_target(call)
+                if target is None or not self._follows_a_tensor(target, call.site):
+                    return True
             kw = call.keyword("device")
-            if kw is not None and self.device_of(kw.value, call.site) == ACCEL:
+            if (
+                kw is not None
+                and not self._follows_a_tensor(kw.value, call.site)
+                and self.device_of(kw.value, call.site) == ACCEL
+            ):
                 return True
         return any(
             self.device_of(b.value, b.site) == ACCEL
@@ -319,6 +325,22 @@ class Places:
             for b in self.facts.bindings_of(name)
             if b.value is not None
         )
+
+    def _follows_a_tensor(self, expr: cst.BaseExpression, site: Site) -> bool:
+        """`x.device` of a tensor, or of a parameter of a same-file module's
+        method (`torch.arange(n, device=x.device)` in a forward): a place that
+        follows another tensor's and by itself puts nothing on an accelerator.
+        `self.device`, `args.device`, `trainer.device` are device choices."""
+        if not (isinstance(expr, cst.Attribute) and expr.attr.value == "device"):
+            return False
+        base = expr.value
+        if not isinstance(base, cst.Name) or base.value == "self":
+            return False
+        if self._holds_tensor(base, site):
+            return True
+        bindings = self.values.bindings_for(base.value, site)
+        in_module = any(s.kind == "class" and s.name in self.values.module_classes() for s in site.scope.chain())
+        return in_module and bool(bindings) and all(b.kind == "param" for b in bindings)
 
     def selects_device(self) -> bool:
         """The file chooses a device at all (the CPU included): `torch.device(...)`,

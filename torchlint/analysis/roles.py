@@ -22,6 +22,7 @@ from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import (
     BENCHMARK_CALLS,
     BENCHMARK_NAME,
+    CLOCKS,
     EXPORT_CALLS,
     SUMMARY_CALLS,
     TEST_FUNCTION,
@@ -134,11 +135,21 @@ class Roles:
             return True
         if q.startswith(("torch.onnx.", "torchsummary.", "torchinfo.", "thop.", "torch.utils.benchmark.")):
             return True
-        return q in ("time.perf_counter", "time.time") and self._timed_forward(call)
+        return q in CLOCKS and (self._timed_forward(call) or self._timing_comparison(call))
 
     def _timed_forward(self, call: Call) -> bool:
         """A clock read in the same scope as `torch.cuda.synchronize()`: latency timing."""
         return any(c.qualname == "torch.cuda.synchronize" and c.site.scope is call.site.scope for c in self.facts.calls)
+
+    def _timing_comparison(self, call: Call) -> bool:
+        """Several timed regions in a scope that does not train (`start = now();
+        ...; print(now() - start)` twice or more): a script comparing how fast
+        variants run, whose slow variant is slow on purpose."""
+        scope = call.site.scope
+        clocks = [c for c in self.facts.calls if c.qualname in CLOCKS and c.site.scope is scope]
+        if len(clocks) < 4:
+            return False
+        return not any(self.values.is_train_call(c) for c in self.facts.calls if c.site.scope is scope)
 
     def _function_trains(self, fn: Function) -> bool:
         return self.helpers.summary(fn).trains

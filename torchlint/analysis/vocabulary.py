@@ -300,6 +300,8 @@ SUMMARY_CALLS = frozenset(
 BENCHMARK_CALLS = frozenset(
     {"torch.utils.benchmark.Timer", "torch.cuda.Event", "timeit.timeit", "timeit.repeat", "torch.cuda.synchronize"}
 )
+# Clock reads that time code.
+CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "datetime.datetime.now"})
 BENCHMARK_NAME = re.compile(r"(bench|latency|throughput|speed|profil|timing|export|onnx|summary|flops)", re.I)
 # Online, one-observation-at-a-time code (RL acting): a batch of one is inherent.
 ONLINE_PACKAGES = frozenset({"gym", "gymnasium", "stable_baselines3", "pettingzoo"})

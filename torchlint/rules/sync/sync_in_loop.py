@@ -195,8 +195,8 @@ class SyncInLoop(Rule):
             hot = a.loops.hot_context(call.site)
             if hot is None or (what[1] and not hot.training) or a.roles.excluded(call.site):
                 continue
-            if a.loops.steps_environment(hot.loop):
-                continue  # RL acting: the environment needs the action on the host
+            if a.loops.steps_environment(hot.loop) or self._in_decoding(a, call.site, hot.loop):
+                continue  # RL acting or step-by-step decoding: the next step needs the value on the host
             if hot.call is not None:
                 # Inside a same-file helper: report where the loop calls it, every iteration.
                 if id(hot.call.node) not in via_calls and not a.roles.excluded(hot.call.site):
@@ -222,6 +222,19 @@ class SyncInLoop(Rule):
             if hot is None or hot.call is not None:
                 continue
             ctx.report(culprit, self._message("a tensor used as a condition", hot))
+
+    @staticmethod
+    def _in_decoding(a, site: Site, hot_loop) -> bool:
+        """`site` runs in a decoding or search loop: the hot loop itself, or a loop
+        nested in it (beam search per image)."""
+        loop = site.loop
+        while loop is not None:
+            if a.loops.decodes(loop):
+                return True
+            if loop is hot_loop:
+                return False
+            loop = loop.parent
+        return False
 
     @staticmethod
     def _whiles(ctx: RuleContext):

@@ -124,6 +124,8 @@ class TensorPythonLoop(Rule):
             if found is None:
                 continue
             tensor, names, indexed = found
+            if _handful(a, node.iter, site):
+                continue  # a few known elements (`torch.arange(3)`): nothing worth vectorizing
             if any(a.values.model_call(c) is not None for c in a.loops.calls_in(loop)):
                 continue  # a model per element: a recurrence or a dispatch over groups, not element work
             if self._drives_big_op(ctx, loop):
@@ -182,7 +184,7 @@ class TensorPythonLoop(Rule):
             if a.roles.excluded(b.site):
                 continue
             found = self._elements(ctx, comp_for.iter, comp_for.target, b.site)
-            if found is None or b.name not in found[1]:
+            if found is None or b.name not in found[1] or _handful(a, comp_for.iter, b.site):
                 continue
             tensor, names, _ = found
             uses = [u for u in ctx.facts.uses if u.node.value in names and _inside(ctx, u.node, comp)]
@@ -300,6 +302,34 @@ class TensorPythonLoop(Rule):
                 if use.site.order > order and use.site.scope is uses[0].site.scope and _is_element_work(ctx, use.node):
                     return True
         return False
+
+
+# At most this many elements is "a handful": a loop over them costs nothing worth a rewrite.
+_HANDFUL = 8
+
+
+def _handful(a, expr: cst.BaseExpression, site, depth: int = 0) -> bool:
+    """`expr` has a few elements known from the code: `range(3)`,
+    `torch.arange(3)`, `torch.tensor([1, 2, 3])`, a literal list, `enumerate`
+    or `torch.unique` of one, or a name bound once to one of these."""
+    if depth > 3:
+        return False
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return len(expr.elements) <= _HANDFUL
+    if isinstance(expr, cst.Name):
+        reaching = a.places.reaching(expr.value, site)
+        if len(reaching) != 1 or reaching[0].value is None or reaching[0].index is not None:
+            return False
+        return _handful(a, reaching[0].value, reaching[0].site, depth + 1)
+    if not isinstance(expr, cst.Call):
+        return False
+    name = (dotted_name(expr.func) or "").rsplit(".", 1)[-1]
+    args = [x.value for x in expr.args if x.keyword is None and not x.star]
+    if name in ("range", "arange") and len(args) == 1:
+        return isinstance(args[0], cst.Integer) and int(args[0].value, 0) <= _HANDFUL
+    if name in ("tensor", "enumerate", "unique") and args:
+        return _handful(a, args[0], site, depth + 1)
+    return False
 
 
 def _elements_read(ctx: RuleContext, uses) -> List[cst.Subscript]:
