@@ -5,6 +5,7 @@ loader is used at all."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional
 
@@ -24,6 +25,10 @@ TINY_DATASET = 64  # literal samples
 
 # Dataset kinds.
 IN_MEMORY, TINY, ITERABLE, PLACES, UNKNOWN_DS = "in-memory", "tiny", "iterable", "places", "unknown"
+# Keyword or name of an argument that points a dataset at data to read or transform.
+_DATA_KEYWORD = re.compile(
+    r"path|dir|root|file|folder|csv|json|txt|data|img|image|audio|split|url|transform|token", re.I
+)
 # collate_fn kinds.
 NO_COLLATE, CPU_COLLATE, DEVICE_COLLATE, LOCAL_COLLATE, UNKNOWN_COLLATE = ("none", "cpu", "device", "local", "unknown")
 
@@ -129,7 +134,34 @@ class Loaders:
             return UNKNOWN_DS, True
         # An instance of a class from another module: picklable by reference.
         name = dotted_name(func) or ""
+        if not any(self._names_data(a, ds.site) for a in ds.node.args):
+            # `MyTrainDataset(2048)`, `NameDataset(is_train_set=True)`: nothing says
+            # its items are read or transformed; it may only index memory. Can't tell.
+            return IN_MEMORY, True
         return UNKNOWN_DS, name.rsplit(".", 1)[-1][:1].isupper()
+
+    def _names_data(self, arg: cst.Arg, site: Site) -> bool:
+        """An argument that could point a dataset at data to read or transform:
+        a string, a path or file list (`root=args.data`, `os.path.join(...)`,
+        `Path(...)`), a transform or tokenizer, or a value we cannot see."""
+        if arg.keyword is not None and _DATA_KEYWORD.search(arg.keyword.value):
+            return True
+        value = arg.value
+        if isinstance(value, (cst.Integer, cst.Float)):
+            return False
+        if isinstance(value, cst.Name):
+            if value.value in ("True", "False", "None"):
+                return False
+            if _DATA_KEYWORD.search(value.value):
+                return True
+            reaching = self.facts.visible_bindings(value.value, site.scope)
+            literal = [b for b in reaching if isinstance(b.value, (cst.Integer, cst.Float))]
+            return not reaching or len(literal) != len(reaching)
+        if isinstance(value, (cst.UnaryOperation, cst.BinaryOperation)) and not any(
+            isinstance(n, (cst.SimpleString, cst.FormattedString, cst.Call)) for n in _descendants(value)
+        ):
+            return False  # arithmetic on numbers: a size
+        return True
 
     def _device_argument(self, arg: cst.Arg) -> bool:
         """An argument that hands the dataset a device other than the CPU
@@ -372,3 +404,11 @@ def _target_names(target: cst.BaseExpression) -> List[str]:
             out.extend(_target_names(el.value))
         return out
     return []
+
+
+def _descendants(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n.children)

@@ -62,6 +62,15 @@ def _has_modulo(expr: cst.CSTNode) -> bool:
     return False
 
 
+def _leaves(block: cst.BaseSuite) -> bool:
+    """The block ends with `return`, `continue`, `break` or `raise`."""
+    if _exits(block):
+        return True
+    last = block.body[-1] if block.body else None
+    smalls = last.body if isinstance(last, cst.SimpleStatementLine) else (last,) if last is not None else ()
+    return any(isinstance(s, cst.Continue) for s in smalls)
+
+
 def _exits(block: cst.BaseSuite) -> bool:
     """The block ends by leaving the loop or the function (`break`, `return`, `raise`)."""
     body = block.body
@@ -357,13 +366,35 @@ class Loops:
         return None
 
     def periodic_guard(self, site: Site, loop: Optional[Loop] = None) -> bool:
-        """Under an `if` whose test uses `%` (`if step % 100 == 0:`) inside the loop."""
+        """Under an `if` whose test uses `%` (`if step % 100 == 0:`) inside the loop,
+        or after one that leaves otherwise (`if epoch % n != 0: return`)."""
         for if_node in site.ifs:
             if_site = self.facts.site_of_statement(if_node)
             if loop is not None and if_site is not None and not loop.contains(if_site.order):
                 continue
             if _has_modulo(if_node.test):
                 return True
+        return self._after_periodic_exit(site, loop)
+
+    def _after_periodic_exit(self, site: Site, loop: Optional[Loop]) -> bool:
+        """An earlier statement of a block around `site` (inside the loop, or in
+        the function) is `if <test with %>: return/continue/break`."""
+        node: Optional[cst.CSTNode] = site.stmt
+        while node is not None:
+            parent = self.facts.parent_of(node)
+            if isinstance(parent, cst.IndentedBlock):
+                for sibling in parent.body:
+                    if sibling is node:
+                        break
+                    if isinstance(sibling, cst.If) and _has_modulo(sibling.test) and _leaves(sibling.body):
+                        if_site = self.facts.site_of_statement(sibling)
+                        if loop is None or (if_site is not None and loop.contains(if_site.order)):
+                            return True
+            if loop is not None and node is loop.node:
+                return False
+            if isinstance(parent, (cst.FunctionDef, cst.Module)) or parent is None:
+                return False
+            node = parent
         return False
 
     def occasional_guard(self, site: Site, loop: Optional[Loop] = None) -> bool:
