@@ -29,6 +29,7 @@ from torchlint.decode import DecodeError, decode_source
 from torchlint.findings import MODES, Applicability, FileOutcome, FileResult, Finding, Fix, Problem
 from torchlint.fix_loop import Fixed, TextDocument, fix_document
 from torchlint.fixes import LineIndex, diff_edits, replace_nodes, unified_diff
+from torchlint.gc_pause import gc_paused
 from torchlint.node_edits import fix_edits, render
 from torchlint.parsing import SourceError, cpython_error, parse
 from torchlint.precheck import could_matter
@@ -73,7 +74,13 @@ def _linter(path: str, enabled: AbstractSet[str]):
 
 
 def _lint(text: str, path: str, enabled: AbstractSet[str], precheck: bool = True) -> Tuple[FileResult, bool]:
-    """The lint of BOM-less `text`, and whether it parsed."""
+    """The lint of BOM-less `text`, and whether it parsed (with the cyclic
+    garbage collector paused: see torchlint/gc_pause.py)."""
+    with gc_paused():
+        return _lint_unpaused(text, path, enabled, precheck)
+
+
+def _lint_unpaused(text: str, path: str, enabled: AbstractSet[str], precheck: bool) -> Tuple[FileResult, bool]:
     if precheck and not could_matter(text, enabled_rules(enabled)):
         if cpython_error(text) is None:
             return FileResult(path), True

@@ -72,24 +72,40 @@ class Loop:
         return self.order <= order <= self.end_order
 
 
-@dataclass(eq=False)
 class Site:
     """Where a node sits: its scope, innermost loop, enclosing `with` blocks and
-    statement, its parent node, and its position in source order."""
+    statement, its parent node, and its position in source order.
 
-    scope: Scope
-    loop: Optional[Loop]
-    withs: Tuple[cst.With, ...]
-    stmt: Optional[cst.CSTNode]
-    parent: Optional[cst.CSTNode]
-    order: int
-    # Enclosing `if` statements, outermost first.
-    ifs: Tuple[cst.If, ...] = ()
-    # The blocks between the scope and the node, outermost first: (statement,
-    # part), part one of "body", "else", "except", "finally". A site whose
-    # region is a prefix of another's, earlier in the same scope, runs on every
-    # path that reaches the other (see `dominates`).
-    region: Tuple[Tuple[cst.CSTNode, str], ...] = ()
+    - `ifs`: the enclosing `if` statements, outermost first.
+    - `region`: the blocks between the scope and the node, outermost first:
+      (statement, part), part one of "body", "else", "except", "finally". A
+      site whose region is a prefix of another's, earlier in the same scope,
+      runs on every path that reaches the other (see `dominates`).
+
+    A plain class with `__slots__`: one is made for every statement, call and
+    name of a file, so creating it must be cheap."""
+
+    __slots__ = ("scope", "loop", "withs", "stmt", "parent", "order", "ifs", "region")
+
+    def __init__(
+        self,
+        scope: Scope,
+        loop: Optional[Loop],
+        withs: Tuple[cst.With, ...],
+        stmt: Optional[cst.CSTNode],
+        parent: Optional[cst.CSTNode],
+        order: int,
+        ifs: Tuple[cst.If, ...] = (),
+        region: Tuple[Tuple[cst.CSTNode, str], ...] = (),
+    ) -> None:
+        self.scope = scope
+        self.loop = loop
+        self.withs = withs
+        self.stmt = stmt
+        self.parent = parent
+        self.order = order
+        self.ifs = ifs
+        self.region = region
 
     def __repr__(self) -> str:
         return f"Site({self.scope!r}, order={self.order})"
@@ -195,6 +211,14 @@ class Facts:
     _site_by_stmt: Dict[int, Site] = field(default_factory=dict, repr=False)
     _function_by_scope_node: Dict[int, Function] = field(default_factory=dict, repr=False)
     _returns_by_scope: Dict[int, List[Tuple[cst.Return, Site]]] = field(default_factory=dict, repr=False)
+    # Per (name, id of the scope node) and per scope: built on first use.
+    _scoped_bindings: Optional[Dict[Tuple[str, int], List[Binding]]] = field(default=None, repr=False)
+    _scoped_uses: Optional[Dict[Tuple[str, int], List["NameUse"]]] = field(default=None, repr=False)
+    _bindings_in: Optional[Dict[int, List[Binding]]] = field(default=None, repr=False)
+    _uses_in: Optional[Dict[int, List["NameUse"]]] = field(default=None, repr=False)
+    _binding_by_value: Optional[Dict[int, Binding]] = field(default=None, repr=False)
+    _uses_within: Optional[Dict[str, Dict[int, List["NameUse"]]]] = field(default=None, repr=False)
+    _bindings_within: Optional[Dict[str, Dict[int, List[Binding]]]] = field(default=None, repr=False)
 
     # -- name resolution -------------------------------------------------
 
@@ -227,6 +251,85 @@ class Facts:
     def uses_of(self, name: str) -> List[NameUse]:
         return self._uses_by_name.get(name, [])
 
+    def scoped_bindings(self, name: str, scope: Scope) -> List[Binding]:
+        """Bindings of `name` whose own scope is `scope`, in source order."""
+        if self._scoped_bindings is None:
+            index: Dict[Tuple[str, int], List[Binding]] = {}
+            for b in self.bindings:
+                index.setdefault((b.name, id(b.site.scope.node)), []).append(b)
+            self._scoped_bindings = index
+        return self._scoped_bindings.get((name, id(scope.node)), [])
+
+    def scoped_uses(self, name: str, scope: Scope) -> List["NameUse"]:
+        """Reads of `name` whose own scope is `scope`, in source order."""
+        if self._scoped_uses is None:
+            index: Dict[Tuple[str, int], List[NameUse]] = {}
+            for u in self.uses:
+                index.setdefault((u.node.value, id(u.site.scope.node)), []).append(u)
+            self._scoped_uses = index
+        return self._scoped_uses.get((name, id(scope.node)), [])
+
+    def uses_within(self, name: str, scope: Scope) -> List["NameUse"]:
+        """Reads of `name` in `scope` or in scopes nested in it, in source order."""
+        if self._uses_within is None:
+            self._uses_within = {}
+        by_scope = self._uses_within.get(name)
+        if by_scope is None:
+            by_scope = self._uses_within[name] = {}
+            for u in self.uses_of(name):
+                for s in u.site.scope.chain():
+                    by_scope.setdefault(id(s.node), []).append(u)
+        return by_scope.get(id(scope.node), [])
+
+    def bindings_within(self, name: str, scope: Scope) -> List[Binding]:
+        """Bindings of `name` in `scope` or in scopes nested in it, in source order."""
+        if self._bindings_within is None:
+            self._bindings_within = {}
+        by_scope = self._bindings_within.get(name)
+        if by_scope is None:
+            by_scope = self._bindings_within[name] = {}
+            for b in self.bindings_of(name):
+                for s in b.site.scope.chain():
+                    by_scope.setdefault(id(s.node), []).append(b)
+        return by_scope.get(id(scope.node), [])
+
+    def local_bindings(self, name: str, scope: Scope) -> List[Binding]:
+        """The bindings that can change a name bound in `scope` (see `local_uses`)."""
+        return self.bindings_within(name, scope) if scope.kind == "function" else self.bindings_of(name)
+
+    def local_uses(self, name: str, scope: Scope) -> List["NameUse"]:
+        """The reads that can see a binding of `name` made in `scope`: those in it
+        and its nested scopes for a function's local, every read for a module's."""
+        return self.uses_within(name, scope) if scope.kind == "function" else self.uses_of(name)
+
+    def bindings_in(self, scope: Scope) -> List[Binding]:
+        """Every binding whose own scope is `scope`, in source order."""
+        if self._bindings_in is None:
+            index: Dict[int, List[Binding]] = {}
+            for b in self.bindings:
+                index.setdefault(id(b.site.scope.node), []).append(b)
+            self._bindings_in = index
+        return self._bindings_in.get(id(scope.node), [])
+
+    def uses_in(self, scope: Scope) -> List["NameUse"]:
+        """Every name read whose own scope is `scope`, in source order."""
+        if self._uses_in is None:
+            index: Dict[int, List[NameUse]] = {}
+            for u in self.uses:
+                index.setdefault(id(u.site.scope.node), []).append(u)
+            self._uses_in = index
+        return self._uses_in.get(id(scope.node), [])
+
+    def binding_of_value(self, value: cst.CSTNode) -> Optional[Binding]:
+        """The plain binding (not an unpacked element) whose value is `value`."""
+        if self._binding_by_value is None:
+            index: Dict[int, Binding] = {}
+            for b in self.bindings:
+                if b.value is not None and b.index is None:
+                    index.setdefault(id(b.value), b)
+            self._binding_by_value = index
+        return self._binding_by_value.get(id(value))
+
     def call_for(self, node: cst.CSTNode) -> Optional[Call]:
         return self._calls_by_node.get(id(node))
 
@@ -255,13 +358,14 @@ class Facts:
     def visible_bindings(self, name: str, scope: Scope) -> List[Binding]:
         """Bindings of `name` in `scope` or, if it binds none there, the nearest
         enclosing scope that does (Python's lexical rule, class bodies skipped)."""
-        found = self.bindings_of(name)
+        if name not in self._bindings_by_name:
+            return []
         for s in scope.chain():
             if s is not scope and s.kind == "class":
                 continue
-            here = [b for b in found if b.site.scope is s]
+            here = self.scoped_bindings(name, s)
             if here:
-                return here
+                return list(here)
         return []
 
 
@@ -331,8 +435,8 @@ class _Collector(cst.CSTVisitor):
         self.parents: List[cst.CSTNode] = []
         self.scopes: List[Scope] = []
         self.loops: List[Loop] = []
-        self.withs: List[cst.With] = []
-        self.if_stack: List[cst.If] = []
+        self.withs: Tuple[cst.With, ...] = ()  # tuples: every Site shares them as they are
+        self.if_stack: Tuple[cst.If, ...] = ()
         self.stmts: List[cst.CSTNode] = []
         self.region: Tuple[Tuple[cst.CSTNode, str], ...] = ()
         self.region_owners: List[int] = []  # ids of the nodes that opened each region entry
@@ -344,15 +448,16 @@ class _Collector(cst.CSTVisitor):
     # -- plumbing --------------------------------------------------------
 
     def site(self) -> Site:
+        parents = self.parents
         return Site(
-            scope=self.scopes[-1],
-            loop=self.loops[-1] if self.loops else None,
-            withs=tuple(self.withs),
-            stmt=self.stmts[-1] if self.stmts else None,
-            parent=self.parents[-2] if len(self.parents) > 1 else None,
-            order=self.order,
-            ifs=tuple(self.if_stack),
-            region=self.region,
+            self.scopes[-1],
+            self.loops[-1] if self.loops else None,
+            self.withs,
+            self.stmts[-1] if self.stmts else None,
+            parents[-2] if len(parents) > 1 else None,
+            self.order,
+            self.if_stack,
+            self.region,
         )
 
     def _dispatch(self, cls: type) -> Tuple[bool, Optional[Callable[..., object]], Optional[Callable[..., object]]]:
@@ -436,7 +541,7 @@ class _Collector(cst.CSTVisitor):
         # A loop outside does not make the function body part of that loop.
         self._saved_loops = getattr(self, "_saved_loops", [])
         self._saved_loops.append((self.loops, self.withs, self.if_stack, self.region))
-        self.loops, self.withs, self.if_stack, self.region = [], [], [], ()
+        self.loops, self.withs, self.if_stack, self.region = [], (), (), ()
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.scopes.pop()
@@ -534,18 +639,18 @@ class _Collector(cst.CSTVisitor):
 
     def visit_With(self, node: cst.With) -> None:
         self.f.withs.append((node, self.site()))
-        self.withs.append(node)
+        self.withs = self.withs + (node,)
 
     def leave_With(self, original_node: cst.With) -> None:
-        self.withs.pop()
+        self.withs = self.withs[:-1]
 
     def visit_If(self, node: cst.If) -> None:
         self._enter_region(node)  # an `elif`: the else part of the `if` before it
         self.f.ifs.append((node, self.site()))
-        self.if_stack.append(node)
+        self.if_stack = self.if_stack + (node,)
 
     def leave_If(self, original_node: cst.If) -> None:
-        self.if_stack.pop()
+        self.if_stack = self.if_stack[:-1]
         self._leave_region(original_node)
 
     # -- regions (which block of a compound statement a node sits in) ------

@@ -392,22 +392,31 @@ class Grad:
         """Module-level code (or a function called only from there) that runs
         before the first module-level statement that trains."""
         module = self.facts.module_scope
-        trains = [
-            c.site.order
-            for c in self.facts.calls
-            if c.site.scope is module
-            and (
-                self.values.is_train_call(c)
-                or ((fn := self.helpers.function(c)) is not None and self.helpers.summary(fn).trains)
-            )
-        ]
-        if not trains:
+        first = self._first_module_training()
+        if first is None:
             return False
         if site.scope is module:
-            return site.order < min(trains)
+            return site.order < first
         fn = self.facts.function_of(site.scope) if site.scope.kind == "function" else None
         callers = self.values.callers(fn) if fn is not None else []
-        return bool(callers) and all(c.site.scope is module and c.site.order < min(trains) for c in callers)
+        return bool(callers) and all(c.site.scope is module and c.site.order < first for c in callers)
+
+    def _first_module_training(self) -> Optional[int]:
+        """The order of the first module-level call that trains (itself or through
+        a same-file helper), computed once."""
+        if not hasattr(self, "_first_training"):
+            module = self.facts.module_scope
+            trains = [
+                c.site.order
+                for c in self.facts.calls
+                if c.site.scope is module
+                and (
+                    self.values.is_train_call(c)
+                    or ((fn := self.helpers.function(c)) is not None and self.helpers.summary(fn).trains)
+                )
+            ]
+            self._first_training: Optional[int] = min(trains) if trains else None
+        return self._first_training
 
     def _checked(self, call: Call) -> bool:
         """The forward's result is checked, not used: an `assert` or a

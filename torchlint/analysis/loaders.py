@@ -11,7 +11,7 @@ from typing import Dict, Iterator, List, Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call, Facts, Function, Site, dotted_name
+from torchlint.analysis.facts import Binding, Call, Facts, Function, Loop, Site, dotted_name
 from torchlint.analysis.helpers import Helpers, is_move_call
 from torchlint.analysis.places import DEVICE, Places
 from torchlint.analysis.values import Values
@@ -54,6 +54,7 @@ class Loaders:
         self.helpers = helpers
         self.places = places
         self._info: Dict[int, LoaderInfo] = {}
+        self._loops_by_name: Optional[Dict[str, List[Loop]]] = None
 
     def calls(self) -> Iterator[Call]:
         """`DataLoader(...)` calls that resolve to torch's DataLoader."""
@@ -273,10 +274,7 @@ class Loaders:
     # -- use ---------------------------------------------------------------------------------
 
     def binding_of(self, call: Call) -> Optional[Binding]:
-        for b in self.facts.bindings:
-            if b.value is call.node and b.index is None:
-                return b
-        return None
+        return self.facts.binding_of_value(call.node)
 
     def _used(self, call: Call) -> bool:
         """Something reads the loader: it is iterated, handed on, returned or
@@ -289,11 +287,11 @@ class Loaders:
         if b is None or "." in b.name:
             return True  # stored on an object or unpacked: used elsewhere
         later = sorted(
-            (x for x in self.facts.bindings_of(b.name) if x.site.scope is b.site.scope and x.site.order > b.site.order),
+            (x for x in self.facts.scoped_bindings(b.name, b.site.scope) if x.site.order > b.site.order),
             key=lambda x: x.site.order,
         )
         end = later[0].site.order if later else None
-        for use in self.facts.uses_of(b.name):
+        for use in self.facts.local_uses(b.name, b.site.scope):
             if use.site.order <= b.site.order or use.site.stmt is b.site.stmt:
                 continue
             if use.site.scope is b.site.scope and end is not None and use.site.order > end:
@@ -307,7 +305,7 @@ class Loaders:
         if b is None or "." in b.name:
             return "elsewhere"
         sampled = handed = False
-        for use in self.facts.uses_of(b.name):
+        for use in self.facts.local_uses(b.name, b.site.scope):
             if use.site.order <= b.site.order or use.site.stmt is b.site.stmt:
                 continue
             parent = use.site.parent
@@ -375,6 +373,22 @@ class Loaders:
                     return True
         return False
 
+    def _loops_over(self) -> Dict[str, List[Loop]]:
+        """`for` loops by the dotted name they iterate (through enumerate/tqdm)."""
+        if self._loops_by_name is None:
+            index: Dict[str, List[Loop]] = {}
+            for loop in self.facts.loops:
+                node = loop.node
+                if isinstance(node, cst.For):
+                    expr = node.iter
+                    while isinstance(expr, cst.Call) and expr.args:
+                        expr = expr.args[0].value
+                    name = dotted_name(expr)
+                    if name:
+                        index.setdefault(name, []).append(loop)
+            self._loops_by_name = index
+        return self._loops_by_name
+
     def iterated_in(self, call: Call) -> List[Site]:
         """Where the loader bound by `call` is iterated by a `for` (directly or
         through enumerate/tqdm)."""
@@ -382,16 +396,10 @@ class Loaders:
         if b is None:
             return []
         out = []
-        for loop in self.facts.loops:
-            node = loop.node
-            if isinstance(node, cst.For):
-                expr = node.iter
-                while isinstance(expr, cst.Call) and expr.args:
-                    expr = expr.args[0].value
-                if dotted_name(expr) == b.name:
-                    site = self.facts.site_of_statement(node)
-                    if site is not None:
-                        out.append(site)
+        for loop in self._loops_over().get(b.name, []):
+            site = self.facts.site_of_statement(loop.node)
+            if site is not None:
+                out.append(site)
         return out
 
 

@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call, Facts, Site, dominates, dotted_name
+from torchlint.analysis.facts import Binding, Call, Facts, Scope, Site, dominates, dotted_name
 from torchlint.analysis.helpers import Helpers, is_move_call
 from torchlint.analysis.values import LOADER, MODULE, TOKENS, Values
 from torchlint.analysis.vocabulary import (
@@ -125,7 +125,8 @@ class Places:
         self._device_cache: Dict[int, Optional[str]] = {}
         self._tensor_cache: Dict[int, Optional[str]] = {}
         self._model_cache: Dict[Tuple[int, int], str] = {}
-        self._events: Optional[Dict[str, List[Event]]] = None
+        self._events: Optional["_Events"] = None
+        self._keeps: Dict[int, bool] = {}
         self._device_names: Optional[List[str]] = None
         self._accelerator: Optional[bool] = None
         self._called: Optional[Set[str]] = None
@@ -427,10 +428,13 @@ class Places:
             return call, moved
         return None, moved
 
-    def _model_events(self) -> Dict[str, List[Event]]:
-        """Per dotted name: the moves and escapes of that name, in source order."""
+    def _model_events(self) -> "_Events":
+        """Per dotted name: the moves and escapes of that name, in source order
+        (`.get(name, [])`). Whether a call that is handed a name keeps it is
+        decided only for the names asked about."""
         if self._events is None:
             events: Dict[str, List[Event]] = {}
+            handed_to: Dict[str, List[Call]] = {}
 
             def add(name: Optional[str], event: Event) -> None:
                 if name:
@@ -451,42 +455,28 @@ class Places:
                         Event(call.site, "move", DEVICE if device == ACCEL else (CPU if device == HOST else UNKNOWN)),
                     )
                     continue
-                handed = [n for n in (dotted_name(arg.value) for arg in call.node.args) if n]
-                if not handed or self._keeps_arguments(call):
-                    continue
-                for name in handed:
-                    add(name, Event(call.site, "escape", UNKNOWN))
+                for arg in call.node.args:
+                    name = dotted_name(arg.value)
+                    if name:
+                        handed_to.setdefault(name, []).append(call)
             for b in self.facts.bindings:
                 # `layer.weight = remote_weight()`: parts replaced by values made elsewhere.
                 if "." in b.name and b.kind in ("assign", "annassign") and isinstance(b.value, (cst.Call, cst.Name)):
                     add(b.name.rsplit(".", 1)[0], Event(b.site, "escape", UNKNOWN))
             for use in self.facts.uses:
-                parent = use.site.parent
-                if isinstance(
-                    parent,
-                    (
-                        cst.Call,
-                        cst.Attribute,
-                        cst.Arg,
-                        cst.BinaryOperation,
-                        cst.Comparison,
-                        cst.ComparisonTarget,
-                        cst.UnaryOperation,
-                        cst.BooleanOperation,
-                        cst.Subscript,
-                        cst.FormattedStringExpression,
-                        cst.If,
-                        cst.While,
-                        cst.Expr,
-                    ),
-                ):
+                if isinstance(use.site.parent, _USE_STAYS):
                     continue
                 # Returned, stored, aliased or put in a container: it could go anywhere.
                 add(use.node.value, Event(use.site, "escape", UNKNOWN))
-            for evs in events.values():
-                evs.sort(key=lambda e: e.site.order)
-            self._events = events
+            self._events = _Events(events, handed_to, self._keeps_memo)
         return self._events
+
+    def _keeps_memo(self, call: Call) -> bool:
+        key = id(call.node)
+        found = self._keeps.get(key)
+        if found is None:
+            found = self._keeps[key] = self._keeps_arguments(call)
+        return found
 
     def _keeps_arguments(self, call: Call) -> bool:
         """A call that neither places nor keeps a module it is handed: builtins
@@ -531,7 +521,7 @@ class Places:
         bindings = self.values.bindings_for(name, site)
         if not bindings:
             return UNKNOWN
-        events = self._model_events().get(name, [])
+        events = self._model_events()
         states = set()
         for b in bindings:
             states.add(self._after_events(self._binding_place(b), b, events, site))
@@ -611,9 +601,15 @@ class Places:
             return DEVICE
         return CPU
 
-    def _after_events(self, place: str, b: Binding, events: List[Event], site: Site) -> str:
-        later = [e for e in events if e.site.order > b.site.order]
+    def _after_events(self, place: str, b: Binding, events: "_Events", site: Site) -> str:
         same_scope = site.scope is b.site.scope and "." not in b.name
+        # A function's local name: only moves in that function (or nested in it) can touch it.
+        pool = (
+            events.within(b.name, b.site.scope)
+            if same_scope and b.site.scope.kind == "function"
+            else events.get(b.name, [])
+        )
+        later = [e for e in pool if e.site.order > b.site.order]
         if not same_scope:
             # Read in another function (or an attribute): it runs later, after any of the moves.
             # Handing a model to code we cannot see may place it, but does not take it off
@@ -1157,3 +1153,56 @@ class Places:
             if self.tensor_place(arg.value, loader.site) == DEVICE:
                 return True
         return False
+
+
+# Parents of a name's use that neither store nor hand on the value.
+_USE_STAYS = (
+    cst.Call,
+    cst.Attribute,
+    cst.Arg,
+    cst.BinaryOperation,
+    cst.Comparison,
+    cst.ComparisonTarget,
+    cst.UnaryOperation,
+    cst.BooleanOperation,
+    cst.Subscript,
+    cst.FormattedStringExpression,
+    cst.If,
+    cst.While,
+    cst.Expr,
+)
+
+
+class _Events:
+    """Moves and escapes per dotted name. Calls a name is handed to become
+    escapes (unless the call keeps its arguments) when that name is asked for:
+    deciding it for every argument of every call would cost more than the rest
+    of the analysis."""
+
+    def __init__(self, events: Dict[str, List[Event]], handed_to: Dict[str, List[Call]], keeps) -> None:
+        self._events = events
+        self._handed_to = handed_to
+        self._keeps = keeps
+        self._done: Dict[str, List[Event]] = {}
+        self._by_scope: Dict[str, Dict[int, List[Event]]] = {}
+
+    def within(self, name: str, scope: Scope) -> List[Event]:
+        """The events of `name` in `scope` or in scopes nested in it."""
+        by_scope = self._by_scope.get(name)
+        if by_scope is None:
+            by_scope = self._by_scope[name] = {}
+            for e in self.get(name, []):
+                for s in e.site.scope.chain():
+                    by_scope.setdefault(id(s.node), []).append(e)
+        return by_scope.get(id(scope.node), [])
+
+    def get(self, name: str, default: Optional[List[Event]] = None) -> List[Event]:
+        done = self._done.get(name)
+        if done is None:
+            found = list(self._events.get(name, ()))
+            for call in self._handed_to.get(name, ()):
+                if not self._keeps(call):
+                    found.append(Event(call.site, "escape", UNKNOWN))
+            found.sort(key=lambda e: e.site.order)
+            done = self._done[name] = found
+        return done if done or default is None else default

@@ -13,7 +13,8 @@ children" rule, but
 - never rebuilds a node, and
 - does not descend into whitespace, comment and operator tokens (commas,
   parentheses, brackets, `+`, `==`, `async` ...), unless the visitor has a
-  `visit_<Type>` / `leave_<Type>` method for that token type.
+  `visit_<Type>` / `leave_<Type>` method for that token type; a field whose
+  declared type can hold only such tokens (or plain values) is not even read.
 
 Attribute hooks (`visit_<Type>_<attr>`) are not called; a visitor that needs
 them must use `CSTNode.visit`.
@@ -26,6 +27,7 @@ order, learnt once per node type by running that type's
 
 from __future__ import annotations
 
+import typing
 from typing import Dict, FrozenSet, List, Tuple
 
 import libcst as cst
@@ -127,18 +129,64 @@ def _classify(kinds: Dict[type, int], t: type) -> int:
     return k
 
 
+_WALKED_FIELDS: Dict[type, Dict[type, Tuple[str, ...]]] = {}
+
+
+def _walked_fields(visitor_cls: type, kinds: Dict[type, int], node: cst.CSTNode) -> Tuple[str, ...]:
+    """`child_fields(node)` without the fields whose declared type can only hold
+    tokens the visitor skips (whitespace, commas, parentheses) or plain values:
+    a Name has none left, a Call keeps `func` and `args`."""
+    per_visitor = _WALKED_FIELDS.setdefault(visitor_cls, {})
+    cls = type(node)
+    found = per_visitor.get(cls)
+    if found is None:
+        try:
+            hints = typing.get_type_hints(cls)
+        except Exception:  # an annotation we cannot resolve: keep every field
+            hints = {}
+        found = tuple(name for name in child_fields(node) if name not in hints or not _only_skipped(hints[name], kinds))
+        per_visitor[cls] = found
+    return found
+
+
+def _only_skipped(annotation: object, kinds: Dict[type, int]) -> bool:
+    """Every value this annotation allows is a skipped token or not a node."""
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is typing.Literal:
+        return True
+    if args:
+        return all(_only_skipped(a, kinds) for a in args if a is not Ellipsis)
+    if not isinstance(annotation, type):
+        return False  # a forward reference or a type variable: keep the field
+    if not issubclass(annotation, cst.CSTNode):
+        return True  # str, MaybeSentinel, None
+    skipped = {(t.__module__, t.__qualname__) for t in TOKEN_TYPES if kinds.get(t) == _SKIP}
+    # By module and name: a dataclass made with slots leaves its first class
+    # object behind among the subclasses.
+    return all((t.__module__, t.__qualname__) in skipped for t in _with_subclasses(annotation))
+
+
+def _with_subclasses(cls: type) -> List[type]:
+    out: List[type] = [cls]
+    subclasses: List[type] = cls.__subclasses__()
+    for sub in subclasses:
+        out.extend(_with_subclasses(sub))
+    return out
+
+
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """Visit `node` and its descendants with `visitor` (see the module docs)."""
-    kinds = _kinds(type(visitor))
+    visitor_cls = type(visitor)
+    kinds = _kinds(visitor_cls)
     on_visit = visitor.on_visit
     on_leave = visitor.on_leave
-    fields_cache = _FIELDS
+    fields_cache = _WALKED_FIELDS.setdefault(visitor_cls, {})
 
     def rec(n: cst.CSTNode) -> None:
         if on_visit(n):
             names = fields_cache.get(type(n))
             if names is None:
-                names = child_fields(n)
+                names = _walked_fields(visitor_cls, kinds, n)
             for name in names:
                 value = getattr(n, name)
                 k = kinds.get(type(value))

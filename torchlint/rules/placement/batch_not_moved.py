@@ -234,8 +234,8 @@ class BatchNotMoved(Rule):
                     if first is None or call.site.order < first[0]:
                         first = (call.site.order, arg.value)
         # `abs(pred - gt)`: arithmetic with a tensor on the device.
-        for use in ctx.facts.uses:
-            if use.site.scope is not scope or not (start < use.site.order <= end) or use.node.value not in roots:
+        for use in ctx.facts.uses_in(scope):
+            if not (start < use.site.order <= end) or use.node.value not in roots:
                 continue
             parent = use.site.parent
             if isinstance(parent, cst.BinaryOperation):
@@ -284,8 +284,8 @@ class BatchNotMoved(Rule):
             ):
                 return False
         # Handed to code we cannot see before this use (`to_device(batch)`, `move(x)`): it may be placed.
-        for use in a.facts.uses_of(name):
-            if use.site.scope is not site.scope or not (start < use.site.order < site.order):
+        for use in a.facts.scoped_uses(name, site.scope):
+            if not (start < use.site.order < site.order):
                 continue
             parent = use.site.parent
             if isinstance(parent, cst.Arg):
@@ -391,8 +391,8 @@ def _derived_names(ctx: RuleContext, targets: List[str], scope, start: int, end:
     """Batch names and the names unpacked or indexed from them in the region
     (`x, y = batch`, `x = batch["x"]`): name -> the batch name it comes from."""
     roots = {n: n for n in targets}
-    for b in ctx.facts.bindings:
-        if b.site.scope is not scope or not (start < b.site.order <= end) or b.kind not in ("assign", "annassign"):
+    for b in ctx.facts.bindings_in(scope):
+        if not (start < b.site.order <= end) or b.kind not in ("assign", "annassign"):
             continue
         src = b.value
         if isinstance(src, cst.Subscript):

@@ -306,11 +306,11 @@ class CreateThenMove(Rule):
     def _only_use_is_move(self, ctx: RuleContext, move: Call) -> Optional[Call]:
         name = move.receiver.value  # type: ignore[union-attr]
         scope = move.site.scope
-        bindings = [b for b in ctx.facts.bindings_of(name) if b.site.scope is scope]
+        bindings = ctx.facts.scoped_bindings(name, scope)
         if len(bindings) != 1 or bindings[0].kind not in ("assign", "annassign") or bindings[0].index is not None:
             return None
         b = bindings[0]
-        uses = [u for u in ctx.facts.uses_of(name) if u.site.scope is scope]
+        uses = ctx.facts.scoped_uses(name, scope)
         if len(uses) != 1 or uses[0].node is not move.receiver or b.site.order > move.site.order:
             return None
         factory, _ = self._factory_under(ctx, b.value, b.site)

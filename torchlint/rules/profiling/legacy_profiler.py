@@ -207,7 +207,7 @@ class LegacyProfiler(Rule):
             return "other", {}
         result = "safe"
         renamed: Dict[cst.CSTNode, Replacement] = {}
-        for use in ctx.facts.uses_of(name):
+        for use in ctx.facts.local_uses(name, call.site.scope):
             if use.site.order <= call.site.order:
                 continue
             attr = use.site.parent

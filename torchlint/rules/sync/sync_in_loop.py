@@ -319,10 +319,10 @@ class SyncInLoop(Rule):
         name = stmt.target.value
         scope = call.site.scope
         # Bound before the loop, in this scope, and only accumulated inside it.
-        before = [b for b in ctx.facts.bindings_of(name) if b.site.scope is scope and b.site.order < loop.order]
-        if not before or any(b.kind in ("global", "nonlocal") for b in ctx.facts.bindings_of(name)):
+        before = [b for b in ctx.facts.scoped_bindings(name, scope) if b.site.order < loop.order]
+        if not before or any(b.kind in ("global", "nonlocal") for b in ctx.facts.local_bindings(name, scope)):
             return None
-        inside = [b for b in ctx.facts.bindings_of(name) if b.site.scope is scope and loop.contains(b.site.order)]
+        inside = [b for b in ctx.facts.scoped_bindings(name, scope) if loop.contains(b.site.order)]
         if len(inside) != 1:
             return None
         # An enclosing loop that re-runs this one (epochs) must reset the total before it.
@@ -330,7 +330,7 @@ class SyncInLoop(Rule):
         if outer is not None and outer.scope is scope and not any(outer.contains(b.site.order) for b in before):
             return None
         reads_after = False
-        for use in ctx.facts.uses_of(name):
+        for use in ctx.facts.local_uses(name, scope):
             if use.site.scope is not scope:
                 if any(s is scope for s in use.site.scope.chain()):
                     return None  # read from a nested function
