@@ -219,6 +219,7 @@ class Facts:
     _binding_by_value: Optional[Dict[int, Binding]] = field(default=None, repr=False)
     _uses_within: Optional[Dict[str, Dict[int, List["NameUse"]]]] = field(default=None, repr=False)
     _bindings_within: Optional[Dict[str, Dict[int, List[Binding]]]] = field(default=None, repr=False)
+    _bindings_under: Optional[Dict[int, List[Binding]]] = field(default=None, repr=False)
 
     # -- name resolution -------------------------------------------------
 
@@ -292,6 +293,16 @@ class Facts:
                 for s in b.site.scope.chain():
                     by_scope.setdefault(id(s.node), []).append(b)
         return by_scope.get(id(scope.node), [])
+
+    def bindings_under(self, scope: Scope) -> List[Binding]:
+        """Every binding in `scope` or in scopes nested in it, in source order."""
+        if self._bindings_under is None:
+            index: Dict[int, List[Binding]] = {}
+            for b in self.bindings:
+                for s in b.site.scope.chain():
+                    index.setdefault(id(s.node), []).append(b)
+            self._bindings_under = index
+        return self._bindings_under.get(id(scope.node), [])
 
     def local_bindings(self, name: str, scope: Scope) -> List[Binding]:
         """The bindings that can change a name bound in `scope` (see `local_uses`)."""

@@ -132,10 +132,8 @@ class Helpers:
         derived = {p: p for p in params}
         bindings = [
             b
-            for b in self.facts.bindings
-            if b.value is not None
-            and any(s is fn.scope for s in b.site.scope.chain())
-            and b.kind in ("assign", "annassign", "for", "comprehension")
+            for b in self.facts.bindings_under(fn.scope)
+            if b.value is not None and b.kind in ("assign", "annassign", "for", "comprehension")
         ]
         for _ in range(MAX_DEPTH):
             changed = False

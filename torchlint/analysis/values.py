@@ -105,6 +105,8 @@ class Values:
         self._used_as_module: Optional[Set[int]] = None
         self._callers: Optional[Dict[str, List[Call]]] = None
         self._param_kinds: Dict[int, Optional[str]] = {}
+        self._model_calls: Dict[int, Optional[ModelCall]] = {}
+        self._loss_calls: Dict[int, bool] = {}
 
     # -- same-file classes -------------------------------------------------------
 
@@ -385,7 +387,14 @@ class Values:
     # -- forwards and losses -------------------------------------------------------------
 
     def model_call(self, call: Call) -> Optional[ModelCall]:
-        """The one answer to "is this a model forward"."""
+        """The one answer to "is this a model forward" (memoised per call)."""
+        key = id(call.node)
+        if key in self._model_calls:
+            return self._model_calls[key]
+        found = self._model_calls[key] = self._model_call(call)
+        return found
+
+    def _model_call(self, call: Call) -> Optional[ModelCall]:
         func = call.node.func
         method = None
         model: cst.BaseExpression = func
@@ -435,7 +444,14 @@ class Values:
     def is_loss_call(self, call: Call) -> bool:
         """The one answer to "is this a loss": `F.cross_entropy(...)`, a call of
         an `nn.*Loss()` instance, or of a callee named like one (`criterion`,
-        `loss_fn`, `self.loss_fct`)."""
+        `loss_fn`, `self.loss_fct`). Memoised per call."""
+        key = id(call.node)
+        found = self._loss_calls.get(key)
+        if found is None:
+            found = self._loss_calls[key] = self._is_loss_call(call)
+        return found
+
+    def _is_loss_call(self, call: Call) -> bool:
         q = call.qualname or ""
         if q.startswith("torch.nn.functional.") and q.rsplit(".", 1)[-1] in LOSS_FUNCTIONS:
             return True
