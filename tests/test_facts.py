@@ -374,3 +374,43 @@ def test_timing_comparison_scripts_are_tooling():
     # The same loop without the timing around it is reported.
     plain = src.replace("datetime.datetime.now()", "0")
     assert [c for c in codes(plain) if c[0] == "TL402"]
+
+
+def test_validation_before_training_in_the_same_epoch_loop_is_not_a_demo():
+    src = """
+        import torch
+        from torch import nn
+        device = torch.device("cuda")
+        model = nn.Linear(4, 2).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(3):
+            model.eval()
+            for x, y in val:
+                correct = (model(x.to(device)).argmax(1) == y.to(device)).sum()
+            model.train()
+            for x, y in train:
+                loss = nn.functional.cross_entropy(model(x.to(device)), y.to(device))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """
+    assert ("TL201", 10) in codes(src)
+    # A forward before a training loop it does not share stays a demo of an untrained model.
+    demo = """
+        import torch
+        from torch import nn
+        device = torch.device("cuda")
+        model = nn.Linear(4, 2).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        model.eval()
+        for x, y in val:
+            correct = (model(x.to(device)).argmax(1) == y.to(device)).sum()
+        model.train()
+        for x, y in train:
+            loss = nn.functional.cross_entropy(model(x.to(device)), y.to(device))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """
+    found = codes(demo)
+    assert not [c for c in found if c[0] in ("TL000", "TL201")]

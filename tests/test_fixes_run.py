@@ -345,3 +345,29 @@ def test_tl103_no_fix_when_a_batch_value_is_later_read_on_the_host():
     fixed, remaining = fix_source(src, "a.py", unsafe=True)
     assert any(f.code == "TL103" for f in remaining)
     assert "gt = gt.to(device)" not in fixed
+
+
+def test_tl201_validation_first_in_the_epoch_loop_is_wrapped_alone(tmp_path):
+    src = HEAD + (
+        "model = nn.Linear(4, 2).to(device)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "train = DataLoader(TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,))), batch_size=4)\n"
+        "val = DataLoader(TensorDataset(torch.randn(8, 4), torch.randint(0, 2, (8,))), batch_size=4)\n"
+        "for epoch in range(2):\n"
+        "    model.eval()\n"
+        "    correct = 0\n"
+        "    for x, y in val:\n"
+        "        x, y = x.to(device), y.to(device)\n"
+        "        correct += (model(x).argmax(1) == y).sum()\n"
+        "    model.train()\n"
+        "    for x, y in train:\n"
+        "        x, y = x.to(device), y.to(device)\n"
+        "        loss = nn.functional.cross_entropy(model(x), y)\n"
+        "        opt.zero_grad()\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "    print('epoch', epoch, int(correct), round(loss.item(), 4))\n"
+    )
+    fixed, before, after = fixed_run(tmp_path, src)
+    assert "    with torch.no_grad():\n        for x, y in val:\n" in fixed and fixed.count("no_grad") == 1
+    assert before == after and before.count("epoch") == 2

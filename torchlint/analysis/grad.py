@@ -396,6 +396,13 @@ class Grad:
         if first is None:
             return False
         if site.scope is module:
+            # In a loop that also trains (validate, then train, each epoch): from the
+            # second iteration on, the model is trained.
+            loop = site.loop
+            while loop is not None:
+                if loop.contains(first):
+                    return False
+                loop = loop.parent
             return site.order < first
         fn = self.facts.function_of(site.scope) if site.scope.kind == "function" else None
         callers = self.values.callers(fn) if fn is not None else []
