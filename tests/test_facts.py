@@ -414,3 +414,31 @@ def test_validation_before_training_in_the_same_epoch_loop_is_not_a_demo():
         """
     found = codes(demo)
     assert not [c for c in found if c[0] in ("TL000", "TL201")]
+
+
+def test_dataset_resolved_through_a_parameter_and_a_returned_tuple():
+    src = """
+        import torch
+        from torch.utils.data import DataLoader
+        from datautils import MyTrainDataset
+        def load_train_objs():
+            train_set = MyTrainDataset(2048)
+            model = torch.nn.Linear(20, 1)
+            return train_set, model
+        def prepare_dataloader(dataset, batch_size):
+            return DataLoader(dataset, batch_size=batch_size, pin_memory=True, shuffle=True)
+        def main(device):
+            dataset, model = load_train_objs()
+            loader = prepare_dataloader(dataset, 32)
+            model = model.to(device)
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))
+                loss.backward()
+        if __name__ == "__main__":
+            main(torch.device("cuda"))
+        """
+    # A foreign dataset built from a size only: it may only index memory.
+    assert [c for c in codes(src) if c[0] == "TL302"] == []
+    # The same path to a dataset that reads files is reported.
+    images = src.replace("MyTrainDataset(2048)", "ImageFolderDataset(root=args.data)")
+    assert ("TL302", 10) in codes(images)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
@@ -86,21 +86,61 @@ class Loaders:
         return arg.value if arg is not None else None
 
     def _resolve(self, expr: Optional[cst.BaseExpression], site: Site) -> Optional[cst.BaseExpression]:
-        """A name bound once to a value: that value."""
-        for _ in range(3):
+        """A name bound once to a value: that value. Also through a parameter of
+        a function the file calls once (`prepare_dataloader(dataset, 32)`: the
+        caller's argument), and through a tuple a same-file function returns
+        (`dataset, model = load_train_objs()`: the first returned element)."""
+        for _ in range(6):
             if not isinstance(expr, (cst.Name, cst.Attribute)):
                 return expr
             name = dotted_name(expr)
-            bindings = [b for b in self.values.bindings_for(name, site) if b.kind != "param"] if name else []
-            if (
-                len(bindings) != 1
-                or bindings[0].value is None
-                or bindings[0].index is not None
-                or bindings[0].kind not in ("assign", "annassign")
-            ):
+            bindings = self.values.bindings_for(name, site) if name else []
+            if len(bindings) != 1:
                 return None
-            expr, site = bindings[0].value, bindings[0].site
+            b = bindings[0]
+            if b.kind == "param":
+                found = self._through_caller(b)
+                if found is None:
+                    return None
+                expr, site = found
+                continue
+            if b.value is None or b.kind not in ("assign", "annassign"):
+                return None
+            if b.index is not None:
+                found = self._returned_element(b)
+                if found is None:
+                    return None
+                expr, site = found
+                continue
+            expr, site = b.value, b.site
         return expr
+
+    def _through_caller(self, b: Binding) -> Optional[Tuple[cst.BaseExpression, Site]]:
+        """The argument the one caller of `b`'s function passes for parameter `b`."""
+        fn = self.facts.function_of(b.site.scope)
+        if fn is None:
+            return None
+        callers = self.values.callers(fn)
+        if len(callers) != 1:
+            return None
+        arg = self.values.argument_for(callers[0], fn, b.name)
+        return (arg, callers[0].site) if arg is not None else None
+
+    def _returned_element(self, b: Binding) -> Optional[Tuple[cst.BaseExpression, Site]]:
+        """Element `b.index` of the tuple returned by the same-file function `b`'s
+        value calls (`a, b = build()` with one `return x, y`)."""
+        call = self.facts.call_for(b.value) if isinstance(b.value, cst.Call) else None
+        fn = self.helpers.function(call) if call is not None else None
+        returns = self.facts.returns_of(fn) if fn is not None else []
+        if len(returns) != 1 or b.index is None:
+            return None
+        value, site = returns[0][0].value, returns[0][1]
+        if not isinstance(value, cst.Tuple) or b.index >= len(value.elements):
+            return None
+        element = value.elements[b.index]
+        if isinstance(element, cst.StarredElement):
+            return None
+        return element.value, site
 
     def _dataset(self, call: Call):
         expr = self._resolve(self.dataset_expr(call), call.site)
