@@ -9,13 +9,14 @@ comparison of two integers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Callable, Dict, Hashable, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union
 
 import libcst as cst
 
 from torchlint.analysis.walk import own_method, walk
 
 LoopNode = Union[cst.For, cst.While]
+T = TypeVar("T")
 
 
 @dataclass(eq=False)
@@ -211,15 +212,8 @@ class Facts:
     _site_by_stmt: Dict[int, Site] = field(default_factory=dict, repr=False)
     _function_by_scope_node: Dict[int, Function] = field(default_factory=dict, repr=False)
     _returns_by_scope: Dict[int, List[Tuple[cst.Return, Site]]] = field(default_factory=dict, repr=False)
-    # Per (name, id of the scope node) and per scope: built on first use.
-    _scoped_bindings: Optional[Dict[Tuple[str, int], List[Binding]]] = field(default=None, repr=False)
-    _scoped_uses: Optional[Dict[Tuple[str, int], List["NameUse"]]] = field(default=None, repr=False)
-    _bindings_in: Optional[Dict[int, List[Binding]]] = field(default=None, repr=False)
-    _uses_in: Optional[Dict[int, List["NameUse"]]] = field(default=None, repr=False)
-    _binding_by_value: Optional[Dict[int, Binding]] = field(default=None, repr=False)
-    _uses_within: Optional[Dict[str, Dict[int, List["NameUse"]]]] = field(default=None, repr=False)
-    _bindings_within: Optional[Dict[str, Dict[int, List[Binding]]]] = field(default=None, repr=False)
-    _bindings_under: Optional[Dict[int, List[Binding]]] = field(default=None, repr=False)
+    # Lookup tables by name, scope or value, each built on first use (see `_index`).
+    _indexes: Dict[str, Dict] = field(default_factory=dict, repr=False)
 
     # -- name resolution -------------------------------------------------
 
@@ -252,94 +246,79 @@ class Facts:
     def uses_of(self, name: str) -> List[NameUse]:
         return self._uses_by_name.get(name, [])
 
+    def _index(self, key: str, build: Callable[[], Dict]) -> Dict:
+        """A lookup table built on first use and kept for the file."""
+        index = self._indexes.get(key)
+        if index is None:
+            index = self._indexes[key] = build()
+        return index
+
     def scoped_bindings(self, name: str, scope: Scope) -> List[Binding]:
         """Bindings of `name` whose own scope is `scope`, in source order."""
-        if self._scoped_bindings is None:
-            index: Dict[Tuple[str, int], List[Binding]] = {}
-            for b in self.bindings:
-                index.setdefault((b.name, id(b.site.scope.node)), []).append(b)
-            self._scoped_bindings = index
-        return self._scoped_bindings.get((name, id(scope.node)), [])
+        index = self._index("bindings by name, scope", lambda: group(self.bindings, _name_and_scope))
+        return index.get((name, id(scope.node)), [])
 
     def scoped_uses(self, name: str, scope: Scope) -> List["NameUse"]:
         """Reads of `name` whose own scope is `scope`, in source order."""
-        if self._scoped_uses is None:
-            index: Dict[Tuple[str, int], List[NameUse]] = {}
-            for u in self.uses:
-                index.setdefault((u.node.value, id(u.site.scope.node)), []).append(u)
-            self._scoped_uses = index
-        return self._scoped_uses.get((name, id(scope.node)), [])
+        index = self._index("uses by name, scope", lambda: group(self.uses, _name_and_scope))
+        return index.get((name, id(scope.node)), [])
 
-    def uses_within(self, name: str, scope: Scope) -> List["NameUse"]:
-        """Reads of `name` in `scope` or in scopes nested in it, in source order."""
-        if self._uses_within is None:
-            self._uses_within = {}
-        by_scope = self._uses_within.get(name)
-        if by_scope is None:
-            by_scope = self._uses_within[name] = {}
-            for u in self.uses_of(name):
-                for s in u.site.scope.chain():
-                    by_scope.setdefault(id(s.node), []).append(u)
-        return by_scope.get(id(scope.node), [])
+    def bindings_in(self, scope: Scope) -> List[Binding]:
+        """Every binding whose own scope is `scope`, in source order."""
+        index = self._index("bindings by scope", lambda: group(self.bindings, _scope_key))
+        return index.get(id(scope.node), [])
 
-    def bindings_within(self, name: str, scope: Scope) -> List[Binding]:
-        """Bindings of `name` in `scope` or in scopes nested in it, in source order."""
-        if self._bindings_within is None:
-            self._bindings_within = {}
-        by_scope = self._bindings_within.get(name)
-        if by_scope is None:
-            by_scope = self._bindings_within[name] = {}
-            for b in self.bindings_of(name):
-                for s in b.site.scope.chain():
-                    by_scope.setdefault(id(s.node), []).append(b)
-        return by_scope.get(id(scope.node), [])
+    def uses_in(self, scope: Scope) -> List["NameUse"]:
+        """Every name read whose own scope is `scope`, in source order."""
+        index = self._index("uses by scope", lambda: group(self.uses, _scope_key))
+        return index.get(id(scope.node), [])
 
     def bindings_under(self, scope: Scope) -> List[Binding]:
         """Every binding in `scope` or in scopes nested in it, in source order."""
-        if self._bindings_under is None:
-            index: Dict[int, List[Binding]] = {}
-            for b in self.bindings:
-                for s in b.site.scope.chain():
-                    index.setdefault(id(s.node), []).append(b)
-            self._bindings_under = index
-        return self._bindings_under.get(id(scope.node), [])
+        index = self._index("bindings under scope", lambda: group_under_scopes(self.bindings))
+        return index.get(id(scope.node), [])
+
+    def uses_under(self, scope: Scope) -> List["NameUse"]:
+        """Every name read in `scope` or in scopes nested in it, in source order."""
+        index = self._index("uses under scope", lambda: group_under_scopes(self.uses))
+        return index.get(id(scope.node), [])
 
     def local_bindings(self, name: str, scope: Scope) -> List[Binding]:
         """The bindings that can change a name bound in `scope` (see `local_uses`)."""
-        return self.bindings_within(name, scope) if scope.kind == "function" else self.bindings_of(name)
+        if scope.kind != "function":
+            return self.bindings_of(name)
+        return [b for b in self.bindings_under(scope) if b.name == name]
 
     def local_uses(self, name: str, scope: Scope) -> List["NameUse"]:
         """The reads that can see a binding of `name` made in `scope`: those in it
         and its nested scopes for a function's local, every read for a module's."""
-        return self.uses_within(name, scope) if scope.kind == "function" else self.uses_of(name)
+        if scope.kind != "function":
+            return self.uses_of(name)
+        return [u for u in self.uses_under(scope) if u.node.value == name]
 
-    def bindings_in(self, scope: Scope) -> List[Binding]:
-        """Every binding whose own scope is `scope`, in source order."""
-        if self._bindings_in is None:
-            index: Dict[int, List[Binding]] = {}
-            for b in self.bindings:
-                index.setdefault(id(b.site.scope.node), []).append(b)
-            self._bindings_in = index
-        return self._bindings_in.get(id(scope.node), [])
+    def bindings_at(self, stmt: Optional[cst.CSTNode]) -> List[Binding]:
+        """The bindings made by statement `stmt`, in source order."""
+        if stmt is None:
+            return []
+        index = self._index("bindings by statement", lambda: group(self.bindings, lambda b: id(b.site.stmt)))
+        return index.get(id(stmt), [])
 
-    def uses_in(self, scope: Scope) -> List["NameUse"]:
-        """Every name read whose own scope is `scope`, in source order."""
-        if self._uses_in is None:
-            index: Dict[int, List[NameUse]] = {}
-            for u in self.uses:
-                index.setdefault(id(u.site.scope.node), []).append(u)
-            self._uses_in = index
-        return self._uses_in.get(id(scope.node), [])
+    def loops_in(self, scope: Scope) -> List[Loop]:
+        """The loops whose own scope is `scope`, in source order."""
+        index = self._index("loops by scope", lambda: group(self.loops, lambda loop: id(loop.scope.node)))
+        return index.get(id(scope.node), [])
 
     def binding_of_value(self, value: cst.CSTNode) -> Optional[Binding]:
         """The plain binding (not an unpacked element) whose value is `value`."""
-        if self._binding_by_value is None:
+
+        def build() -> Dict[int, Binding]:
             index: Dict[int, Binding] = {}
             for b in self.bindings:
                 if b.value is not None and b.index is None:
                     index.setdefault(id(b.value), b)
-            self._binding_by_value = index
-        return self._binding_by_value.get(id(value))
+            return index
+
+        return self._index("binding by value", build).get(id(value))
 
     def call_for(self, node: cst.CSTNode) -> Optional[Call]:
         return self._calls_by_node.get(id(node))
@@ -378,6 +357,33 @@ class Facts:
             if here:
                 return list(here)
         return []
+
+
+def group(items: Iterable[T], key: Callable[[T], Hashable]) -> Dict[Hashable, List[T]]:
+    """`items` in lists by `key`, each list in the items' order."""
+    out: Dict[Hashable, List[T]] = {}
+    for item in items:
+        out.setdefault(key(item), []).append(item)
+    return out
+
+
+def group_under_scopes(items: Iterable[T]) -> Dict[int, List[T]]:
+    """Items that have a `site`, listed under the id of the node of their own scope
+    and of every scope around it (a function's list holds its nested scopes' too)."""
+    out: Dict[int, List[T]] = {}
+    for item in items:
+        for scope in item.site.scope.chain():  # type: ignore[attr-defined]
+            out.setdefault(id(scope.node), []).append(item)
+    return out
+
+
+def _scope_key(item) -> int:
+    return id(item.site.scope.node)
+
+
+def _name_and_scope(item) -> Tuple[str, int]:
+    name = item.name if isinstance(item, Binding) else item.node.value
+    return name, id(item.site.scope.node)
 
 
 def dotted_name(expr: Optional[cst.BaseExpression]) -> Optional[str]:

@@ -7,6 +7,7 @@ trains on it."""
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -18,6 +19,7 @@ from torchlint.analysis.places import Places
 from torchlint.analysis.roles import Roles
 from torchlint.analysis.values import ModelCall, Values
 from torchlint.analysis.vocabulary import ENABLE_GRAD, INFERENCE_NAME, NO_GRAD_CONTEXTS, SET_GRAD_ENABLED
+from torchlint.analysis.walk import contains, mentions
 
 MAX_TAINT_ROUNDS = 6
 _CONTAINER_METHODS = frozenset({"append", "extend", "insert", "update", "add", "setdefault", "put"})
@@ -37,8 +39,6 @@ class Grad:
         self._disables: Optional[List[Tuple[Scope, int]]] = None
         self._taint: Dict[int, Tuple[Set[int], Set[str], bool]] = {}
         self._containers: Dict[int, Set[str]] = {}
-        self._by_stmt: Optional[Dict[int, List]] = None
-        self._uses_by_scope: Optional[Dict[int, List]] = None
 
     # -- no-grad regions ---------------------------------------------------------------
 
@@ -182,7 +182,7 @@ class Grad:
             if (
                 c.method == "backward"
                 and c.receiver is not None
-                and (reaches(c.receiver, c.site) or _contains(c.receiver, call.node))
+                and (reaches(c.receiver, c.site) or contains(c.receiver, call.node))
             ):
                 return True
             if c.qualname in ("torch.autograd.grad", "torch.autograd.backward") and any(
@@ -212,7 +212,7 @@ class Grad:
         if key in self._taint:
             return self._taint[key]
         scope = call.site.scope
-        start = self._bindings_at(call.site.stmt)
+        start = self.facts.bindings_at(call.site.stmt)
         tainted: Set[int] = {id(b) for b in start}
         names: Set[str] = {b.name for b in start}
         escapes = any("." in b.name for b in start) or _stores_subscript(call.site.stmt)
@@ -223,7 +223,7 @@ class Grad:
             if r:
                 names.add(r)
                 self._containers.setdefault(key, set()).add(r)
-        uses = self._uses_in(scope)
+        uses = self.facts.uses_in(scope)
         for _ in range(MAX_TAINT_ROUNDS):
             added = False
             for u in uses:
@@ -232,7 +232,7 @@ class Grad:
                 reach = self.places.reaching(u.node.value, u.site)
                 if not any(id(b) in tainted for b in reach) and u.node.value not in self._containers.get(key, ()):
                     continue
-                for b in self._bindings_at(u.site.stmt):
+                for b in self.facts.bindings_at(u.site.stmt):
                     if id(b) not in tainted:
                         tainted.add(id(b))
                         names.add(b.name)
@@ -261,23 +261,6 @@ class Grad:
         self._taint[key] = (tainted, names, escapes)
         return self._taint[key]
 
-    def _bindings_at(self, stmt) -> List:
-        if self._by_stmt is None:
-            index: Dict[int, List] = {}
-            for b in self.facts.bindings:
-                if b.site.stmt is not None:
-                    index.setdefault(id(b.site.stmt), []).append(b)
-            self._by_stmt = index
-        return self._by_stmt.get(id(stmt), []) if stmt is not None else []
-
-    def _uses_in(self, scope: Scope) -> List:
-        if self._uses_by_scope is None:
-            index: Dict[int, List] = {}
-            for u in self.facts.uses:
-                index.setdefault(id(u.site.scope.node), []).append(u)
-            self._uses_by_scope = index
-        return self._uses_by_scope.get(id(scope.node), [])
-
     def _returned(self, call: Call, tainted: Set[str]) -> bool:
         if isinstance(call.site.stmt, cst.Return):
             return True
@@ -288,7 +271,7 @@ class Grad:
         if fn is None:
             return False
         for r, _ in self.facts.returns_of(fn):
-            if r.value is not None and _mentions(r.value, tainted):
+            if r.value is not None and mentions(r.value, tainted):
                 return True
         return False
 
@@ -392,7 +375,7 @@ class Grad:
         """Module-level code (or a function called only from there) that runs
         before the first module-level statement that trains."""
         module = self.facts.module_scope
-        first = self._first_module_training()
+        first = self._first_module_training
         if first is None:
             return False
         if site.scope is module:
@@ -408,22 +391,21 @@ class Grad:
         callers = self.values.callers(fn) if fn is not None else []
         return bool(callers) and all(c.site.scope is module and c.site.order < first for c in callers)
 
+    @cached_property
     def _first_module_training(self) -> Optional[int]:
         """The order of the first module-level call that trains (itself or through
-        a same-file helper), computed once."""
-        if not hasattr(self, "_first_training"):
-            module = self.facts.module_scope
-            trains = [
-                c.site.order
-                for c in self.facts.calls
-                if c.site.scope is module
-                and (
-                    self.values.is_train_call(c)
-                    or ((fn := self.helpers.function(c)) is not None and self.helpers.summary(fn).trains)
-                )
-            ]
-            self._first_training: Optional[int] = min(trains) if trains else None
-        return self._first_training
+        a same-file helper)."""
+        module = self.facts.module_scope
+        trains = [
+            c.site.order
+            for c in self.facts.calls
+            if c.site.scope is module
+            and (
+                self.values.is_train_call(c)
+                or ((fn := self.helpers.function(c)) is not None and self.helpers.summary(fn).trains)
+            )
+        ]
+        return min(trains) if trains else None
 
     def _checked(self, call: Call) -> bool:
         """The forward's result is checked, not used: an `assert` or a
@@ -528,26 +510,6 @@ def _names_in(expr: Optional[cst.CSTNode]) -> List[str]:
         else:
             stack.extend(node.children)
     return out
-
-
-def _mentions(expr: cst.CSTNode, names: Set[str]) -> bool:
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name) and node.value in names:
-            return True
-        stack.extend(node.children)
-    return False
-
-
-def _contains(expr: Optional[cst.CSTNode], target: cst.CSTNode) -> bool:
-    stack = [expr] if expr is not None else []
-    while stack:
-        node = stack.pop()
-        if node is target:
-            return True
-        stack.extend(node.children)
-    return False
 
 
 def _same_loop(a: Site, b: Site) -> bool:

@@ -5,7 +5,6 @@ loader is used at all."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -15,7 +14,8 @@ from torchlint.analysis.facts import Binding, Call, Facts, Function, Loop, Site,
 from torchlint.analysis.helpers import Helpers, is_move_call
 from torchlint.analysis.places import DEVICE, Places
 from torchlint.analysis.values import Values
-from torchlint.analysis.vocabulary import DATALOADER, NON_PLACING, PLACING_NAME, TENSOR_DATASET
+from torchlint.analysis.vocabulary import DATA_ARGUMENT_NAME, DATALOADER, NON_PLACING, PLACING_NAME, TENSOR_DATASET
+from torchlint.analysis.walk import descendants
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, ...)
 NUM_WORKERS_POSITION = 5
@@ -25,10 +25,6 @@ TINY_DATASET = 64  # literal samples
 
 # Dataset kinds.
 IN_MEMORY, TINY, ITERABLE, PLACES, UNKNOWN_DS = "in-memory", "tiny", "iterable", "places", "unknown"
-# Keyword or name of an argument that points a dataset at data to read or transform.
-_DATA_KEYWORD = re.compile(
-    r"path|dir|root|file|folder|csv|json|txt|data|img|image|audio|split|url|transform|token", re.I
-)
 # collate_fn kinds.
 NO_COLLATE, CPU_COLLATE, DEVICE_COLLATE, LOCAL_COLLATE, UNKNOWN_COLLATE = ("none", "cpu", "device", "local", "unknown")
 
@@ -185,7 +181,7 @@ class Loaders:
         """An argument that could point a dataset at data to read or transform:
         a string, a path or file list (`root=args.data`, `os.path.join(...)`,
         `Path(...)`), a transform or tokenizer, or a value we cannot see."""
-        if arg.keyword is not None and _DATA_KEYWORD.search(arg.keyword.value):
+        if arg.keyword is not None and DATA_ARGUMENT_NAME.search(arg.keyword.value):
             return True
         value = arg.value
         if isinstance(value, (cst.Integer, cst.Float)):
@@ -193,13 +189,13 @@ class Loaders:
         if isinstance(value, cst.Name):
             if value.value in ("True", "False", "None"):
                 return False
-            if _DATA_KEYWORD.search(value.value):
+            if DATA_ARGUMENT_NAME.search(value.value):
                 return True
             reaching = self.facts.visible_bindings(value.value, site.scope)
             literal = [b for b in reaching if isinstance(b.value, (cst.Integer, cst.Float))]
             return not reaching or len(literal) != len(reaching)
         if isinstance(value, (cst.UnaryOperation, cst.BinaryOperation)) and not any(
-            isinstance(n, (cst.SimpleString, cst.FormattedString, cst.Call)) for n in _descendants(value)
+            isinstance(n, (cst.SimpleString, cst.FormattedString, cst.Call)) for n in descendants(value)
         ):
             return False  # arithmetic on numbers: a size
         return True
@@ -452,11 +448,3 @@ def _target_names(target: cst.BaseExpression) -> List[str]:
             out.extend(_target_names(el.value))
         return out
     return []
-
-
-def _descendants(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(n.children)

@@ -14,7 +14,8 @@ import libcst as cst
 from torchlint.analysis.facts import Call, Facts, Function, Loop, Site, dotted_name
 from torchlint.analysis.helpers import Helpers
 from torchlint.analysis.values import DATASET, LOADER, Values
-from torchlint.analysis.vocabulary import INFERENCE_NAME, ITER_WRAPPERS, LOADER_NAME
+from torchlint.analysis.vocabulary import INFERENCE_NAME, ITER_WRAPPERS, LOADER_NAME, TOKEN_PICKS
+from torchlint.analysis.walk import contains, descendants, mentions
 
 TRAIN, INFER = "train", "infer"
 MAX_HELPER_DEPTH = 3
@@ -30,36 +31,10 @@ class HotContext:
     call: Optional[Call] = None  # that call, in the loop
 
 
-def _contains(expr: cst.CSTNode, target: cst.CSTNode) -> bool:
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if node is target:
-            return True
-        stack.extend(node.children)
-    return False
-
-
-def _mentions(expr: cst.CSTNode, names) -> bool:
-    if not names:
-        return False
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name) and node.value in names:
-            return True
-        stack.extend(node.children)
-    return False
-
-
 def _has_modulo(expr: cst.CSTNode) -> bool:
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
-            return True
-        stack.extend(node.children)
-    return False
+    return any(
+        isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo) for node in descendants(expr)
+    )
 
 
 def _leaves(block: cst.BaseSuite) -> bool:
@@ -265,8 +240,7 @@ class Loops:
         if isinstance(loop.node, cst.While) and _breaks(loop.node.body):
             return True
         picks = any(
-            c.method in _TOKEN_PICKS or (c.qualname or "").rsplit(".", 1)[-1] in _TOKEN_PICKS
-            for c in self.calls_in(loop)
+            c.method in TOKEN_PICKS or (c.qualname or "").rsplit(".", 1)[-1] in TOKEN_PICKS for c in self.calls_in(loop)
         )
         return picks and self._feeds_back(loop)
 
@@ -285,9 +259,9 @@ class Loops:
             and b.value is not None
         ]
         values = [(b.name, b.value) for b in bindings if b.value is not None]
-        outputs = {name for name, value in values if any(_contains(value, c.node) for c in forwards)}
+        outputs = {name for name, value in values if any(contains(value, c.node) for c in forwards)}
         for _ in range(2):
-            outputs |= {name for name, value in values if _mentions(value, outputs)}
+            outputs |= {name for name, value in values if mentions(value, outputs)}
         for call in forwards:
             for arg in call.node.args:
                 if isinstance(arg.value, cst.Name) and arg.value.value in outputs:
@@ -314,11 +288,10 @@ class Loops:
             lambda: (
                 any(
                     inner is not loop
-                    and inner.scope is loop.scope
                     and loop.contains(inner.order)
                     and self.direct_hot(inner)
                     and (self.is_data_loop(inner) or self.trains(inner))
-                    for inner in self.facts.loops
+                    for inner in self.facts.loops_in(loop.scope)
                 )
                 or any(self._walks_data(fn) for fn in self._own_helpers(loop))
             ),
@@ -336,22 +309,23 @@ class Loops:
         """`fn` (or a same-file helper it calls) runs a whole pass itself: a loop
         over data, or a training loop (`train_one_epoch(model, loader)`,
         `evaluate(model, loader)`). A loop calling it runs once per pass."""
-        key = ("walks", id(fn.node))
-        if key in self._memo:
-            return bool(self._memo[key])
-        self._memo[key] = False
-        found = any(
-            inner.scope is fn.scope and self.direct_hot(inner) and (self.is_data_loop(inner) or self.trains(inner))
-            for inner in self.facts.loops
+        return self._cached(
+            ("walks", id(fn.node)),
+            lambda: (
+                any(
+                    self.direct_hot(inner) and (self.is_data_loop(inner) or self.trains(inner))
+                    for inner in self.facts.loops_in(fn.scope)
+                )
+                or (
+                    depth < 3
+                    and any(
+                        self._walks_data(inner, depth + 1)
+                        for call in self.helpers.calls_in(fn)
+                        if (inner := self.helpers.function(call)) is not None and inner is not fn
+                    )
+                )
+            ),
         )
-        if not found and depth < 3:
-            found = any(
-                self._walks_data(inner, depth + 1)
-                for call in self.helpers.calls_in(fn)
-                if (inner := self.helpers.function(call)) is not None and inner is not fn
-            )
-        self._memo[key] = found
-        return found
 
     def step_loop(self, site: Site) -> Optional[Loop]:
         """The per-batch (or per-step) loop `site` runs in every iteration of, if
@@ -466,10 +440,6 @@ class Loops:
                         break
         self._helper[key] = result
         return result
-
-
-# Calls that choose the next token from a model's scores.
-_TOKEN_PICKS = frozenset({"argmax", "topk", "multinomial", "sample"})
 
 
 def _breaks(body: cst.CSTNode) -> bool:

@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call, Facts, Scope, Site, dominates, dotted_name
+from torchlint.analysis.facts import Binding, Call, Facts, Scope, Site, dominates, dotted_name, group_under_scopes
 from torchlint.analysis.helpers import Helpers, is_move_call
 from torchlint.analysis.values import LOADER, MODULE, TOKENS, Values
 from torchlint.analysis.vocabulary import (
@@ -1190,10 +1190,7 @@ class _Events:
         """The events of `name` in `scope` or in scopes nested in it."""
         by_scope = self._by_scope.get(name)
         if by_scope is None:
-            by_scope = self._by_scope[name] = {}
-            for e in self.get(name, []):
-                for s in e.site.scope.chain():
-                    by_scope.setdefault(id(s.node), []).append(e)
+            by_scope = self._by_scope[name] = group_under_scopes(self.get(name, []))
         return by_scope.get(id(scope.node), [])
 
     def get(self, name: str, default: Optional[List[Event]] = None) -> List[Event]:

@@ -64,7 +64,7 @@ class Roles:
             return True
         if fn.name.lower().strip("_") == "test":
             return False
-        return not any(self.loops.is_data_loop(loop) for loop in self.facts.loops if loop.scope is fn.scope)
+        return not any(self.loops.is_data_loop(loop) for loop in self.facts.loops_in(fn.scope))
 
     def in_test(self, site: Site) -> bool:
         if self.test_file:
@@ -145,11 +145,10 @@ class Roles:
         """Several timed regions in a scope that does not train (`start = now();
         ...; print(now() - start)` twice or more): a script comparing how fast
         variants run, whose slow variant is slow on purpose."""
-        scope = call.site.scope
-        clocks = [c for c in self.facts.calls if c.qualname in CLOCKS and c.site.scope is scope]
-        if len(clocks) < 4:
+        calls = self.helpers.calls_in_scope(call.site.scope)
+        if sum(c.qualname in CLOCKS for c in calls) < 4:
             return False
-        return not any(self.values.is_train_call(c) for c in self.facts.calls if c.site.scope is scope)
+        return not any(self.values.is_train_call(c) for c in calls)
 
     def _function_trains(self, fn: Function) -> bool:
         return self.helpers.summary(fn).trains

@@ -300,6 +300,12 @@ SUMMARY_CALLS = frozenset(
 BENCHMARK_CALLS = frozenset(
     {"torch.utils.benchmark.Timer", "torch.cuda.Event", "timeit.timeit", "timeit.repeat", "torch.cuda.synchronize"}
 )
+# Keyword or name of an argument that points a dataset at data to read or transform.
+DATA_ARGUMENT_NAME = re.compile(
+    r"path|dir|root|file|folder|csv|json|txt|data|img|image|audio|split|url|transform|token", re.I
+)
+# Calls that choose the next token from a model's scores (a decoding loop).
+TOKEN_PICKS = frozenset({"argmax", "topk", "multinomial", "sample"})
 # Clock reads that time code.
 CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "datetime.datetime.now"})
 BENCHMARK_NAME = re.compile(r"(bench|latency|throughput|speed|profil|timing|export|onnx|summary|flops)", re.I)

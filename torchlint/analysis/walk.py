@@ -28,13 +28,13 @@ order, learnt once per node type by running that type's
 from __future__ import annotations
 
 import typing
-from typing import Dict, FrozenSet, List, Tuple
+from typing import AbstractSet, Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import libcst as cst
 from libcst._nodes import op as _op
 from libcst._nodes import whitespace as _ws
 
-__all__ = ["walk", "child_fields", "own_method", "TOKEN_TYPES"]
+__all__ = ["walk", "child_fields", "own_method", "TOKEN_TYPES", "descendants", "contains", "mentions"]
 
 
 def _node_classes(module) -> List[type]:
@@ -204,3 +204,23 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         on_leave(n)
 
     rec(node)
+
+
+def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`node` and every node below it (tokens and whitespace included), depth
+    first: for small questions about one expression or statement."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
+def contains(node: Optional[cst.CSTNode], target: cst.CSTNode) -> bool:
+    """`target` is `node` or lies below it."""
+    return node is not None and any(n is target for n in descendants(node))
+
+
+def mentions(node: cst.CSTNode, names: AbstractSet[str]) -> bool:
+    """A Name below `node` (or `node` itself) is one of `names`."""
+    return bool(names) and any(isinstance(n, cst.Name) and n.value in names for n in descendants(node))

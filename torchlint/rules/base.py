@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar, Dict, List, Mapping, Optional, Seque
 
 import libcst as cst
 
+from torchlint.analysis.walk import contains
 from torchlint.findings import Applicability
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ def fold_nested(replacements: Dict[cst.CSTNode, Replacement]) -> Optional[Dict[c
         return dict(replacements)
     out = dict(replacements)
     for inner in keys:
-        outer = next((k for k in keys if k is not inner and k in out and _contains(k, inner)), None)
+        outer = next((k for k in keys if k is not inner and k in out and contains(k, inner)), None)
         if outer is None:
             continue
         value = out.pop(inner)
@@ -141,19 +142,9 @@ def fold_nested(replacements: Dict[cst.CSTNode, Replacement]) -> Optional[Dict[c
     return out
 
 
-def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
-    stack = list(node.children)
-    while stack:
-        n = stack.pop()
-        if n is target:
-            return True
-        stack.extend(n.children)
-    return False
-
-
 def _replace_in(value, old: cst.CSTNode, new: cst.CSTNode):
     if isinstance(value, cst.FlattenSentinel):
-        nodes = [n.deep_replace(old, new) if n is not old and _contains(n, old) else n for n in value.nodes]
+        nodes = [n.deep_replace(old, new) if n is not old and contains(n, old) else n for n in value.nodes]
         return cst.FlattenSentinel(nodes)
     if isinstance(value, cst.CSTNode):
         return value.deep_replace(old, new)

@@ -267,9 +267,7 @@ class MissingNoGrad(Rule):
             summary = a.helpers.summary(fn)
             if summary.trains or not summary.forwards or a.grad.decorated_no_grad(fn):
                 continue
-            if not any(
-                a.loops.is_data_loop(lp) and a.loops.forwards(lp) for lp in ctx.facts.loops if lp.scope is fn.scope
-            ):
+            if not any(a.loops.is_data_loop(lp) and a.loops.forwards(lp) for lp in ctx.facts.loops_in(fn.scope)):
                 continue  # not an evaluation over data
             if a.roles.excluded(call.site) or a.grad.guarded(call.site) or a.grad.grad_needed(call):
                 continue

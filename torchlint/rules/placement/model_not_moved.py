@@ -11,6 +11,7 @@ from torchlint.analysis.facts import dotted_name
 from torchlint.analysis.places import ACCEL, CPU, DEVICE
 from torchlint.analysis.values import MODULE
 from torchlint.analysis.vocabulary import MODEL_NAME, MOVE_METHODS, STATELESS_LAYER
+from torchlint.analysis.walk import descendants
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 from torchlint.rules.nodes import call_with_to
@@ -354,11 +355,4 @@ def _dict_without_device(a, expr, site) -> bool:
 
 
 def _names(expr: cst.CSTNode):
-    out = set()
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name):
-            out.add(node.value)
-        stack.extend(node.children)
-    return out
+    return {node.value for node in descendants(expr) if isinstance(node, cst.Name)}
