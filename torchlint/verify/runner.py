@@ -838,7 +838,8 @@ def fixture_header(fx: Fixture, root: Optional[Path] = None) -> Dict[str, Any]:
     }
 
 
-def skipped_result(fx: Fixture, reason: str, root: Optional[Path] = None) -> Dict[str, Any]:
+def _unmeasured_result(fx: Fixture, verdict: str, reason: str, root: Optional[Path], **extra: Any) -> Dict[str, Any]:
+    """A result with no measurement: the header, the verdict and why."""
     result = fixture_header(fx, root)
     result.update(
         bad=None,
@@ -847,31 +848,29 @@ def skipped_result(fx: Fixture, reason: str, root: Optional[Path] = None) -> Dic
         effect=None,
         noise=None,
         mechanism=None,
-        verdict=V.SKIPPED,
+        verdict=verdict,
         reason=reason,
         metrics={},
         errors=[],
     )
+    result.update(extra)
     return result
+
+
+def skipped_result(fx: Fixture, reason: str, root: Optional[Path] = None) -> Dict[str, Any]:
+    return _unmeasured_result(fx, V.SKIPPED, reason, root)
 
 
 def not_run_result(fx: Fixture, reason: str, runs: Sequence[Run] = (), root: Optional[Path] = None) -> Dict[str, Any]:
     """A rule this report does not measure (yet): another report may (see --merge)."""
-    result = fixture_header(fx, root)
-    result.update(
-        bad=None,
-        fixed=None,
-        change=None,
-        effect=None,
-        noise=None,
-        mechanism=None,
-        verdict=V.NOT_RUN,
-        reason=reason,
-        metrics={},
+    return _unmeasured_result(
+        fx,
+        V.NOT_RUN,
+        reason,
+        root,
         errors=[f"{r.script}.py (repeat {r.repeat}): {r.error}" for r in runs if r.error],
         runs=[run_record(r) for r in runs],
     )
-    return result
 
 
 def smoke_result(fx: Fixture, runs: Sequence[Run], root: Optional[Path] = None) -> Dict[str, Any]:
