@@ -890,6 +890,14 @@ class Places:
 
     # -- names ------------------------------------------------------------------------------
 
+    def single_value(self, name: str, site: Site) -> Optional[Tuple[cst.BaseExpression, Site]]:
+        """The value (and where it was bound) of the one plain binding of `name`
+        that reaches `site`; None when several may, or it is unpacked or has none."""
+        reaching = self.reaching(name, site)
+        if len(reaching) != 1 or reaching[0].value is None or reaching[0].index is not None:
+            return None
+        return reaching[0].value, reaching[0].site
+
     def reaching(self, name: str, site: Site) -> List[Binding]:
         """Bindings of `name` that may reach `site`: in the same scope the latest
         ones back to the nearest that runs on every path (plus later ones in a

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import List
+from typing import Iterator, List, Union
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call
+from torchlint.analysis.facts import Binding, Call
 from torchlint.analysis.loaders import (
     DEVICE_COLLATE,
     IN_MEMORY,
@@ -212,23 +212,29 @@ def _lambda_in_dataset(ctx: RuleContext, call: Call) -> bool:
     expr = a.loaders._resolve(a.loaders.dataset_expr(call), call.site)
     if expr is None:
         return False
+    return any(
+        isinstance(part, cst.Lambda)
+        or (isinstance(part, Binding) and part.kind == "def" and part.site.scope.kind == "function")
+        for part in _parts(ctx, expr, call.site)
+    )
+
+
+def _parts(ctx: RuleContext, expr: cst.BaseExpression, site) -> Iterator[Union[cst.CSTNode, Binding]]:
+    """The nodes of `expr` and, for each name in it, the name's bindings and the
+    nodes of the values it was bound to before `site` (at most 200 nodes)."""
     stack: List[cst.CSTNode] = [expr]
     seen = 0
     while stack and seen < 200:
         node = stack.pop()
         seen += 1
-        if isinstance(node, cst.Lambda):
-            return True
+        yield node
         if isinstance(node, cst.Name):
-            bs = ctx.facts.visible_bindings(node.value, call.site.scope)
-            for b in bs:
-                if b.kind == "def" and b.site.scope.kind == "function":
-                    return True  # a local function
-                if b.value is not None and b.kind in ("assign", "annassign") and b.site.order < call.site.order:
+            for b in ctx.facts.visible_bindings(node.value, site.scope):
+                yield b
+                if b.value is not None and b.kind in ("assign", "annassign") and b.site.order < site.order:
                     stack.append(b.value)
             continue
         stack.extend(node.children)
-    return False
 
 
 # DataLoader arguments that worker processes receive pickled.
@@ -263,17 +269,4 @@ def _spawn_safe(ctx: RuleContext, call: Call, info) -> bool:
 def _defined_here(ctx: RuleContext, expr: cst.BaseExpression, site) -> bool:
     """A class or function defined in this file is part of `expr` (through
     names bound once before `site`)."""
-    stack: List[cst.CSTNode] = [expr]
-    seen = 0
-    while stack and seen < 200:
-        node = stack.pop()
-        seen += 1
-        if isinstance(node, cst.Name):
-            for b in ctx.facts.visible_bindings(node.value, site.scope):
-                if b.kind in ("def", "class"):
-                    return True
-                if b.value is not None and b.kind in ("assign", "annassign") and b.site.order < site.order:
-                    stack.append(b.value)
-            continue
-        stack.extend(node.children)
-    return False
+    return any(isinstance(part, Binding) and part.kind in ("def", "class") for part in _parts(ctx, expr, site))

@@ -380,10 +380,8 @@ def _number_kind(a, expr: cst.BaseExpression, site: Site, depth: int = 0) -> Opt
     if isinstance(expr, cst.Name):
         if LOSS_NAME.search(expr.value):
             return "float"
-        reaching = a.places.reaching(expr.value, site)
-        if len(reaching) != 1 or reaching[0].value is None or reaching[0].index is not None:
-            return None
-        return _number_kind(a, reaching[0].value, reaching[0].site, depth + 1)
+        found = a.places.single_value(expr.value, site)
+        return _number_kind(a, found[0], found[1], depth + 1) if found is not None else None
     if not isinstance(expr, cst.Call):
         return None
     call = a.facts.call_for(expr)

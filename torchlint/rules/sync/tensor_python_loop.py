@@ -317,10 +317,8 @@ def _handful(a, expr: cst.BaseExpression, site, depth: int = 0) -> bool:
     if isinstance(expr, (cst.List, cst.Tuple)):
         return len(expr.elements) <= _HANDFUL
     if isinstance(expr, cst.Name):
-        reaching = a.places.reaching(expr.value, site)
-        if len(reaching) != 1 or reaching[0].value is None or reaching[0].index is not None:
-            return False
-        return _handful(a, reaching[0].value, reaching[0].site, depth + 1)
+        found = a.places.single_value(expr.value, site)
+        return found is not None and _handful(a, found[0], found[1], depth + 1)
     if not isinstance(expr, cst.Call):
         return False
     name = (dotted_name(expr.func) or "").rsplit(".", 1)[-1]
