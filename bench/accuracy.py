@@ -17,6 +17,18 @@ Three subcommands, all reproducible:
     python bench/accuracy.py sample --seed 14 --out ../accuracy-work/before.jsonl
     python bench/accuracy.py judged docs/accuracy/sample-before.jsonl
 
+First sight (bench/rounds.py): rounds on pool repositories never tuned on.
+
+  round       run torchlint (every rule, preview included) over pool rows
+              FIRST..LAST restored at ../pool, draw a seeded sample (at most
+              10 per rule) and write a judging sheet outside the repository;
+              record the round and its rows in docs/accuracy/rounds/.
+  first-sight per round and rule: judged, tp, fp, unclear, precision, fix
+              verdicts, and recall over the files read in full.
+
+    python bench/accuracy.py round 1 --rows 1-12 --seed 101 --out ../accuracy-work/round-1
+    python bench/accuracy.py first-sight
+
 torchlint runs as a subprocess (`python -m torchlint`, or `--torchlint CMD`)
 so the figures are those of the command users run.
 """
@@ -24,7 +36,6 @@ so the figures are those of the command users run.
 from __future__ import annotations
 
 import argparse
-import ast
 import collections
 import hashlib
 import json
@@ -34,6 +45,13 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
+
+try:
+    from bench import rounds
+    from bench.spans import statement_span
+except ImportError:  # run as a script: bench/ is on sys.path
+    import rounds  # type: ignore[no-redef]
+    from spans import statement_span  # type: ignore[no-redef]
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent
@@ -54,18 +72,6 @@ FAMILY = {
     "TL401": "TL-SYNC",
     "TL402": "TL-PYLOOP",
 }
-_COMPOUND = (
-    ast.For,
-    ast.While,
-    ast.If,
-    ast.With,
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.ClassDef,
-    ast.Try,
-    ast.AsyncFor,
-    ast.AsyncWith,
-)
 
 
 def run_torchlint(cmd: str, targets: List[str]) -> List[dict]:
@@ -77,27 +83,6 @@ def run_torchlint(cmd: str, targets: List[str]) -> List[dict]:
     except json.JSONDecodeError:
         sys.stderr.write(proc.stderr[-3000:])
         raise SystemExit(f"torchlint printed no JSON (exit {proc.returncode})") from None
-
-
-def statement_span(source: str, line: int) -> Tuple[int, int]:
-    """The lines of the smallest statement holding `line` (compound statements
-    count by their header), as the corpus's own scorer reads labels."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return line, line
-    best, size = (line, line), None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
-            if isinstance(node, _COMPOUND):
-                span = (node.lineno, node.body[0].lineno - 1 if node.body else node.lineno)
-                if not span[0] <= line <= max(span):
-                    continue
-            else:
-                span = (node.lineno, node.end_lineno or node.lineno)
-            if size is None or span[1] - span[0] < size:
-                best, size = span, span[1] - span[0]
-    return best
 
 
 # -- score -------------------------------------------------------------------
@@ -302,7 +287,54 @@ def main(argv: Optional[List[str]] = None) -> int:
     sa.add_argument("--out", type=Path, required=True, help="JSONL with code context (keep it outside the repo)")
     ju = sub.add_parser("judged", help="precision per rule from judged JSONL files")
     ju.add_argument("files", type=Path, nargs="+")
+    ro = sub.add_parser("round", help="a first-sight round on pool rows: sample and judging sheet")
+    ro.add_argument("number", type=int, help="the round's number (docs/accuracy/rounds/round-N)")
+    ro.add_argument("--rows", required=True, help="pool rows FIRST-LAST (see ../shared/corpus/pool.tsv)")
+    ro.add_argument("--seed", type=int, required=True)
+    ro.add_argument("--out", type=Path, required=True, help="folder for the sheet (outside the repository)")
+    ro.add_argument("--pool", type=Path, default=rounds.DEFAULT_POOL, help="restored pool (default ../pool)")
+    ro.add_argument("--pool-tsv", type=Path, default=rounds.DEFAULT_POOL_TSV)
+    ro.add_argument("--seen", action="store_true", help="run on rows already used (recorded as not first sight)")
+    ro.add_argument("--no-record", action="store_true", help="write the sheet only (nothing under docs/)")
+    sub.add_parser("first-sight", help="per round and rule: judged, tp, fp, unclear, precision, fixes, recall")
+    rc = sub.add_parser("recall", help="mark a round's recall instances found or missed from its findings")
+    rc.add_argument("number", type=int)
+    rc.add_argument("--pool", type=Path, default=rounds.DEFAULT_POOL)
     args = ap.parse_args(argv)
+    if args.command == "round":
+        first, _, last = args.rows.partition("-")
+        meta = rounds.run_round(
+            args.number,
+            int(first),
+            int(last or first),
+            args.seed,
+            args.out,
+            args.torchlint,
+            args.pool_tsv,
+            args.pool,
+            seen=args.seen,
+            record=not args.no_record,
+        )
+        for row in meta["rows"]:
+            print(f"  row {row['order']:3} {row['repo']:50} {row.get('commit') or row['skipped']}")
+        print("findings per rule:", ", ".join(f"{k} {v}" for k, v in meta["findings_per_rule"].items()))
+        print(f"sampled {len(meta['sampled'])} findings; sheet: {args.out / 'sheet.md'}")
+        return 0
+    if args.command == "recall":
+        rd = rounds.ROUNDS / f"round-{args.number}"
+        meta = json.loads((rd / "round.json").read_text(encoding="utf-8"))
+        recall = rounds.match_recall(meta, json.loads((rd / "recall.json").read_text(encoding="utf-8")), args.pool)
+        (rd / "recall.json").write_text(json.dumps(recall, indent=1) + "\n", encoding="utf-8")
+        inst = recall["instances"]
+        print(f"{sum(i['found'] for i in inst)}/{len(inst)} found in {len(recall.get('files', []))} files")
+        for i in inst:
+            print(
+                f"  {'found ' if i['found'] else 'MISSED'} {i['rule']} {i['repo']}/{i['path']}:{i['line']}  {i.get('why', '')[:80]}"
+            )
+        return 0
+    if args.command == "first-sight":
+        print(rounds.first_sight_table(rounds.load_rounds()))
+        return 0
     if args.command == "score":
         result = score(args.corpus, args.labels, args.torchlint, args.verbose)
         print_score(result)
