@@ -39,7 +39,10 @@ import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:
+    from torchlint.rules.stability import RuleStatus
 
 try:
     from bench.spans import statement_span
@@ -598,3 +601,33 @@ def _tally_line(code: str, t: RuleTally) -> str:
         f"  {code:7} {t.judged:6} {t.tp:4} {t.fp:4} {t.unclear:7} {p:>5}"
         f"  {t.fix_correct:6} {t.fix_no_benefit:10} {t.fix_wrong:5}"
     )
+
+
+# -- rule status ------------------------------------------------------------------
+
+
+def rule_statuses(rounds: Sequence[Round], codes: Iterable[str]) -> Dict[str, "RuleStatus"]:
+    """Each rule's status from its last two judged first-sight rounds (pooled):
+    see torchlint/rules/stability.py for the policy."""
+    from torchlint.rules.stability import ALWAYS_ON, ROUNDS_CONSIDERED, decide
+
+    judged_rounds = [r for r in rounds if r.first_sight and r.verdicts]
+    out = {}
+    for code in codes:
+        if code == "TL000":
+            out[code] = ALWAYS_ON
+            continue
+        mine = []
+        for r in judged_rounds:
+            t = Round(r.number, True, r.meta, _with_rules(r.meta, r.verdicts), r.recall).tallies().get(code)
+            mine.append((r.number, t))
+        with_findings = [(n, t) for n, t in mine if t is not None][-ROUNDS_CONSIDERED:]
+        if with_findings:
+            used = tuple(n for n, _ in with_findings)
+            judged = sum(t.judged for _, t in with_findings)
+            tp = sum(t.tp for _, t in with_findings)
+            wrong = sum(t.fix_wrong for _, t in with_findings)
+        else:  # judged rounds drew none of its findings
+            used, judged, tp, wrong = tuple(n for n, _ in mine[-ROUNDS_CONSIDERED:]), 0, 0, 0
+        out[code] = decide(judged, tp, wrong, used)
+    return out

@@ -14,14 +14,25 @@ from pathlib import Path
 from typing import Dict, List
 
 from torchlint.ruledocs import CATALOG_PATH, DOCS_DIR, doc_problems, documented_rules, generated_docs, render_catalog
+from torchlint.rules.stability import RuleStatus
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def measured_statuses() -> Dict[str, RuleStatus]:
+    """Every rule's status as the judged first-sight rounds decide it."""
+    if str(ROOT) not in sys.path:  # run as `python scripts/gen_rule_docs.py`
+        sys.path.insert(0, str(ROOT))
+    from bench import rounds
+
+    return rounds.rule_statuses(rounds.load_rounds(), [r.CODE for r in documented_rules()])
+
+
 def wanted(docs: Path, catalog: Path) -> Dict[Path, str]:
     """Every generated file (its path) and the text it should hold."""
-    files = {docs / name: text for name, text in generated_docs().items()}
-    files[catalog] = render_catalog()
+    statuses = measured_statuses()
+    files = {docs / name: text for name, text in generated_docs(statuses).items()}
+    files[catalog] = render_catalog(statuses)
     return files
 
 

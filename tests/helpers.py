@@ -1,10 +1,15 @@
 """Shared snippets, notebook builders and sample sources for the core tests."""
 
+import functools
+import inspect
 import json
+import types
 from pathlib import Path
 from typing import List, Tuple
 
 from bench._training_script import generate as _generate_training_script
+from torchlint import api as _api
+from torchlint.config import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -14,6 +19,45 @@ TL104_FIXED = "import torch\ndevice = torch.device('cuda')\nx = torch.zeros(3, d
 UNSAFE_SRC = "import torch\nwith torch.autograd.profiler.profile(use_cuda=True) as prof:\n    run()\nevents = prof.function_events\n"
 CLEAN_SRC = "import torch\nx = torch.zeros(3, device='cuda')\n"
 BAD_SYNTAX = "def f(:\n    pass\n"
+
+# Every rule, preview ones included: what the rule tests exercise.
+EVERY_RULE = Settings(preview=True)
+
+
+def _with_every_rule(fn):
+    """`fn` (a torchlint.api function with a `settings` parameter) with every
+    rule on when the caller gives no settings."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)
+        if bound.arguments.get("settings") is None:
+            bound.arguments["settings"] = EVERY_RULE
+        return fn(*bound.args, **bound.kwargs)
+
+    return wrapped
+
+
+# torchlint.api with every rule on by default: `from helpers import api` or its functions.
+api = types.SimpleNamespace(
+    **{
+        name: _with_every_rule(getattr(_api, name))
+        if "settings" in inspect.signature(getattr(_api, name)).parameters
+        else getattr(_api, name)
+        for name in _api.__all__
+        if callable(getattr(_api, name)) and not isinstance(getattr(_api, name), type)
+    }
+)
+check = api.check
+lint_source = api.lint_source
+fix_source = api.fix_source
+lint_bytes = api.lint_bytes
+fix_bytes = api.fix_bytes
+process_bytes = api.process_bytes
+lint_paths = api.lint_paths
+run = api.run
+decode_source = _api.decode_source
 
 
 def code(source, count=None, outputs=(), metadata=None) -> dict:

@@ -10,7 +10,6 @@ import pytest
 from click.testing import CliRunner
 
 from torchlint import cache as cache_mod
-from torchlint.api import check
 from torchlint.cache import (
     CACHE_DIR_NAME,
     CACHEDIR_TAG,
@@ -21,6 +20,8 @@ from torchlint.cache import (
     settings_key_for,
 )
 from torchlint.config import Settings
+
+from helpers import check
 
 SRC = b"import torch\nx = torch.randn(3).to('cuda')\n"
 

@@ -13,12 +13,11 @@ from click.testing import CliRunner
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from torchlint import api
 from torchlint.cli import main
 from torchlint.flake8_plugin import TorchlintChecker
 from torchlint.notebook import JsonPositions
 
-from helpers import code, notebook
+from helpers import api, code, notebook
 from lsp_client import caps, open_doc, server_config
 
 LINES = [

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from torchlint.api import lint_paths
 from torchlint.config import Settings
+
+from helpers import lint_paths
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -253,7 +253,7 @@ def test_periodic_exiting_and_bounded_branches_are_not_hot():
 
 
 def codes(src: str, path: str = "train.py"):
-    from torchlint.api import lint_source
+    from helpers import lint_source
 
     return [(f.code, f.row) for f in lint_source(textwrap.dedent(src), path)]
 

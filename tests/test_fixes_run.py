@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from torchlint.api import fix_source, process_bytes
+from helpers import fix_source, process_bytes
 
 ENV = dict(os.environ, CUDA_VISIBLE_DEVICES="")
 

@@ -21,8 +21,9 @@ else:  # pragma: no cover
 import libcst as cst
 import pytest
 
-from torchlint.api import fix_source, lint_source
 from torchlint.rules import all_codes, name_of, rule_by_code
+
+from helpers import fix_source, lint_source
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = (

@@ -4,7 +4,7 @@ import textwrap
 
 import libcst as cst
 
-from torchlint.api import fix_source, lint_source
+from helpers import fix_source, lint_source
 
 
 def rows(src, code="TL201", path="example.py"):

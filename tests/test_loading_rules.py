@@ -4,9 +4,7 @@ import textwrap
 
 import libcst as cst
 
-from torchlint.api import fix_source, lint_source, process_bytes
-
-from helpers import code, notebook
+from helpers import code, fix_source, lint_source, notebook, process_bytes
 
 
 def rows(src, code):

@@ -7,11 +7,10 @@ import json
 
 import pytest
 
-from torchlint import api
 from torchlint.noqa import add_noqa
 from torchlint.rules import all_codes
 
-from helpers import code, notebook
+from helpers import api, code, notebook
 
 ALL = frozenset(all_codes())
 HEAD = "import torch\ndevice = torch.device('cuda')\n"

@@ -4,13 +4,12 @@ import json
 
 import pytest
 
-from torchlint import api
 from torchlint import notebook as notebook_mod
 from torchlint.notebook import replace_sources
 from torchlint.pipeline import lint_text, process_bytes
 from torchlint.rules import all_codes
 
-from helpers import code, notebook
+from helpers import api, code, notebook
 
 ALL = frozenset(all_codes())
 

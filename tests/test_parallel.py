@@ -7,8 +7,9 @@ import os
 import pytest
 
 from torchlint import parallel
-from torchlint.api import lint_source
 from torchlint.parallel import chunk_size, effective_jobs, parallel_map, use_pool
+
+from helpers import lint_source
 
 
 def _square(x):

@@ -6,7 +6,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from torchlint.api import fix_source, lint_source
+from helpers import fix_source, lint_source
 
 PLACEMENT = ("TL100", "TL101", "TL102", "TL103", "TL104", "TL105")
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from torchlint.api import lint_source
+from helpers import lint_source
 
 SEEDS = Path(__file__).resolve().parent / "data" / "seeds"
 CODES = {"TL100", "TL101", "TL102", "TL103", "TL104", "TL105"}

@@ -5,7 +5,7 @@ import codecs
 import libcst as cst
 import pytest
 
-from torchlint.api import check, fix_bytes, fix_source, lint_bytes, lint_source
+from helpers import check, fix_bytes, fix_source, lint_bytes, lint_source
 
 BAD = "import torch\nx = torch.zeros(2).cuda()\n"
 FIXED = 'import torch\nx = torch.zeros(2, device="cuda")\n'

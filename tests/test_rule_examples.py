@@ -3,9 +3,10 @@
 import libcst as cst
 import pytest
 
-from torchlint.api import fix_source, lint_source
 from torchlint.config import Settings
 from torchlint.rules import all_rules
+
+from helpers import fix_source, lint_source
 
 VALID = [(r.CODE, i, src) for r in all_rules() for i, src in enumerate(r.VALID)]
 INVALID = [(r.CODE, i, ex) for r in all_rules() for i, ex in enumerate(r.INVALID)]

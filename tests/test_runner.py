@@ -9,14 +9,13 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from torchlint import checker, pipeline, runner
-from torchlint.api import lint_paths
 from torchlint.config import Settings
 from torchlint.findings import Applicability
 from torchlint.rules import all_rules
 from torchlint.rules.base import Rule
 from torchlint.runner import FileJob, process_bytes, process_file, run
 
-from helpers import BAD_SYNTAX, CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC, code, notebook
+from helpers import BAD_SYNTAX, CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC, code, lint_paths, notebook
 
 ALL = Settings().enabled()
 
@@ -256,8 +255,9 @@ def test_no_cache_root_writes_no_cache(tmp_path):
 def test_a_fix_the_files_encoding_cannot_hold_is_not_applied_by_any_door(tmp_path, monkeypatch):
     """One branch for it: the CLI's runner and api.fix_bytes keep the file and
     report the original findings; the runner says why."""
-    from torchlint import api
     from torchlint.rules import rule_by_code
+
+    from helpers import api
 
     def check(self, ctx):
         for call in ctx.facts.calls:

@@ -1,7 +1,8 @@
 import pytest
 
-from torchlint.api import lint_source
 from torchlint.suppression import parse_suppressions, suppression_comment
+
+from helpers import lint_source
 
 BASE = "import torch\ndevice = torch.device('cuda')\n"
 LINE = "x = torch.randn(3).to(device)"

@@ -4,7 +4,7 @@ import textwrap
 
 import libcst as cst
 
-from torchlint.api import fix_source, lint_source
+from helpers import fix_source, lint_source
 
 # A model on the GPU: its outputs (and losses computed from them) live there.
 HEAD = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2).cuda()\ncriterion = nn.MSELoss()\n"

@@ -97,6 +97,7 @@ def settings_key_for(settings, fix: bool = False, unsafe: bool = False) -> str:
             "select:" + ",".join(norm(settings.select)),
             "extend:" + ",".join(norm(settings.extend_select)),
             "ignore:" + ",".join(norm(settings.ignore)),
+            f"preview:{int(bool(getattr(settings, 'preview', False)))}",
         ],
         settings.per_file_ignores,
         fix,

@@ -152,6 +152,13 @@ def _write_output(text: str, output_file: Optional[str]) -> None:
     default=None,
     help="Skip what .gitignore files ignore (default: on).",
 )
+@click.option(
+    "--preview/--no-preview",
+    default=None,
+    envvar="TORCHLINT_PREVIEW",
+    show_envvar=True,
+    help="Also run preview rules (not yet stable on code they were never tuned on); see `torchlint rules`.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 def check_command(
     paths,
@@ -180,6 +187,7 @@ def check_command(
     extend_exclude,
     force_exclude,
     respect_gitignore,
+    preview,
     quiet,
 ):
     """Lint PATHS (default: the current folder); `-` or `--stdin-filename` reads source from stdin."""
@@ -217,9 +225,12 @@ def check_command(
             respect_gitignore=respect_gitignore,
             unsafe_fixes=unsafe_fixes,
             cache_dir=cache_dir,
+            preview=preview,
         )
     except ConfigError as exc:
         raise fail(str(exc)) from None
+    for message in settings.preview_warnings():
+        warn(message)
     if show_settings:
         raise click.exceptions.Exit(_show_settings(paths, settings, stdin_filename if use_stdin else None))
     if show_files:
@@ -460,6 +471,7 @@ def _show_settings(paths, settings, stdin_filename: Optional[str]) -> int:
         f"force-exclude = {str(settings.force_exclude).lower()}",
         f"respect-gitignore = {str(settings.respect_gitignore).lower()}",
         f"unsafe-fixes = {'(not set)' if settings.unsafe_fixes is None else str(settings.unsafe_fixes).lower()}",
+        f"preview = {str(settings.preview).lower()}",
         f"cache-dir = {settings.cache_dir or os.path.join(os.path.abspath(settings.root), '.torchlint_cache')}",
     ]
     click.echo("\n".join(lines))

@@ -33,9 +33,10 @@ KNOWN_KEYS = (
     "respect-gitignore",
     "unsafe-fixes",
     "cache-dir",
+    "preview",
 )
 _LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
-_BOOL_KEYS = ("force-exclude", "respect-gitignore", "unsafe-fixes")
+_BOOL_KEYS = ("force-exclude", "respect-gitignore", "unsafe-fixes", "preview")
 
 DEFAULT_EXCLUDE = (
     ".bzr",
@@ -66,6 +67,12 @@ DEFAULT_EXCLUDE = (
 
 class ConfigError(Exception):
     """A bad setting: reported as one line, exit code 2."""
+
+
+def preview_codes() -> FrozenSet[str]:
+    from torchlint.rules.stability import preview_codes as codes
+
+    return codes()
 
 
 def known_codes() -> List[str]:
@@ -119,9 +126,23 @@ class Settings:
     # None: unsafe fixes are off and the reports hint at them; False: off, no hint.
     unsafe_fixes: Optional[bool] = None
     cache_dir: Optional[str] = None
+    # Preview rules (torchlint/rules/stability.py) are on only in preview mode.
+    preview: bool = False
 
     def enabled(self) -> FrozenSet[str]:
-        return _enabled(self.select, self.extend_select, self.ignore)
+        codes = _enabled(self.select, self.extend_select, self.ignore)
+        return codes if self.preview else codes - preview_codes()
+
+    def preview_warnings(self) -> List[str]:
+        """As in Ruff: a preview rule selected by its exact code without preview
+        mode has no effect, and the user is told."""
+        if self.preview:
+            return []
+        named = {sel.strip().upper() for sel in self.select + self.extend_select}
+        return [
+            f"selection `{code}` has no effect because preview is not enabled (use --preview or `preview = true`)"
+            for code in sorted(named & preview_codes())
+        ]
 
     def enabled_for(self, path: str) -> FrozenSet[str]:
         codes = self.enabled()
@@ -284,6 +305,7 @@ def load_settings(
     respect_gitignore: Optional[bool] = None,
     unsafe_fixes: Optional[bool] = None,
     cache_dir: Optional[str] = None,
+    preview: Optional[bool] = None,
 ) -> Settings:
     """Build the effective settings: the config file, then the command line's
     overrides (None or empty: not given). Exclusion patterns given here are
@@ -326,6 +348,8 @@ def load_settings(
         settings = replace(settings, respect_gitignore=respect_gitignore)
     if unsafe_fixes is not None:
         settings = replace(settings, unsafe_fixes=unsafe_fixes)
+    if preview is not None:
+        settings = replace(settings, preview=preview)
     if cache_dir:
         settings = replace(settings, cache_dir=os.path.abspath(os.path.expanduser(cache_dir)))
     return settings.validate()

@@ -2,7 +2,8 @@
 
 Registered as the `TL` entry point of the `flake8.extension` group. flake8 does
 the selection (`--select`, `--extend-ignore`, `per-file-ignores`) and the
-`# noqa: TL104` comments; every torchlint rule runs (through torchlint.api,
+`# noqa: TL104` comments; torchlint's stable rules run (preview ones too with
+`preview = true` in [tool.torchlint] or TORCHLINT_PREVIEW=1; through torchlint.api,
 like every other door), and torchlint's own `# torchlint: ignore[...]`
 comments are honoured too. Files torchlint cannot analyse (error-severity
 findings: TL000) are left to flake8's own E999/E902. Fixes are not offered:
@@ -11,7 +12,8 @@ run `torchlint check --fix` for those.
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence, Tuple
+import os
+from typing import Iterator, Optional, Sequence, Tuple
 
 from torchlint import __version__
 
@@ -28,11 +30,25 @@ class TorchlintChecker:
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         from torchlint.api import check
-        from torchlint.config import Settings
+        from torchlint.config import ConfigError, Settings, load_settings
         from torchlint.rules import severity
 
-        result = check("".join(self.lines), self.filename, Settings())
+        # flake8 selects the codes; `preview` (which rules exist to select) comes
+        # from the project's [tool.torchlint] or TORCHLINT_PREVIEW, as for the CLI.
+        try:
+            settings = load_settings(start=os.path.dirname(os.path.abspath(self.filename)), preview=_env_preview())
+        except ConfigError:
+            settings = Settings(preview=bool(_env_preview()))
+        result = check("".join(self.lines), self.filename, settings)
         for f in result.findings:
             if severity(f.code) == "error":
                 continue
             yield f.row, f.column - 1, f"{f.code} {f.message}", type(self)
+
+
+def _env_preview() -> Optional[bool]:
+    """TORCHLINT_PREVIEW as click reads a boolean flag's variable (unset: None)."""
+    value = os.environ.get("TORCHLINT_PREVIEW")
+    if value is None or not value.strip():
+        return None
+    return value.strip().lower() in ("1", "true", "t", "yes", "y", "on")

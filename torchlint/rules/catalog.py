@@ -1,8 +1,10 @@
-"""Every rule's code, name and severity, readable without importing the rules.
+"""Every rule's code, name, severity and status, readable without importing the rules.
 
-Generated from the rule classes by `python scripts/gen_rule_docs.py`; do not edit.
-tests/test_rule_docs.py checks that it is current.
+Generated from the rule classes and the judged first-sight rounds (docs/accuracy/rounds)
+by `python scripts/gen_rule_docs.py`; do not edit. tests/test_rule_docs.py checks that it is current.
 """
+
+from torchlint.rules.stability import RuleStatus, Stability
 
 CATALOG = {
     "TL000": "syntax-error",
@@ -36,4 +38,21 @@ SEVERITIES = {
     "TL401": "warning",
     "TL402": "warning",
     "TL501": "warning",
+}
+
+STATUS = {
+    "TL000": RuleStatus(Stability.STABLE, judged=0, tp=0, fixes_wrong=0, rounds=()),
+    "TL100": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(1,)),
+    "TL101": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(1,)),
+    "TL102": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(1,)),
+    "TL103": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(1,)),
+    "TL104": RuleStatus(Stability.PREVIEW, judged=9, tp=3, fixes_wrong=1, rounds=(1,)),
+    "TL105": RuleStatus(Stability.PREVIEW, judged=1, tp=0, fixes_wrong=0, rounds=(1,)),
+    "TL201": RuleStatus(Stability.PREVIEW, judged=10, tp=3, fixes_wrong=1, rounds=(1,)),
+    "TL301": RuleStatus(Stability.PREVIEW, judged=6, tp=0, fixes_wrong=0, rounds=(1,)),
+    "TL302": RuleStatus(Stability.PREVIEW, judged=10, tp=0, fixes_wrong=0, rounds=(1,)),
+    "TL303": RuleStatus(Stability.PREVIEW, judged=10, tp=0, fixes_wrong=0, rounds=(1,)),
+    "TL401": RuleStatus(Stability.PREVIEW, judged=10, tp=1, fixes_wrong=0, rounds=(1,)),
+    "TL402": RuleStatus(Stability.PREVIEW, judged=10, tp=3, fixes_wrong=0, rounds=(1,)),
+    "TL501": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(1,)),
 }
