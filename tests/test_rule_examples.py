@@ -25,7 +25,7 @@ def test_valid_example_is_clean(code, i, src):
 
 def only(code):
     """Each example is about its own rule: other rules' fixes must not interfere."""
-    return Settings(select=(code,))
+    return Settings(select=(code,), preview=True)
 
 
 @pytest.mark.parametrize("code,i,ex", INVALID, ids=[f"{c}-invalid-{i}" for c, i, _ in INVALID])

@@ -23,12 +23,12 @@ def enabled_rules(enabled: AbstractSet[str]) -> List[Type[Rule]]:
 
 
 def run_rules(
-    module: cst.Module, source: str, path: str, enabled: AbstractSet[str]
+    module: cst.Module, source: str, path: str, enabled: AbstractSet[str], displayed: AbstractSet[int] = frozenset()
 ) -> Tuple[List[Report], List[Problem]]:
     """Every enabled rule's reports on `module`, in rule order, and the problems
     of the rules that failed. An error in the shared facts propagates: it is
     the whole file's problem, not one rule's."""
-    analysis = Analysis(module, path, source)
+    analysis = Analysis(module, path, source, displayed_rows=displayed)
     ctx = RuleContext(module=module, analysis=analysis, path=path, source=source)
     problems: List[Problem] = []
     for rule_cls in enabled_rules(enabled):

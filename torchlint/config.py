@@ -69,6 +69,16 @@ class ConfigError(Exception):
     """A bad setting: reported as one line, exit code 2."""
 
 
+def preview_from_env() -> Optional[bool]:
+    """TORCHLINT_PREVIEW as the CLI reads it (click's boolean flag values);
+    None when unset, for the doors that have no command line (the language
+    server, the flake8 plugin)."""
+    value = os.environ.get("TORCHLINT_PREVIEW", "").strip().lower()
+    if not value:
+        return None
+    return value in ("1", "true", "t", "yes", "y", "on")
+
+
 def preview_codes() -> FrozenSet[str]:
     from torchlint.rules.stability import preview_codes as codes
 

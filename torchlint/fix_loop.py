@@ -17,7 +17,7 @@ that span cells or touch IPython lines) and applies fixes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Protocol, Sequence, Set, Tuple
+from typing import Callable, FrozenSet, List, Optional, Protocol, Sequence, Set, Tuple
 
 from torchlint.findings import Applicability, Edit, FileResult, Finding, Problem
 from torchlint.fixes import apply_fix_groups
@@ -31,6 +31,12 @@ class Document(Protocol):
     @property
     def source(self) -> str:
         """The Python text that is linted."""
+        ...
+
+    @property
+    def displayed_rows(self) -> FrozenSet[int]:
+        """Rows of `source` where a statement whose value is displayed starts (a
+        notebook cell's last bare expression); empty for a .py file."""
         ...
 
     def edits_of(self, finding: Finding) -> Optional[Tuple[Edit, ...]]:
@@ -47,6 +53,7 @@ class TextDocument:
     """A .py file's text."""
 
     source: str
+    displayed_rows: FrozenSet[int] = frozenset()
 
     def edits_of(self, finding: Finding) -> Optional[Tuple[Edit, ...]]:
         return finding.fix.edits if finding.fix is not None else None
@@ -56,8 +63,8 @@ class TextDocument:
         return TextDocument(text), applied
 
 
-# Lints a text: its result, and whether it parsed.
-Lint = Callable[[str], Tuple[FileResult, bool]]
+# Lints a document's source: its result, and whether it parsed.
+Lint = Callable[[Document], Tuple[FileResult, bool]]
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,7 @@ class Fixed:
 def fix_document(document: Document, lint: Lint, path: str, unsafe: bool = False) -> Fixed:
     """Apply safe (and, with `unsafe`, unsafe) fixes to `document` until none applies."""
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if unsafe else set())
-    result, _ = lint(document.source)
+    result, _ = lint(document)
     problems: List[Problem] = []
     refused: Set[Tuple[str, Tuple[Edit, ...]]] = set()  # fixes whose output did not parse
     total = 0
@@ -87,7 +94,7 @@ def fix_document(document: Document, lint: Lint, path: str, unsafe: bool = False
         if applied == 0 or candidate.source == document.source:
             converged = True
             break
-        linted, parsed = lint(candidate.source)
+        linted, parsed = lint(candidate)
         if not parsed:
             one = _first_that_parses(document, fixes, lint, refused, problems, path)
             if one is None:
@@ -130,7 +137,7 @@ def _first_that_parses(document: Document, fixes, lint: Lint, refused, problems:
     for code, edits in fixes:
         candidate, n = document.apply([edits])
         if n and candidate.source != document.source:
-            linted, parsed = lint(candidate.source)
+            linted, parsed = lint(candidate)
             if parsed:
                 return candidate, linted
         refused.add((code, edits))

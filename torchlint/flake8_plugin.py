@@ -13,7 +13,7 @@ run `torchlint check --fix` for those.
 from __future__ import annotations
 
 import os
-from typing import Iterator, Optional, Sequence, Tuple
+from typing import Iterator, Sequence, Tuple
 
 from torchlint import __version__
 
@@ -30,25 +30,17 @@ class TorchlintChecker:
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         from torchlint.api import check
-        from torchlint.config import ConfigError, Settings, load_settings
+        from torchlint.config import ConfigError, Settings, load_settings, preview_from_env
         from torchlint.rules import severity
 
         # flake8 selects the codes; `preview` (which rules exist to select) comes
         # from the project's [tool.torchlint] or TORCHLINT_PREVIEW, as for the CLI.
         try:
-            settings = load_settings(start=os.path.dirname(os.path.abspath(self.filename)), preview=_env_preview())
+            settings = load_settings(start=os.path.dirname(os.path.abspath(self.filename)), preview=preview_from_env())
         except ConfigError:
-            settings = Settings(preview=bool(_env_preview()))
+            settings = Settings(preview=bool(preview_from_env()))
         result = check("".join(self.lines), self.filename, settings)
         for f in result.findings:
             if severity(f.code) == "error":
                 continue
             yield f.row, f.column - 1, f"{f.code} {f.message}", type(self)
-
-
-def _env_preview() -> Optional[bool]:
-    """TORCHLINT_PREVIEW as click reads a boolean flag's variable (unset: None)."""
-    value = os.environ.get("TORCHLINT_PREVIEW")
-    if value is None or not value.strip():
-        return None
-    return value.strip().lower() in ("1", "true", "t", "yes", "y", "on")

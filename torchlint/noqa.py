@@ -199,7 +199,7 @@ def _notebook(data: bytes, path: str, enabled: AbstractSet[str]) -> NoqaResult:
         return NoqaResult(None, 0)
     if cells is None:
         return NoqaResult(None, 0)
-    result = lint_text(cells.source, path, enabled)
+    result = lint_text(cells.source, path, enabled, displayed=cells.displayed_rows)
     if any(f.code == "TL000" for f in result.findings):
         return NoqaResult(None, 0)
 

@@ -25,11 +25,13 @@ for byte; `source` keeps its form (a list of lines or one string).
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from functools import cached_property
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from torchlint.findings import Edit, Finding, Fix
 from torchlint.fixes import apply_fix_groups
@@ -189,6 +191,28 @@ class Cells:
         # Cells that have lines, and where they start, for `locate`.
         self._nonempty = [i for i, n in enumerate(self.lengths) if n]
         self._nonempty_starts = [self.starts[i] for i in self._nonempty]
+
+    @cached_property
+    def displayed_rows(self) -> FrozenSet[int]:
+        """Module rows where a cell's last statement starts when IPython displays
+        its value: a bare expression not ended by `;` (IPython lines excluded)."""
+        rows = set()
+        for i, c in enumerate(self.cells):
+            try:
+                tree = ast.parse(c.text)
+            except (SyntaxError, ValueError):
+                continue
+            last = tree.body[-1] if tree.body else None
+            if not isinstance(last, ast.Expr):
+                continue
+            lines = c.text.splitlines()
+            end = lines[(last.end_lineno or last.lineno) - 1] if lines else ""
+            code_end = end[: last.end_col_offset] if last.end_col_offset is not None else end
+            rest = end[len(code_end) :].split("#", 1)[0]
+            if rest.strip().startswith(";"):
+                continue  # `x;` hides the output
+            rows.add(self.starts[i] + last.lineno - 1)
+        return frozenset(rows)
 
     def locate(self, row: int) -> Tuple[int, int]:
         """Module row -> (index into self.cells, 1-based row in the cell)."""

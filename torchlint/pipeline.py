@@ -49,7 +49,9 @@ def is_notebook(path: str) -> bool:
 # -- Python source text ---------------------------------------------------------------------
 
 
-def lint_text(text: str, path: str, enabled: AbstractSet[str], precheck: bool = True) -> FileResult:
+def lint_text(
+    text: str, path: str, enabled: AbstractSet[str], precheck: bool = True, displayed: AbstractSet[int] = frozenset()
+) -> FileResult:
     """Findings (sorted, each with its fix) and problems for Python source text.
     A leading BOM is not part of the text (as for CPython): positions and edits
     ignore it.
@@ -57,7 +59,7 @@ def lint_text(text: str, path: str, enabled: AbstractSet[str], precheck: bool = 
     With `precheck` (torchlint/precheck.py), a file that mentions nothing any
     enabled rule looks for is only checked for syntax (TL000) by CPython's
     parser, falling back to the full parse for its message when that fails."""
-    return _lint(text[1:] if text.startswith(BOM) else text, path, enabled, precheck)[0]
+    return _lint(text[1:] if text.startswith(BOM) else text, path, enabled, precheck, displayed)[0]
 
 
 def fix_text(text: str, path: str, enabled: AbstractSet[str], unsafe: bool = False) -> FileResult:
@@ -70,17 +72,22 @@ def fix_text(text: str, path: str, enabled: AbstractSet[str], unsafe: bool = Fal
 
 
 def _linter(path: str, enabled: AbstractSet[str]):
-    return lambda text: _lint(text, path, enabled)
+    return lambda document: _lint(document.source, path, enabled, displayed=document.displayed_rows)
 
 
-def _lint(text: str, path: str, enabled: AbstractSet[str], precheck: bool = True) -> Tuple[FileResult, bool]:
+def _lint(
+    text: str, path: str, enabled: AbstractSet[str], precheck: bool = True, displayed: AbstractSet[int] = frozenset()
+) -> Tuple[FileResult, bool]:
     """The lint of BOM-less `text`, and whether it parsed (with the cyclic
-    garbage collector paused: see torchlint/gc_pause.py)."""
+    garbage collector paused: see torchlint/gc_pause.py). `displayed`: rows
+    where a notebook cell's displayed last expression starts."""
     with gc_paused():
-        return _lint_unpaused(text, path, enabled, precheck)
+        return _lint_unpaused(text, path, enabled, precheck, displayed)
 
 
-def _lint_unpaused(text: str, path: str, enabled: AbstractSet[str], precheck: bool) -> Tuple[FileResult, bool]:
+def _lint_unpaused(
+    text: str, path: str, enabled: AbstractSet[str], precheck: bool, displayed: AbstractSet[int] = frozenset()
+) -> Tuple[FileResult, bool]:
     if precheck and not could_matter(text, enabled_rules(enabled)):
         if cpython_error(text) is None:
             return FileResult(path), True
@@ -89,7 +96,7 @@ def _lint_unpaused(text: str, path: str, enabled: AbstractSet[str], precheck: bo
     except SourceError as exc:
         return FileResult(path, (SyntaxErrorRule.finding(path, exc.message, exc.row, exc.column),)), False
     try:
-        reports, problems = run_rules(module, text, path, enabled)
+        reports, problems = run_rules(module, text, path, enabled, displayed)
         findings = _findings(module, text, path, reports, problems) if reports else []
     except RecursionError:
         return FileResult(path, (), (Problem(path, "file too deeply nested to analyse; skipped"),)), True
@@ -263,7 +270,7 @@ def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsa
 
     warnings = _suppression_warnings(cells.source, where)
     if mode == "lint":
-        result, _ = _lint(cells.source, path, enabled)
+        result, _ = _lint(cells.source, path, enabled, displayed=cells.displayed_rows)
         fixed = Fixed(cells, result, 0, result.problems)
     else:
         fixed = fix_document(cells, _linter(path, enabled), path, unsafe)

@@ -10,15 +10,18 @@ the rest lazily, each part built at most once and shared by every rule:
 - `loops`: data loops, training loops, per-batch vs per-epoch, hot contexts;
 - `roles`: tests, smoke blocks, tooling, and what does real work;
 - `grad`: no-grad regions, inference contexts, gradients needed later;
-- `loaders`: DataLoader datasets, collate functions and use.
+- `loaders`: DataLoader datasets, collate functions and use;
+- `cost`: how often code runs (once, or every step of real work).
 """
 
 from __future__ import annotations
 
 from functools import cached_property
+from typing import AbstractSet, FrozenSet
 
 import libcst as cst
 
+from torchlint.analysis.cost import Cost
 from torchlint.analysis.facts import Facts, collect_facts
 from torchlint.analysis.grad import Grad
 from torchlint.analysis.helpers import Helpers
@@ -34,11 +37,37 @@ __all__ = ["Analysis"]
 class Analysis:
     """Everything the rules know about one file."""
 
-    def __init__(self, module: cst.Module, path: str = "<stdin>", source: str = "") -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        path: str = "<stdin>",
+        source: str = "",
+        displayed_rows: AbstractSet[int] = frozenset(),
+    ) -> None:
         self.module = module
         self.path = path
         self.source = source
+        self.displayed_rows = displayed_rows
         self.facts: Facts = collect_facts(module)
+
+    @cached_property
+    def _displayed(self) -> FrozenSet[int]:
+        """ids of the module-level expression statements a notebook displays."""
+        if not self.displayed_rows:
+            return frozenset()
+        found = set()
+        row = 1 + len(self.module.header)
+        for stmt in self.module.body:
+            start = row + len(stmt.leading_lines)
+            if start in self.displayed_rows and isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+                if isinstance(stmt.body[0], cst.Expr):
+                    found.add(id(stmt.body[0]))
+            row += self.module.code_for_node(stmt).count("\n")
+        return frozenset(found)
+
+    def displayed(self, stmt: cst.CSTNode) -> bool:
+        """`stmt` is a notebook cell's last bare expression: IPython shows its value."""
+        return id(stmt) in self._displayed
 
     @cached_property
     def values(self) -> Values:
@@ -67,3 +96,7 @@ class Analysis:
     @cached_property
     def loaders(self) -> Loaders:
         return Loaders(self.facts, self.values, self.helpers, self.places)
+
+    @cached_property
+    def cost(self) -> Cost:
+        return Cost(self.facts, self.values, self.helpers, self.loops, self.roles)

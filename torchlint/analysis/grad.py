@@ -7,6 +7,7 @@ trains on it."""
 
 from __future__ import annotations
 
+import re
 from functools import cached_property
 from typing import Dict, List, Optional, Set, Tuple
 
@@ -22,6 +23,8 @@ from torchlint.analysis.vocabulary import ENABLE_GRAD, INFERENCE_NAME, NO_GRAD_C
 from torchlint.analysis.walk import contains, mentions
 
 MAX_TAINT_ROUNDS = 6
+# A project's own decorator or context manager named after what it wraps.
+_NAMES_NO_GRAD = re.compile(r"inference_mode|no_grad", re.I)
 _CONTAINER_METHODS = frozenset({"append", "extend", "insert", "update", "add", "setdefault", "put"})
 
 
@@ -47,6 +50,8 @@ class Grad:
         q = self.facts.qualname(target)
         if q in NO_GRAD_CONTEXTS:
             return True
+        if q is None and _NAMES_NO_GRAD.search((dotted_name(target) or "").rsplit(".", 1)[-1]):
+            return True  # a project's own wrapper: `@smart_inference_mode()`, `with utils.no_grad():`
         if q in SET_GRAD_ENABLED and isinstance(expr, cst.Call) and expr.args:
             v = expr.args[0].value
             return isinstance(v, cst.Name) and v.value == "False"
@@ -293,13 +298,56 @@ class Grad:
         return None
 
     def inference_context(self, mc: ModelCall) -> Optional[str]:
-        """Why this forward runs for inference (None: it does not, or we can't tell)."""
+        """Why this forward runs for inference over data (None: it does not, it
+        runs once, or we can't tell). A single forward (a demo, one prediction,
+        one periodic check) records one graph: nothing measurable to gain."""
         call = mc.call
         site = call.site
         if self.roles.excluded(site) or self._checked(call):
             return None
-        if self.untrained(mc):
-            return None  # a freshly built model nobody trains or loads: a demo, not inference
+        if self.untrained(mc) or self.frozen(mc.model, site):
+            return None  # a demo model, or one whose parameters record no graph
+        if not self.over_data(site):
+            return None
+        return self._inference_reason(mc)
+
+    def over_data(self, site: Site) -> bool:
+        """`site` runs for every batch of a pass over data that does not train:
+        in a loop over a loader, dataset or batches (directly, or in a same-file
+        function such a loop calls every iteration)."""
+        loop = site.loop
+        while loop is not None and loop.scope is site.scope:
+            if self.loops.is_data_loop(loop) and not self.loops.trains(loop):
+                return True
+            loop = loop.parent
+        hot = self.loops.hot_context(site)
+        return hot is not None and not hot.training and self.loops.is_data_loop(hot.loop)
+
+    def frozen(self, model: cst.BaseExpression, site: Site) -> bool:
+        """The model's parameters were frozen (`model.requires_grad_(False)` as a
+        statement, or in the chain its name is bound to): its forward records
+        no graph."""
+        name = dotted_name(model)
+        if name is None:
+            return False
+        for call in self.facts.calls:
+            if call.method != "requires_grad_" or not call.node.args:
+                continue
+            flag = call.node.args[0].value
+            if not (isinstance(flag, cst.Name) and flag.value == "False"):
+                continue
+            inner: Optional[cst.BaseExpression] = call.receiver
+            while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute):
+                inner = inner.func.value
+            if dotted_name(inner) == name:
+                return True
+            if any(b.value is not None and contains(b.value, call.node) for b in self.facts.bindings_of(name)):
+                return True
+        return False
+
+    def _inference_reason(self, mc: ModelCall) -> Optional[str]:
+        call = mc.call
+        site = call.site
         loop = self.roles.work_loop(site)
         inner = self.roles.work_loop(site, innermost=True)
         if inner is not None and self.loops.role(inner) == INFER and not self.loops.trains(inner):

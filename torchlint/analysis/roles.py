@@ -156,8 +156,8 @@ class Roles:
     # -- real work -----------------------------------------------------------------------
 
     def excluded(self, site: Site) -> bool:
-        """Tests, smoke blocks and tooling: speed advice does not apply here."""
-        return self.in_test(site) or self.in_smoke_block(site) or self.in_tooling(site)
+        """Tests, smoke blocks, tooling and dead branches: speed advice does not apply here."""
+        return in_dead_branch(site) or self.in_test(site) or self.in_smoke_block(site) or self.in_tooling(site)
 
     def work_loop(self, site: Site, innermost: bool = False):
         """The outermost (or innermost) loop around `site` (in its scope) that
@@ -258,6 +258,29 @@ class Roles:
 
     def script_level(self, scope: Scope) -> bool:
         return scope.kind == "module"
+
+
+def _constant_truth(test: cst.BaseExpression) -> Optional[bool]:
+    """The truth of a constant `if` test (`if 1:`, `if False:`), else None."""
+    if isinstance(test, cst.Integer):
+        return test.evaluated_value != 0
+    if isinstance(test, cst.Name) and test.value in ("True", "False", "None"):
+        return test.value == "True"
+    return None
+
+
+def in_dead_branch(site: Site) -> bool:
+    """`site` sits in a branch that never runs: the body of `if 0:`/`if False:`,
+    or the `else` of `if 1:`/`if True:` (a switch left in the code)."""
+    for owner, part in site.region:
+        if not isinstance(owner, cst.If):
+            continue
+        truth = _constant_truth(owner.test)
+        if truth is None:
+            continue
+        if (part == "body" and not truth) or (part == "else" and truth):
+            return True
+    return False
 
 
 def is_expression_statement(site: Site) -> bool:

@@ -144,9 +144,12 @@ class ClientSettings:
     extend_select: Tuple[str, ...] = ()
     ignore: Tuple[str, ...] = ()
     unsafe_fixes: bool = True
+    # None: the project's `preview` (or TORCHLINT_PREVIEW) decides.
+    preview: Optional[bool] = None
 
 
 _KEYS = {
+    "preview": "preview",
     "select": "select",
     "ignore": "ignore",
     "extendSelect": "extend_select",
@@ -185,7 +188,7 @@ def parse_client_settings(raw: Any) -> Tuple[ClientSettings, List[str]]:
         field = _KEYS.get(key)
         if field is None or value is None:
             continue
-        if field == "unsafe_fixes":
+        if field in ("unsafe_fixes", "preview"):
             if isinstance(value, bool):
                 values[field] = value
             else:

@@ -28,7 +28,7 @@ from pygls.uris import to_fs_path
 
 from torchlint import __version__
 from torchlint.api import FileResult, check, fix_source
-from torchlint.config import ConfigError, Settings, load_settings
+from torchlint.config import ConfigError, Settings, load_settings, preview_from_env
 from torchlint.findings import Applicability, Finding
 from torchlint.fixes import diff_edits
 from torchlint.lsp.convert import (
@@ -214,12 +214,18 @@ class TorchlintServer(LanguageServer):
         if cached is not None and cached.signature == signature:
             return cached.settings
         try:
-            settings = load_settings(start=folder, select=cs.select, extend_select=cs.extend_select, ignore=cs.ignore)
+            settings = load_settings(
+                start=folder,
+                select=cs.select,
+                extend_select=cs.extend_select,
+                ignore=cs.ignore,
+                preview=cs.preview if cs.preview is not None else preview_from_env(),
+            )
         except ConfigError as exc:
             self.show_error_once(f"torchlint: configuration error: {exc}; using the default settings")
             try:
                 settings = replace(
-                    Settings(root=folder),
+                    Settings(root=folder, preview=bool(cs.preview or preview_from_env())),
                     select=cs.select if cs.select is not None else Settings.select,
                     extend_select=cs.extend_select,
                     ignore=cs.ignore,

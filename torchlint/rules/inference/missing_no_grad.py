@@ -95,100 +95,107 @@ class MissingNoGrad(Rule):
     MESSAGE = "Model forward in an inference context runs with autograd on; wrap it in `torch.inference_mode()`"
     FIX_TITLE = "Run it without autograd"
     APPLICABILITY = Applicability.UNSAFE
+    REQUIRES_DEVICE = True
 
-    _CKPT = "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.load_state_dict(torch.load('m.pt'))\n"
+    _CKPT = (
+        "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.load_state_dict(torch.load('m.pt'))\n"
+        "model.cuda()\n"
+    )
     VALID = (
         # Guarded by a with block.
-        "import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m')\n"
-        "with torch.no_grad():\n    out = model(x)\n",
+        "import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m').cuda()\n"
+        "with torch.no_grad():\n    for batch in loader:\n        out = model(**batch)\n",
         # Decorator without parentheses.
-        _CKPT + "@torch.no_grad\ndef evaluate(x):\n    return model(x)\nevaluate(1)\n",
+        _CKPT + "@torch.no_grad\ndef evaluate(x):\n    return model(x)\nfor x in loader:\n    evaluate(x.cuda())\n",
+        # A project's own decorator that wraps inference_mode.
+        _CKPT
+        + "@smart_inference_mode()\ndef run(loader):\n    for x in loader:\n        y = model(x.cuda())\nrun(loader)\n",
         # Guarded in a file that never writes `import torch` (a notebook fragment).
-        "from torch import nn\nmodel = nn.Linear(2, 2)\nmodel.eval()\nwith torch.no_grad():\n"
+        "from torch import nn\nmodel = nn.Linear(2, 2).cuda()\nmodel.eval()\nwith torch.no_grad():\n"
         "    for x in loader:\n        y = model(x)\n",
         # A fresh model that is never trained or loaded: a demo, not inference.
-        "import torch\nmodel = torch.nn.Linear(10, 2)\nmodel.eval()\nfor x in loader:\n    out = model(x)\n",
+        "import torch\nmodel = torch.nn.Linear(10, 2).cuda()\nmodel.eval()\nfor x in loader:\n    out = model(x)\n",
+        # Frozen parameters record no graph.
+        _CKPT + "model.requires_grad_(False)\nfor x in loader:\n    y = model(x.cuda())\n",
+        # A single forward (one prediction, one demo): one graph, nothing measurable to gain.
+        _CKPT + "model.eval()\nout = model(x.cuda())\nprint(out)\n",
+        "import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m').cuda()\n"
+        "out = model(**inputs)\n",
+        # A CPU-only script: no GPU to keep busy.
+        "import torch\nmodel = torch.load('m.pt')\nmodel.eval()\nfor x in loader:\n    y = model(x)\n",
         # Gradients are used.
-        _CKPT + "model.eval()\nout = model(x)\nout.sum().backward()\n",
+        _CKPT + "model.eval()\nfor x in loader:\n    out = model(x.cuda())\n    out.sum().backward()\n",
         # The result is trained on after the loop.
-        _CKPT + "model.eval()\nfeats = []\nfor x in loader:\n    feats.append(model(x))\n"
+        _CKPT + "model.eval()\nfeats = []\nfor x in loader:\n    feats.append(model(x.cuda()))\n"
         "torch.stack(feats).sum().backward()\n",
         # Only called from a guarded region.
-        _CKPT + "def evaluate(x):\n    return model(x)\nwith torch.inference_mode():\n    evaluate(1)\n",
-        # Back to training before the forward.
-        _CKPT + "model.eval()\nmodel.train()\nout = model(x)\nopt.step()\n",
+        _CKPT + "def evaluate(x):\n    return model(x)\nwith torch.inference_mode():\n    for x in loader:\n"
+        "        evaluate(x.cuda())\n",
         # A unit test.
-        "import torch\ndef test_model_runs():\n    model = torch.load('m.pt')\n    model.eval()\n"
-        "    assert model(torch.zeros(1, 2)).shape == (1, 2)\n",
+        "import torch\ndef test_model_runs():\n    model = torch.load('m.pt').cuda()\n    model.eval()\n"
+        "    for x in loader:\n        assert model(x.cuda()).shape == (1, 2)\n",
         # `generate` already runs without gradients.
-        "import torch\nfrom transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained('m')\n"
-        "for batch in loader:\n    out = model.generate(**batch)\n",
+        "import torch\nfrom transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained('m').cuda()\nfor batch in loader:\n    out = model.generate(**batch)\n",
         # A training step in the same loop.
         _CKPT + "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor x, y in loader:\n"
-        "    loss = (model(x) - y).pow(2).mean()\n    loss.backward()\n    opt.step()\n",
+        "    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()\n    loss.backward()\n    opt.step()\n",
+        # One periodic forward inside the training loop.
+        "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for x, y in loader:\n    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()\n    loss.backward()\n    opt.step()\n"
+        "    if step % 100 == 0:\n        model.eval()\n        val = model(x_val)\n        model.train()\n",
     )
     INVALID = (
         Invalid(
-            _CKPT + "model.eval()\nfor x in loader:\n    y = model(x)\n",
-            fixed=_CKPT + "model.eval()\nwith torch.no_grad():\n    for x in loader:\n        y = model(x)\n",
-            line=7,
+            _CKPT + "model.eval()\nfor x in loader:\n    y = model(x.cuda())\n",
+            fixed=_CKPT + "model.eval()\nwith torch.no_grad():\n    for x in loader:\n        y = model(x.cuda())\n",
+            line=8,
             unsafe=True,
         ),
+        # a prediction helper called for every batch
         Invalid(
-            _CKPT + "\ndef predict(x):\n    a = model(x)\n    b = model(a)\n    return b\nprint(predict(1))\n",
+            _CKPT + "\ndef predict(x):\n    a = model(x)\n    b = model(a)\n    return b\nfor x in loader:\n"
+            "    print(predict(x.cuda()))\n",
             fixed=_CKPT + "\n@torch.no_grad()\ndef predict(x):\n    a = model(x)\n    b = model(a)\n"
-            "    return b\nprint(predict(1))\n",
-            line=7,
-            unsafe=True,
-        ),
-        Invalid(
-            "import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m')\n"
-            "# run it\nout = model(**inputs)\n",
-            fixed="import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m')\n"
-            "# run it\nwith torch.no_grad():\n    out = model(**inputs)\n",
-            line=5,
+            "    return b\nfor x in loader:\n    print(predict(x.cuda()))\n",
+            line=8,
             unsafe=True,
         ),
         # validate(model, loader): `.eval()` makes the parameter a model
         Invalid(
             "import torch\ndef validate(model, loader):\n    model.eval()\n    total = 0\n    for x, y in loader:\n"
-            "        total += (model(x).argmax(1) == y).sum()\n    return total\n",
+            "        total += (model(x.cuda()).argmax(1) == y.cuda()).sum()\n    return total\n",
             fixed="import torch\n@torch.no_grad()\ndef validate(model, loader):\n    model.eval()\n    total = 0\n"
-            "    for x, y in loader:\n        total += (model(x).argmax(1) == y).sum()\n    return total\n",
+            "    for x, y in loader:\n        total += (model(x.cuda()).argmax(1) == y.cuda()).sum()\n    return total\n",
             line=6,
             unsafe=True,
         ),
         # an evaluation loop inside a training epoch: only that loop is wrapped
         Invalid(
-            "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2).cuda()\n"
+            "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
             "for epoch in range(3):\n    model.train()\n    for x, y in train_loader:\n"
-            "        loss = (model(x) - y).pow(2).mean()\n        loss.backward()\n        opt.step()\n"
-            "    model.eval()\n    for x, y in val_loader:\n        val = (model(x) - y).pow(2).mean()\n",
-            fixed="import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "        loss = (model(x.cuda()) - y.cuda()).pow(2).mean()\n        loss.backward()\n        opt.step()\n"
+            "    model.eval()\n    for x, y in val_loader:\n        val = (model(x.cuda()) - y.cuda()).pow(2).mean()\n",
+            fixed="import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2).cuda()\n"
+            "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
             "for epoch in range(3):\n    model.train()\n    for x, y in train_loader:\n"
-            "        loss = (model(x) - y).pow(2).mean()\n        loss.backward()\n        opt.step()\n"
+            "        loss = (model(x.cuda()) - y.cuda()).pow(2).mean()\n        loss.backward()\n        opt.step()\n"
             "    model.eval()\n    with torch.no_grad():\n        for x, y in val_loader:\n"
-            "            val = (model(x) - y).pow(2).mean()\n",
+            "            val = (model(x.cuda()) - y.cuda()).pow(2).mean()\n",
             line=13,
             unsafe=True,
         ),
         # the pre-0.4 `volatile=True` no longer turns autograd off
         Invalid(
             "import torch\nfrom torch.autograd import Variable\ndef test(model, loader):\n    model.eval()\n"
-            "    for data, target in loader:\n        data = Variable(data, volatile=True)\n"
+            "    for data, target in loader:\n        data = Variable(data.cuda(), volatile=True)\n"
             "        output = model(data)\n",
             line=7,
             fixed="import torch\nfrom torch.autograd import Variable\n@torch.no_grad()\ndef test(model, loader):\n"
-            "    model.eval()\n    for data, target in loader:\n        data = Variable(data, volatile=True)\n"
+            "    model.eval()\n    for data, target in loader:\n        data = Variable(data.cuda(), volatile=True)\n"
             "        output = model(data)\n",
             unsafe=True,
-        ),
-        # every loop around it trains: reported, no fix
-        Invalid(
-            "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-            "for x, y in loader:\n    loss = (model(x) - y).pow(2).mean()\n    loss.backward()\n    opt.step()\n"
-            "    if step % 100 == 0:\n        model.eval()\n        val = model(x_val)\n        model.train()\n",
-            line=11,
         ),
     )
 
@@ -337,6 +344,8 @@ class MissingNoGrad(Rule):
         if site.loop is not None:
             return None  # every loop around it trains: no region is safe
         line = _statement_line(ctx, site.stmt)
+        if line is not None and any(ctx.analysis.displayed(small) for small in line.body):
+            return None  # a notebook cell's displayed last expression: wrapping it would hide its output
         return ("statement", line) if line is not None else None
 
     def _region_trains(self, ctx: RuleContext, calls, scope, fn, loop=None) -> bool:

@@ -45,6 +45,13 @@ _THROUGH = CHAIN_METHODS | {
     "clamp_",
 }
 _WRAPPERS = VARIABLE | {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
+
+
+def _step(head: str, body: str) -> str:
+    """`body` (indented lines) inside a training loop, after `head`."""
+    return head + "for x in loader:\n" + body + "    model(x, h).sum().backward()\n"
+
+
 _EQ = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 
 
@@ -113,6 +120,10 @@ class CreateThenMove(Rule):
 
     VALID = (
         "import torch\nx = torch.zeros(3, device='cuda')\n",
+        # one-off allocations (once at start-up, once per epoch): nothing measurable to gain
+        "import torch\ndevice = torch.device('cuda')\nh0 = torch.zeros(1, 10).to(device)\n",
+        "import torch\nfor epoch in range(10):\n    best = torch.zeros(1).cuda()\n    for x in loader:\n"
+        "        model(x).sum().backward()\n",
         # a dtype conversion, not a move
         "import torch\nx = torch.zeros(3).to(torch.float16)\n",
         # data constructors: the host-to-device copy is inherent
@@ -139,61 +150,62 @@ class CreateThenMove(Rule):
     )
     INVALID = (
         Invalid(
-            "import torch\ndevice = torch.device('cuda')\nx = torch.zeros(1, 10).to(device)\n",
-            fixed="import torch\ndevice = torch.device('cuda')\nx = torch.zeros(1, 10, device=device)\n",
+            _step("import torch\ndevice = torch.device('cuda')\n", "    h = torch.zeros(1, 10).to(device)\n"),
+            fixed=_step("import torch\ndevice = torch.device('cuda')\n", "    h = torch.zeros(1, 10, device=device)\n"),
+            line=4,
+        ),
+        Invalid(
+            _step("import torch as T\n", "    h = T.zeros(4).cuda()\n"),
+            fixed=_step("import torch as T\n", '    h = T.zeros(4, device="cuda")\n'),
             line=3,
         ),
         Invalid(
-            "import torch as T\nx = T.zeros(4).cuda()\n",
-            fixed='import torch as T\nx = T.zeros(4, device="cuda")\n',
-            line=2,
+            _step("import torch\nfrom torch import ones\n", "    h = ones(2, 2).to('cuda', non_blocking=True)\n"),
+            fixed=_step("import torch\nfrom torch import ones\n", "    h = ones(2, 2, device='cuda')\n"),
+            line=4,
         ),
         Invalid(
-            "from torch import ones\nx = ones(2, 2).to('cuda', non_blocking=True)\n",
-            fixed="from torch import ones\nx = ones(2, 2, device='cuda')\n",
-            line=2,
-        ),
-        Invalid(
-            "import torch\nx = torch.zeros(2).to(dev, dtype=torch.float16)\n",
-            fixed="import torch\nx = torch.zeros(2, device=dev, dtype=torch.float16)\n",
-            line=2,
-        ),
-        # through shape methods
-        Invalid(
-            "import torch\ndef f(n, b, device):\n    return torch.arange(n).expand(b, n).to(device)\n",
-            fixed="import torch\ndef f(n, b, device):\n    return torch.arange(n, device=device).expand(b, n)\n",
+            _step("import torch\n", "    h = torch.zeros(2).to(dev, dtype=torch.float16)\n"),
+            fixed=_step("import torch\n", "    h = torch.zeros(2, device=dev, dtype=torch.float16)\n"),
             line=3,
         ),
-        # a random factory: unsafe (the device's generator gives other numbers)
+        # in a model's forward: every step
         Invalid(
-            "import torch\ndevice = 'cuda'\nz = torch.randn(8, 100).to(device)\n",
-            fixed="import torch\ndevice = 'cuda'\nz = torch.randn(8, 100, device=device)\n",
-            line=3,
-            unsafe=True,
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n"
+            "        pos = torch.arange(x.size(1)).expand(x.size(0), -1).to('cuda')\n        return x + pos\n",
+            fixed="import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n"
+            "        pos = torch.arange(x.size(1), device='cuda').expand(x.size(0), -1)\n        return x + pos\n",
+            line=5,
         ),
+        # a random factory: reported, no fix (the device's generator gives other numbers)
+        Invalid(_step("import torch\ndevice = 'cuda'\n", "    z = torch.randn(8, 100).to(device)\n"), line=4),
         # a call over several lines keeps its layout
         Invalid(
-            "import torch\ndevice = 'cuda'\nh = torch.zeros(\n    (2, 3)\n).to(device)\n",
-            fixed="import torch\ndevice = 'cuda'\nh = torch.zeros(\n    (2, 3),\n    device=device\n)\n",
-            line=3,
+            _step("import torch\ndevice = 'cuda'\n", "    h = torch.zeros(\n        (2, 3)\n    ).to(device)\n"),
+            fixed=_step(
+                "import torch\ndevice = 'cuda'\n",
+                "    h = torch.zeros(\n        (2, 3),\n        device=device\n    )\n",
+            ),
+            line=4,
         ),
-        # the factory result's only use is its move
+        # the factory result's only use is its move, in a helper called every step
         Invalid(
-            "import torch\ndef mask(n, device):\n    m = torch.tril(torch.ones(n, n))\n    return m.to(device)\n",
+            _step(
+                "import torch\ndef mask(n, device):\n    m = torch.tril(torch.ones(n, n))\n    return m.to(device)\n",
+                "    h = mask(8, 'cuda')\n",
+            ),
             line=3,
         ),
         # a same-file helper moves it
         Invalid(
-            "import torch\ndef cuda_variable(t):\n    return t.cuda()\nh = cuda_variable(torch.zeros(2, 4))\n",
-            line=4,
-        ),
-        # a Parameter built on the CPU and moved (which also makes it a plain tensor)
-        Invalid(
-            "import torch\nfrom torch import nn\nDEVICE = 'cuda'\nw = nn.Parameter(torch.zeros(3)).to(DEVICE)\n",
-            line=4,
+            _step(
+                "import torch\ndef cuda_variable(t):\n    return t.cuda()\n",
+                "    h = cuda_variable(torch.zeros(2, 4))\n",
+            ),
+            line=5,
         ),
         # bernoulli takes no device=: reported, no fix
-        Invalid("import torch\nm = torch.bernoulli(torch.full((3,), 0.5)).cuda()\n", line=2),
+        Invalid(_step("import torch\n", "    m = torch.bernoulli(torch.full((3,), 0.5)).cuda()\n"), line=3),
     )
 
     def check(self, ctx: RuleContext) -> None:
@@ -201,15 +213,12 @@ class CreateThenMove(Rule):
         reported = set()
 
         def report(factory: Call, replacements=None) -> None:
-            if id(factory.node) in reported or a.roles.excluded(factory.site):
-                return
+            if id(factory.node) in reported or not a.cost.per_step(factory.site):
+                return  # a one-off allocation: nothing measurable to gain
             reported.add(id(factory.node))
-            random = (factory.qualname or "") in RANDOM_FACTORIES
-            ctx.report(
-                factory.node,
-                replacements=replacements,
-                applicability=Applicability.UNSAFE if random else None,
-            )
+            if (factory.qualname or "") in RANDOM_FACTORIES:
+                replacements = None  # drawing on the device changes a seeded run's numbers: advice only
+            ctx.report(factory.node, replacements=replacements)
 
         for call in ctx.facts.calls:
             if not is_move_call(call) or a.places.move_device(call) != ACCEL:

@@ -67,6 +67,9 @@ class DiscardedMove(Rule):
         "model.to(device)\n",
         # tokenizer output (BatchEncoding) moves in place
         "inputs = tokenizer('a', return_tensors='pt')\ninputs.to('cuda')\n",
+        # a whole batch from a loader: a collate_fn may return a BatchEncoding (`.to()` in place)
+        "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, collate_fn=collate)\n"
+        "for batch in loader:\n    batch.to('cuda')\n    out = model(**batch)\n",
         "import torch\nx = torch.randn(3)\ny = x.to('cuda')\n",
     )
     INVALID = (
@@ -105,6 +108,8 @@ class DiscardedMove(Rule):
             call = ctx.facts.call_for(stmt.value)
             if call is None or call.method not in _TENSOR_MOVES or call.receiver is None:
                 continue
+            if a.displayed(stmt):
+                continue  # a notebook cell's last expression: its value is shown, not thrown away
             name = dotted_name(call.receiver)
             if not isinstance(call.receiver, (cst.Name, cst.Attribute)) or not self._is_tensor(a, call.receiver, site):
                 continue
@@ -141,8 +146,20 @@ class DiscardedMove(Rule):
     @staticmethod
     def _is_tensor(a, receiver: cst.BaseExpression, site) -> bool:
         """A tensor (not a module, which moves in place, nor tokenizer output,
-        whose `.to()` moves in place too)."""
+        whose `.to()` moves in place too, nor a whole batch from a loader, which
+        may be a `BatchEncoding` or another object whose `.to()` works in place)."""
         kind = a.values.expr_kind(receiver, site)
         if kind is not None:
             return kind == TENSOR
+        if _whole_batch(a, receiver, site):
+            return False
         return a.places.tensor_place(receiver, site) is not None
+
+
+def _whole_batch(a, receiver: cst.BaseExpression, site) -> bool:
+    """`for batch in loader: batch.to(device)`: the loop variable is the whole
+    batch a loader yields (a dict-like object, not known to be a tensor)."""
+    if not isinstance(receiver, cst.Name):
+        return False
+    reaching = a.places.reaching(receiver.value, site)
+    return any(b.kind == "for" and b.index is None for b in reaching)
