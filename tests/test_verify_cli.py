@@ -170,8 +170,8 @@ def test_with_a_gpu_measures_and_gives_verdicts(monkeypatch, tmp_path):
         "fixed": {"median": 3.0, "spread": 0.0, "n": 2},
     }
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["Rule", "Metric", "Bad", "Fixed", "Change", "Threshold", "Verdict"]
-    assert any(line.startswith("TL912") and line.endswith("FAIL") for line in lines)
+    assert lines[0].split() == ["Rule", "Metric", "Bad", "Fixed", "Change", "Threshold", "Verdict", "Repeats"]
+    assert any(line.startswith("TL912") and line.split()[-2:] == ["FAIL", "2"] for line in lines)
     assert "verify" in result.stderr  # the progress bar goes to stderr
     assert "| TL911 | sync_count | 50 | 0 | -100.0% | down >= 50% | PASS |" in md.read_text()
     assert data["complete"] is True and data["rules_not_run"] == []
@@ -297,6 +297,127 @@ def test_a_stopped_run_leaves_a_valid_partial_report(tmp_path):
     # ... and it merges with the part that measured the rest.
     result = invoke("--merge", str(out), "--output", str(tmp_path / "all.json"))
     assert result.exit_code == 3 and "still not measured: TL913" in result.stderr
+
+
+_HANGS_LATE = """
+import json, os, pathlib, time
+from torchlint.verify.harness import MARK
+count = pathlib.Path("count")
+k = int(count.read_text()) if count.exists() else 0
+count.write_text(str(k + 1))
+if k >= 6:
+    time.sleep(600)
+passes = [p for p in os.environ["TORCHLINT_VERIFY_PASSES"].split(",") if p]
+wall = 1.0 if __file__.endswith("bad.py") else 0.5
+print(MARK + json.dumps({"device": "cuda", "passes": {p: {"samples": 10, "steps": 5, "wall_s": wall} for p in passes}}))
+"""
+
+
+@pytest.mark.slow
+def test_sigterm_keeps_the_rule_in_progress(tmp_path):
+    """SIGTERM while a rule's 7th run hangs: the report keeps that rule, with a verdict from
+    the three repeats it finished, and the run exits 0 (nothing failed, nothing left out)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    fixtures = tmp_path / "fixtures"
+    late = fixtures / "TL913-late"
+    late.mkdir(parents=True)
+    for which in ("bad", "fixed"):
+        (late / f"{which}.py").write_text(_HANGS_LATE)
+    (late / "meta.toml").write_text(
+        'rule = "TL913"\nname = "late"\nsummary = "s"\nmetric = "wall_s"\ndirection = "down"\nthreshold = 0.1\n'
+    )
+    out = tmp_path / "part.json"
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _STOPPED_RUN, "--fixtures", str(fixtures), "--repeats", "5", "--output", str(out)],
+        cwd=str(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ, PYTHONPATH=str(root)),
+        start_new_session=True,
+    )
+    try:
+        count = late / "count"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and (not count.exists() or count.read_text() != "7"):
+            time.sleep(0.2)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    data = json.loads(out.read_text())
+    (rule,) = data["rules"]
+    assert rule["verdict"] == "pass" and rule["repeats"] == 3
+    assert "cut short after 3 of 5 repeats: stopped (SIGTERM or Ctrl-C) during this rule" in rule["reason"]
+    assert len(rule["runs"]) == 6 and data["complete"] is True
+    assert rc == 0
+
+
+def test_merge_with_rules_lists_what_no_part_measured(monkeypatch, tmp_path):
+    monkeypatch.setattr(probe, "probe_cuda", lambda: GPU)
+    a, merged = tmp_path / "a.json", tmp_path / "all.json"
+    assert invoke("--fixtures", str(FAKE), "--rules", "TL910", "--repeats", "1", "--output", str(a)).exit_code == 0
+    result = invoke("--merge", str(a), "--fixtures", str(FAKE), "--rules", "TL910,TL911", "--output", str(merged))
+    assert result.exit_code == 3 and "still not measured: TL911" in result.stderr
+    data = json.loads(merged.read_text())
+    tl911 = next(r for r in data["rules"] if r["rule"] == "TL911")
+    assert tl911["verdict"] == "not-run" and tl911["reason"] == cli.NOT_REPORTED
+
+
+def test_rules_are_measured_least_certain_first_and_reported_in_code_order(monkeypatch, tmp_path):
+    import shutil
+
+    fixtures = tmp_path / "fixtures"
+    shutil.copytree(FAKE, fixtures)
+    meta = fixtures / "TL912-busy" / "meta.toml"
+    meta.write_text(meta.read_text() + 'certainty = "low"\n')
+    meta = fixtures / "TL910-fast" / "meta.toml"
+    meta.write_text(meta.read_text() + 'certainty = "high"\n')
+    monkeypatch.setattr(probe, "probe_cuda", lambda: GPU)
+    order = []
+    real = runner.run_script
+
+    def spy(fx, *args, **kwargs):
+        order.append(fx.rule)
+        return real(fx, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_script", spy)
+    out = tmp_path / "r.json"
+    invoke("--fixtures", str(fixtures), "--repeats", "1", "--output", str(out))
+    assert order == ["TL912", "TL912", "TL911", "TL911", "TL910", "TL910"]
+    assert [r["rule"] for r in json.loads(out.read_text())["rules"]] == ["TL910", "TL911", "TL912"]
+
+
+@pytest.mark.slow
+def test_dry_run_measures_on_the_cpu_at_smoke_sizes(tmp_path):
+    """The GPU path's bookkeeping without a GPU: a real fixture pair, at smoke sizes."""
+    out, md = tmp_path / "dry.json", tmp_path / "dry.md"
+    result = invoke(
+        "--dry-run",
+        "--fixtures",
+        str(DATA / "verify_fixtures"),
+        "--repeats",
+        "1",
+        "--output",
+        str(out),
+        "--markdown",
+        str(md),
+    )
+    data = json.loads(out.read_text())
+    assert data["mode"] == "dry-run" and data["environment"]["device"] == cli.DRY_RUN_DEVICE
+    (rule,) = data["rules"]
+    assert rule["verdict"] in ("pass", "fail", "inconclusive") and len(rule["runs"]) == 2
+    assert all(r["device"] == "cpu" for r in rule["runs"])
+    assert "**Dry run** on the CPU" in md.read_text()
+    assert result.exit_code in (0, 1)
 
 
 def test_plan_lists_every_rule_and_the_default_plan_fits_20_minutes():
