@@ -76,6 +76,43 @@ def test_the_placement_rules_that_would_crash_are_measured_as_crashes():
             assert "h.follow(" not in fx.script(which).read_text(), fx.rule
 
 
+_SPAWN = (
+    "import multiprocessing, runpy, sys; multiprocessing.set_start_method('spawn'); "
+    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+_WORKER_SCRIPTS = [
+    p
+    for fx in runner.discover(runner.default_fixtures_dir())
+    for p in (fx.script("bad"), fx.script("fixed"))
+    if "num_workers" in p.read_text()
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", _WORKER_SCRIPTS, ids=[f"{p.parent.name}/{p.name}" for p in _WORKER_SCRIPTS])
+def test_fixtures_with_loader_workers_run_under_spawn(script):
+    """Workers started with spawn/forkserver (macOS, Windows, Linux from Python 3.14) import the
+    script again: a fixture that starts them outside a __main__ guard breaks there."""
+    import subprocess
+    import sys
+
+    env = runner.child_env(("timing",), smoke=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _SPAWN, str(script)],
+        cwd=str(script.parent),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert runner.parse_metrics(proc.stdout)["passes"]["timing"]["samples"] > 0
+
+
+def test_some_fixture_starts_loader_workers():
+    assert len(_WORKER_SCRIPTS) >= 3, _WORKER_SCRIPTS
+
+
 # --- fixtures and their meta -----------------------------------------------------------------
 
 
@@ -337,9 +374,10 @@ def test_a_bad_script_that_runs_or_crashes_otherwise_fails():
 
 def test_a_crash_passes_only_when_fixed_runs_on_the_gpu():
     assert "no GPU kernel" in runner.rule_result(crash_fixture(), [crashed(), fixed_run(kernels=0)])["reason"]
-    assert "ran on cpu, expected cuda" in runner.rule_result(crash_fixture(), [crashed(), fixed_run(device="cpu")])[
-        "reason"
-    ]
+    assert (
+        "ran on cpu, expected cuda"
+        in runner.rule_result(crash_fixture(), [crashed(), fixed_run(device="cpu")])["reason"]
+    )
     broken = runner.Run("TL1", "fixed", ("timing",), 0, 1, None, "exit 1: boom")
     assert runner.rule_result(crash_fixture(), [crashed(), broken])["verdict"] == "fail"
 

@@ -50,23 +50,6 @@ def enter_cost_mode(torch: Any) -> Any:
 
     torch.device = device
 
-    # A module on the meta device moved back to the CPU (`model.to(x.device)` with a
-    # CPU batch: the placement fixtures' bad scripts) has no data to copy: give it
-    # fresh CPU storage and initialise it, as the real run's copy would hold values.
-    module_to = torch.nn.Module.to
-
-    def to(self: Any, *args: Any, **kwargs: Any) -> Any:
-        target = torch._C._nn._parse_to(*args, **kwargs)[0]
-        if target is not None and target.type != "meta" and any(p.device.type == "meta" for p in self.parameters()):
-            self.to_empty(device=target)
-            with torch.no_grad():
-                for m in self.modules():
-                    if hasattr(m, "reset_parameters"):
-                        m.reset_parameters()
-            return self
-        return module_to(self, *args, **kwargs)
-
-    torch.nn.Module.to = to
     counts = {"syncs": 0}
 
     def _host_value(name: str, default: Any) -> Any:

@@ -130,17 +130,6 @@ class Harness:
         if self.cuda:
             self.torch.cuda.synchronize()
 
-    def follow(self, model: Any, device: Any) -> None:
-        """Move `model` to `device` (the device of a batch the script feeds it).
-        The placement fixtures' bad scripts feed a model that the code puts on
-        the GPU with a batch the code leaves on the CPU: on a GPU that is a
-        device-mismatch error, not a slow run. This call stands in for the
-        fallback such a script ends up with (the model goes back to the CPU and
-        the step runs there), so the bad script runs and its cost can be
-        measured. Once both are on the GPU it does nothing."""
-        if next(model.parameters()).device != device:
-            model.to(device)
-
     def checkpoint(self, model: Any) -> str:
         """Save `model`'s current weights to a temporary file and return its path:
         the "trained weights" an inference fixture loads (`torch.load`)."""
