@@ -420,30 +420,35 @@ def test_dry_run_measures_on_the_cpu_at_smoke_sizes(tmp_path):
     assert result.exit_code in (0, 1)
 
 
-def test_plan_lists_every_rule_and_the_default_plan_fits_20_minutes():
-    from torchlint.verify import plan
+def test_the_session_plan_lists_every_rule_once_least_certain_first_within_8_minutes():
+    from torchlint.verify import plan, session
 
     result = invoke("--plan")
     assert result.exit_code == 0, result.output
-    fixtures = sorted(p.name.split("-")[0] for p in REPO_FIXTURES.iterdir() if (p / "meta.toml").is_file())
+    fixtures = runner.discover(REPO_FIXTURES)
     lines = result.stdout.splitlines()
-    for code in fixtures:
-        assert any(line.startswith(code + " ") for line in lines), code
+    for fx in fixtures:
+        assert sum(1 for line in lines if f" {fx.rule} " in line and line[:1].isdigit()) == 1, fx.rule
     assert "(no cost.json)" not in result.stdout, "run python -m torchlint.verify.costs"
-    _, total = plan.render(runner.discover(REPO_FIXTURES), 5)
-    assert total <= 20 * 60
-    assert "within the 20.0 min budget" in result.stdout
-    split = [
-        line for line in lines if line.lstrip().startswith(("1. --rules", "2. --rules", "3. --rules", "4. --rules"))
-    ]
-    covered = [c for line in split for c in line.split("--rules ")[1].split()[0].split(",")]
-    assert sorted(covered) == fixtures
+    _, total = plan.render(fixtures)
+    assert total <= session.RULES_BUDGET_S == 480 < session.LIMIT_S <= 540
+    assert "within the 8.0 min budget (480 s)" in result.stdout
+    listed = [line.split("--rules ")[1].split()[0] for line in lines if line.lstrip().startswith("part")]
+    assert ",".join(listed).split(",") == [fx.rule for fx in runner.run_order(fixtures)]
+    assert listed[0] == "TL401,TL402,TL501" and listed[-1] == "TL100,TL101,TL102,TL103,TL105"
+
+
+def test_plan_with_repeats_overrides_the_parts_and_can_be_over_budget():
+    result = invoke("--plan", "--repeats", "9", "--time-budget", "60")
+    assert result.exit_code == 0
+    assert "--repeats 9;" in result.stdout and "OVER the 60 s budget" in result.stdout
+    assert "part1-low: --rules TL401,TL402,TL501 --repeats 9" in result.stdout
 
 
 def test_plan_without_cost_data_falls_back(tmp_path):
     result = invoke("--plan", "--fixtures", str(FAKE), "--repeats", "2")
     assert result.exit_code == 0
-    assert "TL910  wall_s" in result.stdout and "(no cost.json)" in result.stdout
+    assert "TL910  medium     wall_s" in result.stdout and "(no cost.json)" in result.stdout
 
 
 def test_smoke_of_broken_fixtures_fails(tmp_path):

@@ -21,6 +21,7 @@ from torchlint.verify import runner
 from torchlint.verify import verdict as V
 
 DEFAULT_OUTPUT = "torchlint-verify.json"
+DEFAULT_REPEATS = 5
 DRY_RUN_DEVICE = "cpu (dry run)"
 NOT_REPORTED = "not run: no merged report has this rule (its part never started, or stopped before writing)"
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -87,9 +88,9 @@ def _discover(fixtures_dir: Optional[Path], rules: Sequence[str]) -> List[runner
 @click.option(
     "--repeats",
     type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="Runs of each script (fresh processes) per rule.",
+    default=None,
+    help=f"Runs of each script (fresh processes) per rule [default: {DEFAULT_REPEATS}; "
+    "with --plan: each session part's own].",
 )
 @click.option(
     "--output",
@@ -130,7 +131,7 @@ def _discover(fixtures_dir: Optional[Path], rules: Sequence[str]) -> List[runner
     default=None,
     metavar="SECONDS",
     help="Start a rule only when its estimate fits in what is left of this many seconds; "
-    "the rest are reported as not run (exit 3). With --plan: the size of each suggested command.",
+    "the rest are reported as not run (exit 3). With --plan: the budget the total is held to.",
 )
 @click.option("--require-gpu", is_flag=True, help="Exit 2 instead of 0 when no CUDA GPU can be used.")
 @click.option(
@@ -163,7 +164,7 @@ def _discover(fixtures_dir: Optional[Path], rules: Sequence[str]) -> List[runner
 def verify_command(
     rule_opts: Sequence[str],
     rules_opts: Sequence[str],
-    repeats: int,
+    repeats: Optional[int],
     output: Optional[Path],
     markdown: Optional[Path],
     plot: Optional[Path],
@@ -201,9 +202,10 @@ def verify_command(
         from torchlint.verify import plan as plan_mod
 
         fixtures = _discover(fixtures_dir, rules)
-        text, _ = plan_mod.render(fixtures, repeats, per_command_s=time_budget or plan_mod.DEFAULT_COMMAND_S)
+        text, _ = plan_mod.render(fixtures, repeats, budget_s=time_budget or plan_mod.DEFAULT_BUDGET_S)
         click.echo(text, nl=False)
         sys.exit(EXIT_OK)
+    repeats = repeats or DEFAULT_REPEATS
     if smoke:
         fixtures = _discover(fixtures_dir, rules)
         sys.exit(_smoke(fixtures, jobs, timeout, output, markdown, plot, root))

@@ -195,6 +195,10 @@ class Harness:
         }
 
     def emit(self, **extra: Any) -> None:
+        if self.cost_mode:
+            from torchlint.verify import cost_mode
+
+            cost_mode.finish(self)
         self.metrics.update(extra)
         self._emit_line()
 
