@@ -779,6 +779,9 @@ def test_measure_real_harness_end_to_end_on_cpu(tmp_path):
         ("fixed", ("timing", "profile")),
     ]
     assert all(r.ok for r in runs), [r.error for r in runs]
+    # Each run records its start-up (interpreter, imports) and set-up, to calibrate --plan.
+    assert all(0 < r.metrics["startup_s"] < r.seconds and 0 <= r.metrics["setup_s"] < r.seconds for r in runs)
+    assert runner.run_record(runs[0])["startup_s"] == runs[0].metrics["startup_s"]
     assert all(r.window("profile")["window_found"] and r.window("profile")["busy_fraction"] == 0.0 for r in runs)
     result = runner.rule_result(fx, runs, expected_device="cpu")
     assert result["verdict"] == "pass", result["reason"]

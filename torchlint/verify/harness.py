@@ -115,6 +115,9 @@ class Harness:
         self.samples = 0
         self.step_s: Optional[float] = None
         self.metrics: Dict[str, Any] = {"passes": {}}
+        launched = os.environ.get("TORCHLINT_VERIFY_LAUNCHED")
+        if launched:  # the runner's clock when it started this process: interpreter and imports
+            self.metrics["startup_s"] = round(time.time() - float(launched), 3)
         torch.manual_seed(0)
 
     # -- what fixtures call ------------------------------------------------
@@ -168,6 +171,7 @@ class Harness:
         passed (GPU clocks ramp up under load); measures the step time that sizes the windows."""
         w = self.windows
         t0 = time.perf_counter()
+        self.metrics["setup_s"] = round(t0 - self._t_init, 3)  # the script's set-up (an optimizer's imports)
         yield 1
         self.sync()
         first = time.perf_counter() - t0

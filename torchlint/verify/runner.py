@@ -374,6 +374,7 @@ def run_script(
 ) -> Run:
     run = Run(fx.rule, which, tuple(passes), repeat, fixture=str(fx.path))
     cmd = list(launcher or [python]) + [str(fx.script(which))] + (["--smoke"] if smoke else [])
+    env = dict(env or {}, TORCHLINT_VERIFY_LAUNCHED=repr(time.time()))
     start = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -953,6 +954,8 @@ def run_record(r: Run) -> Dict[str, Any]:
         "seconds": round(r.seconds, 3),
         "device": m.get("device"),
         "gpu_name": m.get("gpu_name"),
+        "startup_s": m.get("startup_s"),
+        "setup_s": m.get("setup_s"),
         "warmup": m.get("warmup"),
         "windows": m.get("passes"),
     }
