@@ -362,6 +362,13 @@ def test_a_bad_script_that_crashes_as_expected_passes_when_fixed_runs():
     assert result["errors"] == []  # the expected crash is the result, not an error
 
 
+def test_the_exception_that_ended_a_script_is_kept_when_messages_follow_it():
+    stderr = "Traceback (most recent call last):\n  ...\nRuntimeError: " + CRASH + "\n" + "[W] worker exiting\n" * 3
+    r = runner._finish(runner.Run("TL1", "bad", ("timing",), 0), 1, "", stderr)
+    assert r.error.startswith("exit 1: RuntimeError: " + CRASH) and r.error.endswith("[W] worker exiting")
+    assert runner.rule_result(crash_fixture(), [r, fixed_run()])["verdict"] == "pass"
+
+
 def test_a_bad_script_that_runs_or_crashes_otherwise_fails():
     ran = run("bad", ("timing", "profile", "sync"), device="cuda")
     result = runner.rule_result(crash_fixture(), [ran, fixed_run()])

@@ -41,7 +41,10 @@ from torchlint.verify.harness import DEFAULT_WINDOWS, MARK, PASSES
 try:  # Python 3.11+
     import tomllib
 except ImportError:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        import tomli as tomllib  # type: ignore[no-redef]
+    except ImportError:  # a bare Python 3.10 (as a GPU machine's image may be): pip's own copy
+        from pip._vendor import tomli as tomllib  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGED_FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -83,6 +86,7 @@ DERIVED = {
 REQUIRED_META = ("rule", "name", "summary", "metric", "direction", "threshold")
 DEFAULT_TIMEOUT = 180.0
 CHECK_RE = re.compile(r"^\s*(bad|fixed)\.(\w+)\s*(>=|<=|==|!=|>|<)\s*(?:(bad|fixed)\.(\w+)|(-?[0-9.eE+-]+))\s*$")
+EXCEPTION_RE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
 OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne}
 
 
@@ -399,7 +403,12 @@ def _finish(run: Run, rc: int, stdout: str, stderr: str) -> Run:
     run.rc = rc
     run.metrics = parse_metrics(stdout)
     if rc != 0:
-        tail = (stderr or stdout).strip().splitlines()[-3:]
+        lines = (stderr or stdout).strip().splitlines()
+        tail = lines[-3:]
+        # The exception that ended the script, even when messages at exit (workers, threads) follow it.
+        raised = next((line for line in reversed(lines) if EXCEPTION_RE.match(line)), None)
+        if raised is not None and raised not in tail:
+            tail = [raised] + tail
         run.error = f"exit {rc}: " + " | ".join(tail)
     elif run.metrics is None:
         run.error = "no metrics line (the script must call h.run() or h.emit())"
