@@ -46,7 +46,7 @@ from torchlint.verify import costs as costs_mod
 from torchlint.verify import session
 from torchlint.verify.harness import DEFAULT_WINDOWS, window_steps
 from torchlint.verify.passes import SETTLE_BELOW_S
-from torchlint.verify.runner import SCRIPTS, Fixture, plan
+from torchlint.verify.runner import SCRIPTS, Fixture, plan, rule_repeats
 
 GPU_FLOPS = 25e12
 GPU_CONV_FLOPS = 100e12  # TF32 convolutions, ~20% of the H100's TF32 peak: small channel counts are memory-bound
@@ -90,14 +90,10 @@ def step_estimate(cost: Dict[str, Any]) -> StepEstimate:
     host_s = cost.get("host_s", cost.get("step_s", 0.0))
     rate = cost.get("cpu_flops_per_s") or 0.0
     host_flops = cost.get("host_flops", 0)
-    if rate > 0 and host_flops:
+    if rate > 0 and host_flops:  # CPU matmuls: from one thread to the GPU machine's cores
         in_matmuls = min(host_s, host_flops / rate)
-        host_s = (host_s - in_matmuls) * idle_factor(cost) + in_matmuls * idle_factor(cost) / (
-            HOST_CORES * HOST_EFFICIENCY
-        )
-    else:
-        host_s *= idle_factor(cost)
-    host = host_s + ops * LAUNCH_S
+        host_s -= in_matmuls * (1 - 1 / (HOST_CORES * HOST_EFFICIENCY))
+    host = host_s * idle_factor(cost) + ops * LAUNCH_S
     profiled_host = host + (ops + cost.get("host_ops", 0)) * PROFILER_OP_S
     if cost.get("syncs_per_step", 0) >= 0.9:  # a sync every step: host and GPU take turns
         step, profiled = gpu + host, gpu + profiled_host
@@ -172,7 +168,7 @@ def rule_plan(fx: Fixture, repeats: int) -> RulePlan:
         if w in scripts and "error" not in scripts[w] and "crashes" not in scripts[w]
     }
     missing = any(w not in scripts or "error" in scripts[w] for w in SCRIPTS)
-    return RulePlan(fx, 1 if fx.bad_error else repeats, len(steps), seconds, per_script, missing)
+    return RulePlan(fx, rule_repeats(fx, repeats), len(steps), seconds, per_script, missing)
 
 
 def estimator(repeats: int) -> Callable[[Fixture], float]:
