@@ -8,8 +8,9 @@ from torchlint.verify import report as R
 from torchlint.verify import verdict as V
 
 
-def rule(code, metric, verdict, bad=None, fixed=None, change=None, direction="up", threshold=0.1):
+def rule(code, metric, verdict, bad=None, fixed=None, change=None, direction="up", threshold=0.1, repeats=5):
     return {
+        "repeats": repeats,
         "rule": code,
         "name": "x",
         "fixture": f"fixtures/{code}-x",
@@ -90,15 +91,15 @@ def test_json_report_keys(tmp_path):
 def test_markdown_table():
     md = R.to_markdown(sample_report())
     lines = md.splitlines()
-    header = lines.index("| Rule | Metric | Bad | Fixed | Change | Threshold | Verdict |")
-    assert lines[header + 1] == "|---|---|---|---|---|---|---|"
+    header = lines.index("| Rule | Metric | Bad | Fixed | Change | Threshold | Verdict | Repeats |")
+    assert lines[header + 1] == "|---|---|---|---|---|---|---|---|"
     body = lines[header + 2 : header + 6]
-    assert body[0] == "| TL104 | h2d_copies | 100 | 2 | -98.0% | down >= 20% | PASS |"
+    assert body[0] == "| TL104 | h2d_copies | 100 | 2 | -98.0% | down >= 20% | PASS | 5 |"
     assert body[1] == (
-        "| TL302 | busy_fraction | 30.0% ± 20.0% | 45.0% ± 10.0% | +15.0 pts | up >= 10 pts | INCONCLUSIVE |"
+        "| TL302 | busy_fraction | 30.0% ± 20.0% | 45.0% ± 10.0% | +15.0 pts | up >= 10 pts | INCONCLUSIVE | 5 |"
     )
     assert body[2].startswith("| TL201 | peak_mem_bytes | 1024.0 MiB | 1024.0 MiB | +0.0% |")
-    assert body[3] == "| TL401 | sync_count | - | - | n/a | up >= 10% | SKIPPED |"
+    assert body[3] == "| TL401 | sync_count | - | - | n/a | up >= 10% | SKIPPED | - |"
     assert "because \\| reasons" in md  # pipes escaped
     assert "H100" in md
 
@@ -115,9 +116,9 @@ def test_markdown_of_a_skipped_report_states_the_reason():
 
 def test_text_table_is_aligned():
     text = R.to_text(sample_report()).splitlines()
-    assert text[0].split() == ["Rule", "Metric", "Bad", "Fixed", "Change", "Threshold", "Verdict"]
+    assert text[0].split() == ["Rule", "Metric", "Bad", "Fixed", "Change", "Threshold", "Verdict", "Repeats"]
     assert set(text[1]) <= {"-", " "}
-    assert text[2].startswith("TL104") and text[2].rstrip().endswith("PASS")
+    assert text[2].startswith("TL104") and text[2].split()[-2:] == ["PASS", "5"]
 
 
 def test_png_plot_written(tmp_path):
@@ -168,7 +169,7 @@ def test_partial_report_and_not_run_rules():
     assert rep["complete"] is False and rep["rules_not_run"] == ["TL401"]
     md = R.to_markdown(rep)
     assert "**Partial report**: not run: TL401" in md
-    assert "| TL401 | samples_per_s | - | - | n/a | up >= 10% | NOT-RUN |" in md
+    assert "| TL401 | samples_per_s | - | - | n/a | up >= 10% | NOT-RUN | - |" in md
 
 
 def test_context_table_puts_samples_per_second_beside_the_busy_fraction():
@@ -239,3 +240,44 @@ def test_load_json_rejects_what_is_not_a_report(tmp_path):
     bad.write_text('{"rules": [], "schema_version": 1}')
     with pytest.raises(R.MergeError, match="schema_version 1"):
         R.load_json(bad)
+
+
+def test_each_rule_shows_its_own_repeats():
+    """A merged session: rules measured with different repeats (and a crash rule with one) say so per row."""
+    a = _part([rule("TL401", "samples_per_s", "pass", summ(1, n=5), summ(2, n=5), 1.0, repeats=5)])
+    b = _part([rule("TL104", "samples_per_s", "pass", summ(1, n=3), summ(2, n=3), 1.0, repeats=3)])
+    merged, _ = R.merge([("a.json", a), ("b.json", b)])
+    md = R.to_markdown(merged)
+    assert "over each rule's repeats (the Repeats column)" in md and "5 repeat(s)" not in md
+    assert "| TL104 | samples_per_s | 1/s | 2/s | +100.0% | up >= 10% | PASS | 3 |" in md
+    assert "| TL401 | samples_per_s | 1/s | 2/s | +100.0% | up >= 10% | PASS | 5 |" in md
+
+
+def test_a_crash_rule_reads_bad_crashes_fixed_runs():
+    r = rule("TL102", "busy_fraction", "pass", None, summ(0.9, n=1), None, repeats=1)
+    r.update(bad_error="Expected all tensors to be on the same device", bad_crash="RuntimeError: Expected all ...")
+    (row,) = R.rows(R.build([r], mode="gpu", repeats=3))
+    assert row == ["TL102", "busy_fraction", "crashes", "90.0%", "-", "bad crashes, fixed runs", "PASS", "1"]
+    r.update(verdict="fail", bad_crash="")
+    assert R.rows(R.build([r], mode="gpu", repeats=3))[0][2] == "no crash"
+
+
+def test_merge_lists_expected_rules_that_no_report_has():
+    a = _part([rule("TL401", "samples_per_s", "pass", summ(1), summ(2), 1.0)])
+    missing = rule("TL100", "busy_fraction", "not-run")
+    missing["reason"] = "not run: no merged report has this rule"
+    stale = rule("TL401", "samples_per_s", "not-run")
+    merged, _ = R.merge([("a.json", a)], expected=[missing, stale])
+    assert {r["rule"]: (r["verdict"], r["source"]) for r in merged["rules"]} == {
+        "TL100": ("not-run", R.NO_REPORT),
+        "TL401": ("pass", "a.json"),
+    }
+    assert merged["complete"] is False and merged["rules_not_run"] == ["TL100"]
+
+
+def test_merge_refuses_a_dry_run_with_a_gpu_measurement():
+    a = _part([])
+    b = R.build([], mode="dry-run", repeats=1, environment={"device": "H100", "torch": "2.11.0", "cuda": "12.8"})
+    with pytest.raises(R.MergeError, match="dry run"):
+        R.merge([("a", a), ("b", b)])
+    assert "**Dry run** on the CPU" in R.to_markdown(b)

@@ -39,9 +39,78 @@ def test_plan_honours_skip_passes_and_timing_metrics():
 
 
 def test_one_run_per_script_and_repeat():
-    """The windows share a process: 13 rules x 5 repeats is 130 interpreters, not 260+."""
+    """The windows share a process: one interpreter per script and repeat; a rule whose
+    bad script crashes runs the pair once (a crash is not a sample)."""
     fixtures = runner.discover(runner.default_fixtures_dir())
-    assert len(runner.plan(fixtures, 5)) == 10 * len(fixtures)
+    crashing = [fx for fx in fixtures if fx.bad_error]
+    assert len(runner.plan(fixtures, 5)) == 10 * (len(fixtures) - len(crashing)) + 2 * len(crashing)
+
+
+def test_a_crashing_bad_script_plans_one_pair_with_every_window():
+    fx = runner.Fixture(
+        "TL1", "x", "s", "busy_fraction", "up", 0.1, False, Path("/nowhere"), bad_error="Expected all tensors"
+    )
+    steps = [(p.repeat, p.script, p.passes) for p in runner.plan([fx], 5)]
+    assert steps == [(0, "bad", ("timing", "profile", "sync")), (0, "fixed", ("timing", "profile", "sync"))]
+
+
+def test_rules_run_least_certain_first_and_the_placement_family_last():
+    fixtures = runner.discover(runner.default_fixtures_dir())
+    order = [fx.rule for fx in runner.run_order(fixtures)]
+    assert order[:3] == ["TL401", "TL402", "TL501"]
+    assert order[-5:] == ["TL100", "TL101", "TL102", "TL103", "TL105"]
+    assert sorted(order) == [fx.rule for fx in fixtures]
+    ranks = [fx.certainty.rank for fx in runner.run_order(fixtures)]
+    assert ranks == sorted(ranks)
+
+
+def test_the_placement_rules_that_would_crash_are_measured_as_crashes():
+    """TL102/TL103/TL105: on a GPU the bad script stops with a device mismatch; no fixture
+    moves the model back to the CPU to make it run (that passed by construction)."""
+    by_rule = {fx.rule: fx for fx in runner.discover(runner.default_fixtures_dir())}
+    for code in ("TL102", "TL103", "TL105"):
+        assert by_rule[code].bad_error == "Expected all tensors to be on the same device", code
+    assert {code for code, fx in by_rule.items() if fx.bad_error} == {"TL102", "TL103", "TL105"}
+    for fx in by_rule.values():
+        for which in runner.SCRIPTS:
+            assert "h.follow(" not in fx.script(which).read_text(), fx.rule
+
+
+_SPAWN = (
+    "import multiprocessing, runpy, sys; multiprocessing.set_start_method('spawn'); "
+    "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+_WORKER_SCRIPTS = [
+    p
+    for fx in runner.discover(runner.default_fixtures_dir())
+    for p in (fx.script("bad"), fx.script("fixed"))
+    if "num_workers" in p.read_text()
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", _WORKER_SCRIPTS, ids=[f"{p.parent.name}/{p.name}" for p in _WORKER_SCRIPTS])
+def test_fixtures_with_loader_workers_run_under_spawn(script):
+    """Workers started with spawn/forkserver (macOS, Windows, Linux from Python 3.14) import the
+    script again: a fixture that starts them outside a __main__ guard breaks there."""
+    import subprocess
+    import sys
+
+    env = runner.child_env(("timing",), smoke=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _SPAWN, str(script)],
+        cwd=str(script.parent),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert runner.parse_metrics(proc.stdout)["passes"]["timing"]["samples"] > 0
+
+
+def test_some_fixture_starts_loader_workers():
+    assert len(_WORKER_SCRIPTS) >= 3, _WORKER_SCRIPTS
 
 
 # --- fixtures and their meta -----------------------------------------------------------------
@@ -65,7 +134,7 @@ def test_no_fixture_decides_on_a_count_the_fix_removes_by_construction():
 
 def test_busy_fraction_fixtures_confirm_with_the_timing_window():
     for fx in runner.discover(runner.default_fixtures_dir()):
-        if fx.metric == "busy_fraction":
+        if fx.metric == "busy_fraction" and not fx.bad_error:
             assert "fixed.samples_per_s > bad.samples_per_s" in fx.checks, fx.rule
 
 
@@ -84,6 +153,15 @@ def test_skip_passes_cannot_skip_the_metric_pass(tmp_path):
     d = _meta_dir(tmp_path, 'skip_passes = ["sync"]\n', metric="sync_count")
     with pytest.raises(runner.FixtureError, match="cannot skip pass 'sync'"):
         runner.load_fixture(d)
+
+
+def test_certainty_and_bad_error_are_checked(tmp_path):
+    with pytest.raises(runner.FixtureError, match="certainty must be one of low, medium, high"):
+        runner.load_fixture(_meta_dir(tmp_path / "a", 'certainty = "sure"\n'))
+    with pytest.raises(runner.FixtureError, match="cannot have checks"):
+        runner.load_fixture(_meta_dir(tmp_path / "b", 'bad_error = "boom"\nchecks = ["bad.wall_s > 0"]\n'))
+    fx = runner.load_fixture(_meta_dir(tmp_path / "c", ""))
+    assert fx.certainty is runner.Certainty.MEDIUM and fx.bad_error == ""
 
 
 def test_bad_checks_and_windows_are_fixture_errors(tmp_path):
@@ -255,6 +333,62 @@ def test_context_window_failure_does_not_decide_the_verdict():
     assert result["verdict"] == "pass" and result["errors"]
 
 
+# --- a bad script that crashes: "bad crashes, fixed runs" ---------------------------------------
+
+CRASH = "Expected all tensors to be on the same device"
+
+
+def crash_fixture():
+    return runner.Fixture("TL1", "x", "s", "busy_fraction", "up", 0.1, False, Path("/nowhere"), bad_error=CRASH)
+
+
+def crashed(error=f"RuntimeError: {CRASH}, but found at least two devices, cuda:0 and cpu!"):
+    return runner.Run("TL1", "bad", ("timing", "profile", "sync"), 0, 1, None, f"exit 1: Traceback | x | {error}")
+
+
+def fixed_run(kernels=40, device="cuda"):
+    passes = ("timing", "profile", "sync")
+    r = run("fixed", passes, device=device, profile={"busy_fraction": 0.9, "kernels": kernels, "window_found": True})
+    return r
+
+
+def test_a_bad_script_that_crashes_as_expected_passes_when_fixed_runs():
+    result = runner.rule_result(crash_fixture(), [crashed(), fixed_run()], repeats=5)
+    assert result["verdict"] == "pass"
+    assert result["reason"].startswith("bad crashes, fixed runs: bad.py stopped with 'RuntimeError: Expected all")
+    assert result["bad_crash"].startswith("RuntimeError: " + CRASH)
+    assert result["repeats"] == 1 and result["bad"] is None and result["change"] is None
+    assert result["fixed"]["median"] == 0.9
+    assert result["errors"] == []  # the expected crash is the result, not an error
+
+
+def test_the_exception_that_ended_a_script_is_kept_when_messages_follow_it():
+    stderr = "Traceback (most recent call last):\n  ...\nRuntimeError: " + CRASH + "\n" + "[W] worker exiting\n" * 3
+    r = runner._finish(runner.Run("TL1", "bad", ("timing",), 0), 1, "", stderr)
+    assert r.error.startswith("exit 1: RuntimeError: " + CRASH) and r.error.endswith("[W] worker exiting")
+    assert runner.rule_result(crash_fixture(), [r, fixed_run()])["verdict"] == "pass"
+
+
+def test_a_bad_script_that_runs_or_crashes_otherwise_fails():
+    ran = run("bad", ("timing", "profile", "sync"), device="cuda")
+    result = runner.rule_result(crash_fixture(), [ran, fixed_run()])
+    assert result["verdict"] == "fail" and "bad.py ran to its end on cuda instead of stopping" in result["reason"]
+    other = crashed("torch.OutOfMemoryError: CUDA out of memory")
+    result = runner.rule_result(crash_fixture(), [other, fixed_run()])
+    assert result["verdict"] == "fail" and "bad.py stopped, but not with" in result["reason"]
+    assert result["bad_crash"] == "" and result["errors"]
+
+
+def test_a_crash_passes_only_when_fixed_runs_on_the_gpu():
+    assert "no GPU kernel" in runner.rule_result(crash_fixture(), [crashed(), fixed_run(kernels=0)])["reason"]
+    assert (
+        "ran on cpu, expected cuda"
+        in runner.rule_result(crash_fixture(), [crashed(), fixed_run(device="cpu")])["reason"]
+    )
+    broken = runner.Run("TL1", "fixed", ("timing",), 0, 1, None, "exit 1: boom")
+    assert runner.rule_result(crash_fixture(), [crashed(), broken])["verdict"] == "fail"
+
+
 # --- measure: budget, incremental callback, partial windows -----------------------------------
 
 
@@ -308,6 +442,75 @@ def test_measure_stops_a_rule_when_the_budget_runs_out(monkeypatch):
     rr = out[str(fixtures[0].path)]
     assert timeouts == [50.0]  # no run may outlast the budget
     assert not rr.complete and "ran out" in rr.reason
+
+
+def test_a_stop_reports_the_rule_in_progress_with_the_runs_it_finished(monkeypatch):
+    """SIGTERM (turned into an exception) mid-rule: on_rule still gets that rule, with its runs."""
+    fixtures = runner.discover(FAKE, ["TL910", "TL911"])
+    calls = []
+
+    def fake_run(fx, which, passes=("timing",), repeat=0, smoke=False, timeout=0, env=None, **kw):
+        calls.append(which)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return run(which, passes, repeat)
+
+    monkeypatch.setattr(runner, "run_script", fake_run)
+    seen = []
+    with pytest.raises(KeyboardInterrupt):
+        runner.measure(fixtures, repeats=3, on_rule=lambda rr: seen.append((rr.fixture.rule, rr.complete, rr)))
+    assert [(rule, complete) for rule, complete, _ in seen] == [("TL910", False)]
+    rr = seen[0][2]
+    assert len(rr.runs) == 4 and rr.reason == runner.STOPPED
+
+
+def test_a_fixture_killed_by_the_stop_is_marked_cut(monkeypatch):
+    fixtures = runner.discover(FAKE, ["TL910"])
+    calls = []
+
+    def fake_run(fx, which, passes=("timing",), repeat=0, smoke=False, timeout=0, env=None, **kw):
+        calls.append(which)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        r = run(which, passes, repeat)
+        r.rc = -15  # the stop's SIGTERM reached the fixture's process first
+        return r
+
+    monkeypatch.setattr(runner, "run_script", fake_run)
+    seen = []
+    with pytest.raises(KeyboardInterrupt):
+        runner.measure(fixtures, repeats=1, on_rule=seen.append)
+    assert [r.cut for r in seen[0].runs] == [True]
+
+
+def cut_runs(repeats, extra=()):
+    """Finished repeats of a fake wall_s rule (bad 1.0 s, fixed 0.5 s), then `extra` runs."""
+    runs = []
+    for k in range(repeats):
+        runs += [run("bad", repeat=k, timing={"wall_s": 1.0}), run("fixed", repeat=k, timing={"wall_s": 0.5})]
+    return runs + list(extra)
+
+
+def test_a_rule_cut_after_three_finished_repeats_keeps_its_verdict():
+    killed = run("fixed", repeat=3)
+    killed.rc, killed.cut, killed.error = -15, True, "exit -15: "
+    runs = cut_runs(3, [run("bad", repeat=3, timing={"wall_s": 1.0}), killed])
+    result = runner.cut_result(fake_fixture(), runs, runner.STOPPED, repeats=5, expected_device="cuda")
+    assert result["verdict"] == "pass" and result["repeats"] == 3
+    assert result["bad"]["n"] == 3 and result["fixed"]["n"] == 3  # the unfinished repeat is left out
+    assert "(cut short after 3 of 5 repeats: stopped (SIGTERM or Ctrl-C) during this rule)" in result["reason"]
+    assert len(result["runs"]) == 8 and result["runs"][-1]["cut"] is True  # ... but kept in the record
+
+
+def test_a_rule_cut_too_early_is_not_run_with_its_runs_kept():
+    result = runner.cut_result(fake_fixture(), cut_runs(2), runner.BUDGET_CUT, repeats=5)
+    assert result["verdict"] == "not-run"
+    assert result["reason"] == (
+        "not run: --time-budget ran out during this rule, after 4 run(s); 2 finished repeat(s), a verdict needs 3"
+    )
+    assert len(result["runs"]) == 4
+    crash = runner.cut_result(crash_fixture(), [crashed()], runner.STOPPED, repeats=5)
+    assert crash["verdict"] == "not-run" and "a verdict needs 1" in crash["reason"]
 
 
 def test_a_run_killed_by_its_timeout_keeps_the_windows_it_printed(tmp_path):
@@ -583,6 +786,9 @@ def test_measure_real_harness_end_to_end_on_cpu(tmp_path):
         ("fixed", ("timing", "profile")),
     ]
     assert all(r.ok for r in runs), [r.error for r in runs]
+    # Each run records its start-up (interpreter, imports) and set-up, to calibrate --plan.
+    assert all(0 < r.metrics["startup_s"] < r.seconds and 0 <= r.metrics["setup_s"] < r.seconds for r in runs)
+    assert runner.run_record(runs[0])["startup_s"] == runs[0].metrics["startup_s"]
     assert all(r.window("profile")["window_found"] and r.window("profile")["busy_fraction"] == 0.0 for r in runs)
     result = runner.rule_result(fx, runs, expected_device="cpu")
     assert result["verdict"] == "pass", result["reason"]

@@ -21,6 +21,9 @@ from torchlint.verify import runner
 from torchlint.verify import verdict as V
 
 DEFAULT_OUTPUT = "torchlint-verify.json"
+DEFAULT_REPEATS = 5
+DRY_RUN_DEVICE = "cpu (dry run)"
+NOT_REPORTED = "not run: no merged report has this rule (its part never started, or stopped before writing)"
 EXIT_OK, EXIT_FAIL, EXIT_ERROR, EXIT_INCOMPLETE = 0, 1, 2, 3
 
 
@@ -85,9 +88,9 @@ def _discover(fixtures_dir: Optional[Path], rules: Sequence[str]) -> List[runner
 @click.option(
     "--repeats",
     type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="Runs of each script (fresh processes) per rule.",
+    default=None,
+    help=f"Runs of each script (fresh processes) per rule [default: {DEFAULT_REPEATS}; "
+    "with --plan: each session part's own].",
 )
 @click.option(
     "--output",
@@ -119,7 +122,8 @@ def _discover(fixtures_dir: Optional[Path], rules: Sequence[str]) -> List[runner
     "merge_files",
     multiple=True,
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="Merge these reports (repeatable) into --output/--markdown/--plot; measure nothing.",
+    help="Merge these reports (repeatable) into --output/--markdown/--plot; measure nothing. "
+    "With --rules, a rule no report has is listed as not run.",
 )
 @click.option(
     "--time-budget",
@@ -127,9 +131,15 @@ def _discover(fixtures_dir: Optional[Path], rules: Sequence[str]) -> List[runner
     default=None,
     metavar="SECONDS",
     help="Start a rule only when its estimate fits in what is left of this many seconds; "
-    "the rest are reported as not run (exit 3). With --plan: the size of each suggested command.",
+    "the rest are reported as not run (exit 3). With --plan: the budget the total is held to.",
 )
 @click.option("--require-gpu", is_flag=True, help="Exit 2 instead of 0 when no CUDA GPU can be used.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Measure on the CPU at smoke sizes: the GPU path's bookkeeping (time budget, partial reports, "
+    "merge) without a GPU; the numbers and verdicts mean nothing.",
+)
 @click.option(
     "--fixtures",
     "fixtures_dir",
@@ -154,7 +164,7 @@ def _discover(fixtures_dir: Optional[Path], rules: Sequence[str]) -> List[runner
 def verify_command(
     rule_opts: Sequence[str],
     rules_opts: Sequence[str],
-    repeats: int,
+    repeats: Optional[int],
     output: Optional[Path],
     markdown: Optional[Path],
     plot: Optional[Path],
@@ -163,6 +173,7 @@ def verify_command(
     merge_files: Sequence[Path],
     time_budget: Optional[float],
     require_gpu: bool,
+    dry_run: bool,
     fixtures_dir: Optional[Path],
     jobs: Optional[int],
     timeout: float,
@@ -181,14 +192,20 @@ def verify_command(
     root = Path.cwd()
     rules = runner.split_rules(list(rule_opts) + list(rules_opts))
     if merge_files:
-        sys.exit(_merge(merge_files, output, markdown, plot))
+        expected = (
+            [runner.not_run_result(fx, NOT_REPORTED, root=root) for fx in _discover(fixtures_dir, rules)]
+            if rules
+            else []
+        )
+        sys.exit(_merge(merge_files, output, markdown, plot, expected))
     if show_plan:
         from torchlint.verify import plan as plan_mod
 
         fixtures = _discover(fixtures_dir, rules)
-        text, _ = plan_mod.render(fixtures, repeats, per_command_s=time_budget or plan_mod.DEFAULT_COMMAND_S)
+        text, _ = plan_mod.render(fixtures, repeats, budget_s=time_budget or plan_mod.DEFAULT_BUDGET_S)
         click.echo(text, nl=False)
         sys.exit(EXIT_OK)
+    repeats = repeats or DEFAULT_REPEATS
     if smoke:
         fixtures = _discover(fixtures_dir, rules)
         sys.exit(_smoke(fixtures, jobs, timeout, output, markdown, plot, root))
@@ -210,6 +227,12 @@ def verify_command(
         "device": p.devices[0] if p.devices else None,
         "devices": list(p.devices),
     }
+    if dry_run:
+        environment.update(device=DRY_RUN_DEVICE, device_count=0, devices=[])
+        fixtures = _discover(fixtures_dir, rules)
+        sys.exit(
+            _measure(fixtures, repeats, environment, output, markdown, plot, time_budget, timeout, traces, root, True)
+        )
     if not p.available:
         click.echo(f"GPU verification skipped: {p.reason}")
         fixtures = _discover(fixtures_dir, rules)
@@ -235,9 +258,13 @@ def _measure(
     timeout: float,
     traces: Optional[Path],
     root: Path,
+    dry_run: bool = False,
 ) -> int:
+    """Measure `fixtures` least certain first, rewriting `output` after every rule;
+    the exit code. A dry run measures on the CPU at smoke sizes."""
     from torchlint.verify import plan as plan_mod
 
+    expected_device = "cpu" if dry_run else "cuda"
     started = time.monotonic()
     extra: Dict[str, Any] = {
         "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -253,7 +280,7 @@ def _measure(
     def write() -> Dict[str, Any]:
         rep = report_mod.build(
             [results[str(fx.path)] for fx in fixtures],
-            mode="gpu",
+            mode="dry-run" if dry_run else "gpu",
             repeats=repeats,
             environment=environment,
             elapsed_s=round(time.monotonic() - started, 1),
@@ -265,13 +292,15 @@ def _measure(
     def on_rule(rr: runner.RuleRuns) -> None:
         fx = rr.fixture
         if rr.complete:
-            results[str(fx.path)] = runner.rule_result(fx, rr.runs, "cuda", root, repeats=repeats)
+            results[str(fx.path)] = runner.rule_result(fx, rr.runs, expected_device, root, repeats=repeats)
+        elif rr.runs:
+            results[str(fx.path)] = runner.cut_result(fx, rr.runs, rr.reason, repeats, expected_device, root)
         else:
             results[str(fx.path)] = runner.not_run_result(fx, rr.reason, rr.runs, root)
         write()
 
     sampler = runner.NvmlSampler()
-    environment["nvml"] = sampler.start()
+    environment["nvml"] = False if dry_run else sampler.start()
     write()
     _err(f"writing {output} after every rule")
     total = len(runner.plan(fixtures, repeats))
@@ -289,7 +318,7 @@ def _measure(
             item_show_func=_run_label,
         ) as bar:
             runner.measure(
-                fixtures,
+                runner.run_order(fixtures),
                 repeats,
                 progress=lambda run: bar.update(1, run),
                 nvml=sampler,
@@ -298,6 +327,7 @@ def _measure(
                 budget_s=time_budget,
                 estimate=plan_mod.estimator(repeats),
                 on_rule=on_rule,
+                smoke=dry_run,
             )
     except (Stopped, KeyboardInterrupt):
         stopped = True
@@ -320,9 +350,15 @@ def _measure(
     return EXIT_INCOMPLETE if not_run else EXIT_OK
 
 
-def _merge(files: Sequence[Path], output: Optional[Path], markdown: Optional[Path], plot: Optional[Path]) -> int:
+def _merge(
+    files: Sequence[Path],
+    output: Optional[Path],
+    markdown: Optional[Path],
+    plot: Optional[Path],
+    expected: Sequence[Dict[str, Any]] = (),
+) -> int:
     try:
-        merged, warnings = report_mod.merge([(str(f), report_mod.load_json(f)) for f in files])
+        merged, warnings = report_mod.merge([(str(f), report_mod.load_json(f)) for f in files], expected)
     except report_mod.MergeError as exc:
         _err(f"error: {exc}")
         return EXIT_ERROR

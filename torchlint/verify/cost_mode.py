@@ -28,6 +28,19 @@ def enter_cost_mode(torch: Any) -> Any:
         return torch._torchlint_cost_meta
     meta = torch.device("meta")
     torch._torchlint_cost_meta = meta
+    # A script's first optimizer imports torch._dynamo (seconds): import it now, so that the
+    # set-up measured is the script's own; plan.py adds the import for scripts that create one.
+    t0 = time.perf_counter()
+    import torch._dynamo  # noqa: F401
+
+    counts: Dict[str, Any] = {"syncs": 0, "optimizer": False, "dynamo_import_s": time.perf_counter() - t0}
+    optimizer_init = torch.optim.Optimizer.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        counts["optimizer"] = True
+        optimizer_init(self, *args, **kwargs)
+
+    torch.optim.Optimizer.__init__ = init
     # One thread: immune to the other load on a shared machine; plan.py scales
     # the CPU's matmul/convolution FLOPs to the GPU machine's cores separately.
     torch.set_num_threads(1)
@@ -49,25 +62,6 @@ def enter_cost_mode(torch: Any) -> Any:
             return real_device(*args, **kwargs)
 
     torch.device = device
-
-    # A module on the meta device moved back to the CPU (`model.to(x.device)` with a
-    # CPU batch: the placement fixtures' bad scripts) has no data to copy: give it
-    # fresh CPU storage and initialise it, as the real run's copy would hold values.
-    module_to = torch.nn.Module.to
-
-    def to(self: Any, *args: Any, **kwargs: Any) -> Any:
-        target = torch._C._nn._parse_to(*args, **kwargs)[0]
-        if target is not None and target.type != "meta" and any(p.device.type == "meta" for p in self.parameters()):
-            self.to_empty(device=target)
-            with torch.no_grad():
-                for m in self.modules():
-                    if hasattr(m, "reset_parameters"):
-                        m.reset_parameters()
-            return self
-        return module_to(self, *args, **kwargs)
-
-    torch.nn.Module.to = to
-    counts = {"syncs": 0}
 
     def _host_value(name: str, default: Any) -> Any:
         original = getattr(torch.Tensor, name)
@@ -115,6 +109,21 @@ def steps(h: Any) -> Iterator[int]:
     cost["syncs_per_step"] = counts["syncs"] / COUNTED_STEPS
     cost["threads"] = torch.get_num_threads()
     cost["cpu_flops_per_s"] = cpu_matmul_rate(torch)
+    cost["optimizer"] = counts["optimizer"]
+    cost["dynamo_import_s"] = counts["dynamo_import_s"]
+    # What the script does after its last step (until h.emit()) is timed by finish(); a
+    # profiler still running then has recorded every step, and its teardown grows with them.
+    cost["profiled"] = bool(torch._C._autograd._profiler_enabled())
+    cost["steps_run"] = 1 + len(times) + COUNTED_STEPS
+    h._cost_steps_end = time.perf_counter()
+
+
+def finish(h: Any) -> None:
+    """At h.emit() in cost mode: the time from the last step to here (a profiler's
+    teardown, a summary table, ...)."""
+    end = getattr(h, "_cost_steps_end", None)
+    if end is not None:
+        h.metrics["cost"]["tail_s"] = time.perf_counter() - end
 
 
 def cpu_matmul_rate(torch: Any, seconds: float = 0.5) -> float:
@@ -141,7 +150,7 @@ def _counter(torch: Any) -> Any:
         def __init__(self) -> None:
             super().__init__()
             self.n = {"device": 0, "host": 0}
-            self.flops = {"device": 0, "host": 0}
+            self.flops = {"device": 0, "host": 0, "device_conv": 0}
             self.meta_s = 0.0
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -158,9 +167,12 @@ def _counter(torch: Any) -> Any:
             packet = getattr(func, "_overloadpacket", None)
             if packet in registry:
                 try:
-                    self.flops[where] += int(registry[packet](*args, **kwargs, out_val=out))
+                    flops = int(registry[packet](*args, **kwargs, out_val=out))
                 except Exception:  # noqa: BLE001 - an estimate: an uncountable op counts as 0 FLOPs
-                    pass
+                    flops = 0
+                self.flops[where] += flops
+                if on_meta and "convolution" in str(packet):  # cuDNN: TF32 by default, unlike matmuls
+                    self.flops["device_conv"] += flops
             return out
 
         def result(self) -> Dict[str, Any]:
@@ -168,6 +180,7 @@ def _counter(torch: Any) -> Any:
                 "device_ops": self.n["device"],
                 "host_ops": self.n["host"],
                 "device_flops": self.flops["device"],
+                "device_conv_flops": self.flops["device_conv"],
                 "host_flops": self.flops["host"],
                 "meta_s": self.meta_s,
             }

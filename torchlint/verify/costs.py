@@ -17,10 +17,22 @@ host-side random numbers, DataLoader workers) runs for real. It writes
 - ``device_ops`` / ``device_flops``: operations on the GPU tensors per step and
   their FLOPs (``torch.utils.flop_counter``'s formulas: matmuls, convolutions,
   attention); ``host_ops`` / ``host_flops`` the same for CPU tensors;
+- ``device_conv_flops``: the part of ``device_flops`` in convolutions (cuDNN
+  runs them in TF32 by default, matmuls in FP32);
 - ``syncs_per_step``: ``.item()`` / ``float()`` / ``int()`` / ``bool()`` calls on
   GPU tensors (each would synchronize);
 - ``samples_per_step``;
-- ``cpu_flops_per_s``: the FP32 matmul rate of the thread that measured.
+- ``cpu_flops_per_s``: the FP32 matmul rate of the thread that measured;
+- ``optimizer``: whether the script creates a ``torch.optim`` optimizer (the
+  first one imports ``torch._dynamo``, which cost mode imports beforehand, so
+  that ``setup_s`` is the script's own work; ``dynamo_import_s`` is what that
+  import took here);
+- ``tail_s``: from the last step to ``h.emit()``; ``profiled``: whether a
+  profiler was recording the steps (its teardown then grows with them), and
+  ``steps_run``: the steps this run made.
+
+A bad script that crashes on a GPU (meta.toml ``bad_error``) is not run: its
+entry is ``{"crashes": <error>}``.
 
 The script runs on one CPU thread (``torch.set_num_threads(1)``): a shared
 machine's other load cannot inflate it through thread contention, and
@@ -51,6 +63,9 @@ def measure_fixture(fx: Any, timeout: float = 900.0) -> Dict[str, Any]:
 
     out: Dict[str, Any] = {"rule": fx.rule, "scripts": {}}
     for which in runner.SCRIPTS:
+        if which == "bad" and fx.bad_error:  # it stops at its first step on a GPU: plan.py times that
+            out["scripts"][which] = {"crashes": fx.bad_error}
+            continue
         run = runner.run_script(
             fx,
             which,

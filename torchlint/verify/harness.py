@@ -115,6 +115,9 @@ class Harness:
         self.samples = 0
         self.step_s: Optional[float] = None
         self.metrics: Dict[str, Any] = {"passes": {}}
+        launched = os.environ.get("TORCHLINT_VERIFY_LAUNCHED")
+        if launched:  # the runner's clock when it started this process: interpreter and imports
+            self.metrics["startup_s"] = round(time.time() - float(launched), 3)
         torch.manual_seed(0)
 
     # -- what fixtures call ------------------------------------------------
@@ -129,17 +132,6 @@ class Harness:
     def sync(self) -> None:
         if self.cuda:
             self.torch.cuda.synchronize()
-
-    def follow(self, model: Any, device: Any) -> None:
-        """Move `model` to `device` (the device of a batch the script feeds it).
-        The placement fixtures' bad scripts feed a model that the code puts on
-        the GPU with a batch the code leaves on the CPU: on a GPU that is a
-        device-mismatch error, not a slow run. This call stands in for the
-        fallback such a script ends up with (the model goes back to the CPU and
-        the step runs there), so the bad script runs and its cost can be
-        measured. Once both are on the GPU it does nothing."""
-        if next(model.parameters()).device != device:
-            model.to(device)
 
     def checkpoint(self, model: Any) -> str:
         """Save `model`'s current weights to a temporary file and return its path:
@@ -179,6 +171,7 @@ class Harness:
         passed (GPU clocks ramp up under load); measures the step time that sizes the windows."""
         w = self.windows
         t0 = time.perf_counter()
+        self.metrics["setup_s"] = round(t0 - self._t_init, 3)  # the script's set-up (an optimizer's imports)
         yield 1
         self.sync()
         first = time.perf_counter() - t0
@@ -206,6 +199,10 @@ class Harness:
         }
 
     def emit(self, **extra: Any) -> None:
+        if self.cost_mode:
+            from torchlint.verify import cost_mode
+
+            cost_mode.finish(self)
         self.metrics.update(extra)
         self._emit_line()
 

@@ -16,7 +16,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from torchlint.verify import verdict as V
 
 SCHEMA_VERSION = 2
-COLUMNS = ("Rule", "Metric", "Bad", "Fixed", "Change", "Threshold", "Verdict")
+COLUMNS = ("Rule", "Metric", "Bad", "Fixed", "Change", "Threshold", "Verdict", "Repeats")
+MEASURING_MODES = ("gpu", "dry-run")  # reports whose rules were measured (a dry run: on the CPU, at smoke sizes)
 CONTEXT_COLUMNS = (
     "Rule",
     "Samples/s bad",
@@ -44,7 +45,7 @@ def build(
     skipped_reason: Optional[str] = None,
     **extra: Any,
 ) -> Dict[str, Any]:
-    """mode: "gpu" | "skipped" | "smoke". A gpu report is `complete` when no
+    """mode: "gpu" | "dry-run" | "skipped" | "smoke". A gpu report is `complete` when no
     rule is "not-run"; `rules_not_run` lists the others (a partial report:
     written as the run goes, or one part of a --rules/--time-budget split)."""
     counts: Dict[str, int] = {}
@@ -94,22 +95,32 @@ def load_json(path: Path) -> Dict[str, Any]:
     return data
 
 
-def merge(reports: Sequence[Tuple[str, Dict[str, Any]]]) -> Tuple[Dict[str, Any], List[str]]:
-    """One report from several (e.g. the parts of a split GPU session).
+NO_REPORT = "(no report)"
+
+
+def merge(
+    reports: Sequence[Tuple[str, Dict[str, Any]]], expected: Sequence[Dict[str, Any]] = ()
+) -> Tuple[Dict[str, Any], List[str]]:
+    """One report from several (e.g. the parts of a GPU session).
 
     Per rule, a measured verdict (pass/fail/inconclusive) wins over not-run or
     skipped; when several reports measured a rule, the later one (in the
-    order given) wins and a warning says so. Reports from different GPUs or
-    torch versions are not merged. Returns the report and the warnings."""
+    order given) wins and a warning says so. `expected` are not-run results
+    for rules the merged report must list even when no report has them (a
+    part that never started). Reports from different GPUs or torch versions
+    are not merged. Returns the report and the warnings."""
     if not reports:
         raise MergeError("nothing to merge")
     warnings: List[str] = []
-    measured = [(name, r) for name, r in reports if r.get("mode") == "gpu"]
+    measured = [(name, r) for name, r in reports if r.get("mode") in MEASURING_MODES]
     for key in ("device", "torch", "cuda"):
         seen = {str((r.get("environment") or {}).get(key)) for _, r in measured}
         if len(seen) > 1:
             raise MergeError(f"the reports were measured with different {key}: {', '.join(sorted(seen))}")
-    chosen: Dict[str, Tuple[str, Dict[str, Any]]] = {}
+    modes = {str(r.get("mode")) for _, r in measured}
+    if len(modes) > 1:
+        raise MergeError(f"cannot merge a dry run with a GPU measurement ({', '.join(sorted(modes))})")
+    chosen: Dict[str, Tuple[str, Dict[str, Any]]] = {r["rule"]: (NO_REPORT, r) for r in expected}
     for name, rep in reports:
         for rule in rep["rules"]:
             code = rule["rule"]
@@ -126,7 +137,7 @@ def merge(reports: Sequence[Tuple[str, Dict[str, Any]]]) -> Tuple[Dict[str, Any]
         rule["source"] = name
         rules.append(rule)
     base = measured[-1][1] if measured else reports[-1][1]
-    mode = "gpu" if measured else base.get("mode", "skipped")
+    mode = str(base.get("mode", "skipped"))
     merged = build(
         rules,
         mode=mode,
@@ -172,19 +183,33 @@ def _cell(metric: str, summary: Optional[Dict[str, Any]]) -> str:
     return text
 
 
+def _bad_cell(r: Dict[str, Any]) -> str:
+    if r.get("bad_error") and r.get("verdict") in V.MEASURED:
+        return "crashes" if r.get("bad_crash") else "no crash"
+    return _cell(r["metric"], r.get("bad"))
+
+
+def _threshold_cell(r: Dict[str, Any]) -> str:
+    if r.get("bad_error"):
+        return "bad crashes, fixed runs"
+    return V.format_threshold(r["metric"], r["direction"], r["threshold"])
+
+
 def rows(report: Dict[str, Any]) -> List[List[str]]:
     out = []
     for r in report["rules"]:
         metric = r["metric"]
+        measured = r.get("verdict") in V.MEASURED
         out.append(
             [
                 r["rule"],
                 metric,
-                _cell(metric, r.get("bad")),
+                _bad_cell(r),
                 _cell(metric, r.get("fixed")),
-                V.format_change(metric, r.get("change")),
-                V.format_threshold(metric, r["direction"], r["threshold"]),
+                "-" if r.get("bad_error") else V.format_change(metric, r.get("change")),
+                _threshold_cell(r),
                 str(r["verdict"]).upper(),
+                str(r["repeats"]) if measured and r.get("repeats") else "-",
             ]
         )
     return out
@@ -238,10 +263,16 @@ def to_markdown(report: Dict[str, Any]) -> str:
         device = env.get("device") or "CPU"
         lines += [
             f"Device: {device}; torch {env.get('torch', '?')}; CUDA {env.get('cuda', '-')}; "
-            f"{report['repeats']} repeat(s); bad/fixed medians ± interquartile range.",
+            "bad/fixed medians ± interquartile range over each rule's repeats (the Repeats column).",
             "",
         ]
-    if report.get("mode") == "gpu" and not report.get("complete", True):
+    if report.get("mode") == "dry-run":
+        lines += [
+            "**Dry run** on the CPU at smoke sizes: it exercises the measurement path (parts, time budget, "
+            "partial reports, merge); its numbers and verdicts mean nothing.",
+            "",
+        ]
+    if report.get("mode") in MEASURING_MODES and not report.get("complete", True):
         lines += [
             f"**Partial report**: not run: {', '.join(report.get('rules_not_run', []))} "
             "(merge the other parts with `torchlint verify --merge`).",
@@ -317,10 +348,14 @@ def write_plot(report: Dict[str, Any], path: Path) -> None:
         )
         bad, fixed = r.get("bad"), r.get("fixed")
         if not bad or not fixed:
+            if r.get("bad_crash"):
+                label = "bad crashes,\nfixed runs"
+            else:
+                label = verdict if verdict in ("skipped", "not-run") else "not measured"
             ax.text(
                 0.5,
                 0.5,
-                verdict if verdict in ("skipped", "not-run") else "not measured",
+                label,
                 ha="center",
                 va="center",
                 transform=ax.transAxes,

@@ -24,12 +24,14 @@ import json
 import operator
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -39,7 +41,10 @@ from torchlint.verify.harness import DEFAULT_WINDOWS, MARK, PASSES
 try:  # Python 3.11+
     import tomllib
 except ImportError:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        import tomli as tomllib  # type: ignore[no-redef]
+    except ImportError:  # a bare Python 3.10 (as a GPU machine's image may be): pip's own copy
+        from pip._vendor import tomli as tomllib  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGED_FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -81,11 +86,26 @@ DERIVED = {
 REQUIRED_META = ("rule", "name", "summary", "metric", "direction", "threshold")
 DEFAULT_TIMEOUT = 180.0
 CHECK_RE = re.compile(r"^\s*(bad|fixed)\.(\w+)\s*(>=|<=|==|!=|>|<)\s*(?:(bad|fixed)\.(\w+)|(-?[0-9.eE+-]+))\s*$")
+EXCEPTION_RE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception): ")
 OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne}
 
 
 class FixtureError(Exception):
     pass
+
+
+class Certainty(Enum):
+    """How sure we are, before measuring, that a fixture shows its rule's effect
+    (meta.toml ``certainty``). Runs go least certain first, so a time limit cuts
+    the rules we are surest of."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+    @property
+    def rank(self) -> int:
+        return list(Certainty).index(self)
 
 
 @dataclass(frozen=True)
@@ -102,6 +122,10 @@ class Fixture:
     why: str = ""
     checks: Tuple[str, ...] = ()
     windows: Tuple[Tuple[str, float], ...] = ()
+    certainty: Certainty = Certainty.MEDIUM
+    # The error bad.py stops with on a GPU (meta.toml `bad_error`): the verdict is
+    # then "bad crashes, fixed runs" instead of a comparison of the metric.
+    bad_error: str = ""
 
     @property
     def metric_pass(self) -> str:
@@ -178,6 +202,15 @@ def load_fixture(path: Path) -> Fixture:
     for which in SCRIPTS:
         if not (path / f"{which}.py").is_file():
             raise FixtureError(f"{path}: missing {which}.py")
+    bad_error = meta.get("bad_error", "")
+    if not isinstance(bad_error, str):
+        raise FixtureError(f"{meta_path}: bad_error must be the text of the error bad.py stops with")
+    if bad_error and checks:
+        raise FixtureError(f"{meta_path}: a fixture whose bad.py crashes (bad_error) cannot have checks")
+    try:
+        certainty = Certainty(meta.get("certainty", Certainty.MEDIUM.value))
+    except ValueError:
+        raise FixtureError(f"{meta_path}: certainty must be one of {', '.join(c.value for c in Certainty)}") from None
     return Fixture(
         str(meta["rule"]),
         str(meta["name"]),
@@ -191,6 +224,8 @@ def load_fixture(path: Path) -> Fixture:
         str(meta.get("why", "")).strip(),
         checks,
         tuple(sorted(windows.items())),
+        certainty,
+        bad_error.strip(),
     )
 
 
@@ -223,6 +258,11 @@ def discover(fixtures_dir: Path, rules: Sequence[str] = ()) -> List[Fixture]:
     return sorted(found, key=lambda f: (f.rule, f.name))
 
 
+def run_order(fixtures: Sequence[Fixture]) -> List[Fixture]:
+    """The order rules are measured in: least certain first, then by rule code."""
+    return sorted(fixtures, key=lambda f: (f.certainty.rank, f.rule, f.name))
+
+
 @dataclass
 class Run:
     rule: str
@@ -234,6 +274,7 @@ class Run:
     error: str = ""
     seconds: float = 0.0
     fixture: str = ""  # the fixture directory
+    cut: bool = False  # killed by --time-budget or by a stop, not by its own doing
 
     @property
     def ok(self) -> bool:
@@ -337,6 +378,7 @@ def run_script(
 ) -> Run:
     run = Run(fx.rule, which, tuple(passes), repeat, fixture=str(fx.path))
     cmd = list(launcher or [python]) + [str(fx.script(which))] + (["--smoke"] if smoke else [])
+    env = dict(env or {}, TORCHLINT_VERIFY_LAUNCHED=repr(time.time()))
     start = time.perf_counter()
     try:
         proc = subprocess.run(
@@ -361,7 +403,12 @@ def _finish(run: Run, rc: int, stdout: str, stderr: str) -> Run:
     run.rc = rc
     run.metrics = parse_metrics(stdout)
     if rc != 0:
-        tail = (stderr or stdout).strip().splitlines()[-3:]
+        lines = (stderr or stdout).strip().splitlines()
+        tail = lines[-3:]
+        # The exception that ended the script, even when messages at exit (workers, threads) follow it.
+        raised = next((line for line in reversed(lines) if EXCEPTION_RE.match(line)), None)
+        if raised is not None and raised not in tail:
+            tail = [raised] + tail
         run.error = f"exit {rc}: " + " | ".join(tail)
     elif run.metrics is None:
         run.error = "no metrics line (the script must call h.run() or h.emit())"
@@ -389,11 +436,16 @@ def run_passes(fx: Fixture, repeat: int) -> Tuple[str, ...]:
     return tuple(p for p in PASSES if p in passes)
 
 
+def rule_repeats(fx: Fixture, repeats: int) -> int:
+    """A rule's repeats: one when its bad script crashes (a crash is not a sample to compare)."""
+    return 1 if fx.bad_error else repeats
+
+
 def plan(fixtures: Sequence[Fixture], repeats: int) -> List[Planned]:
     """The runs in execution order: per rule, per repeat, bad and fixed alternating."""
     steps: List[Planned] = []
     for fx in fixtures:
-        for r in range(repeats):
+        for r in range(rule_repeats(fx, repeats)):
             order = SCRIPTS if r % 2 == 0 else SCRIPTS[::-1]
             for which in order:
                 steps.append(Planned(fx, r, which, run_passes(fx, r)))
@@ -466,6 +518,10 @@ class RuleRuns:
     seconds: float = 0.0
 
 
+BUDGET_CUT = "--time-budget ran out during this rule"
+STOPPED = "stopped (SIGTERM or Ctrl-C) during this rule"
+
+
 def measure(
     fixtures: Sequence[Fixture],
     repeats: int = 5,
@@ -477,15 +533,21 @@ def measure(
     estimate: Optional[Callable[[Fixture], float]] = None,
     on_rule: Optional[Callable[[RuleRuns], None]] = None,
     clock: Callable[[], float] = time.monotonic,
+    smoke: bool = False,
 ) -> Dict[str, RuleRuns]:
-    """Every planned run, sequentially (one GPU, one process at a time); keyed by fixture directory.
+    """Every planned run, sequentially (one GPU, one process at a time), in the
+    order given; keyed by fixture directory.
 
     With `budget_s`, a rule starts only when its estimated time (`estimate`,
     scaled by how the rules so far compared with their estimates) fits in what
     is left, and no run may outlast the budget; a rule that does not fit or is
-    cut short is returned with ``complete=False`` and its reason. `on_rule` is
-    called after every rule (measured or not), in order, so a report can be
-    written as the run goes. With `traces`, each profile window keeps its Chrome trace there."""
+    cut short is returned with ``complete=False`` and its reason (the runs it
+    finished kept). `on_rule` is called after every rule (measured or not), in
+    order, so a report can be written as the run goes; when the run is stopped
+    (an exception: SIGTERM turned into one, Ctrl-C) it is called for the rule
+    in progress, with the runs it finished, before the exception goes on.
+    With `traces`, each profile window keeps its Chrome trace there; with
+    `smoke`, the scripts run at their smoke sizes (a dry run on the CPU)."""
     out: Dict[str, RuleRuns] = {}
     if traces is not None:
         traces.mkdir(parents=True, exist_ok=True)
@@ -511,31 +573,18 @@ def measure(
                     on_rule(rr)
                 continue
         rr = RuleRuns(fx)
-        for step in plan([fx], repeats):
-            run_timeout = timeout
-            if deadline is not None:
-                left = deadline - clock()
-                if left <= 1:
-                    rr.complete, rr.reason = False, "not run: --time-budget ran out during this rule"
-                    break
-                run_timeout = min(timeout, left)
-            extra = None
-            if traces is not None and "profile" in step.passes:
-                name = f"{fx.path.name}-{step.script}-r{step.repeat}.json"
-                extra = {"TORCHLINT_VERIFY_TRACE": str((traces / name).resolve())}
-            run = run_script(fx, step.script, step.passes, step.repeat, smoke=False, timeout=run_timeout, env=extra)
-            if deadline is not None and run.rc == -1 and run_timeout < timeout:
-                rr.runs.append(run)
-                rr.complete, rr.reason = False, "not run: --time-budget ran out during this rule"
-                break
-            timing = run.window("timing")
-            if nvml is not None and timing is not None:
-                util = nvml.mean(timing.get("window_start_unix"), timing.get("window_end_unix"))
-                if util is not None:
-                    timing["nvml_util_percent"] = util
-            rr.runs.append(run)
-            if progress:
-                progress(run)
+        try:
+            _measure_rule(rr, repeats, deadline, timeout, traces, nvml, progress, clock, smoke)
+        except BaseException:
+            rr.complete, rr.reason = False, STOPPED
+            last = rr.runs[-1] if rr.runs else None
+            if last is not None and last.rc in (-signal.SIGTERM, -signal.SIGINT):
+                last.cut = True  # killed by the same stop
+            rr.seconds = clock() - started
+            out[str(fx.path)] = rr
+            if on_rule:
+                on_rule(rr)
+            raise
         rr.seconds = clock() - started
         if rr.complete and est:
             spent_est += est
@@ -544,6 +593,47 @@ def measure(
         if on_rule:
             on_rule(rr)
     return out
+
+
+def _measure_rule(
+    rr: RuleRuns,
+    repeats: int,
+    deadline: Optional[float],
+    timeout: float,
+    traces: Optional[Path],
+    nvml: Optional[NvmlSampler],
+    progress: Optional[Callable[[Run], None]],
+    clock: Callable[[], float],
+    smoke: bool,
+) -> None:
+    """One rule's planned runs into `rr`, until they are done or the deadline cuts them."""
+    fx = rr.fixture
+    for step in plan([fx], repeats):
+        run_timeout = timeout
+        if deadline is not None:
+            left = deadline - clock()
+            if left <= 1:
+                rr.complete, rr.reason = False, BUDGET_CUT
+                return
+            run_timeout = min(timeout, left)
+        extra = None
+        if traces is not None and "profile" in step.passes:
+            name = f"{fx.path.name}-{step.script}-r{step.repeat}.json"
+            extra = {"TORCHLINT_VERIFY_TRACE": str((traces / name).resolve())}
+        run = run_script(fx, step.script, step.passes, step.repeat, smoke=smoke, timeout=run_timeout, env=extra)
+        if deadline is not None and run.rc == -1 and run_timeout < timeout:
+            run.cut = True
+            rr.runs.append(run)
+            rr.complete, rr.reason = False, BUDGET_CUT
+            return
+        timing = run.window("timing")
+        if nvml is not None and timing is not None:
+            util = nvml.mean(timing.get("window_start_unix"), timing.get("window_end_unix"))
+            if util is not None:
+                timing["nvml_util_percent"] = util
+        rr.runs.append(run)
+        if progress:
+            progress(run)
 
 
 def smoke_passes(fx: Fixture) -> Tuple[str, ...]:
@@ -757,6 +847,78 @@ CONTEXT_METRICS = (
 )
 
 
+def _expected_crash(fx: Fixture, run: Run) -> str:
+    """The part of a bad run's error that is the crash its fixture expects, else ''."""
+    if run.script != "bad" or not fx.bad_error or run.rc == 0:
+        return ""
+    return next((part for part in run.error.split(" | ") if fx.bad_error in part), "")
+
+
+def crash_check(fx: Fixture, runs: Sequence[Run], expected_device: str) -> Tuple[bool, str]:
+    """For a fixture with `bad_error`: every bad run stopped with that error, and
+    fixed.py ran (every window, on the expected device, samples counted, GPU
+    kernels in its profiled window on a GPU)."""
+    bad = [r for r in runs if r.script == "bad"]
+    fixed = [r for r in runs if r.script == "fixed"]
+    if not bad or not fixed:
+        return False, "no runs"
+    for r in bad:
+        if r.rc == 0:
+            device = (r.metrics or {}).get("device", "?")
+            return False, f"bad.py ran to its end on {device} instead of stopping with '{fx.bad_error}'"
+        if not _expected_crash(fx, r):
+            return False, f"bad.py stopped, but not with '{fx.bad_error}': {r.error}"
+    for r in fixed:
+        for p in r.passes:
+            if r.window(p) is None:
+                return False, f"fixed.py {p} window (repeat {r.repeat}) failed: {r.window_error(p)}"
+        device = str((r.metrics or {}).get("device", "?"))
+        if not device.startswith(expected_device):
+            return False, f"fixed.py ran on {device}, expected {expected_device}"
+    if not any(metric_values(fixed, "fixed", "samples")):
+        return False, "fixed.py counted no samples (h.count)"
+    if expected_device == "cuda" and not any((r.window("profile") or {}).get("kernels") for r in fixed):
+        return False, "fixed.py: no GPU kernel in the profiled window"
+    return True, ""
+
+
+def crash_result(
+    fx: Fixture, runs: Sequence[Run], expected_device: str = "cuda", root: Optional[Path] = None
+) -> Dict[str, Any]:
+    """The verdict of a fixture with `bad_error`: PASS is "bad crashes, fixed runs"."""
+    ok, why = crash_check(fx, runs, expected_device)
+    crash = next((c for c in (_expected_crash(fx, r) for r in runs) if c), "")
+    fixed = V.summarize(metric_values(runs, "fixed", fx.metric))
+    if ok:
+        verdict, reason = (
+            V.PASS,
+            f"bad crashes, fixed runs: bad.py stopped with '{crash.strip()}'; fixed.py ran on {expected_device}",
+        )
+    else:
+        verdict, reason = V.FAIL, why
+    result = fixture_header(fx, root)
+    result.update(
+        repeats=1,
+        bad=None,
+        fixed=fixed.to_dict() if fixed else None,
+        bad_crash=crash.strip(),
+        change=None,
+        effect=None,
+        noise=None,
+        mechanism={"ok": ok, "reason": why},
+        verdict=verdict,
+        reason=reason,
+        metrics=context(runs),
+        errors=[
+            f"{r.script}.py (repeat {r.repeat}, {'+'.join(r.passes)}): {r.error}"
+            for r in runs
+            if r.error and not _expected_crash(fx, r)
+        ],
+        runs=[run_record(r) for r in runs],
+    )
+    return result
+
+
 def rule_result(
     fx: Fixture,
     runs: Sequence[Run],
@@ -764,6 +926,8 @@ def rule_result(
     root: Optional[Path] = None,
     repeats: Optional[int] = None,
 ) -> Dict[str, Any]:
+    if fx.bad_error:
+        return crash_result(fx, runs, expected_device, root)
     bad = V.summarize(metric_values(runs, "bad", fx.metric))
     fixed = V.summarize(metric_values(runs, "fixed", fx.metric))
     ok, why = mechanism(fx, runs, expected_device)
@@ -795,9 +959,12 @@ def run_record(r: Run) -> Dict[str, Any]:
         "passes": list(r.passes),
         "rc": r.rc,
         "error": r.error,
+        "cut": r.cut,
         "seconds": round(r.seconds, 3),
         "device": m.get("device"),
         "gpu_name": m.get("gpu_name"),
+        "startup_s": m.get("startup_s"),
+        "setup_s": m.get("setup_s"),
         "warmup": m.get("warmup"),
         "windows": m.get("passes"),
     }
@@ -835,6 +1002,8 @@ def fixture_header(fx: Fixture, root: Optional[Path] = None) -> Dict[str, Any]:
         "threshold": fx.threshold,
         "threshold_unit": "points" if V.is_points(fx.metric) else "relative",
         "checks": list(fx.checks),
+        "bad_error": fx.bad_error,
+        "certainty": fx.certainty.value,
     }
 
 
@@ -871,6 +1040,43 @@ def not_run_result(fx: Fixture, reason: str, runs: Sequence[Run] = (), root: Opt
         errors=[f"{r.script}.py (repeat {r.repeat}): {r.error}" for r in runs if r.error],
         runs=[run_record(r) for r in runs],
     )
+
+
+MIN_CUT_REPEATS = 3  # finished repeats that still give a verdict when a rule is cut short
+
+
+def finished_repeats(runs: Sequence[Run]) -> int:
+    """How many repeats, counted from the first, have a run of each script and no cut run."""
+    by_repeat: Dict[int, List[Run]] = {}
+    for r in runs:
+        by_repeat.setdefault(r.repeat, []).append(r)
+    k = 0
+    while len(by_repeat.get(k, ())) == len(SCRIPTS) and not any(r.cut for r in by_repeat[k]):
+        k += 1
+    return k
+
+
+def cut_result(
+    fx: Fixture,
+    runs: Sequence[Run],
+    reason: str,
+    repeats: int,
+    expected_device: str = "cuda",
+    root: Optional[Path] = None,
+) -> Dict[str, Any]:
+    """A rule cut short (time budget, SIGTERM): its verdict from the repeats it
+    finished when there are at least MIN_CUT_REPEATS of them (or all it plans,
+    if fewer), else not-run; every run it made stays in the record."""
+    planned = rule_repeats(fx, repeats)
+    k = finished_repeats(runs)
+    need = min(MIN_CUT_REPEATS, planned)
+    if k >= need:
+        result = rule_result(fx, [r for r in runs if r.repeat < k], expected_device, root, repeats=k)
+        result["reason"] = f"{result['reason']} (cut short after {k} of {planned} repeats: {reason})"
+        result["runs"] = [run_record(r) for r in runs]
+        return result
+    why = f"not run: {reason}, after {len(runs)} run(s); {k} finished repeat(s), a verdict needs {need}"
+    return not_run_result(fx, why, runs, root)
 
 
 def smoke_result(fx: Fixture, runs: Sequence[Run], root: Optional[Path] = None) -> Dict[str, Any]:

@@ -1,0 +1,93 @@
+"""The one-call GPU session: its parts (torchlint.verify.session) and scripts/gpu_verify.sh,
+run here as a dry run (--smoke) on fake fixtures."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchlint.verify import cli, runner, session
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKE = Path(__file__).parent / "data" / "verify_fake"
+SCRIPT = ROOT / "scripts" / "gpu_verify.sh"
+
+
+def test_parts_go_least_certain_first_with_their_repeats():
+    parts = session.parts(runner.discover(runner.default_fixtures_dir()))
+    assert [(p.name, p.repeats) for p in parts] == [("part1-low", 3), ("part2-medium", 3), ("part3-high", 1)]
+    assert parts[0].rules == "TL401,TL402,TL501"
+    assert parts[1].rules == "TL104,TL201,TL301,TL302,TL303"
+    assert parts[2].rules == "TL100,TL101,TL102,TL103,TL105"
+    assert [p.repeats for p in session.parts(runner.discover(runner.default_fixtures_dir()), 7)] == [7, 7, 7]
+
+
+def test_parts_are_printed_for_the_script(capsys):
+    assert session.main(["--fixtures", str(FAKE)]) == 0
+    assert capsys.readouterr().out == "part1-medium\tTL910,TL911,TL912\t3\n"
+
+
+def _fixtures(tmp_path):
+    """The fake fixtures, TL912 made the least certain and its scripts made to hang."""
+    fixtures = tmp_path / "fixtures"
+    shutil.copytree(FAKE, fixtures)
+    hang = fixtures / "TL912-busy"
+    (hang / "meta.toml").write_text((hang / "meta.toml").read_text() + 'certainty = "low"\n')
+    for which in ("bad", "fixed"):
+        (hang / f"{which}.py").write_text("import time\ntime.sleep(600)\n")
+    # A short estimate (a few seconds a run), so that the part starts with what the deadline leaves it.
+    tiny = {"step_s": 0.001, "setup_s": 0.0}
+    (hang / "cost.json").write_text(json.dumps({"rule": "TL912", "scripts": {"bad": tiny, "fixed": tiny}}))
+    return fixtures
+
+
+def _session(out, fixtures, limit):
+    env = dict(os.environ, GPU_VERIFY_LIMIT_S=str(limit), PYTHON=sys.executable, PYTHONPATH=str(ROOT))
+    env.pop("TORCHLINT_SMOKE", None)
+    return subprocess.run(
+        ["bash", str(SCRIPT), "--smoke", str(out), "--fixtures", str(fixtures)],
+        cwd=str(ROOT),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=limit + 120,
+    )
+
+
+@pytest.mark.slow
+def test_a_dry_run_of_the_session_ends_with_the_merged_table(tmp_path):
+    out = tmp_path / "out"
+    proc = _session(out, FAKE, 300)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr  # the fake scripts claim cuda: dry-run FAILs
+    names = sorted(p.name for p in out.iterdir())
+    for name in ("environment.txt", "doctor.txt", "parts.tsv", "part1-medium.json", "verify.json", "verify.md"):
+        assert name in names, names
+    merged = json.loads((out / "verify.json").read_text())
+    assert merged["mode"] == "dry-run" and merged["complete"] is True
+    assert [r["rule"] for r in merged["rules"]] == ["TL910", "TL911", "TL912"]
+    assert all(r["repeats"] == 1 for r in merged["rules"])  # --smoke: one repeat
+    assert "| Rule | Metric | Bad | Fixed | Change | Threshold | Verdict | Repeats |" in proc.stdout
+    assert "results in" in proc.stdout and "verify.md" in proc.stdout.split("results in")[1]
+    assert "import torch._dynamo" in (out / "environment.txt").read_text()
+
+
+@pytest.mark.slow
+def test_the_shared_deadline_cuts_the_least_certain_part_and_leaves_the_rest_not_run(tmp_path):
+    """Part 1 (TL912, least certain) hangs: its --time-budget ends its run; no time is left
+    for part 2, which is not started; the merge lists its rules NOT-RUN, with why."""
+    out = tmp_path / "out"
+    proc = _session(out, _fixtures(tmp_path), 90)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 3, log
+    assert "part2-medium (--rules TL910,TL911): not started" in log
+    merged = json.loads((out / "verify.json").read_text())
+    verdicts = {r["rule"]: (r["verdict"], r["reason"]) for r in merged["rules"]}
+    assert verdicts["TL910"] == ("not-run", cli.NOT_REPORTED) and verdicts["TL911"][1] == cli.NOT_REPORTED
+    assert verdicts["TL912"][0] == "not-run" and "--time-budget" in verdicts["TL912"][1]
+    assert merged["complete"] is False and merged["rules_not_run"] == ["TL910", "TL911", "TL912"]
+    assert "**Partial report**: not run: TL910, TL911, TL912" in proc.stdout
+    assert not (out / "part2-medium.json").exists()
