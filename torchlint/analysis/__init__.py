@@ -95,7 +95,7 @@ class Analysis:
 
     @cached_property
     def loaders(self) -> Loaders:
-        return Loaders(self.facts, self.values, self.helpers, self.places)
+        return Loaders(self.facts, self.values, self.helpers, self.places, self.loops)
 
     @cached_property
     def cost(self) -> Cost:

@@ -1,10 +1,12 @@
 """DataLoader facts for the loading rules: which calls build torch
 DataLoaders, what their dataset is (in memory, tiny, iterable, one that
-places items on the device), what their `collate_fn` returns, and whether the
-loader is used at all."""
+places items on the device, one that reads or decodes files per item), what
+their `collate_fn` returns, whether the loader is used at all, whether a
+training loop iterates it, and how its batches are moved."""
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -12,9 +14,19 @@ import libcst as cst
 
 from torchlint.analysis.facts import Binding, Call, Facts, Function, Loop, Site, dotted_name
 from torchlint.analysis.helpers import Helpers, is_move_call
+from torchlint.analysis.loops import Loops
 from torchlint.analysis.places import DEVICE, Places
 from torchlint.analysis.values import Values
-from torchlint.analysis.vocabulary import DATA_ARGUMENT_NAME, DATALOADER, NON_PLACING, PLACING_NAME, TENSOR_DATASET
+from torchlint.analysis.vocabulary import (
+    DATA_ARGUMENT_NAME,
+    DATALOADER,
+    FILE_READERS,
+    NON_PLACING,
+    PLACING_NAME,
+    TENSOR_DATASET,
+    TORCHVISION_FILE_DATASETS,
+    TORCHVISION_MEMORY_DATASETS,
+)
 from torchlint.analysis.walk import descendants
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, ...)
@@ -23,32 +35,79 @@ COLLATE_POSITION = 6
 PIN_MEMORY_POSITION = 7
 TINY_DATASET = 64  # literal samples
 
-# Dataset kinds.
-IN_MEMORY, TINY, ITERABLE, PLACES, UNKNOWN_DS = "in-memory", "tiny", "iterable", "places", "unknown"
-# collate_fn kinds.
-NO_COLLATE, CPU_COLLATE, DEVICE_COLLATE, LOCAL_COLLATE, UNKNOWN_COLLATE = ("none", "cpu", "device", "local", "unknown")
+
+class DatasetKind(enum.Enum):
+    """What a loader's dataset does per item."""
+
+    IN_MEMORY = "in memory"  # indexes tensors or lists held in memory
+    TINY = "tiny"  # a handful of literal samples
+    ITERABLE = "iterable"  # an IterableDataset (each worker would yield the whole stream)
+    PLACES = "places"  # makes its items on the device
+    READS = "reads"  # reads or decodes a file per item (images, audio, arrays on disk)
+    UNKNOWN = "unknown"
+
+
+class CollateKind(enum.Enum):
+    NONE = "none"  # the default collate
+    CPU = "cpu"  # a module-level function that keeps batches on the host
+    DEVICE = "device"  # places batches on the device
+    LOCAL = "local"  # a lambda or nested function (not picklable for spawned workers)
+    UNKNOWN = "unknown"
+
+
+class BatchUse(enum.Enum):
+    """How a loader's batches are used in this file."""
+
+    MOVED = "moved"  # iterated here, and some batch is moved to a device
+    KEPT = "kept"  # iterated here, never moved
+    SAMPLED = "sampled"  # only `next(iter(loader))`
+    ELSEWHERE = "elsewhere"  # handed on
+
+
+# The names the rules use.
+IN_MEMORY, TINY, ITERABLE, PLACES, READS, UNKNOWN_DS = (
+    DatasetKind.IN_MEMORY,
+    DatasetKind.TINY,
+    DatasetKind.ITERABLE,
+    DatasetKind.PLACES,
+    DatasetKind.READS,
+    DatasetKind.UNKNOWN,
+)
+NO_COLLATE, CPU_COLLATE, DEVICE_COLLATE, LOCAL_COLLATE, UNKNOWN_COLLATE = (
+    CollateKind.NONE,
+    CollateKind.CPU,
+    CollateKind.DEVICE,
+    CollateKind.LOCAL,
+    CollateKind.UNKNOWN,
+)
 
 
 @dataclass(frozen=True)
 class LoaderInfo:
     call: Call
-    dataset: str  # IN_MEMORY, TINY, ITERABLE, PLACES or UNKNOWN_DS
-    collate: str  # NO_COLLATE, CPU_COLLATE, DEVICE_COLLATE, LOCAL_COLLATE or UNKNOWN_COLLATE
+    dataset: DatasetKind
+    collate: CollateKind
     used: bool  # iterated, handed on, returned or stored (not dead)
     # The dataset is built right here from a class (same-file, torchvision, imported): worker
     # processes can unpickle it by reference.
     local_dataset: bool
-    # How its batches are used here: "moved" (some batch is moved to a device), "kept" (iterated
-    # here and never moved), "sampled" (only `next(iter(loader))`), or "elsewhere" (handed on).
-    batches: str = "elsewhere"
+    batches: BatchUse = BatchUse.ELSEWHERE
+    # A training loop in this file iterates the loader (directly, or through a parameter of a
+    # same-file function it is passed to).
+    trains: bool = False
+    # Some batch of it is moved with `non_blocking=True` (an asynchronous copy, which needs pinned memory).
+    non_blocking: bool = False
+    # `batch_size=len(dataset)`: one batch per pass.
+    whole_dataset_batch: bool = False
 
 
 class Loaders:
-    def __init__(self, facts: Facts, values: Values, helpers: Helpers, places: Places) -> None:
+    def __init__(self, facts: Facts, values: Values, helpers: Helpers, places: Places, loops: Loops) -> None:
         self.facts = facts
         self.values = values
         self.helpers = helpers
         self.places = places
+        self.loops = loops
         self._info: Dict[int, LoaderInfo] = {}
         self._loops_by_name: Optional[Dict[str, List[Loop]]] = None
 
@@ -62,8 +121,17 @@ class Loaders:
         key = id(call.node)
         if key not in self._info:
             ds_kind, local = self._dataset(call)
+            loops = self.loops_over(call)
             self._info[key] = LoaderInfo(
-                call, ds_kind, self._collate(call), self._used(call), local, self._batches(call)
+                call,
+                ds_kind,
+                self._collate(call),
+                self._used(call),
+                local,
+                self._batches(call),
+                trains=any(self._loop_trains(site) for site in loops),
+                non_blocking=any(self._loop_moves(site, non_blocking=True) for site in loops),
+                whole_dataset_batch=self._whole_dataset_batch(call),
             )
         return self._info[key]
 
@@ -138,7 +206,7 @@ class Loaders:
             return None
         return element.value, site
 
-    def _dataset(self, call: Call):
+    def _dataset(self, call: Call) -> Tuple[DatasetKind, bool]:
         expr = self._resolve(self.dataset_expr(call), call.site)
         if not isinstance(expr, cst.Call):
             return UNKNOWN_DS, False
@@ -154,7 +222,12 @@ class Loaders:
             if sizes and all(s is not None and s <= TINY_DATASET for s in sizes):
                 return TINY, True
             return IN_MEMORY, True
-        if (ds.qualname or "").startswith("torchvision.datasets."):
+        q = ds.qualname or ""
+        if q in TORCHVISION_FILE_DATASETS or q.startswith("torchaudio.datasets."):
+            return READS, True
+        if q in TORCHVISION_MEMORY_DATASETS:
+            return IN_MEMORY, True
+        if q.startswith("torchvision.datasets."):
             return UNKNOWN_DS, True
         func = expr.func
         if isinstance(func, cst.Name) and func.value in self.facts.classes and self.class_places(func.value):
@@ -168,6 +241,8 @@ class Loaders:
                 if sizes and all(s is not None and s <= TINY_DATASET for s in sizes):
                     return TINY, True
                 return IN_MEMORY, True
+            if self._reads_per_item(cls):
+                return READS, True
             return UNKNOWN_DS, True
         # An instance of a class from another module: picklable by reference.
         name = dotted_name(func) or ""
@@ -252,6 +327,26 @@ class Loaders:
                 return fn
         return None
 
+    def _reads_per_item(self, class_name: str) -> bool:
+        """`__getitem__` (or a same-file function or method it calls, two deep)
+        reads or decodes a file: `Image.open`, `cv2.imread`, `np.load`, `open`..."""
+        fn = self._getitem(class_name)
+        todo = [(fn, 0)] if fn is not None else []
+        seen = set()
+        while todo:
+            current, depth = todo.pop()
+            if current is None or id(current.node) in seen:
+                continue
+            seen.add(id(current.node))
+            for c in self.helpers.calls_in(current):
+                name = c.qualname or (c.node.func.value if isinstance(c.node.func, cst.Name) else None)
+                if name in FILE_READERS:
+                    return True
+                inner = self.helpers.function(c)
+                if inner is not None and depth < 2:
+                    todo.append((inner, depth + 1))
+        return False
+
     def _indexes_only(self, class_name: str) -> bool:
         """`__getitem__` only indexes data held in memory (no file reads, decoding,
         transforms or tokenizing): worker processes have nothing to do."""
@@ -272,7 +367,7 @@ class Loaders:
 
     # -- collate_fn --------------------------------------------------------------------------
 
-    def _collate(self, call: Call) -> str:
+    def _collate(self, call: Call) -> CollateKind:
         arg = self.argument(call, "collate_fn", COLLATE_POSITION)
         if arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
             return NO_COLLATE
@@ -335,11 +430,11 @@ class Loaders:
             return True
         return False
 
-    def _batches(self, call: Call) -> str:
+    def _batches(self, call: Call) -> BatchUse:
         """How the loader's batches are used in this file (see LoaderInfo.batches)."""
         b = self.binding_of(call)
         if b is None or "." in b.name:
-            return "elsewhere"
+            return BatchUse.ELSEWHERE
         sampled = handed = False
         for use in self.facts.local_uses(b.name, b.site.scope):
             if use.site.order <= b.site.order or use.site.stmt is b.site.stmt:
@@ -362,31 +457,31 @@ class Loaders:
                 handed = True  # returned, stored, aliased
         loops = self.iterated_in(call)
         if handed:
-            return "elsewhere"
+            return BatchUse.ELSEWHERE
         if loops:
-            return "moved" if any(self._loop_moves(s) for s in loops) else "kept"
-        return "sampled" if sampled else "elsewhere"
+            return BatchUse.MOVED if any(self._loop_moves(s) for s in loops) else BatchUse.KEPT
+        return BatchUse.SAMPLED if sampled else BatchUse.ELSEWHERE
 
-    def _loop_moves(self, site: Site) -> bool:
+    def _loop_moves(self, site: Site, non_blocking: bool = False) -> bool:
         """The `for` at `site` moves a batch to a device, hands one to a helper
         that does (or to code we cannot see), or feeds one to a model on the
-        device (the batch must go there: TL103's case)."""
+        device (the batch must go there: TL103's case). With `non_blocking`:
+        some move in the loop is `non_blocking=True` (an asynchronous copy)."""
         node = site.stmt
+        loop = self.loops.loop_for(node) if node is not None else None
+        if loop is None:
+            return False
         names = {n for n in _target_names(node.target)} if isinstance(node, cst.For) else set()
-        for call in self.facts.calls:
-            if call.site.scope is not site.scope or not (site.order < call.site.order):
-                continue
-            loop = call.site.loop
-            inside = False
-            while loop is not None:
-                if loop.node is node:
-                    inside = True
-                    break
-                loop = loop.parent
-            if not inside:
-                continue
+        for call in self.loops.calls_in(loop):
             if is_move_call(call) or call.keyword("device") is not None:
-                return True
+                if not non_blocking:
+                    return True
+                flag = call.keyword("non_blocking")
+                if flag is not None and isinstance(flag.value, cst.Name) and flag.value.value == "True":
+                    return True
+                continue
+            if non_blocking:
+                continue
             if any(
                 dotted_name(a.value) in names
                 or (isinstance(a.value, cst.Subscript) and dotted_name(a.value.value) in names)
@@ -408,6 +503,49 @@ class Loaders:
                 if fn is not None and self.helpers.summary(fn).moves:
                     return True
         return False
+
+    def _loop_trains(self, site: Site) -> bool:
+        loop = self.loops.loop_for(site.stmt) if site.stmt is not None else None
+        return loop is not None and self.loops.trains(loop)
+
+    def _whole_dataset_batch(self, call: Call) -> bool:
+        """`batch_size=len(dataset)`: a single batch per pass."""
+        arg = self.argument(call, "batch_size", 1)
+        value = arg.value if arg is not None else None
+        return isinstance(value, cst.Call) and dotted_name(value.func) == "len"
+
+    def loops_over(self, call: Call) -> List[Site]:
+        """The `for` loops that iterate the loader `call` builds: where the name it
+        is bound to is visible as that binding, and in same-file functions it is
+        passed to, over the parameter that receives it (not a same-named
+        parameter that receives something else)."""
+        b = self.binding_of(call)
+        if b is None:
+            return []
+        if "." in b.name:
+            return self.iterated_in(call)
+        out: List[Site] = []
+        for loop in self._loops_over().get(b.name, []):
+            if b in self.facts.visible_bindings(b.name, loop.scope):
+                site = self.facts.site_of_statement(loop.node)
+                if site is not None:
+                    out.append(site)
+        for use in self.facts.local_uses(b.name, b.site.scope):
+            parent = use.site.parent
+            if not isinstance(parent, cst.Arg) or parent.value is not use.node:
+                continue
+            outer = self.facts.call_of_arg(parent)
+            fn = self.helpers.function(outer) if outer is not None else None
+            if outer is None or fn is None:
+                continue
+            for param in fn.params:
+                if self.values.argument_for(outer, fn, param) is use.node:
+                    for loop in self._loops_over().get(param, []):
+                        if loop.scope is fn.scope:
+                            site = self.facts.site_of_statement(loop.node)
+                            if site is not None and site not in out:
+                                out.append(site)
+        return out
 
     def _loops_over(self) -> Dict[str, List[Loop]]:
         """`for` loops by the dotted name they iterate (through enumerate/tqdm)."""

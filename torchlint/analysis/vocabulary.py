@@ -217,6 +217,58 @@ LOSS_NAME = re.compile(r"loss|crit", re.I)
 # -- data loading --------------------------------------------------------------------
 
 DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+# Calls that read or decode a file: a dataset calling one per item gives worker processes real work.
+FILE_READERS = frozenset(
+    {
+        "open",
+        "PIL.Image.open",
+        "cv2.imread",
+        "cv2.imdecode",
+        "cv2.VideoCapture",
+        "imageio.imread",
+        "imageio.v2.imread",
+        "imageio.v3.imread",
+        "skimage.io.imread",
+        "numpy.load",
+        "numpy.fromfile",
+        "numpy.loadtxt",
+        "torch.load",
+        "torchaudio.load",
+        "librosa.load",
+        "soundfile.read",
+        "torchvision.io.read_image",
+        "torchvision.io.decode_image",
+        "torchvision.io.decode_jpeg",
+        "torchvision.io.read_file",
+        "torchvision.io.read_video",
+        "torchvision.datasets.folder.default_loader",
+        "torchvision.datasets.folder.pil_loader",
+        "pandas.read_csv",
+        "pandas.read_parquet",
+        "h5py.File",
+        "scipy.io.loadmat",
+        "scipy.io.wavfile.read",
+        "nibabel.load",
+        "SimpleITK.ReadImage",
+        "pydicom.dcmread",
+        "tifffile.imread",
+    }
+)
+# torchvision datasets that read (and decode) an image file per item ...
+TORCHVISION_FILE_DATASETS = frozenset(
+    "torchvision.datasets." + n
+    for n in (
+        "ImageFolder DatasetFolder ImageNet VOCSegmentation VOCDetection CocoDetection CocoCaptions Cityscapes "
+        "CelebA LSUN Places365 Flowers102 Food101 StanfordCars OxfordIIITPet Caltech101 Caltech256 INaturalist "
+        "DTD FGVCAircraft Kinetics UCF101 HMDB51 SBDataset WIDERFace Kitti LFWPeople LFWPairs SUN397 Country211 "
+        "GTSRB EuroSAT Imagenette"
+    ).split()
+)
+# ... and those that hold the whole dataset in memory (the per-item work is a small conversion).
+TORCHVISION_MEMORY_DATASETS = frozenset(
+    "torchvision.datasets." + n
+    for n in "MNIST FashionMNIST KMNIST EMNIST QMNIST CIFAR10 CIFAR100 SVHN USPS FakeData STL10 Omniglot".split()
+)
 TENSOR_DATASET = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
 LOADER_NAME = re.compile(r"loader", re.I)
 # Iterables that wrap another and yield its items (first positional argument).
