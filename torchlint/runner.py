@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from torchlint.config import Settings
-from torchlint.findings import MODES, FileOutcome, Finding, Problem
+from torchlint.findings import MODES, FileOutcome, Finding, Problem, relabel
 from torchlint.fixes import write_atomic
 
 
@@ -170,6 +170,15 @@ def _preload() -> None:
     all_rules()
 
 
+def _variant(job: FileJob) -> str:
+    """What a file's cached result depends on besides its contents: what the
+    pipeline reads from its path, and the codes enabled for it (per-file
+    ignores included). Never the path itself: see torchlint/cache.py."""
+    from torchlint.cache import path_variant
+
+    return f"{path_variant(job.path)}|{','.join(sorted(job.enabled))}|{job.mode}|{int(job.unsafe)}"
+
+
 def _lint_cached(items: List[FileJob], mapper: Optional[Mapper], jobs: int, cache) -> List[FileOutcome]:
     """Lint mode with the cache: read each file once, answer hits from the cache,
     lint the misses (in a pool when it pays), store results without problems."""
@@ -180,9 +189,9 @@ def _lint_cached(items: List[FileJob], mapper: Optional[Mapper], jobs: int, cach
         if data is None:
             outcomes[i] = FileOutcome(job.path, problems=(problem,) if problem else ())
             continue
-        hit = cache.get(job.path, data) if cache is not None else None
+        hit = cache.get(data, _variant(job)) if cache is not None else None
         if isinstance(hit, FileOutcome):
-            outcomes[i] = hit
+            outcomes[i] = relabel(hit, job.path)
         else:
             todo.append((i, data))
     if todo:
@@ -195,7 +204,7 @@ def _lint_cached(items: List[FileJob], mapper: Optional[Mapper], jobs: int, cach
             outcomes[i] = out
             # Results with problems (a crashed rule) are not cached: the next run retries.
             if cache is not None and not out.problems:
-                cache.put(items[i].path, data, out)
+                cache.put(data, _variant(items[i]), out)
     return outcomes  # type: ignore[return-value]
 
 
