@@ -1,5 +1,6 @@
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -498,3 +499,80 @@ def test_ctrl_c_during_a_parallel_run_prints_one_line(tmp_path, jobs):
     )
     assert r.stderr == "torchlint: error: interrupted\n"
     assert r.returncode == 130
+
+
+STUCK_DRIVER = """
+import os, signal, sys, time
+
+import torchlint.parallel
+import torchlint.pipeline
+
+torchlint.parallel.MIN_POOL_WEIGHT = 0
+lint = torchlint.pipeline.process_bytes
+
+
+def slow(data, path, *args, **kwargs):
+    with open(os.path.join("pids", str(os.getpid())), "w"):
+        pass
+    if path.endswith("f0.py"):  # a file that takes "forever" to lint
+        open("stuck", "w").close()
+        time.sleep(3600)
+    if path.endswith("f10.py"):  # Ctrl-C while the other worker is stuck in f0.py
+        for _ in range(600):
+            if os.path.exists("stuck"):
+                break
+            time.sleep(0.1)
+        os.killpg(os.getpgid(0), signal.SIGINT)
+    return lint(data, path, *args, **kwargs)
+
+
+torchlint.pipeline.process_bytes = slow
+if __name__ == "__main__":
+    from torchlint.cli import main
+
+    main(sys.argv[1:])
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg") or os.name != "posix", reason="needs POSIX process groups")
+def test_ctrl_c_ends_the_workers_it_does_not_wait_for_them(tmp_path):
+    """Issue 27: after Ctrl-C the process printed "interrupted" at once but
+    exited only when the workers had finished their items (the worker list
+    was read after `shutdown()` cleared it). A worker stuck for an hour must
+    not keep it: the run ends (the timeout is a guard, not a measurement)
+    and no worker outlives it."""
+    for i in range(40):
+        (tmp_path / f"f{i}.py").write_text(TL104_SRC)
+    (tmp_path / "pids").mkdir()
+    driver = tmp_path / "driver.py.txt"
+    driver.write_text(STUCK_DRIVER)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TORCHLINT_MP_START="fork")
+    proc = subprocess.Popen(
+        [sys.executable, str(driver), "--no-cache", "-j", "2", "."],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group: the signal, and the cleanup, stay there
+    )
+    try:
+        _, stderr = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the run and its workers
+        proc.communicate()
+        pytest.fail("the interrupted run did not exit: it waited for its workers")
+    assert stderr == "torchlint: error: interrupted\n"
+    assert proc.returncode == 130
+    workers = [int(p.name) for p in (tmp_path / "pids").iterdir()]
+    assert len(workers) == 2 and (tmp_path / "stuck").exists()
+    alive = []
+    for pid in workers:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        alive.append(pid)
+    for pid in alive:  # clean up before failing
+        os.kill(pid, signal.SIGKILL)
+    assert alive == [], "workers outlived the interrupted run"
