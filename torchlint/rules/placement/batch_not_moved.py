@@ -73,6 +73,7 @@ class BatchNotMoved(Rule):
     CODE = "TL103"
     NAME = "batch-not-moved"
     MESSAGE = "Batch {names} from the loader reach{s} the model (or a tensor) on the device without being moved"
+    TITLE = "A batch from the loader reaches the model (or a tensor) on the device without being moved"
     FIX_TITLE = "Move the batch to the device at the top of the loop"
     APPLICABILITY = Applicability.SAFE
     REQUIRES_DEVICE = True

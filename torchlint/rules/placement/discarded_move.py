@@ -55,6 +55,7 @@ class DiscardedMove(Rule):
     CODE = "TL105"
     NAME = "discarded-move"
     MESSAGE = "`{name}.{method}(...)` returns a moved copy that is thrown away; `{name}` stays where it was"
+    TITLE = "A tensor move (`x.to(...)`, `x.cuda()`) returns a copy that is thrown away; the tensor stays where it was"
     FIX_TITLE = "Assign the moved tensor back"
     APPLICABILITY = Applicability.SAFE
 

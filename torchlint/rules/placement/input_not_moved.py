@@ -70,6 +70,7 @@ class InputNotMoved(Rule):
     CODE = "TL102"
     NAME = "input-not-moved"
     MESSAGE = "`{name}` is created on the CPU and reaches the model without being moved to the device"
+    TITLE = "A tensor is created on the CPU and reaches the model without being moved to the device"
     INLINE_MESSAGE = "This tensor is created on the CPU and passed to the model without being moved to the device"
     FIX_TITLE = "Create the input on the device"
     APPLICABILITY = Applicability.SAFE

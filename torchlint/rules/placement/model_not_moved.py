@@ -83,7 +83,8 @@ class ModelNotMoved(Rule):
 
     CODE = "TL101"
     NAME = "model-not-moved"
-    MESSAGE = "Model `{name}` is used but never moved to the device"
+    MESSAGE = "Model `{name}` is used without being moved to the device"
+    TITLE = "A model is used without being moved to the device"
     FIX_TITLE = "Append `.to(device)` to the model's construction"
     APPLICABILITY = Applicability.SAFE
     REQUIRES_DEVICE = True

@@ -250,7 +250,7 @@ class SyncInLoop(Rule):
     def _message(what: str, hot: HotContext) -> str:
         where = f"in `{hot.via}`, called every iteration of a loop" if hot.via else "every iteration of the loop"
         return (
-            f"{what} syncs host and device {where}; keep values on the device and convert "
+            f"{what[:1].upper()}{what[1:]} syncs host and device {where}; keep values on the device and convert "
             "once after the loop, or only every N steps (`if step % N == 0:`)"
         )
 
