@@ -207,8 +207,6 @@ def render_rule_markdown(rule: RuleLike) -> str:
     if r.REQUIRES_DEVICE:
         lines.append("Fires only where a device is in play (the file selects or uses an accelerator).")
         lines.append("")
-    lines.append(f"Message: {r.MESSAGE}")
-    lines.append("")
     if r.FIX_TITLE:
         lines.append(f"Fix title: {r.FIX_TITLE}")
         lines.append("")
@@ -216,7 +214,48 @@ def render_rule_markdown(rule: RuleLike) -> str:
         lines.append(f"## {title}")
         lines.append(body)
         lines.append("")
+        if title == "Example":
+            output = example_output(r)
+            if output is not None:
+                lines.append(f"`torchlint check {EXAMPLE_PATH}` on it prints:")
+                lines.append("")
+                lines.append("```console")
+                lines.append(output.rstrip("\n"))
+                lines.append("```")
+                lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# The name the rule pages give their example file.
+EXAMPLE_PATH = "example.py"
+
+
+def section_code(rule: RuleLike, title: str) -> Optional[str]:
+    """The Python code of a docstring section's first ```python block, or None."""
+    body = dict(doc_sections(rule)).get(title)
+    if body is None:
+        return None
+    m = re.search(r"^```python\n(.*?)^```", body, re.S | re.M)
+    return m.group(1) if m else None
+
+
+def example_output(rule: RuleLike) -> Optional[str]:
+    """What `torchlint check example.py` prints (the default `full` format,
+    every rule enabled) for the rule's "Example" code: the pages show the
+    tool's real output, never a hand-written one. None without an example."""
+    code = section_code(rule, "Example")
+    if code is None:
+        return None
+    from torchlint.api import process_bytes
+    from torchlint.config import Settings
+    from torchlint.report import ReportData, render, summary
+
+    outcome = process_bytes(code.encode("utf-8"), EXAMPLE_PATH, Settings())
+    data = ReportData(
+        findings=outcome.findings,
+        lines={(outcome.path, cell, row): text for cell, row, text in outcome.lines},
+    )
+    return f"$ torchlint check {EXAMPLE_PATH}\n" + render("full", data) + summary(data)
 
 
 def render_rule_json(rule: RuleLike) -> Dict[str, object]:

@@ -36,14 +36,22 @@ class InputNotMoved(Rule):
 
     ## Example
     ```python
-    model = Net().to(device)
+    import torch
+    import torch.nn as nn
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(128, 10).to(device)
     x = torch.randn(64, 128)
     out = model(x)
     ```
 
     ## Use instead
     ```python
-    model = Net().to(device)
+    import torch
+    import torch.nn as nn
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(128, 10).to(device)
     x = torch.randn(64, 128, device=device)
     out = model(x)
     ```
