@@ -178,7 +178,48 @@ def test_output_file_and_env_format(proj):
 def test_statistics(proj):
     (proj / "a.py").write_text(TL104_SRC + "y = torch.zeros(2).to(device)\n")
     r = invoke("--statistics", ".")
-    assert r.exit_code == 1 and r.stdout == "2\tTL104\t[*] create-then-move\n"
+    # As in Ruff, the table is followed by the summary (issue 27: it was missing).
+    assert r.exit_code == 1
+    assert r.stdout == "2\tTL104\t[*] create-then-move\nFound 2 errors.\n[*] 2 fixable with the `--fix` option.\n"
+    assert invoke("--statistics", "-q", ".").stdout == "2\tTL104\t[*] create-then-move\n"
+    assert json.loads(invoke("--statistics", "--output-format", "json", ".").stdout)[0]["count"] == 2
+    (proj / "a.py").write_text(CLEAN_SRC)
+    assert invoke("--statistics", ".").stdout == "All checks passed!\n"
+
+
+def test_version_forms(proj):
+    """Issue 27: `-V` and `torchlint version`, as in Ruff, besides `--version`."""
+    for args in (["--version"], ["-V"], ["version"]):
+        r = invoke(*args)
+        assert (r.exit_code, r.stdout) == (0, "torchlint 0.1.0\n"), args
+    assert json.loads(invoke("version", "--output-format", "json").stdout) == {"version": "0.1.0"}
+
+
+def test_diff_summary_names_the_fixes_unsafe_fixes_would_apply(proj):
+    """Issue 27: with only unsafe fixes, `--diff` said "Would fix 0 errors in 0 files."."""
+    (proj / "a.py").write_text(UNSAFE_SRC)
+    r = invoke("--diff", ".")
+    assert r.exit_code == 0 and r.stdout == ""
+    assert r.stderr == "No errors would be fixed (1 fix available with `--unsafe-fixes`).\n"
+    r = invoke("--diff", "--unsafe-fixes", ".")
+    assert r.exit_code == 1 and r.stderr == "Would fix 1 error in 1 file.\n"
+    (proj / "b.py").write_text(TL104_SRC)
+    r = invoke("--diff", ".")
+    assert r.stderr == "Would fix 1 error in 1 file (1 additional fix available with `--unsafe-fixes`).\n"
+    (proj / "pyproject.toml").write_text("[tool.torchlint]\nunsafe-fixes = false\n")
+    assert invoke("--diff", ".").stderr == "Would fix 1 error in 1 file.\n"
+    (proj / "b.py").unlink()
+    (proj / "a.py").write_text(CLEAN_SRC)
+    assert invoke("--diff", ".").stderr == "No errors would be fixed.\n"
+
+
+def test_rules_table_is_wrapped_to_the_terminal(proj):
+    """Issue 27: `torchlint rules` printed 900-character lines."""
+    for columns in ("80", "120"):
+        r = invoke("rules", env={"COLUMNS": columns})
+        lines = r.stdout.splitlines()
+        assert r.exit_code == 0 and max(len(line) for line in lines) <= int(columns), columns
+        assert all(code in r.stdout for code in ("TL000", "TL104", "TL501"))
 
 
 def test_accepted_options(proj):

@@ -38,7 +38,7 @@ class DefaultGroup(click.Group):
     default_command = "check"
 
     def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
-        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version", "-V")):
             args = [self.default_command, *args]
         return super().parse_args(ctx, args)
 
@@ -63,8 +63,23 @@ class DefaultGroup(click.Group):
             raise fail(f"internal error: {type(exc).__name__}: {exc} (set TORCHLINT_DEBUG=1 for a traceback)") from None
 
 
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"torchlint {__version__}")
+    ctx.exit()
+
+
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="torchlint")
+@click.option(
+    "-V",
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Print the version (`torchlint 0.1.0`) and exit.",
+)
 def main() -> None:
     """torchlint: find and fix the PyTorch mistakes that leave a GPU idle.
 
@@ -295,7 +310,10 @@ def _report(opts: _Opts, findings, lines, fixes_applied=0, fixed_per_file=None, 
     if opts.statistics:
         from torchlint.report import statistics as stats
 
-        return stats.render(data, as_json=opts.output_format in ("json", "json-lines"))
+        as_json = opts.output_format in ("json", "json-lines")
+        table = stats.render(data, as_json=as_json)
+        # As in Ruff: the table, then the summary ("Found 3 errors.", what --fix would fix).
+        return table if as_json or opts.quiet else table + summary(data)
     text = render(opts.output_format, data)
     if opts.output_format in ("full", "concise") and not opts.quiet:
         text += ("\n" if text and opts.output_format == "concise" else "") + summary(data)
@@ -342,9 +360,7 @@ def _check_paths(paths, settings, opts: _Opts, jobs: int) -> Tuple[int, int]:
         _write_output("".join(d for _, d in result.diffs), opts.output_file)
         fixes = sum(o.fixes_applied for o in result.outcomes if o.diff)
         if not opts.quiet:
-            from torchlint.report import plural
-
-            click.echo(f"Would fix {plural(fixes, 'error')} in {plural(len(result.diffs), 'file')}.", err=True)
+            click.echo(_diff_summary(fixes, len(result.diffs), result.findings, opts), err=True)
         _warnings_out(result.warnings, opts)
         return _problems_out(result.problems) or (EXIT_FINDINGS if result.diffs else EXIT_OK), 0
     fixed_per_file = {o.path: o.fixes_applied for o in result.outcomes if o.written and o.fixes_applied}
@@ -362,6 +378,24 @@ def _check_paths(paths, settings, opts: _Opts, jobs: int) -> Tuple[int, int]:
     fixed = sum(fixed_per_file.values())
     remaining = EXIT_FINDINGS if result.findings and not opts.fix_only else EXIT_OK
     return _problems_out(result.problems) or remaining, fixed
+
+
+def _diff_summary(fixes: int, files: int, remaining, opts: _Opts) -> str:
+    """`--diff`'s closing line, as in Ruff: what it would fix and, unless
+    `unsafe-fixes = false`, how many more fixes `--unsafe-fixes` would apply
+    (never "Would fix 0 errors in 0 files." when only unsafe fixes exist)."""
+    from torchlint.findings import Applicability
+    from torchlint.report import plural
+
+    hidden = 0
+    if not opts.unsafe and opts.unsafe_hint:
+        hidden = sum(1 for f in remaining if f.fix is not None and f.fix.applicability == Applicability.UNSAFE)
+    if fixes:
+        extra = f" ({plural(hidden, 'additional fix')} available with `--unsafe-fixes`)" if hidden else ""
+        return f"Would fix {plural(fixes, 'error')} in {plural(files, 'file')}{extra}."
+    if hidden:
+        return f"No errors would be fixed ({plural(hidden, 'fix')} available with `--unsafe-fixes`)."
+    return "No errors would be fixed."
 
 
 def _add_noqa(paths, settings, opts: _Opts, jobs: int) -> int:
@@ -466,7 +500,20 @@ def _show_settings(paths, settings, stdin_filename: Optional[str]) -> int:
     return EXIT_OK
 
 
-# --- rules / rule -----------------------------------------------------------
+# --- version / rules / rule -------------------------------------------------
+
+
+@main.command("version")
+@click.option("--output-format", type=click.Choice(("text", "json")), default="text", show_default=True)
+def version_command(output_format):
+    """Print torchlint's version (as `torchlint --version` and `-V` do)."""
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps({"version": __version__}))
+        return
+    click.echo(f"torchlint {__version__}")
+
 
 
 @main.command("rules")
@@ -480,7 +527,10 @@ def rules_command(output_format):
     if output_format == "json":
         click.echo(json.dumps(ruledocs.rules_table_json(), indent=2))
         return
-    click.echo(ruledocs.rules_table_text())
+    import shutil
+
+    # Wrapped to the terminal, as `ruff rule --all` is (80 columns when piped, or $COLUMNS).
+    click.echo(ruledocs.rules_table_text(width=shutil.get_terminal_size((80, 24)).columns))
 
 
 @main.command("rule")

@@ -301,14 +301,33 @@ def rules_table_markdown(link: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-def rules_table_text() -> str:
-    """`torchlint rules`: a plain aligned table for terminals."""
+def rules_table_text(width: Optional[int] = None) -> str:
+    """`torchlint rules`: a plain aligned table for terminals. With `width`,
+    no line is longer: the summary column is wrapped, its continuation lines
+    starting under it; when that column would be narrower than 40 characters
+    (an 80-column terminal), each summary goes under its row instead, indented
+    by 4, wrapped to the width."""
+    import textwrap
+
     rows = [("CODE", "NAME", "FIX", "SUMMARY")]
     rows += [(r.CODE, r.NAME, fix_column(r) or "-", summary(r)) for r in documented_rules()]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    indent = sum(widths) + 2 * 3
+    beside = width is None or width - indent >= 40
     out = []
-    for row in rows:
-        out.append("  ".join(row[i].ljust(widths[i]) for i in range(3)) + "  " + row[3])
+    for k, row in enumerate(rows):
+        head = "  ".join(row[i].ljust(widths[i]) for i in range(3))
+        if width is None:
+            out.append(head + "  " + row[3])
+        elif beside:
+            parts = textwrap.wrap(row[3], width - indent, break_on_hyphens=False)
+            out.append(head + "  " + (parts[0] if parts else ""))
+            out.extend(" " * indent + part for part in parts[1:])
+        elif k:  # the header row has no summary of its own in this layout
+            out.append(head)
+            out.extend("    " + part for part in textwrap.wrap(row[3], max(20, width - 4), break_on_hyphens=False))
+        else:
+            out.append(head)
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 
