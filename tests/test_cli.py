@@ -617,3 +617,46 @@ def test_ctrl_c_ends_the_workers_it_does_not_wait_for_them(tmp_path):
     for pid in alive:  # clean up before failing
         os.kill(pid, signal.SIGKILL)
     assert alive == [], "workers outlived the interrupted run"
+
+
+@pytest.fixture
+def unreadable(proj, monkeypatch):
+    """`secret.py` cannot be read (EACCES), even by root."""
+    import builtins
+    import errno
+
+    target = proj / "secret.py"
+    target.write_text(TL104_SRC)
+    real_open = builtins.open
+
+    def deny(path, *args, **kwargs):
+        if os.path.abspath(str(path)) == str(target):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", deny)
+    (proj / "a.py").write_text(TL104_SRC)
+    return target
+
+
+@pytest.mark.parametrize("fmt", ["full", "concise", "json", "json-lines", "github", "gitlab", "junit", "pylint", "rdjson", "sarif"])
+def test_an_unreadable_file_is_a_tl001_finding_in_every_format(unreadable, fmt):
+    """Issue 27: an unreadable file was reported only on stderr, not in
+    JSON/SARIF; Ruff reports it as an E902 finding. torchlint's is TL001."""
+    r = invoke("--no-cache", "-j", "1", "--output-format", fmt, ".")
+    assert r.exit_code == 1 and r.stderr == "", r.stderr
+    assert "TL001" in r.stdout and "Cannot read the file: Permission denied" in r.stdout
+    assert "TL104" in r.stdout  # the other file is still linted
+    if fmt == "json":
+        codes = [(os.path.basename(f["filename"]), f["code"]) for f in json.loads(r.stdout)]
+        assert codes == [("a.py", "TL104"), ("secret.py", "TL001")]
+    if fmt == "sarif":
+        results = json.loads(r.stdout)["runs"][0]["results"]
+        tl001 = [x for x in results if x["ruleId"] == "TL001"]
+        assert len(tl001) == 1 and tl001[0]["level"] == "error"
+
+
+def test_an_unreadable_file_in_diff_mode_is_a_problem(unreadable):
+    r = invoke("--no-cache", "-j", "1", "--diff", ".")
+    assert r.exit_code == 2
+    assert "torchlint: error: secret.py: cannot read the file: Permission denied" in r.stderr

@@ -1,6 +1,7 @@
 """The rule docs under docs/rules/ are generated from the rule classes and must be current."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -34,7 +35,7 @@ def test_generated_catalog_is_current(root):
     from torchlint.rules import CATALOG, severity
 
     assert CATALOG == {r.CODE: r.NAME for r in all_rules()}
-    assert [c for c in CATALOG if severity(c) == "error"] == ["TL000"]
+    assert [c for c in CATALOG if severity(c) == "error"] == ["TL000", "TL001"]
 
 
 def test_every_rule_has_a_page_and_an_index_row():
@@ -185,7 +186,12 @@ def test_script_check_mode(root, tmp_path):
     assert proc.returncode == 1 and "catalog.py" in proc.stderr
 
 
-@pytest.mark.parametrize("rule", DOCUMENTED, ids=[r.CODE for r in DOCUMENTED])
+# Rules about a file's contents: every rule but TL001 (a file that cannot be
+# read has no contents; its page is checked by test_io_error_page below).
+CONTENT_RULES = [r for r in DOCUMENTED if r.CODE != "TL001"]
+
+
+@pytest.mark.parametrize("rule", CONTENT_RULES, ids=[r.CODE for r in CONTENT_RULES])
 def test_example_triggers_its_rule_and_use_instead_does_not(rule):
     """Issue 27: the Example blocks of six pages gave "All checks passed!"
     when pasted into a file. Each page's Example, linted as a file with every
@@ -214,3 +220,27 @@ def test_page_shows_what_torchlint_prints_for_its_example(rule):
     messages = [line for line in output.splitlines() if line.startswith("example.py:")]
     assert any(f" {rule.CODE} " in line for line in messages), messages
     assert "Found " in output
+
+
+def test_io_error_page_shows_what_the_runner_reports(tmp_path, monkeypatch):
+    """TL001's example is a file that cannot be read: the page's output is the
+    runner's own finding for one (read failing with EACCES)."""
+    import builtins
+    import errno
+
+    from torchlint import runner
+
+    target = tmp_path / "example.py"
+    target.write_text("x = 1\n")
+    real_open = builtins.open
+
+    def deny(path, *args, **kwargs):
+        if str(path) == str(target):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", deny)
+    outcome = runner.process_file(runner.FileJob(str(target), frozenset(), "lint"))
+    (finding,) = outcome.findings
+    assert (finding.code, finding.message) == ("TL001", "Cannot read the file: Permission denied")
+    assert f"example.py:1:1: TL001 {finding.message}" in ruledocs.example_output("TL001")

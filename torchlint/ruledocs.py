@@ -9,6 +9,8 @@ and the JSON/SARIF reporters link to the pages via `torchlint.rules.rule_url`.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from typing import Dict, List, Optional, Tuple, Type, Union
 
@@ -243,14 +245,22 @@ def example_output(rule: RuleLike) -> Optional[str]:
     """What `torchlint check example.py` prints (the default `full` format,
     every rule enabled) for the rule's "Example" code: the pages show the
     tool's real output, never a hand-written one. None without an example."""
-    code = section_code(rule, "Example")
-    if code is None:
-        return None
+    from torchlint import runner
     from torchlint.api import process_bytes
     from torchlint.config import Settings
     from torchlint.report import ReportData, render, summary
 
-    outcome = process_bytes(code.encode("utf-8"), EXAMPLE_PATH, Settings())
+    r = _resolve(rule)
+    if r.CODE == runner.IO_ERROR:
+        # Not about contents: what the runner reports for a file whose read
+        # fails with EACCES (`chmod a-r`; the page's Example).
+        job = runner.FileJob(EXAMPLE_PATH, frozenset(), "lint")
+        outcome = runner._unreadable(job, f"Cannot read the file: {os.strerror(errno.EACCES)}")
+    else:
+        code = section_code(r, "Example")
+        if code is None:
+            return None
+        outcome = process_bytes(code.encode("utf-8"), EXAMPLE_PATH, Settings())
     data = ReportData(
         findings=outcome.findings,
         lines={(outcome.path, cell, row): text for cell, row, text in outcome.lines},

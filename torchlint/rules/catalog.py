@@ -6,6 +6,7 @@ tests/test_rule_docs.py checks that it is current.
 
 CATALOG = {
     "TL000": "syntax-error",
+    "TL001": "io-error",
     "TL100": "no-device",
     "TL101": "model-not-moved",
     "TL102": "input-not-moved",
@@ -23,6 +24,7 @@ CATALOG = {
 
 SEVERITIES = {
     "TL000": "error",
+    "TL001": "error",
     "TL100": "warning",
     "TL101": "warning",
     "TL102": "warning",
