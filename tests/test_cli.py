@@ -639,7 +639,9 @@ def unreadable(proj, monkeypatch):
     return target
 
 
-@pytest.mark.parametrize("fmt", ["full", "concise", "json", "json-lines", "github", "gitlab", "junit", "pylint", "rdjson", "sarif"])
+@pytest.mark.parametrize(
+    "fmt", ["full", "concise", "json", "json-lines", "github", "gitlab", "junit", "pylint", "rdjson", "sarif"]
+)
 def test_an_unreadable_file_is_a_tl001_finding_in_every_format(unreadable, fmt):
     """Issue 27: an unreadable file was reported only on stderr, not in
     JSON/SARIF; Ruff reports it as an E902 finding. torchlint's is TL001."""

@@ -283,7 +283,9 @@ def test_magic_continued_with_a_backslash_is_skipped_whole(magic):
     assert source.startswith(body)  # the magic's lines come back as written
 
 
-@pytest.mark.parametrize("magic", ["%%time", "%%timeit -n 1 -r 1", "%%capture out", "%%prun -s cumulative", "%%python3"])
+@pytest.mark.parametrize(
+    "magic", ["%%time", "%%timeit -n 1 -r 1", "%%capture out", "%%prun -s cumulative", "%%python3"]
+)
 def test_a_cell_magic_that_runs_python_has_its_body_linted_and_fixed(magic):
     """Issue 27: a cell starting with `%%time` (often the training cell) was
     skipped whole. As in Ruff, the body of a cell magic that runs Python is
@@ -301,7 +303,9 @@ def test_a_cell_magic_that_runs_python_has_its_body_linted_and_fixed(magic):
     assert src == [f"{magic}\n", "for step in range(10):\n", "    x = torch.zeros(8, device=device)\n"]
 
 
-@pytest.mark.parametrize("magic", ["%%bash", "%%writefile train.py", "%%html", "%%sh", "%%script python", "%%javascript"])
+@pytest.mark.parametrize(
+    "magic", ["%%bash", "%%writefile train.py", "%%html", "%%sh", "%%script python", "%%javascript"]
+)
 def test_a_cell_magic_whose_body_is_not_python_is_skipped_whole(magic):
     data = notebook(
         code(["import torch\n", "device = torch.device('cuda')\n"]),

@@ -515,7 +515,6 @@ def version_command(output_format):
     click.echo(f"torchlint {__version__}")
 
 
-
 @main.command("rules")
 @click.option("--output-format", type=click.Choice(("text", "json")), default="text", show_default=True)
 def rules_command(output_format):
