@@ -168,6 +168,9 @@ def _write_output(text: str, output_file: Optional[str]) -> None:
     help="Skip what .gitignore files ignore (default: on).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option(
+    "-w", "--watch", is_flag=True, help="Lint again whenever a file or the configuration changes (Ctrl-C to stop)."
+)
 def check_command(
     paths,
     select,
@@ -196,6 +199,7 @@ def check_command(
     force_exclude,
     respect_gitignore,
     quiet,
+    watch,
 ):
     """Lint PATHS (default: the current folder); `-` or `--stdin-filename` reads source from stdin."""
     from torchlint.config import ConfigError, load_settings
@@ -214,13 +218,20 @@ def check_command(
         for flag, given in (("--fix", fix), ("--fix-only", fix_only), ("--diff", diff), ("stdin", use_stdin)):
             if given:
                 raise click.UsageError(f"--add-noqa cannot be used with {flag}")
+    if watch:
+        others = (("--diff", diff), ("--add-noqa", add_noqa), ("stdin", use_stdin))
+        others += (("--show-files", show_files), ("--show-settings", show_settings))
+        for flag, given in others:
+            if given:
+                raise click.UsageError(f"--watch cannot be used with {flag}")
     paths = paths or ["."]
     if use_stdin:
         start = (os.path.dirname(stdin_filename) or ".") if stdin_filename else "."
     else:
         start = paths[0]
-    try:
-        settings = load_settings(
+
+    def load():
+        return load_settings(
             config=config_path,
             start=start,
             select=_codes(select) or None,
@@ -233,6 +244,9 @@ def check_command(
             unsafe_fixes=unsafe_fixes,
             cache_dir=cache_dir,
         )
+
+    try:
+        settings = load()
     except ConfigError as exc:
         raise fail(str(exc)) from None
     if show_settings:
@@ -258,6 +272,8 @@ def check_command(
         fix_only=fix_only and not diff,
         unsafe_hint=settings.unsafe_fixes is not False,
     )
+    if watch:
+        raise click.exceptions.Exit(_watch(paths, settings, load, opts, jobs))
     if use_stdin:
         code, fixed = _check_stdin(settings, stdin_filename or "-", opts)
     elif add_noqa:
@@ -341,8 +357,9 @@ def _nothing_found(result, opts: _Opts) -> None:
         warn("No Python files found under the given path(s)")
 
 
-def _check_paths(paths, settings, opts: _Opts, jobs: int) -> Tuple[int, int]:
-    """Lint, fix or diff files; (exit code, fixes applied)."""
+def _check_paths(paths, settings, opts: _Opts, jobs: int, written: Optional[list] = None) -> Tuple[int, int]:
+    """Lint, fix or diff files; (exit code, fixes applied). `written` gets the
+    paths of the files fixes were written to."""
     from torchlint import api
 
     cache_root = None if opts.no_cache else settings.root
@@ -364,6 +381,8 @@ def _check_paths(paths, settings, opts: _Opts, jobs: int) -> Tuple[int, int]:
         _warnings_out(result.warnings, opts)
         return _problems_out(result.problems) or (EXIT_FINDINGS if result.diffs else EXIT_OK), 0
     fixed_per_file = {o.path: o.fixes_applied for o in result.outcomes if o.written and o.fixes_applied}
+    if written is not None:
+        written.extend(o.path for o in result.outcomes if o.written)
     report = _report(
         opts,
         result.findings,
@@ -378,6 +397,48 @@ def _check_paths(paths, settings, opts: _Opts, jobs: int) -> Tuple[int, int]:
     fixed = sum(fixed_per_file.values())
     remaining = EXIT_FINDINGS if result.findings and not opts.fix_only else EXIT_OK
     return _problems_out(result.problems) or remaining, fixed
+
+
+def _watch(paths, settings, load, opts: _Opts, jobs: int) -> int:
+    """`--watch`: lint (or fix) `paths`, then again after every change to the
+    files a run would lint or to the configuration file, until Ctrl-C (exit 0).
+    The report goes to stdout as in one run (the screen is cleared first on a
+    terminal); a status line goes to stderr. torchlint/watch.py says how
+    changes are found."""
+    from torchlint import api
+    from torchlint import watch as watching
+    from torchlint.config import ConfigError
+
+    interval = watching.interval_from_env()
+    current = [settings]
+
+    def config_files():
+        config = current[0].config_path
+        return [config] if config else [os.path.join(os.getcwd(), "pyproject.toml")]
+
+    tree = watching.Tree(lambda: api.discover(paths, current[0]).files, config_files)
+    tty = sys.stdout.isatty() and not opts.output_file
+    before = tree.look()
+    try:
+        while True:
+            if tty:
+                click.clear()
+            written: list = []
+            _check_paths(paths, current[0], opts, jobs, written)
+            # A change made while the run went on starts the next run (the
+            # snapshot is from before it), but the run's own fixes do not.
+            before.update(watching.snapshot(written))
+            tree.refresh()
+            click.echo(f"[{watching.clock()}] Watching for file changes (Ctrl-C to stop).", err=True)
+            before, what = watching.wait_for_change(tree.look, before, interval)
+            configs = {os.path.abspath(p) for p in config_files()}
+            if configs & set(what):
+                try:
+                    current[0] = load()
+                except ConfigError as exc:
+                    click.echo(f"torchlint: error: {exc} (keeping the previous settings)", err=True)
+    except KeyboardInterrupt:  # the way to leave watch mode: not an error
+        return EXIT_OK
 
 
 def _diff_summary(fixes: int, files: int, remaining, opts: _Opts) -> str:
