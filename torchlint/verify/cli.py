@@ -77,7 +77,7 @@ def _write_outputs(
         try:
             report_mod.write_plot(report, plot)
         except ImportError:
-            _err("cannot write the plot: matplotlib is not installed (pip install 'torchlint[verify]')")
+            _err("cannot write the plot: matplotlib is not installed (pip install matplotlib)")
         else:
             _err(f"wrote {plot}")
 
