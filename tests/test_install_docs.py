@@ -79,7 +79,7 @@ def test_every_install_command_works_outside_this_machine(doc, command):
         i += 1
     assert requirements, command
     for req in requirements:
-        name = re.split(r"[\[=<>@ ]", req, 1)[0]
+        name = re.split(r"[\[=<>@ ]", req, maxsplit=1)[0]
         if name == "torchlint":
             assert GIT_REQUIREMENT.match(req), f"torchlint is not on PyPI: install it from {REPO_URL} ({command})"
         elif LOCAL_REQUIREMENT.match(req) or req == WHEEL:
