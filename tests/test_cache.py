@@ -36,41 +36,54 @@ def _entries(root):
 
 def test_miss_then_hit_returns_an_equal_result(tmp_path):
     c = Cache(tmp_path, "k")
-    assert c.get("a.py", SRC) is None
+    assert c.get(SRC, "py") is None
     value = _result()
     assert value.findings and value.findings[0].fix is not None
-    c.put("a.py", SRC, value)
-    again = Cache(tmp_path, "k").get("a.py", SRC)
+    c.put(SRC, "py", value)
+    again = Cache(tmp_path, "k").get(SRC, "py")
     assert again == value
     assert again.findings[0].fix.applicability == value.findings[0].fix.applicability
 
 
 def test_cache_dir_is_tagged_and_ignored_by_git(tmp_path):
-    Cache(tmp_path, "k").put("a.py", SRC, _result())
+    Cache(tmp_path, "k").put(SRC, "py", _result())
     d = tmp_path / CACHE_DIR_NAME
     assert (d / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
     assert (d / "CACHEDIR.TAG").read_text() == CACHEDIR_TAG
     assert "*" in (d / ".gitignore").read_text().splitlines()
 
 
-@pytest.mark.parametrize("change", ["content", "settings", "version", "path", "code"])
+@pytest.mark.parametrize("change", ["content", "settings", "version", "variant", "code"])
 def test_key_changes(tmp_path, change, monkeypatch):
     base = Cache(tmp_path, "codes=TL104", version="1.0")
-    base.put("a.py", SRC, "old")
-    path, content, key, version = "a.py", SRC, "codes=TL104", "1.0"
+    base.put(SRC, "py|code", "old")
+    variant, content, key, version = "py|code", SRC, "codes=TL104", "1.0"
     if change == "content":
         content = SRC + b"# edited\n"
     elif change == "settings":
         key = "codes=TL104,TL501"
     elif change == "version":
         version = "1.1"
-    elif change == "path":
-        path = "b.py"
+    elif change == "variant":
+        variant = "py|test"
     elif change == "code":
         monkeypatch.setattr(cache_mod, "_fingerprint", "other-code")
-    assert Cache(tmp_path, key, version=version).get(path, content) is None
+    assert Cache(tmp_path, key, version=version).get(content, variant) is None
     monkeypatch.undo()
-    assert Cache(tmp_path, "codes=TL104", version="1.0").get("a.py", SRC) == "old"
+    assert Cache(tmp_path, "codes=TL104", version="1.0").get(SRC, "py|code") == "old"
+
+
+def test_path_variant_reads_what_the_pipeline_reads_from_a_path():
+    """The cache keys by contents; what the pipeline reads from a path (the
+    suffix, and the analysis's test-file pattern) must be in the key, and the
+    cache's copy of that pattern must be the analysis's own."""
+    from torchlint.analysis.vocabulary import TEST_PATH
+
+    assert cache_mod._TEST_PATH.pattern == TEST_PATH.pattern, "update torchlint/cache.py's copy of TEST_PATH"
+    variant = cache_mod.path_variant
+    assert variant("src/a.py") == variant("a.py") == variant("/abs/src/a.py") == "py|code"
+    assert variant("nb.ipynb") == "ipynb|code"
+    assert variant("tests/a.py") == variant("test_a.py") == variant("pkg\\tests\\a.py") == "py|test"
 
 
 def test_settings_key_is_stable_and_sensitive():
@@ -88,7 +101,7 @@ def test_settings_key_is_stable_and_sensitive():
 @pytest.mark.parametrize("damage", ["truncate", "flip", "empty", "garbage"])
 def test_corrupted_entry_is_a_miss_and_is_rewritten(tmp_path, damage):
     c = Cache(tmp_path, "k")
-    c.put("a.py", SRC, _result())
+    c.put(SRC, "py", _result())
     (entry,) = _entries(tmp_path)
     data = entry.read_bytes()
     if damage == "truncate":
@@ -99,14 +112,14 @@ def test_corrupted_entry_is_a_miss_and_is_rewritten(tmp_path, damage):
         entry.write_bytes(b"")
     else:
         entry.write_bytes(os.urandom(200))
-    assert Cache(tmp_path, "k").get("a.py", SRC) is None
-    Cache(tmp_path, "k").put("a.py", SRC, _result())
-    assert Cache(tmp_path, "k").get("a.py", SRC) == _result()
+    assert Cache(tmp_path, "k").get(SRC, "py") is None
+    Cache(tmp_path, "k").put(SRC, "py", _result())
+    assert Cache(tmp_path, "k").get(SRC, "py") == _result()
 
 
 def test_planted_pickle_cannot_run_code(tmp_path):
     c = Cache(tmp_path, "k")
-    c.put("a.py", SRC, 1)
+    c.put(SRC, "py", 1)
     (entry,) = _entries(tmp_path)
 
     class Evil:
@@ -117,21 +130,21 @@ def test_planted_pickle_cannot_run_code(tmp_path):
     import hashlib
 
     entry.write_bytes(b"TLCACHE1" + hashlib.blake2b(payload, digest_size=16).digest() + payload)
-    assert Cache(tmp_path, "k").get("a.py", SRC) is None
+    assert Cache(tmp_path, "k").get(SRC, "py") is None
 
 
 def test_unwritable_cache_is_skipped_silently(tmp_path):
     (tmp_path / CACHE_DIR_NAME).write_text("a file where the folder should be")
     c = Cache(tmp_path, "k")
-    c.put("a.py", SRC, 1)  # must not raise
-    assert c.disabled and c.get("a.py", SRC) is None
+    c.put(SRC, "py", 1)  # must not raise
+    assert c.disabled and c.get(SRC, "py") is None
 
 
 def _writer(root, n, value):
     c = Cache(root, "k")
     for _ in range(n):
-        c.put("same.py", SRC, value)
-        got = c.get("same.py", SRC)
+        c.put(SRC, "py", value)
+        got = c.get(SRC, "py")
         assert got in (None, "A" * 5000, "B" * 5000)
 
 
@@ -143,21 +156,21 @@ def test_two_processes_writing_the_same_key(tmp_path):
     for p in procs:
         p.join(120)
     assert [p.exitcode for p in procs] == [0, 0]
-    assert Cache(tmp_path, "k").get("same.py", SRC) in ("A" * 5000, "B" * 5000)
+    assert Cache(tmp_path, "k").get(SRC, "py") in ("A" * 5000, "B" * 5000)
     leftovers = [p for p in (tmp_path / CACHE_DIR_NAME).rglob(".tmp-*")]
     assert leftovers == []
 
 
 def test_clean_cache(tmp_path):
     assert clean_cache(tmp_path) is False
-    Cache(tmp_path, "k").put("a.py", SRC, 1)
+    Cache(tmp_path, "k").put(SRC, "py", 1)
     assert (tmp_path / CACHE_DIR_NAME).is_dir()
     assert clean_cache(tmp_path) is True
     assert not (tmp_path / CACHE_DIR_NAME).exists()
 
 
 def test_clean_command(tmp_path):
-    Cache(tmp_path, "k").put("a.py", SRC, 1)
+    Cache(tmp_path, "k").put(SRC, "py", 1)
     runner = CliRunner()
     result = runner.invoke(clean_command, ["--root", str(tmp_path)])
     assert result.exit_code == 0, result.output
@@ -168,7 +181,7 @@ def test_clean_command(tmp_path):
 
 def test_clean_command_defaults_to_the_current_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    Cache(tmp_path, "k").put("a.py", SRC, 1)
+    Cache(tmp_path, "k").put(SRC, "py", 1)
     result = CliRunner().invoke(clean_command, [])
     assert result.exit_code == 0, result.output
     assert not (tmp_path / CACHE_DIR_NAME).exists()

@@ -200,3 +200,48 @@ def test_read_only_cache_folder(tree, warm):
         finally:
             for d in dirs:
                 d.chmod(stat.S_IRWXU)
+
+
+def _report(cwd: Path, *args: str) -> tuple:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("TORCHLINT_OUTPUT_FORMAT", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchlint", "check", "-j", "1", *args],
+        cwd=str(cwd),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+FORMATS = ("json", "concise", "github", "sarif", "gitlab", "junit", "pylint", "rdjson")
+
+
+@pytest.mark.parametrize("first", ["root", "inside"])
+def test_a_hit_from_another_folder_prints_this_runs_paths(tmp_path, first):
+    """The cache is keyed by contents: a file linted as `pkg/m00.py` from the
+    project root and as `m00.py` from `pkg/` is one entry, and each run prints
+    its own paths (issue 27: `src/a.py` printed from inside `src/`, and
+    `.../src/src/a.py` in JSON). Every format, either way round, must equal a
+    `--no-cache` run from the same folder."""
+    root = make_tree(tmp_path / "proj", n=6)
+    pkg = root / "pkg"
+    fill = (root, "pkg") if first == "root" else (pkg, ".")
+    read = (pkg, ".") if first == "root" else (root, "pkg")
+    code, out, err = _report(fill[0], "--output-format", "json", fill[1])
+    assert code == 1, err
+    filled = entries(root)
+    assert len(filled) == 6
+    for fmt in FORMATS:
+        cached = _report(read[0], "--output-format", fmt, read[1])
+        fresh = _report(read[0], "--no-cache", "--output-format", fmt, read[1])
+        assert cached == fresh, fmt
+        assert "pkg/pkg" not in cached[1] and "pkg\\\\pkg" not in cached[1], fmt
+    assert entries(root) == filled  # every file of the second folder was a hit
+    if first == "root":  # from inside pkg/, the paths are relative to pkg/
+        concise = _report(pkg, "--output-format", "concise", "m00.py")[1]
+        assert concise.startswith("m00.py:5:12: TL104"), concise
+        (finding,) = json.loads(_report(pkg, "--output-format", "json", "m00.py")[1])
+        assert finding["filename"] == str(pkg / "m00.py")

@@ -1,5 +1,6 @@
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -177,7 +178,48 @@ def test_output_file_and_env_format(proj):
 def test_statistics(proj):
     (proj / "a.py").write_text(TL104_SRC + "y = torch.zeros(2).to(device)\n")
     r = invoke("--statistics", ".")
-    assert r.exit_code == 1 and r.stdout == "2\tTL104\t[*] create-then-move\n"
+    # As in Ruff, the table is followed by the summary (issue 27: it was missing).
+    assert r.exit_code == 1
+    assert r.stdout == "2\tTL104\t[*] create-then-move\nFound 2 errors.\n[*] 2 fixable with the `--fix` option.\n"
+    assert invoke("--statistics", "-q", ".").stdout == "2\tTL104\t[*] create-then-move\n"
+    assert json.loads(invoke("--statistics", "--output-format", "json", ".").stdout)[0]["count"] == 2
+    (proj / "a.py").write_text(CLEAN_SRC)
+    assert invoke("--statistics", ".").stdout == "All checks passed!\n"
+
+
+def test_version_forms(proj):
+    """Issue 27: `-V` and `torchlint version`, as in Ruff, besides `--version`."""
+    for args in (["--version"], ["-V"], ["version"]):
+        r = invoke(*args)
+        assert (r.exit_code, r.stdout) == (0, "torchlint 0.1.0\n"), args
+    assert json.loads(invoke("version", "--output-format", "json").stdout) == {"version": "0.1.0"}
+
+
+def test_diff_summary_names_the_fixes_unsafe_fixes_would_apply(proj):
+    """Issue 27: with only unsafe fixes, `--diff` said "Would fix 0 errors in 0 files."."""
+    (proj / "a.py").write_text(UNSAFE_SRC)
+    r = invoke("--diff", ".")
+    assert r.exit_code == 0 and r.stdout == ""
+    assert r.stderr == "No errors would be fixed (1 fix available with `--unsafe-fixes`).\n"
+    r = invoke("--diff", "--unsafe-fixes", ".")
+    assert r.exit_code == 1 and r.stderr == "Would fix 1 error in 1 file.\n"
+    (proj / "b.py").write_text(TL104_SRC)
+    r = invoke("--diff", ".")
+    assert r.stderr == "Would fix 1 error in 1 file (1 additional fix available with `--unsafe-fixes`).\n"
+    (proj / "pyproject.toml").write_text("[tool.torchlint]\nunsafe-fixes = false\n")
+    assert invoke("--diff", ".").stderr == "Would fix 1 error in 1 file.\n"
+    (proj / "b.py").unlink()
+    (proj / "a.py").write_text(CLEAN_SRC)
+    assert invoke("--diff", ".").stderr == "No errors would be fixed.\n"
+
+
+def test_rules_table_is_wrapped_to_the_terminal(proj):
+    """Issue 27: `torchlint rules` printed 900-character lines."""
+    for columns in ("80", "120"):
+        r = invoke("rules", env={"COLUMNS": columns})
+        lines = r.stdout.splitlines()
+        assert r.exit_code == 0 and max(len(line) for line in lines) <= int(columns), columns
+        assert all(code in r.stdout for code in ("TL000", "TL104", "TL501"))
 
 
 def test_accepted_options(proj):
@@ -498,3 +540,125 @@ def test_ctrl_c_during_a_parallel_run_prints_one_line(tmp_path, jobs):
     )
     assert r.stderr == "torchlint: error: interrupted\n"
     assert r.returncode == 130
+
+
+STUCK_DRIVER = """
+import os, signal, sys, time
+
+import torchlint.parallel
+import torchlint.pipeline
+
+torchlint.parallel.MIN_POOL_WEIGHT = 0
+lint = torchlint.pipeline.process_bytes
+
+
+def slow(data, path, *args, **kwargs):
+    with open(os.path.join("pids", str(os.getpid())), "w"):
+        pass
+    if path.endswith("f0.py"):  # a file that takes "forever" to lint
+        open("stuck", "w").close()
+        time.sleep(3600)
+    if path.endswith("f10.py"):  # Ctrl-C while the other worker is stuck in f0.py
+        for _ in range(600):
+            if os.path.exists("stuck"):
+                break
+            time.sleep(0.1)
+        os.killpg(os.getpgid(0), signal.SIGINT)
+    return lint(data, path, *args, **kwargs)
+
+
+torchlint.pipeline.process_bytes = slow
+if __name__ == "__main__":
+    from torchlint.cli import main
+
+    main(sys.argv[1:])
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg") or os.name != "posix", reason="needs POSIX process groups")
+def test_ctrl_c_ends_the_workers_it_does_not_wait_for_them(tmp_path):
+    """Issue 27: after Ctrl-C the process printed "interrupted" at once but
+    exited only when the workers had finished their items (the worker list
+    was read after `shutdown()` cleared it). A worker stuck for an hour must
+    not keep it: the run ends (the timeout is a guard, not a measurement)
+    and no worker outlives it."""
+    for i in range(40):
+        (tmp_path / f"f{i}.py").write_text(TL104_SRC)
+    (tmp_path / "pids").mkdir()
+    driver = tmp_path / "driver.py.txt"
+    driver.write_text(STUCK_DRIVER)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TORCHLINT_MP_START="fork")
+    proc = subprocess.Popen(
+        [sys.executable, str(driver), "--no-cache", "-j", "2", "."],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group: the signal, and the cleanup, stay there
+    )
+    try:
+        _, stderr = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the run and its workers
+        proc.communicate()
+        pytest.fail("the interrupted run did not exit: it waited for its workers")
+    assert stderr == "torchlint: error: interrupted\n"
+    assert proc.returncode == 130
+    workers = [int(p.name) for p in (tmp_path / "pids").iterdir()]
+    assert len(workers) == 2 and (tmp_path / "stuck").exists()
+    alive = []
+    for pid in workers:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        alive.append(pid)
+    for pid in alive:  # clean up before failing
+        os.kill(pid, signal.SIGKILL)
+    assert alive == [], "workers outlived the interrupted run"
+
+
+@pytest.fixture
+def unreadable(proj, monkeypatch):
+    """`secret.py` cannot be read (EACCES), even by root."""
+    import builtins
+    import errno
+
+    target = proj / "secret.py"
+    target.write_text(TL104_SRC)
+    real_open = builtins.open
+
+    def deny(path, *args, **kwargs):
+        if os.path.abspath(str(path)) == str(target):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", deny)
+    (proj / "a.py").write_text(TL104_SRC)
+    return target
+
+
+@pytest.mark.parametrize(
+    "fmt", ["full", "concise", "json", "json-lines", "github", "gitlab", "junit", "pylint", "rdjson", "sarif"]
+)
+def test_an_unreadable_file_is_a_tl001_finding_in_every_format(unreadable, fmt):
+    """Issue 27: an unreadable file was reported only on stderr, not in
+    JSON/SARIF; Ruff reports it as an E902 finding. torchlint's is TL001."""
+    r = invoke("--no-cache", "-j", "1", "--output-format", fmt, ".")
+    assert r.exit_code == 1 and r.stderr == "", r.stderr
+    assert "TL001" in r.stdout and "Cannot read the file: Permission denied" in r.stdout
+    assert "TL104" in r.stdout  # the other file is still linted
+    if fmt == "json":
+        codes = [(os.path.basename(f["filename"]), f["code"]) for f in json.loads(r.stdout)]
+        assert codes == [("a.py", "TL104"), ("secret.py", "TL001")]
+    if fmt == "sarif":
+        results = json.loads(r.stdout)["runs"][0]["results"]
+        tl001 = [x for x in results if x["ruleId"] == "TL001"]
+        assert len(tl001) == 1 and tl001[0]["level"] == "error"
+
+
+def test_an_unreadable_file_in_diff_mode_is_a_problem(unreadable):
+    r = invoke("--no-cache", "-j", "1", "--diff", ".")
+    assert r.exit_code == 2
+    assert "torchlint: error: secret.py: cannot read the file: Permission denied" in r.stderr

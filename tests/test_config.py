@@ -106,3 +106,25 @@ def test_new_keys(tmp_path):
     assert s.cache_dir == str(tmp_path / "c")
     s = load_settings(start=str(tmp_path), force_exclude=False, respect_gitignore=True, unsafe_fixes=True)
     assert (s.force_exclude, s.respect_gitignore, s.unsafe_fixes) == (False, True, True)
+
+
+@pytest.mark.parametrize(
+    "body, where, message",
+    [
+        # tomllib says "(at end of document)" for these: no line number before issue 27.
+        (b'[tool.torchlint]\nselect = ["TL1"', ":2:16: ", "invalid TOML: Unclosed array (at the end of the file)"),
+        (b'[tool.torchlint]\nselect = ["TL1"\n', ":3:1: ", "invalid TOML: Unclosed array (at the end of the file)"),
+        (b'[tool.torchlint]\nselect = "TL1', ":2:14: ", "invalid TOML: Unterminated string (at the end of the file)"),
+        (b"[tool.torchlint]\nselect = []\nfoo = \n", ":3:7: ", "invalid TOML: Invalid value"),
+        (b'[tool.torchlint]\n# caf\xe9\nselect = ["TL1"]\n', ":2:6: ", "invalid TOML: byte 0xe9 is not UTF-8"),
+    ],
+)
+def test_invalid_toml_names_the_line_and_column(tmp_path, body, where, message):
+    """Issue 27: an invalid-TOML error gave no line number (tomllib's "at end
+    of document"); a pyproject.toml that is not UTF-8 was skipped silently."""
+    (tmp_path / "pyproject.toml").write_bytes(body)
+    with pytest.raises(ConfigError) as err:
+        load_settings(start=str(tmp_path))
+    text = str(err.value)
+    assert text.startswith(str(tmp_path / "pyproject.toml") + where) and message in text, text
+    assert "\n" not in text

@@ -39,7 +39,8 @@ def test_every_command_is_documented():
 def test_quick_start_gives_the_torch_advice_before_the_commands():
     section = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
     fence = section.index("```")
-    assert "torch==2.13.0" in section[:fence], "the advice must come before the command it applies to"
+    assert "CPU build of torch installed first" in section[:fence], "the advice must come before the command"
+    assert "https://download.pytorch.org/whl/cpu" in README.split("## Quick start", 1)[0]
     block = section[fence:].split("```")[1]
     commands = [ln for ln in block.splitlines()[1:] if ln.strip() and not ln.startswith("#")]
     assert len(commands) == 2 and "torchlint examples/" in commands[0] and "pytest" in commands[1]

@@ -10,7 +10,7 @@ import pytest
 
 from torchlint.flake8_plugin import TorchlintChecker
 
-from helpers import TL104_FIXED, TL104_SRC
+from helpers import TL104_FIXED, TL104_SRC, code, notebook
 
 ENTRY = "torchlint.flake8_plugin:TorchlintChecker"
 BAD, CLEAN = TL104_SRC, TL104_FIXED
@@ -30,6 +30,23 @@ def test_checker_yields_flake8_tuples():
 
 def test_checker_honours_torchlint_suppressions():
     assert _run(BAD.replace("(device)\n", "(device)  # torchlint: ignore[TL104]\n")) == []
+
+
+NOTEBOOK = notebook(
+    code(["import torch\n", "device = torch.device('cuda')\n"]),
+    {"cell_type": "markdown", "metadata": {}, "source": ["# Training"]},
+    code(["x = 1\n", "y = torch.zeros(3).to(device)\n"]),
+).decode()
+
+
+def test_a_notebook_finding_keeps_its_cell():
+    """Issue 27: flake8 on an .ipynb reported `nb.ipynb:2:5` (the row in the
+    cell) without the cell. The finding is placed on the JSON line that holds
+    that cell's code, and the message names the cell and the row in it."""
+    lines = NOTEBOOK.splitlines(keepends=True)
+    [(row, col, text, _)] = list(TorchlintChecker(None, "nb.ipynb", lines).run())
+    assert text == "TL104 cell 3:2:5: Tensor is created on the CPU and then moved; create it on the device directly"
+    assert lines[row - 1][col:].startswith('torch.zeros(3).to(device)\\n"'), (row, col, lines[row - 1])
 
 
 def _registered() -> bool:
@@ -72,3 +89,15 @@ def test_flake8_select_tl_reports_findings(tmp_path, plugin_path):
     (work / "bad.py").write_text(BAD.replace("(device)\n", "(device)  # noqa: TL104\n"))
     quiet = subprocess.run(cmd + ["bad.py"], cwd=work, env=env, capture_output=True, text=True, timeout=120)
     assert (quiet.returncode, quiet.stdout) == (0, ""), quiet.stderr
+
+
+@pytest.mark.slow
+def test_flake8_on_a_notebook_names_the_cell(tmp_path, plugin_path):
+    (tmp_path / "nb.ipynb").write_text(NOTEBOOK)
+    env = dict(os.environ, PYTHONPATH=plugin_path)
+    cmd = [sys.executable, "-m", "flake8", "--isolated", "--select", "TL", "nb.ipynb"]
+    out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    row = NOTEBOOK.splitlines().index('    "y = torch.zeros(3).to(device)\\n"') + 1
+    assert out.stdout == f"nb.ipynb:{row}:10: TL104 cell 3:2:5: Tensor is created on the CPU and then moved; " + (
+        "create it on the device directly\n"
+    ), out.stdout + out.stderr

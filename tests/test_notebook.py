@@ -280,3 +280,43 @@ def test_magic_continued_with_a_backslash_is_skipped_whole(magic):
     new, _ = api.fix_bytes(nb, "n.ipynb")
     source = "".join(json.loads(new)["cells"][0]["source"])
     assert source.startswith(body)  # the magic's lines come back as written
+
+
+@pytest.mark.parametrize(
+    "magic", ["%%time", "%%timeit -n 1 -r 1", "%%capture out", "%%prun -s cumulative", "%%python3"]
+)
+def test_a_cell_magic_that_runs_python_has_its_body_linted_and_fixed(magic):
+    """Issue 27: a cell starting with `%%time` (often the training cell) was
+    skipped whole. As in Ruff, the body of a cell magic that runs Python is
+    linted, and fixing it restores the magic line exactly."""
+    data = notebook(
+        code(["import torch\n", "device = torch.device('cuda')\n"]),
+        code([f"{magic}\n", "for step in range(10):\n", "    x = torch.zeros(8).to(device)\n"]),
+    )
+    findings, _, problems = check_notebook(data, "nb.ipynb", ALL)
+    assert problems == []
+    assert [(f.code, f.cell, f.row, f.column) for f in findings] == [("TL104", 2, 3, 9)]
+    findings, new, problems = check_notebook(data, "nb.ipynb", ALL, fix=True)
+    assert problems == [] and findings == []
+    src = json.loads(new)["cells"][1]["source"]
+    assert src == [f"{magic}\n", "for step in range(10):\n", "    x = torch.zeros(8, device=device)\n"]
+
+
+@pytest.mark.parametrize(
+    "magic", ["%%bash", "%%writefile train.py", "%%html", "%%sh", "%%script python", "%%javascript"]
+)
+def test_a_cell_magic_whose_body_is_not_python_is_skipped_whole(magic):
+    data = notebook(
+        code(["import torch\n", "device = torch.device('cuda')\n"]),
+        code([f"{magic}\n", "x = torch.zeros(8).to(device)\n", "for x in (: do\n"]),
+    )
+    findings, _, problems = check_notebook(data, "nb.ipynb", ALL)
+    assert (findings, problems) == ([], [])
+
+
+def test_cell_magic_names():
+    assert notebook_mod.cell_magic("%%time\n") == "time"
+    assert notebook_mod.cell_magic("  %%timeit -n 3 x = 1") == "timeit"
+    assert notebook_mod.cell_magic("%time f()") is None
+    assert notebook_mod.cell_magic("x = 1") is None
+    assert notebook_mod.cell_magic("%%") == ""

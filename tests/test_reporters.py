@@ -1,5 +1,6 @@
 import json
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -99,6 +100,37 @@ def test_sarif_validates_against_official_schema(data):
     assert loc["region"] == {"startLine": 3, "startColumn": 5, "endLine": 3, "endColumn": 19}
     tl000 = [r for r in run["results"] if r["ruleId"] == "TL000"][0]
     assert tl000["level"] == "error"
+
+
+def test_sarif_rule_descriptions_are_never_message_templates():
+    """Issue 27: TL100, TL101, TL103 and TL105 (and TL102) showed `{name}`,
+    `{names}`, `reach{s}`, `{method}` in SARIF's rule descriptions, which
+    GitHub code scanning shows to users."""
+    from torchlint.api import lint_source
+    from torchlint.report import sarif
+    from torchlint.rules import all_rules
+
+    template = re.compile(r"\{\w*\}")  # `{name}`, `reach{s}`
+    for rule in all_rules():
+        entry = sarif._rule(rule.CODE)
+        short = entry["shortDescription"]["text"]
+        assert "{" not in short and "}" not in short, (rule.CODE, short)
+        assert not template.search(entry.get("fullDescription", {}).get("text", "")), rule.CODE
+    # In a whole report too: findings of the templated rules.
+    moved = (
+        "import torch\nfrom torch.utils.data import DataLoader\ndevice = torch.device('cuda')\n"
+        "model = torch.nn.Linear(4, 2).to(device)\nloader = DataLoader(ds)\n"
+        "for inputs, targets in loader:\n    out = model(inputs)\n    loss = crit(out, targets)\n"
+    )
+    unmoved = (
+        "import torch\ndevice = torch.device('cuda')\nmodel = torch.nn.Linear(4, 2)\nout = model(x.to(device))\n"
+        "t = torch.randn(3)\nt.to(device)\n"
+    )
+    findings = lint_source(moved, "a.py") + lint_source(unmoved, "b.py")
+    assert {"TL101", "TL103", "TL105"} <= {f.code for f in findings}
+    doc = json.loads(render("sarif", ReportData(findings=findings)))
+    for rule in doc["runs"][0]["tool"]["driver"]["rules"]:
+        assert not template.search(json.dumps(rule)), rule
 
 
 def test_sarif_empty_run_validates():

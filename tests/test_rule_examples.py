@@ -12,10 +12,16 @@ VALID = [(r.CODE, i, src) for r in all_rules() for i, src in enumerate(r.VALID)]
 INVALID = [(r.CODE, i, ex) for r in all_rules() for i, ex in enumerate(r.INVALID)]
 
 
+# TL001 is about reading a file, not its contents: no source can trigger it
+# (tests/test_rule_docs.py::test_io_error_page_shows_what_the_runner_reports
+# and the CLI tests read an unreadable file instead).
+NOT_FROM_CONTENTS = ("TL001",)
+
+
 def test_every_rule_has_examples():
     for rule in all_rules():
         assert rule.VALID, f"{rule.CODE} has no valid examples"
-        assert rule.INVALID, f"{rule.CODE} has no invalid examples"
+        assert rule.INVALID or rule.CODE in NOT_FROM_CONTENTS, f"{rule.CODE} has no invalid examples"
 
 
 @pytest.mark.parametrize("code,i,src", VALID, ids=[f"{c}-valid-{i}" for c, i, _ in VALID])

@@ -106,9 +106,30 @@ def test_read_only_file_is_a_problem_and_others_still_fixed(tmp_path):
     assert [(os.path.basename(f.path), f.code) for f in result.findings] == [("ro.py", "TL104")]
 
 
-def test_vanished_file_is_a_problem(tmp_path):
+def test_vanished_file_is_a_tl001_finding(tmp_path):
+    """A file that cannot be read is a TL001 finding (in every output format,
+    as Ruff's E902), or a problem where no findings are reported (--diff)."""
     out = process_file(job(tmp_path / "gone.py"))
-    assert out.findings == () and "vanished" in out.problems[0].message
+    assert out.problems == ()
+    assert [(f.code, f.name, f.message, f.row) for f in out.findings] == [
+        ("TL001", "io-error", "The file vanished before it could be read", 1)
+    ]
+    out = process_file(job(tmp_path / "gone.py", "diff"))
+    assert out.findings == () and out.problems[0].message == "the file vanished before it could be read"
+
+
+def test_same_contents_at_two_paths_share_a_cache_entry(tmp_path):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text(TL104_SRC)
+    settings = Settings(root=str(tmp_path))
+    run([str(a)], settings, cache_root=str(tmp_path))
+    b.write_text(TL104_SRC)
+
+    def no_lint(fn, items):
+        raise AssertionError(f"linted again: {[job.path for job, _ in items]}")
+
+    warm = run([str(b)], settings, cache_root=str(tmp_path), mapper=no_lint)
+    assert [(f.path, f.code) for f in warm.findings] == [(str(b), "TL104")]
 
 
 def test_never_writes_code_that_does_not_parse(tmp_path, monkeypatch):
@@ -235,7 +256,7 @@ def test_cache_answers_unchanged_files_and_relints_changed_ones(tmp_path):
 
     warm = run([str(tmp_path)], settings, cache_root=str(tmp_path), mapper=no_lint)
     assert warm.findings == cold.findings and [f.code for f in warm.findings] == ["TL104"]
-    b.write_text(TL104_SRC)  # a changed file is linted again, the other still comes from the cache
+    b.write_text(TL104_SRC + "# b\n")  # a changed file is linted again, the other still comes from the cache
     seen = []
 
     def record(fn, items):

@@ -69,12 +69,17 @@ def test_without_cuda_every_rule_is_skipped(monkeypatch, tmp_path):
     assert all(r["verdict"] == "skipped" and r["reason"] == CPU_ONLY.reason for r in data["rules"])
 
 
-def test_without_cuda_default_output_path(monkeypatch, tmp_path):
+def test_no_json_report_is_written_uninvited(monkeypatch, tmp_path):
+    """Issue 27: `verify` wrote torchlint-verify.json into the current folder
+    without being asked; the JSON report is written only with --output."""
     monkeypatch.setattr(probe, "probe_cuda", lambda: CPU_ONLY)
     monkeypatch.chdir(tmp_path)
     result = invoke("--fixtures", str(FAKE))
     assert result.exit_code == 0
-    assert (tmp_path / cli.DEFAULT_OUTPUT).is_file()
+    assert list(tmp_path.iterdir()) == []
+    result = invoke("--fixtures", str(FAKE), "--smoke")
+    assert result.exit_code == 0
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_without_cuda_require_gpu_exits_2(monkeypatch, tmp_path):
@@ -172,7 +177,8 @@ def test_with_a_gpu_measures_and_gives_verdicts(monkeypatch, tmp_path):
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["Rule", "Metric", "Bad", "Fixed", "Change", "Threshold", "Verdict", "Repeats"]
     assert any(line.startswith("TL912") and line.split()[-2:] == ["FAIL", "2"] for line in lines)
-    assert "verify" in result.stderr  # the progress bar goes to stderr
+    # The progress bar goes to stderr, and only on a terminal: no stray label line here.
+    assert result.stderr.splitlines() == [f"writing {out} after every rule", f"wrote {md}"]
     assert "| TL911 | sync_count | 50 | 0 | -100.0% | down >= 50% | PASS |" in md.read_text()
     assert data["complete"] is True and data["rules_not_run"] == []
     assert [r["script"] for r in tl910["runs"]] == ["bad", "fixed", "fixed", "bad"]
@@ -466,6 +472,11 @@ def test_smoke_of_fake_fixtures_passes_the_smoke_flag():
     result = invoke("--smoke", "--fixtures", str(FAKE))
     assert result.exit_code == 0, result.output
     assert "smoke: 6/6 scripts ran and emitted metrics" in result.stdout
+    # Issue 27: no stray "smoke" line (click's progress bar label, printed
+    # alone when stderr is not a terminal).
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert len(lines) == 7 and all(line.startswith("ok ") for line in lines[:6]), lines
 
 
 @pytest.mark.slow
@@ -629,3 +640,23 @@ def test_commands_register_in_a_group(monkeypatch, tmp_path):
         main, ["verify", "--fixtures", str(FAKE), "--output", str(tmp_path / "r.json"), "--require-gpu"]
     )
     assert result.exit_code == 2
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch):
+    class Stream:
+        def __init__(self, tty):
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+        def write(self, text):
+            pass
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr("sys.stderr", Stream(False))
+    assert isinstance(cli._progress(3, "smoke", None), cli._NoBar)
+    monkeypatch.setattr("sys.stderr", Stream(True))
+    assert not isinstance(cli._progress(3, "smoke", None), cli._NoBar)

@@ -1,13 +1,18 @@
 """The results cache: `.torchlint_cache/` at the project root.
 
-An entry holds what the runner produced for one file (a `FileResult`, or any
+An entry holds what the runner produced for one file (a `FileOutcome`, or any
 picklable value made of torchlint's own classes and builtins), keyed by
 
-- the file's path (findings carry it) and the blake2b hash of its bytes,
+- the blake2b hash of the file's bytes, never by its path: the same file
+  linted as `src/a.py` from the project root and as `a.py` from `src/` is one
+  entry, and the runner gives a hit the path of the run that reads it
+  (`torchlint.findings.relabel`), so no run ever prints another run's path;
+- what the pipeline reads from a path besides its contents (`path_variant`):
+  whether it is a notebook, and whether the analysis takes it for a test file;
+- the codes enabled for that file (per-file-ignores included: the caller's
+  `variant` string) and the run's settings (`settings_key`);
 - torchlint's version and a fingerprint of its installed source files (so an
-  edited checkout never reads results of older code),
-- the effective settings: a stable string of the enabled codes, the
-  per-file-ignores and the fix mode (`settings_key`).
+  edited checkout never reads results of older code).
 
 Layout: `.torchlint_cache/CACHEDIR.TAG` (https://bford.info/cachedir/),
 `.torchlint_cache/.gitignore` (`*`), and `.torchlint_cache/<version>/<aa>/<key>`
@@ -28,6 +33,7 @@ import hashlib
 import io
 import os
 import pickle
+import re
 import shutil
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
@@ -105,6 +111,21 @@ def settings_key_for(settings, fix: bool = False, unsafe: bool = False) -> str:
     )
 
 
+# What the pipeline reads from a file's path besides its contents: the suffix
+# (a notebook is read as JSON) and, in the analysis, whether the path names a
+# test file (`torchlint.analysis.vocabulary.TEST_PATH`, copied here so that a
+# cache hit imports no LibCST; tests/test_cache.py fails when the two differ).
+_TEST_PATH = re.compile(r"(^|[\\/])(test_[^\\/]*|[^\\/]*_test|conftest)\.(py|ipynb)$|(^|[\\/])tests?[\\/]")
+
+
+def path_variant(path: str) -> str:
+    """The part of a file's result that depends on its path rather than its
+    contents, as a key: the kind of file and whether it is a test file."""
+    kind = "ipynb" if path.endswith(".ipynb") else "py"
+    test = "test" if _TEST_PATH.search(path.replace("\\", "/")) else "code"
+    return f"{kind}|{test}"
+
+
 class _SafeUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):
         if module == "torchlint" or module.startswith("torchlint."):
@@ -139,9 +160,11 @@ class Cache:
         self.hits = 0
         self.misses = 0
 
-    def key(self, path_str: str, content: bytes) -> str:
+    def key(self, content: bytes, variant: str = "") -> str:
+        """The entry's key: the contents' hash and `variant` (what else the
+        result depends on: `path_variant` and the file's enabled codes)."""
         h = hashlib.blake2b(self._prefix, digest_size=32)
-        h.update(os.path.normcase(os.path.abspath(path_str)).encode("utf-8", "surrogatepass"))
+        h.update(variant.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
         h.update(hashlib.blake2b(content, digest_size=32).digest())
         return h.hexdigest()
@@ -149,9 +172,9 @@ class Cache:
     def entry_path(self, key: str) -> Path:
         return self.dir / _safe_name(self.version) / key[:2] / key
 
-    def get(self, path_str: str, content: bytes) -> Optional[Any]:
+    def get(self, content: bytes, variant: str = "") -> Optional[Any]:
         """The stored value, or None (missing, corrupted, unreadable)."""
-        entry = self.entry_path(self.key(path_str, content))
+        entry = self.entry_path(self.key(content, variant))
         try:
             data = entry.read_bytes()
         except OSError:
@@ -164,7 +187,7 @@ class Cache:
         self.hits += 1
         return value[0]
 
-    def put(self, path_str: str, content: bytes, value: Any) -> None:
+    def put(self, content: bytes, variant: str, value: Any) -> None:
         """Store `value`; never raises for I/O problems (the cache is then off)."""
         if self.disabled:
             return
@@ -173,7 +196,7 @@ class Cache:
         except Exception:
             return  # not plain data: don't cache it
         data = _MAGIC + hashlib.blake2b(payload, digest_size=_DIGEST).digest() + payload
-        entry = self.entry_path(self.key(path_str, content))
+        entry = self.entry_path(self.key(content, variant))
         try:
             self._prepare()
             entry.parent.mkdir(parents=True, exist_ok=True)

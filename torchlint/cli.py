@@ -38,7 +38,7 @@ class DefaultGroup(click.Group):
     default_command = "check"
 
     def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
-        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version", "-V")):
             args = [self.default_command, *args]
         return super().parse_args(ctx, args)
 
@@ -63,8 +63,23 @@ class DefaultGroup(click.Group):
             raise fail(f"internal error: {type(exc).__name__}: {exc} (set TORCHLINT_DEBUG=1 for a traceback)") from None
 
 
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"torchlint {__version__}")
+    ctx.exit()
+
+
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="torchlint")
+@click.option(
+    "-V",
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Print the version (`torchlint 0.1.0`) and exit.",
+)
 def main() -> None:
     """torchlint: find and fix the PyTorch mistakes that leave a GPU idle.
 
@@ -160,6 +175,9 @@ def _write_output(text: str, output_file: Optional[str]) -> None:
     help="Also run preview rules (not yet stable on code they were never tuned on); see `torchlint rules`.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option(
+    "-w", "--watch", is_flag=True, help="Lint again whenever a file or the configuration changes (Ctrl-C to stop)."
+)
 def check_command(
     paths,
     select,
@@ -189,6 +207,7 @@ def check_command(
     respect_gitignore,
     preview,
     quiet,
+    watch,
 ):
     """Lint PATHS (default: the current folder); `-` or `--stdin-filename` reads source from stdin."""
     from torchlint.config import ConfigError, load_settings
@@ -207,13 +226,20 @@ def check_command(
         for flag, given in (("--fix", fix), ("--fix-only", fix_only), ("--diff", diff), ("stdin", use_stdin)):
             if given:
                 raise click.UsageError(f"--add-noqa cannot be used with {flag}")
+    if watch:
+        others = (("--diff", diff), ("--add-noqa", add_noqa), ("stdin", use_stdin))
+        others += (("--show-files", show_files), ("--show-settings", show_settings))
+        for flag, given in others:
+            if given:
+                raise click.UsageError(f"--watch cannot be used with {flag}")
     paths = paths or ["."]
     if use_stdin:
         start = (os.path.dirname(stdin_filename) or ".") if stdin_filename else "."
     else:
         start = paths[0]
-    try:
-        settings = load_settings(
+
+    def load():
+        return load_settings(
             config=config_path,
             start=start,
             select=_codes(select) or None,
@@ -227,6 +253,9 @@ def check_command(
             cache_dir=cache_dir,
             preview=preview,
         )
+
+    try:
+        settings = load()
     except ConfigError as exc:
         raise fail(str(exc)) from None
     for message in settings.preview_warnings():
@@ -254,6 +283,8 @@ def check_command(
         fix_only=fix_only and not diff,
         unsafe_hint=settings.unsafe_fixes is not False,
     )
+    if watch:
+        raise click.exceptions.Exit(_watch(paths, settings, load, opts, jobs))
     if use_stdin:
         code, fixed = _check_stdin(settings, stdin_filename or "-", opts)
     elif add_noqa:
@@ -306,7 +337,10 @@ def _report(opts: _Opts, findings, lines, fixes_applied=0, fixed_per_file=None, 
     if opts.statistics:
         from torchlint.report import statistics as stats
 
-        return stats.render(data, as_json=opts.output_format in ("json", "json-lines"))
+        as_json = opts.output_format in ("json", "json-lines")
+        table = stats.render(data, as_json=as_json)
+        # As in Ruff: the table, then the summary ("Found 3 errors.", what --fix would fix).
+        return table if as_json or opts.quiet else table + summary(data)
     text = render(opts.output_format, data)
     if opts.output_format in ("full", "concise") and not opts.quiet:
         text += ("\n" if text and opts.output_format == "concise" else "") + summary(data)
@@ -334,8 +368,9 @@ def _nothing_found(result, opts: _Opts) -> None:
         warn("No Python files found under the given path(s)")
 
 
-def _check_paths(paths, settings, opts: _Opts, jobs: int) -> Tuple[int, int]:
-    """Lint, fix or diff files; (exit code, fixes applied)."""
+def _check_paths(paths, settings, opts: _Opts, jobs: int, written: Optional[list] = None) -> Tuple[int, int]:
+    """Lint, fix or diff files; (exit code, fixes applied). `written` gets the
+    paths of the files fixes were written to."""
     from torchlint import api
 
     cache_root = None if opts.no_cache else settings.root
@@ -353,12 +388,12 @@ def _check_paths(paths, settings, opts: _Opts, jobs: int) -> Tuple[int, int]:
         _write_output("".join(d for _, d in result.diffs), opts.output_file)
         fixes = sum(o.fixes_applied for o in result.outcomes if o.diff)
         if not opts.quiet:
-            from torchlint.report import plural
-
-            click.echo(f"Would fix {plural(fixes, 'error')} in {plural(len(result.diffs), 'file')}.", err=True)
+            click.echo(_diff_summary(fixes, len(result.diffs), result.findings, opts), err=True)
         _warnings_out(result.warnings, opts)
         return _problems_out(result.problems) or (EXIT_FINDINGS if result.diffs else EXIT_OK), 0
     fixed_per_file = {o.path: o.fixes_applied for o in result.outcomes if o.written and o.fixes_applied}
+    if written is not None:
+        written.extend(o.path for o in result.outcomes if o.written)
     report = _report(
         opts,
         result.findings,
@@ -373,6 +408,66 @@ def _check_paths(paths, settings, opts: _Opts, jobs: int) -> Tuple[int, int]:
     fixed = sum(fixed_per_file.values())
     remaining = EXIT_FINDINGS if result.findings and not opts.fix_only else EXIT_OK
     return _problems_out(result.problems) or remaining, fixed
+
+
+def _watch(paths, settings, load, opts: _Opts, jobs: int) -> int:
+    """`--watch`: lint (or fix) `paths`, then again after every change to the
+    files a run would lint or to the configuration file, until Ctrl-C (exit 0).
+    The report goes to stdout as in one run (the screen is cleared first on a
+    terminal); a status line goes to stderr. torchlint/watch.py says how
+    changes are found."""
+    from torchlint import api
+    from torchlint import watch as watching
+    from torchlint.config import ConfigError
+
+    interval = watching.interval_from_env()
+    current = [settings]
+
+    def config_files():
+        config = current[0].config_path
+        return [config] if config else [os.path.join(os.getcwd(), "pyproject.toml")]
+
+    tree = watching.Tree(lambda: api.discover(paths, current[0]).files, config_files)
+    tty = sys.stdout.isatty() and not opts.output_file
+    before = tree.look()
+    try:
+        while True:
+            if tty:
+                click.clear()
+            written: list = []
+            _check_paths(paths, current[0], opts, jobs, written)
+            # A change made while the run went on starts the next run (the
+            # snapshot is from before it), but the run's own fixes do not.
+            before.update(watching.snapshot(written))
+            tree.refresh()
+            click.echo(f"[{watching.clock()}] Watching for file changes (Ctrl-C to stop).", err=True)
+            before, what = watching.wait_for_change(tree.look, before, interval)
+            configs = {os.path.abspath(p) for p in config_files()}
+            if configs & set(what):
+                try:
+                    current[0] = load()
+                except ConfigError as exc:
+                    click.echo(f"torchlint: error: {exc} (keeping the previous settings)", err=True)
+    except KeyboardInterrupt:  # the way to leave watch mode: not an error
+        return EXIT_OK
+
+
+def _diff_summary(fixes: int, files: int, remaining, opts: _Opts) -> str:
+    """`--diff`'s closing line, as in Ruff: what it would fix and, unless
+    `unsafe-fixes = false`, how many more fixes `--unsafe-fixes` would apply
+    (never "Would fix 0 errors in 0 files." when only unsafe fixes exist)."""
+    from torchlint.findings import Applicability
+    from torchlint.report import plural
+
+    hidden = 0
+    if not opts.unsafe and opts.unsafe_hint:
+        hidden = sum(1 for f in remaining if f.fix is not None and f.fix.applicability == Applicability.UNSAFE)
+    if fixes:
+        extra = f" ({plural(hidden, 'additional fix')} available with `--unsafe-fixes`)" if hidden else ""
+        return f"Would fix {plural(fixes, 'error')} in {plural(files, 'file')}{extra}."
+    if hidden:
+        return f"No errors would be fixed ({plural(hidden, 'fix')} available with `--unsafe-fixes`)."
+    return "No errors would be fixed."
 
 
 def _add_noqa(paths, settings, opts: _Opts, jobs: int) -> int:
@@ -478,7 +573,19 @@ def _show_settings(paths, settings, stdin_filename: Optional[str]) -> int:
     return EXIT_OK
 
 
-# --- rules / rule -----------------------------------------------------------
+# --- version / rules / rule -------------------------------------------------
+
+
+@main.command("version")
+@click.option("--output-format", type=click.Choice(("text", "json")), default="text", show_default=True)
+def version_command(output_format):
+    """Print torchlint's version (as `torchlint --version` and `-V` do)."""
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps({"version": __version__}))
+        return
+    click.echo(f"torchlint {__version__}")
 
 
 @main.command("rules")
@@ -492,7 +599,10 @@ def rules_command(output_format):
     if output_format == "json":
         click.echo(json.dumps(ruledocs.rules_table_json(), indent=2))
         return
-    click.echo(ruledocs.rules_table_text())
+    import shutil
+
+    # Wrapped to the terminal, as `ruff rule --all` is (80 columns when piped, or $COLUMNS).
+    click.echo(ruledocs.rules_table_text(width=shutil.get_terminal_size((80, 24)).columns))
 
 
 @main.command("rule")

@@ -9,11 +9,12 @@ A selector is a code or a prefix of codes ("TL4", "TL401") or "ALL".
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -233,18 +234,48 @@ def find_pyproject(start: Path) -> Optional[Path]:
             found = False
         if found:
             try:
-                raw = candidate.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                data_bytes = candidate.read_bytes()
+            except OSError:
                 continue
             try:
+                raw = data_bytes.decode("utf-8")
                 data = tomllib.loads(raw)
-            except tomllib.TOMLDecodeError:
-                if "tool.torchlint" in raw:
+            except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+                if b"tool.torchlint" in data_bytes:
                     return candidate  # ours but broken: load_settings reports it
                 continue
             if "torchlint" in data.get("tool", {}):
                 return candidate
     return None
+
+
+_TOML_WHERE = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)$")
+
+
+def toml_error(path: Union[str, Path], text: str, exc: Exception) -> str:
+    """`path:LINE:COLUMN: invalid TOML: what` for a TOMLDecodeError, always
+    with a line and column: tomllib says "(at end of document)" for an error
+    at the very end (an unclosed `[` or string), which names no line."""
+    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    m = _TOML_WHERE.search(message)
+    line = getattr(exc, "lineno", None)  # Python 3.14's TOMLDecodeError has them
+    column = getattr(exc, "colno", None)
+    if m is not None:
+        message = message[: m.start()]
+        if m.group(1):
+            line, column = int(m.group(1)), int(m.group(2))
+        else:
+            message += " (at the end of the file)"
+    if line is None or column is None:
+        line, column = _line_column(text, len(text))
+    return f"{path}:{line}:{column}: invalid TOML: {message}"
+
+
+def _line_column(text: Union[str, bytes], offset: int) -> Tuple[int, int]:
+    """1-based (line, column) of `offset` in `text`."""
+    nl = "\n" if isinstance(text, str) else b"\n"
+    line_start = text.rfind(nl, 0, offset) + 1  # type: ignore[arg-type]
+    return text.count(nl, 0, offset) + 1, offset - line_start + 1  # type: ignore[arg-type]
 
 
 def _type_name(value: Any) -> str:
@@ -330,11 +361,19 @@ def load_settings(
     values: Dict[str, Any] = {"root": os.getcwd()}
     if path is not None:
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read {path}: {exc}") from None
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line, column = _line_column(raw, exc.start)
+            message = f"invalid TOML: byte {raw[exc.start]:#04x} is not UTF-8 (TOML files are UTF-8)"
+            raise ConfigError(f"{path}:{line}:{column}: {message}") from None
+        try:
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+            raise ConfigError(toml_error(path, text, exc)) from None
         table = data.get("tool", {}).get("torchlint", {})
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: [tool.torchlint] must be a table")

@@ -6,7 +6,7 @@ as in Ruff's JSON output. Editors that need UTF-16 convert at their boundary.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Optional, Tuple
 
@@ -118,3 +118,27 @@ class FileOutcome:
     @property
     def needs_write(self) -> bool:
         return self.new_data is not None and not self.written
+
+
+def relabel(outcome: FileOutcome, path: str) -> FileOutcome:
+    """`outcome` as if produced for `path`: its findings, problems and
+    warnings name `path` instead of the path it was linted as. The cache
+    stores outcomes keyed by contents, so a hit may come from a run that
+    named the file differently (`src/a.py` from the project root, `a.py` from
+    `src/`)."""
+    old = outcome.path
+    if old == path:
+        return outcome
+
+    def where(text: str) -> str:  # "a.py", "a.py:3", "nb.ipynb:cell 2:1"
+        if text == old or text.startswith(old + ":"):
+            return path + text[len(old) :]
+        return text
+
+    return replace(
+        outcome,
+        path=path,
+        findings=tuple(replace(f, path=path) if f.path == old else f for f in outcome.findings),
+        problems=tuple(replace(p, path=where(p.path)) for p in outcome.problems),
+        warnings=tuple(replace(w, path=where(w.path)) for w in outcome.warnings),
+    )

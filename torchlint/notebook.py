@@ -2,12 +2,16 @@
 
 The code cells are concatenated (each ending with a newline) into one module,
 so a device defined in cell 2 is known in cell 5. IPython syntax is blanked
-out line for line, keeping the line count: a cell magic (`%%time`, `%%bash`)
-blanks the whole cell; line magics (`%matplotlib inline`), shell escapes
-(`!pip install x`), captured ones (`files = !ls`, `t = %timeit -o f()`) and
-help (`?torch.randn`, `torch.randn?`) become a `pass` placeholder at the same
-indentation; a magic line ending in a backslash continues on the next line (IPython
-joins them), which gets a placeholder too. Placeholders are never handed back
+out line for line, keeping the line count: a cell magic whose body is not
+Python (`%%bash`, `%%writefile`, `%%html`) blanks the whole cell, one that
+runs its body as Python (`%%time`, `%%timeit`, `%%capture`, `%%prun`,
+`%%debug`, `%%python`, `%%python3`, `%%pypy`: Ruff's list) only its own
+line, so the body is linted (it is often the training cell); line magics
+(`%matplotlib inline`), shell escapes (`!pip install x`), captured ones
+(`files = !ls`, `t = %timeit -o f()`) and help (`?torch.randn`,
+`torch.randn?`) become a `pass` placeholder at the same indentation; a magic
+line ending in a backslash continues on the next line (IPython joins them),
+which gets a placeholder too. Placeholders are never handed back
 to the user: fixes that touch them are dropped and the original lines are
 restored when writing.
 
@@ -65,12 +69,30 @@ def _is_magic_line(line: str) -> bool:
     return bool(_HELP_SUFFIX_RE.match(line))
 
 
+# Cell magics whose body is Python that runs in the notebook's namespace (or,
+# for `%%python`/`%%pypy`, a Python interpreter): the same list as Ruff's.
+# The body is linted; only the `%%` line is blanked.
+PYTHON_CELL_MAGICS = frozenset({"capture", "debug", "prun", "pypy", "python", "python3", "time", "timeit"})
+
+
+def cell_magic(line: str) -> Optional[str]:
+    """The name of the cell magic `line` starts (`%%time -n 1` -> "time"), else None."""
+    stripped = line.strip()
+    if not stripped.startswith("%%"):
+        return None
+    parts = stripped[2:].split(None, 1)
+    return parts[0] if parts else ""
+
+
 def _transform(source: str, number: int, counter: List[int]) -> _Cell:
     """Blank out IPython syntax in one code cell, line for line."""
     lines = source.splitlines(keepends=True)
     cell = _Cell(number, "", source.endswith("\n") or source == "", False, original_source=source)
     first = next((ln for ln in lines if ln.strip()), "")
-    whole_cell = first.lstrip().startswith("%%")
+    magic = cell_magic(first)
+    # A cell magic whose body is not Python (`%%bash`, `%%writefile`) blanks
+    # the whole cell; one that runs its body as Python (`%%time`) only its line.
+    whole_cell = magic is not None and magic not in PYTHON_CELL_MAGICS
     out = []
     state = _LineState()
     magic_indent: Optional[str] = None  # inside a magic continued with `\`: its indentation

@@ -88,13 +88,18 @@ def _ignore_interrupts() -> None:
 
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Drop the queued work and end the workers now, without waiting for the
-    items they are on."""
-    pool.shutdown(wait=False, cancel_futures=True)
+    items they are on.
+
+    Before Python 3.14 there is no public way to end the workers: their list
+    (`_processes`) is read before `shutdown()`, which sets it to None; read
+    after, no worker would be terminated and the process would wait at exit
+    for the items they are on (issue 27: 16-17 s after "interrupted")."""
     terminate = getattr(pool, "terminate_workers", None)  # Python 3.14+
     if terminate is not None:
         terminate()
         return
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
     for proc in processes:
         try:
             proc.terminate()

@@ -9,6 +9,8 @@ and the JSON/SARIF reporters link to the pages via `torchlint.rules.rule_url`.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from typing import Dict, List, Mapping, Optional, Tuple, Type, Union
 
@@ -227,8 +229,6 @@ def render_rule_markdown(rule: RuleLike, statuses: Statuses = None) -> str:
     if r.REQUIRES_DEVICE:
         lines.append("Fires only where a device is in play (the file selects or uses an accelerator).")
         lines.append("")
-    lines.append(f"Message: {r.MESSAGE}")
-    lines.append("")
     if r.FIX_TITLE:
         lines.append(f"Fix title: {r.FIX_TITLE}")
         lines.append("")
@@ -236,7 +236,56 @@ def render_rule_markdown(rule: RuleLike, statuses: Statuses = None) -> str:
         lines.append(f"## {title}")
         lines.append(body)
         lines.append("")
+        if title == "Example":
+            output = example_output(r)
+            if output is not None:
+                lines.append(f"`torchlint check {EXAMPLE_PATH}` on it prints:")
+                lines.append("")
+                lines.append("```console")
+                lines.append(output.rstrip("\n"))
+                lines.append("```")
+                lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# The name the rule pages give their example file.
+EXAMPLE_PATH = "example.py"
+
+
+def section_code(rule: RuleLike, title: str) -> Optional[str]:
+    """The Python code of a docstring section's first ```python block, or None."""
+    body = dict(doc_sections(rule)).get(title)
+    if body is None:
+        return None
+    m = re.search(r"^```python\n(.*?)^```", body, re.S | re.M)
+    return m.group(1) if m else None
+
+
+def example_output(rule: RuleLike) -> Optional[str]:
+    """What `torchlint check example.py` prints (the default `full` format,
+    every rule enabled) for the rule's "Example" code: the pages show the
+    tool's real output, never a hand-written one. None without an example."""
+    from torchlint import runner
+    from torchlint.api import process_bytes
+    from torchlint.config import Settings
+    from torchlint.report import ReportData, render, summary
+
+    r = _resolve(rule)
+    if r.CODE == runner.IO_ERROR:
+        # Not about contents: what the runner reports for a file whose read
+        # fails with EACCES (`chmod a-r`; the page's Example).
+        job = runner.FileJob(EXAMPLE_PATH, frozenset(), "lint")
+        outcome = runner._unreadable(job, f"Cannot read the file: {os.strerror(errno.EACCES)}")
+    else:
+        code = section_code(r, "Example")
+        if code is None:
+            return None
+        outcome = process_bytes(code.encode("utf-8"), EXAMPLE_PATH, Settings())
+    data = ReportData(
+        findings=outcome.findings,
+        lines={(outcome.path, cell, row): text for cell, row, text in outcome.lines},
+    )
+    return f"$ torchlint check {EXAMPLE_PATH}\n" + render("full", data) + summary(data)
 
 
 def render_rule_json(rule: RuleLike) -> Dict[str, object]:
@@ -292,14 +341,35 @@ def rules_table_markdown(link: bool = True, statuses: Statuses = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def rules_table_text() -> str:
-    """`torchlint rules`: a plain aligned table for terminals."""
+def rules_table_text(width: Optional[int] = None) -> str:
+    """`torchlint rules`: a plain aligned table for terminals. With `width`,
+    no line is longer: the summary column is wrapped, its continuation lines
+    starting under it; when that column would be narrower than 40 characters
+    (an 80-column terminal), each summary goes under its row instead, indented
+    by 4, wrapped to the width."""
+    import textwrap
+
     rows = [("CODE", "NAME", "STATUS", "FIX", "SUMMARY")]
     rows += [(r.CODE, r.NAME, status_column(r), fix_column(r) or "-", summary(r)) for r in documented_rules()]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    columns = 4
+    widths = [max(len(row[i]) for row in rows) for i in range(columns)]
+    indent = sum(widths) + 2 * columns
+    beside = width is None or width - indent >= 40
     out = []
-    for row in rows:
-        out.append("  ".join(row[i].ljust(widths[i]) for i in range(4)) + "  " + row[4])
+    for k, row in enumerate(rows):
+        head = "  ".join(row[i].ljust(widths[i]) for i in range(columns))
+        text = row[columns]
+        if width is None:
+            out.append(head + "  " + text)
+        elif beside:
+            parts = textwrap.wrap(text, width - indent, break_on_hyphens=False)
+            out.append(head + "  " + (parts[0] if parts else ""))
+            out.extend(" " * indent + part for part in parts[1:])
+        elif k:  # the header row has no summary of its own in this layout
+            out.append(head)
+            out.extend("    " + part for part in textwrap.wrap(text, max(20, width - 4), break_on_hyphens=False))
+        else:
+            out.append(head)
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 

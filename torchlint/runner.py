@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from torchlint.config import Settings
-from torchlint.findings import MODES, FileOutcome, Finding, Problem
+from torchlint.findings import MODES, FileOutcome, Finding, Problem, relabel
 from torchlint.fixes import write_atomic
 
 
@@ -37,16 +37,34 @@ def process_bytes(data: bytes, job: FileJob) -> FileOutcome:
     return pipeline(data, job.path, job.enabled, job.mode, job.unsafe)
 
 
-def _read(path: str) -> Tuple[Optional[bytes], Optional[Problem]]:
+def _read(path: str) -> Tuple[Optional[bytes], str]:
+    """The file's bytes, or None and why it could not be read."""
     try:
         with open(path, "rb") as fh:
-            return fh.read(), None
+            return fh.read(), ""
     except FileNotFoundError:
-        return None, Problem(path, "file vanished before it could be read")
+        return None, "The file vanished before it could be read"
     except IsADirectoryError:
-        return None, Problem(path, "is a directory, not a file")
+        return None, "The path is a directory, not a file"
     except OSError as exc:
-        return None, Problem(path, f"cannot read file: {exc.strerror or exc}")
+        return None, f"Cannot read the file: {exc.strerror or exc}"
+
+
+# The code of a file that could not be read (torchlint/rules/io_error.py).
+IO_ERROR = "TL001"
+
+
+def _unreadable(job: FileJob, message: str) -> FileOutcome:
+    """What a file that could not be read gives: a TL001 finding when the run
+    reports findings (lint, fix), so it is in every output format as Ruff's
+    E902 is; a problem (stderr, exit 2) for `--diff` and `--add-noqa`, which
+    report no findings."""
+    if job.mode in ("lint", "fix"):
+        from torchlint.rules import name_of  # the catalog: no LibCST
+
+        finding = Finding(IO_ERROR, name_of(IO_ERROR), message, job.path, 1, 1, 1, 1)
+        return FileOutcome(job.path, findings=(finding,))
+    return FileOutcome(job.path, problems=(Problem(job.path, message[:1].lower() + message[1:]),))
 
 
 def _not_written(outcome: FileOutcome, message: str) -> FileOutcome:
@@ -100,9 +118,9 @@ def _add_noqa(job: FileJob, data: bytes) -> FileOutcome:
 
 def process_file(job: FileJob) -> FileOutcome:
     """Read one file, lint or fix it; in fix mode write the result atomically."""
-    data, problem = _read(job.path)
+    data, why = _read(job.path)
     if data is None:
-        return FileOutcome(job.path, problems=(problem,) if problem else ())
+        return _unreadable(job, why)
     if job.mode == ADD_NOQA:
         try:
             return _add_noqa(job, data)
@@ -170,19 +188,28 @@ def _preload() -> None:
     all_rules()
 
 
+def _variant(job: FileJob) -> str:
+    """What a file's cached result depends on besides its contents: what the
+    pipeline reads from its path, and the codes enabled for it (per-file
+    ignores included). Never the path itself: see torchlint/cache.py."""
+    from torchlint.cache import path_variant
+
+    return f"{path_variant(job.path)}|{','.join(sorted(job.enabled))}|{job.mode}|{int(job.unsafe)}"
+
+
 def _lint_cached(items: List[FileJob], mapper: Optional[Mapper], jobs: int, cache) -> List[FileOutcome]:
     """Lint mode with the cache: read each file once, answer hits from the cache,
     lint the misses (in a pool when it pays), store results without problems."""
     outcomes: List[Optional[FileOutcome]] = [None] * len(items)
     todo: List[Tuple[int, bytes]] = []
     for i, job in enumerate(items):
-        data, problem = _read(job.path)
+        data, why = _read(job.path)
         if data is None:
-            outcomes[i] = FileOutcome(job.path, problems=(problem,) if problem else ())
+            outcomes[i] = _unreadable(job, why)
             continue
-        hit = cache.get(job.path, data) if cache is not None else None
+        hit = cache.get(data, _variant(job)) if cache is not None else None
         if isinstance(hit, FileOutcome):
-            outcomes[i] = hit
+            outcomes[i] = relabel(hit, job.path)
         else:
             todo.append((i, data))
     if todo:
@@ -195,7 +222,7 @@ def _lint_cached(items: List[FileJob], mapper: Optional[Mapper], jobs: int, cach
             outcomes[i] = out
             # Results with problems (a crashed rule) are not cached: the next run retries.
             if cache is not None and not out.problems:
-                cache.put(items[i].path, data, out)
+                cache.put(data, _variant(items[i]), out)
     return outcomes  # type: ignore[return-value]
 
 

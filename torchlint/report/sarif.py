@@ -35,7 +35,9 @@ def _rule(code: str) -> Dict[str, Any]:
     except KeyError:
         cls = None
     name = cls.NAME if cls else code
-    short = cls.MESSAGE if cls else code
+    # The rule's title, never its message template (`{name}`): GitHub code
+    # scanning shows it to users as the rule's description.
+    short = cls.title() if cls else code
     full = _section(cls.doc(), "What it does") if cls else ""
     level = severity(code)
     rule: Dict[str, Any] = {

@@ -51,8 +51,13 @@ class Report:
 class Rule:
     CODE: ClassVar[str]
     NAME: ClassVar[str]
-    # The default message (rules may report a more specific one).
+    # The default message (rules may report a more specific one); it may be a
+    # template (`{name}`) that the rule fills in.
     MESSAGE: ClassVar[str]
+    # What the rule finds, in one line without placeholders, for places that
+    # name the rule rather than a finding (SARIF's rule descriptions); None:
+    # MESSAGE, which then must not be a template.
+    TITLE: ClassVar[Optional[str]] = None
     # Fix title shown to users and editors; None when the rule never fixes.
     FIX_TITLE: ClassVar[Optional[str]] = None
     APPLICABILITY: ClassVar[Optional[Applicability]] = None
@@ -69,6 +74,11 @@ class Rule:
     @classmethod
     def doc(cls) -> str:
         return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def title(cls) -> str:
+        """TITLE, or MESSAGE when the rule needs no separate title."""
+        return cls.TITLE or cls.MESSAGE
 
     @classmethod
     def fix_availability(cls) -> str:

@@ -8,6 +8,7 @@ from torchlint.rules.stability import RuleStatus, Stability
 
 CATALOG = {
     "TL000": "syntax-error",
+    "TL001": "io-error",
     "TL100": "no-device",
     "TL101": "model-not-moved",
     "TL102": "input-not-moved",
@@ -25,6 +26,7 @@ CATALOG = {
 
 SEVERITIES = {
     "TL000": "error",
+    "TL001": "error",
     "TL100": "warning",
     "TL101": "warning",
     "TL102": "warning",
@@ -42,6 +44,7 @@ SEVERITIES = {
 
 STATUS = {
     "TL000": RuleStatus(Stability.STABLE, judged=0, tp=0, fixes_wrong=0, rounds=()),
+    "TL001": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(1,)),
     "TL100": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(1,)),
     "TL101": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(1,)),
     "TL102": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(1,)),

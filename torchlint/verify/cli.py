@@ -20,7 +20,6 @@ from torchlint.verify import report as report_mod
 from torchlint.verify import runner
 from torchlint.verify import verdict as V
 
-DEFAULT_OUTPUT = "torchlint-verify.json"
 DEFAULT_REPEATS = 5
 DRY_RUN_DEVICE = "cpu (dry run)"
 NOT_REPORTED = "not run: no merged report has this rule (its part never started, or stopped before writing)"
@@ -45,6 +44,28 @@ def _err(message: str) -> None:
     click.echo(message, err=True)
 
 
+class _NoBar:
+    """A progress bar that shows nothing (stderr is not a terminal)."""
+
+    def __enter__(self) -> "_NoBar":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def update(self, n: int, item: Any = None) -> None:
+        return None
+
+
+def _progress(length: int, label: str, item_show_func: Any) -> Any:
+    """A progress bar on stderr when it is a terminal; nothing otherwise
+    (click's bar prints its label alone on a line when it is not, which is
+    noise in a log or a CI job)."""
+    if not sys.stderr.isatty():
+        return _NoBar()
+    return click.progressbar(length=length, label=label, file=sys.stderr, item_show_func=item_show_func)
+
+
 def _write_outputs(
     report: Dict[str, Any], output: Optional[Path], markdown: Optional[Path], plot: Optional[Path]
 ) -> None:
@@ -59,7 +80,7 @@ def _write_outputs(
         try:
             report_mod.write_plot(report, plot)
         except ImportError:
-            _err("cannot write the plot: matplotlib is not installed (pip install 'torchlint[verify]')")
+            _err("cannot write the plot: matplotlib is not installed (pip install matplotlib)")
         else:
             _err(f"wrote {plot}")
 
@@ -96,7 +117,7 @@ def _discover(fixtures_dir: Optional[Path], rules: Sequence[str]) -> List[runner
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help=f"JSON report path, rewritten after every rule [default: {DEFAULT_OUTPUT}; none with --smoke].",
+    help="Write the JSON report here (rewritten after every rule). Default: no JSON file.",
 )
 @click.option(
     "--markdown",
@@ -217,7 +238,6 @@ def verify_command(
         )
         sys.exit(EXIT_ERROR)
 
-    output = output or Path(DEFAULT_OUTPUT)
     # The GPU first: without one, that is the first thing to say.
     p = probe_mod.probe_cuda()
     environment = {
@@ -251,7 +271,7 @@ def _measure(
     fixtures: List[runner.Fixture],
     repeats: int,
     environment: Dict[str, Any],
-    output: Path,
+    output: Optional[Path],
     markdown: Optional[Path],
     plot: Optional[Path],
     time_budget: Optional[float],
@@ -286,7 +306,8 @@ def _measure(
             elapsed_s=round(time.monotonic() - started, 1),
             **extra,
         )
-        report_mod.write_json(rep, output)
+        if output is not None:
+            report_mod.write_json(rep, output)
         return rep
 
     def on_rule(rr: runner.RuleRuns) -> None:
@@ -302,7 +323,8 @@ def _measure(
     sampler = runner.NvmlSampler()
     environment["nvml"] = False if dry_run else sampler.start()
     write()
-    _err(f"writing {output} after every rule")
+    if output is not None:
+        _err(f"writing {output} after every rule")
     total = len(runner.plan(fixtures, repeats))
 
     def stop(signum: int, frame: Any) -> None:
@@ -311,12 +333,7 @@ def _measure(
     previous = signal.signal(signal.SIGTERM, stop)
     stopped = False
     try:
-        with click.progressbar(
-            length=total,
-            label="verify",
-            file=sys.stderr,
-            item_show_func=_run_label,
-        ) as bar:
+        with _progress(total, "verify", _run_label) as bar:
             runner.measure(
                 runner.run_order(fixtures),
                 repeats,
@@ -336,7 +353,8 @@ def _measure(
         signal.signal(signal.SIGTERM, previous)
     rep = write()
     if stopped:
-        _err(f"stopped: {output} holds the rules finished so far")
+        held = f"{output} holds" if output is not None else "the table below shows"
+        _err(f"stopped: {held} the rules finished so far")
     click.echo(report_mod.to_text(rep), nl=False)
     _write_outputs(rep, None, markdown, plot)
     not_run = rep["rules_not_run"]
@@ -382,12 +400,7 @@ def _smoke(
     plot: Optional[Path],
     root: Path,
 ) -> int:
-    with click.progressbar(
-        length=2 * len(fixtures),
-        label="smoke",
-        file=sys.stderr,
-        item_show_func=_smoke_label,
-    ) as bar:
+    with _progress(2 * len(fixtures), "smoke", _smoke_label) as bar:
         runs = runner.smoke(fixtures, jobs or 0, progress=lambda r: bar.update(1, r), timeout=min(timeout, 300.0))
     failed = [r for r in runs if not r.ok]
     for fx in fixtures:

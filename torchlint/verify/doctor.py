@@ -42,7 +42,13 @@ def diagnose() -> List[Check]:
     no_gpu = hw.present is False
     p = probe_mod.probe_cuda()
     if p.problem == "no-torch":
-        checks.append(Check(FAIL, p.reason, "pip install 'torchlint[verify]'  (or: pip install torch)"))
+        checks.append(
+            Check(
+                FAIL,
+                p.reason,
+                "pip install torch  (a CUDA build on a GPU machine; with nvidia-ml-py and matplotlib: the verify extra)",
+            )
+        )
     else:
         checks.append(Check(OK, f"torch {p.torch_version} installed"))
         if p.cuda_version is None:

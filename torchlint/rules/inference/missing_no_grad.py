@@ -53,19 +53,31 @@ class MissingNoGrad(Rule):
 
     ## Example
     ```python
-    def validate(model, loader):
+    import torch
+
+
+    def validate(model, loader, device):
         model.eval()
+        correct = 0
         for x, y in loader:
-            preds = model(x)
+            preds = model(x.to(device)).argmax(dim=1)
+            correct += (preds == y.to(device)).sum()
+        return correct.item() / len(loader.dataset)
     ```
 
     ## Use instead
     ```python
+    import torch
+
+
     @torch.no_grad()
-    def validate(model, loader):
+    def validate(model, loader, device):
         model.eval()
+        correct = 0
         for x, y in loader:
-            preds = model(x)
+            preds = model(x.to(device)).argmax(dim=1)
+            correct += (preds == y.to(device)).sum()
+        return correct.item() / len(loader.dataset)
     ```
 
     ## Fix safety

@@ -46,16 +46,38 @@ class BatchSizeOne(Rule):
 
     ## Example
     ```python
+    import torch
+    import torch.nn as nn
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(512, 1).to(device)
+    optimizer = torch.optim.Adam(model.parameters())
     batch_size = 1
-    for step in range(steps):
+
+    for step in range(1000):
         x = torch.randn(batch_size, 512, device=device)
-        loss = model(x).sum()
+        loss = model(x).pow(2).mean()
+        optimizer.zero_grad()
         loss.backward()
+        optimizer.step()
     ```
 
     ## Use instead
     ```python
+    import torch
+    import torch.nn as nn
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(512, 1).to(device)
+    optimizer = torch.optim.Adam(model.parameters())
     batch_size = 64
+
+    for step in range(1000):
+        x = torch.randn(batch_size, 512, device=device)
+        loss = model(x).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
     ```
 
     ## Fix safety

@@ -51,14 +51,62 @@ class LoaderNoWorkers(Rule):
 
     ## Example
     ```python
-    loader = DataLoader(dataset, batch_size=64, shuffle=True)
+    import torch
+    import torch.nn as nn
+    import torchvision
+    from torch.utils.data import DataLoader
+    from torchvision import datasets, transforms
+
+
+    def main():
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = torchvision.models.resnet18(num_classes=10).to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        criterion = nn.CrossEntropyLoss()
+        train_set = datasets.CIFAR10("data", train=True, download=True, transform=transforms.ToTensor())
+        loader = DataLoader(train_set, batch_size=128, shuffle=True, pin_memory=True)
+        for images, labels in loader:
+            images, labels = images.to(device), labels.to(device)
+            optimizer.zero_grad()
+            loss = criterion(model(images), labels)
+            loss.backward()
+            optimizer.step()
+
+
+    if __name__ == "__main__":
+        main()
     ```
 
     ## Use instead
     ```python
     import os
 
-    loader = DataLoader(dataset, batch_size=64, shuffle=True, num_workers=min(8, os.cpu_count() or 1))
+    import torch
+    import torch.nn as nn
+    import torchvision
+    from torch.utils.data import DataLoader
+    from torchvision import datasets, transforms
+
+
+    def main():
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = torchvision.models.resnet18(num_classes=10).to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        criterion = nn.CrossEntropyLoss()
+        train_set = datasets.CIFAR10("data", train=True, download=True, transform=transforms.ToTensor())
+        loader = DataLoader(
+            train_set, batch_size=128, shuffle=True, pin_memory=True, num_workers=min(8, os.cpu_count() or 1)
+        )
+        for images, labels in loader:
+            images, labels = images.to(device), labels.to(device)
+            optimizer.zero_grad()
+            loss = criterion(model(images), labels)
+            loss.backward()
+            optimizer.step()
+
+
+    if __name__ == "__main__":
+        main()
     ```
 
     ## Fix safety

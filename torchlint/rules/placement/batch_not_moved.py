@@ -40,17 +40,43 @@ class BatchNotMoved(Rule):
 
     ## Example
     ```python
-    model = Net().to(device)
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(20, 2).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    criterion = nn.CrossEntropyLoss()
+    dataset = TensorDataset(torch.randn(1024, 20), torch.randint(0, 2, (1024,)))
+    loader = DataLoader(dataset, batch_size=64, shuffle=True, pin_memory=True)
+
     for inputs, targets in loader:
+        optimizer.zero_grad()
         loss = criterion(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
     ```
 
     ## Use instead
     ```python
-    model = Net().to(device)
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(20, 2).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    criterion = nn.CrossEntropyLoss()
+    dataset = TensorDataset(torch.randn(1024, 20), torch.randint(0, 2, (1024,)))
+    loader = DataLoader(dataset, batch_size=64, shuffle=True, pin_memory=True)
+
     for inputs, targets in loader:
         inputs, targets = inputs.to(device), targets.to(device)
+        optimizer.zero_grad()
         loss = criterion(model(inputs), targets)
+        loss.backward()
+        optimizer.step()
     ```
 
     ## Fix safety
@@ -73,6 +99,7 @@ class BatchNotMoved(Rule):
     CODE = "TL103"
     NAME = "batch-not-moved"
     MESSAGE = "Batch {names} from the loader reach{s} the model (or a tensor) on the device without being moved"
+    TITLE = "A batch from the loader reaches the model (or a tensor) on the device without being moved"
     FIX_TITLE = "Move the batch to the device at the top of the loop"
     APPLICABILITY = Applicability.SAFE
     REQUIRES_DEVICE = True

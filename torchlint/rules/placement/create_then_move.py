@@ -79,11 +79,19 @@ class CreateThenMove(Rule):
 
     ## Example
     ```python
+    import torch
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    num_layers, batch, hidden = 2, 32, 256
     h0 = torch.zeros(num_layers, batch, hidden).to(device)
     ```
 
     ## Use instead
     ```python
+    import torch
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    num_layers, batch, hidden = 2, 32, 256
     h0 = torch.zeros(num_layers, batch, hidden, device=device)
     ```
 

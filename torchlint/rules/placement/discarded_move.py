@@ -30,14 +30,36 @@ class DiscardedMove(Rule):
 
     ## Example
     ```python
-    x = torch.randn(64, 128)
-    x.to(device)
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(20, 2).to(device)
+    dataset = TensorDataset(torch.randn(1024, 20), torch.randint(0, 2, (1024,)))
+    loader = DataLoader(dataset, batch_size=64, pin_memory=True)
+
+    for x, y in loader:
+        x.to(device)
+        y.to(device)
+        loss = nn.functional.cross_entropy(model(x), y)
     ```
 
     ## Use instead
     ```python
-    x = torch.randn(64, 128)
-    x = x.to(device)
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(20, 2).to(device)
+    dataset = TensorDataset(torch.randn(1024, 20), torch.randint(0, 2, (1024,)))
+    loader = DataLoader(dataset, batch_size=64, pin_memory=True)
+
+    for x, y in loader:
+        x = x.to(device)
+        y = y.to(device)
+        loss = nn.functional.cross_entropy(model(x), y)
     ```
 
     ## Fix safety
@@ -55,6 +77,7 @@ class DiscardedMove(Rule):
     CODE = "TL105"
     NAME = "discarded-move"
     MESSAGE = "`{name}.{method}(...)` returns a moved copy that is thrown away; `{name}` stays where it was"
+    TITLE = "A tensor move (`x.to(...)`, `x.cuda()`) returns a copy that is thrown away; the tensor stays where it was"
     FIX_TITLE = "Assign the moved tensor back"
     APPLICABILITY = Applicability.SAFE
 

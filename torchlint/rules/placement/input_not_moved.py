@@ -36,14 +36,22 @@ class InputNotMoved(Rule):
 
     ## Example
     ```python
-    model = Net().to(device)
+    import torch
+    import torch.nn as nn
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(128, 10).to(device)
     x = torch.randn(64, 128)
     out = model(x)
     ```
 
     ## Use instead
     ```python
-    model = Net().to(device)
+    import torch
+    import torch.nn as nn
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(128, 10).to(device)
     x = torch.randn(64, 128, device=device)
     out = model(x)
     ```
@@ -70,6 +78,7 @@ class InputNotMoved(Rule):
     CODE = "TL102"
     NAME = "input-not-moved"
     MESSAGE = "`{name}` is created on the CPU and reaches the model without being moved to the device"
+    TITLE = "A tensor is created on the CPU and reaches the model without being moved to the device"
     INLINE_MESSAGE = "This tensor is created on the CPU and passed to the model without being moved to the device"
     FIX_TITLE = "Create the input on the device"
     APPLICABILITY = Applicability.SAFE

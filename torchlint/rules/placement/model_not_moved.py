@@ -53,16 +53,24 @@ class ModelNotMoved(Rule):
 
     ## Example
     ```python
+    import torch
+    import torch.nn as nn
+
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    model = Net()
-    out = model(x.to(device))
+    model = nn.Sequential(nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10))
+    x = torch.randn(32, 128, device=device)
+    out = model(x)
     ```
 
     ## Use instead
     ```python
+    import torch
+    import torch.nn as nn
+
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    model = Net().to(device)
-    out = model(x.to(device))
+    model = nn.Sequential(nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10)).to(device)
+    x = torch.randn(32, 128, device=device)
+    out = model(x)
     ```
 
     ## Fix safety
@@ -83,7 +91,8 @@ class ModelNotMoved(Rule):
 
     CODE = "TL101"
     NAME = "model-not-moved"
-    MESSAGE = "Model `{name}` is used but never moved to the device"
+    MESSAGE = "Model `{name}` is used without being moved to the device"
+    TITLE = "A model is used without being moved to the device"
     FIX_TITLE = "Append `.to(device)` to the model's construction"
     APPLICABILITY = Applicability.SAFE
     REQUIRES_DEVICE = True

@@ -78,6 +78,7 @@ class NoDevice(Rule):
     CODE = "TL100"
     NAME = "no-device"
     MESSAGE = "Model `{name}` runs on the CPU: this script looks at devices but never selects one"
+    TITLE = "A model runs on the CPU: the script looks at devices but never selects one"
     FIX_TITLE = "Select a device and move the model and its inputs to it"
     APPLICABILITY = Applicability.UNSAFE
 

@@ -37,10 +37,13 @@ class LegacyProfiler(Rule):
 
     ## Example
     ```python
+    import torch
     from torch.autograd import profiler
 
+    model = torch.nn.Linear(128, 10)
+    x = torch.randn(64, 128)
     with profiler.profile(use_cuda=True) as prof:
-        train_step()
+        model(x).sum().backward()
     print(prof.key_averages().table())
     ```
 
@@ -48,10 +51,12 @@ class LegacyProfiler(Rule):
     ```python
     import torch
 
+    model = torch.nn.Linear(128, 10)
+    x = torch.randn(64, 128)
     with torch.profiler.profile(
         activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     ) as prof:
-        train_step()
+        model(x).sum().backward()
     print(prof.key_averages().table())
     ```
 

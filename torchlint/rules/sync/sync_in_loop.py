@@ -49,7 +49,21 @@ class SyncInLoop(Rule):
 
     ## Example
     ```python
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(20, 2).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    criterion = nn.CrossEntropyLoss()
+    dataset = TensorDataset(torch.randn(1024, 20), torch.randint(0, 2, (1024,)))
+    loader = DataLoader(dataset, batch_size=64, pin_memory=True)
+
+    total = 0.0
     for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
         loss = criterion(model(x), y)
         loss.backward()
         optimizer.step()
@@ -59,13 +73,26 @@ class SyncInLoop(Rule):
 
     ## Use instead
     ```python
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(20, 2).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    criterion = nn.CrossEntropyLoss()
+    dataset = TensorDataset(torch.randn(1024, 20), torch.randint(0, 2, (1024,)))
+    loader = DataLoader(dataset, batch_size=64, pin_memory=True)
+
+    total = 0.0
     for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        optimizer.zero_grad()
         loss = criterion(model(x), y)
         loss.backward()
         optimizer.step()
-        total += loss.detach().float()
-    total = float(total)
-    print(total / len(loader))
+        total += loss.detach()
+    print(total.item() / len(loader))
     ```
 
     ## Fix safety
@@ -250,7 +277,7 @@ class SyncInLoop(Rule):
     def _message(what: str, hot: HotContext) -> str:
         where = f"in `{hot.via}`, called every iteration of a loop" if hot.via else "every iteration of the loop"
         return (
-            f"{what} syncs host and device {where}; keep values on the device and convert "
+            f"{what[:1].upper()}{what[1:]} syncs host and device {where}; keep values on the device and convert "
             "once after the loop, or only every N steps (`if step % N == 0:`)"
         )
 

@@ -56,15 +56,25 @@ class TensorPythonLoop(Rule):
 
     ## Example
     ```python
+    import torch
+
+    predicted = torch.randint(0, 10, (1000,))
+    labels = torch.randint(0, 10, (1000,))
     correct = 0
     for i in range(labels.size(0)):
         if predicted[i] == labels[i]:
             correct += 1
+    print(correct / labels.size(0))
     ```
 
     ## Use instead
     ```python
-    correct = int((predicted == labels).sum())
+    import torch
+
+    predicted = torch.randint(0, 10, (1000,))
+    labels = torch.randint(0, 10, (1000,))
+    correct = (predicted == labels).sum().item()
+    print(correct / labels.size(0))
     ```
 
     ## Fix safety
