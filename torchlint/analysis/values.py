@@ -74,6 +74,9 @@ _SAME_KIND_METHODS = frozenset(
     }
 )
 
+_CONTAINER_NODES = (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)
+_CONTAINER_BUILTINS = frozenset({"list", "tuple", "dict", "set", "zip", "sorted"})
+_LOADER_NAME = re.compile(r"loader", re.I)
 _OPT_NAME = re.compile(r"^(opt|optimi[sz]er)(_\w+)?$|^\w+_opt$")
 
 
@@ -383,6 +386,61 @@ class Values:
         returns = self.facts.returns_of(fn)
         kinds = {self.expr_kind(r.value, s) if r.value is not None else None for r, s in returns}
         return kinds.pop() if len(kinds) == 1 else None
+
+    # -- containers ----------------------------------------------------------------------
+
+    def is_container(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> bool:
+        """`expr` holds a list, tuple, dict or set (of tensors, typically), not a
+        tensor: a literal or comprehension, `list(...)`/`tuple(...)`/`zip(...)`,
+        what a same-file function returns when every return is one, a name bound
+        only to such values, or a loader's whole batch (`for batch in loader`)."""
+        if expr is None or depth > 4:
+            return False
+        if isinstance(expr, _CONTAINER_NODES):
+            return True
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if (
+                isinstance(func, cst.Name)
+                and func.value in _CONTAINER_BUILTINS
+                and not self.facts.bindings_of(func.value)
+            ):
+                return True
+            call = self.facts.call_for(expr)
+            fn = self.local_function(call) if call is not None and isinstance(func, cst.Name) else None
+            if fn is None:
+                return False
+            returns = [r.value for r, _ in self.facts.returns_of(fn)]
+            return bool(returns) and all(
+                value is not None and self.is_container(value, s, depth + 1)
+                for value, (_, s) in zip(returns, self.facts.returns_of(fn))
+            )
+        if isinstance(expr, cst.Name):
+            bindings = self.bindings_for(expr.value, site)
+            return bool(bindings) and all(self._binds_container(b, depth) for b in bindings)
+        return False
+
+    def _binds_container(self, b: Binding, depth: int) -> bool:
+        if b.kind in ("assign", "annassign") and b.index is None:
+            return self.is_container(b.value, b.site, depth + 1)
+        if b.kind == "for" and b.value is not None:
+            it, index = b.value, b.index
+            if (
+                isinstance(it, cst.Call)
+                and isinstance(it.func, cst.Name)
+                and it.func.value == "enumerate"
+                and it.args
+                and index == 1
+            ):
+                it, index = it.args[0].value, None
+            while isinstance(it, cst.Call) and it.args and (dotted_name(it.func) or "").startswith("tqdm"):
+                it = it.args[0].value
+            if index is not None:
+                return False
+            kind = self.expr_kind(it, b.site) if isinstance(it, (cst.Name, cst.Attribute, cst.Call)) else None
+            name = dotted_name(it) or ""
+            return kind == LOADER or bool(_LOADER_NAME.search(name.rsplit(".", 1)[-1]))
+        return False
 
     # -- forwards and losses -------------------------------------------------------------
 

@@ -104,34 +104,38 @@ class LoaderNoPinMemory(Rule):
 
     CODE = "TL303"
     NAME = "loader-no-pin-memory"
-    MESSAGE = "DataLoader without `pin_memory=True`: host-to-device copies go through pageable memory"
+    MESSAGE = (
+        "DataLoader without `pin_memory=True` while its batches are copied with `non_blocking=True`: "
+        "from pageable memory that copy is synchronous and cannot overlap the GPU step"
+    )
     FIX_TITLE = "Add `pin_memory=torch.cuda.is_available()`"
     APPLICABILITY = Applicability.SAFE
     REQUIRES_DEVICE = True
 
-    _LOOP = "for x, y in loader:\n    out = model(x.cuda())\n"
+    _LOOP = "for x, y in loader:\n    x = x.cuda(non_blocking=True)\n    loss = model(x).sum()\n    loss.backward()\n"
     VALID = (
         "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=True)\n" + _LOOP,
         "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\nfor x, y in loader:\n    out = model(x)\n",
         "from torch.utils.data import DataLoader\nloader = DataLoader(ds, **cfg)\n" + _LOOP,
+        # blocking copies: pinning alone gains little
+        "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\nfor x, y in loader:\n"
+        "    loss = model(x.cuda()).sum()\n    loss.backward()\n",
+        # an evaluation pass
+        "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\nwith torch.no_grad():\n"
+        "    for x, y in loader:\n        out = model(x.cuda(non_blocking=True))\n",
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
-        "ds = TensorDataset(torch.randn(8, 2, device='cuda'))\nloader = DataLoader(ds)\nfor (x,) in loader:\n    out = model(x)\n",
+        "ds = TensorDataset(torch.randn(8, 2, device='cuda'))\nloader = DataLoader(ds)\n" + _LOOP,
         "from torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=flag)\n" + _LOOP,
-        # A dataset whose items are already on the GPU cannot be pinned.
-        "from torch.utils.data import DataLoader, Dataset\nclass D(Dataset):\n    def __getitem__(self, i):\n"
-        "        return self.x[i].to('cuda')\nloader = DataLoader(D())\nfor x in loader:\n    out = model(x)\n",
         # A collate_fn that returns device tensors (pinning them raises).
         "import torch\nfrom functools import partial\nfrom torch.utils.data import DataLoader\n"
-        "loader = DataLoader(ds, collate_fn=partial(collate, device=device))\nfor x, y in loader:\n    out = model(x)\n",
+        "loader = DataLoader(ds, collate_fn=partial(collate, device=device))\n" + _LOOP,
         # A collate_fn we cannot see into.
         "import torch\nfrom torch.utils.data import DataLoader\nfrom mypkg import collate\n"
         "loader = DataLoader(ds, collate_fn=collate)\n" + _LOOP,
-        # Batches that never go to the device (strings turned into tensors elsewhere).
-        "import torch\nfrom torch.utils.data import DataLoader\nmodel = Net().cuda()\nloader = DataLoader(texts)\n"
-        "for lines in loader:\n    print(len(lines))\n",
         # TPU/XLA
         "import torch\nimport torch_xla.core.xla_model as xm\nfrom torch.utils.data import DataLoader\n"
-        "loader = DataLoader(ds)\nfor x, y in loader:\n    out = model(x.to(xm.xla_device()))\n",
+        "loader = DataLoader(ds)\nfor x, y in loader:\n    x = x.to(xm.xla_device(), non_blocking=True)\n"
+        "    model(x).sum().backward()\n",
     )
     INVALID = (
         Invalid(
@@ -148,34 +152,11 @@ class LoaderNoPinMemory(Rule):
             line=3,
         ),
         Invalid(
-            "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(\n    ds,\n    batch_size=8\n)\n"
-            + _LOOP,
-            fixed="import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(\n    ds,\n    batch_size=8,\n"
-            "    pin_memory=torch.cuda.is_available()\n)\n" + _LOOP,
-            line=3,
-        ),
-        Invalid(
             "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=False)\n"
             + _LOOP,
             fixed="import torch\nfrom torch.utils.data import DataLoader\n"
             "loader = DataLoader(ds, pin_memory=torch.cuda.is_available())\n" + _LOOP,
             line=3,
-        ),
-        # a loader handed on (built in a data module): used elsewhere
-        Invalid(
-            "import torch\nfrom torch.utils.data import DataLoader\ndef get_loader(ds):\n    return DataLoader(ds)\n"
-            "x = torch.zeros(1).cuda()\n",
-            fixed="import torch\nfrom torch.utils.data import DataLoader\ndef get_loader(ds):\n"
-            "    return DataLoader(ds, pin_memory=torch.cuda.is_available())\nx = torch.zeros(1).cuda()\n",
-            line=4,
-        ),
-        # batches fed unmoved to a model on the device (TL103's case): once moved, pinning pays
-        Invalid(
-            "import torch\nfrom torch.utils.data import DataLoader\nmodel = Net().cuda()\nloader = DataLoader(ds)\n"
-            "for x, y in loader:\n    out = model(x)\n",
-            fixed="import torch\nfrom torch.utils.data import DataLoader\nmodel = Net().cuda()\n"
-            "loader = DataLoader(ds, pin_memory=torch.cuda.is_available())\nfor x, y in loader:\n    out = model(x)\n",
-            line=4,
         ),
         # no `import torch`: reported, no fix
         Invalid(
@@ -199,10 +180,8 @@ class LoaderNoPinMemory(Rule):
             if a.roles.excluded(call.site):
                 continue
             info = a.loaders.info(call)
-            if not info.used or info.dataset == PLACES:
-                continue  # unused, or items already on the device (pinning them would fail)
-            if info.batches == "kept":
-                continue  # iterated here and never copied to the device: nothing to pin for
+            if not (info.used and info.trains and info.non_blocking) or info.dataset == PLACES:
+                continue  # pinning pays off where a training loop copies its batches asynchronously
             if info.collate not in (NO_COLLATE, CPU_COLLATE):
                 continue  # a collate_fn whose output device we cannot see, or that places batches
             ctx.report(call.node, replacements=self._fix(ctx, call))

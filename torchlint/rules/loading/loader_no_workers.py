@@ -9,12 +9,10 @@ import libcst as cst
 from torchlint.analysis.facts import Binding, Call
 from torchlint.analysis.loaders import (
     DEVICE_COLLATE,
-    IN_MEMORY,
     ITERABLE,
     LOCAL_COLLATE,
     NUM_WORKERS_POSITION,
-    PLACES,
-    TINY,
+    READS,
     UNKNOWN_COLLATE,
 )
 from torchlint.findings import Applicability
@@ -139,75 +137,103 @@ class LoaderNoWorkers(Rule):
     APPLICABILITY = Applicability.UNSAFE
     REQUIRES_DEVICE = True
 
-    _HEAD = "import torch\nfrom torch.utils.data import DataLoader\nfrom torchvision.datasets import MNIST\n"
-    _LOOP = "for x, y in loader:\n    out = model(x.cuda())\n"
+    _HEAD = "import torch\nfrom torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\n"
+    _LOOP = "for x, y in loader:\n    loss = model(x.cuda()).sum()\n    loss.backward()\n"
     # The script's work under a main guard: spawned workers can import it again.
-    _MAIN = "if __name__ == '__main__':\n    for x, y in loader:\n        out = model(x.cuda())\n"
+    _MAIN = (
+        "if __name__ == '__main__':\n    for x, y in loader:\n        loss = model(x.cuda()).sum()\n"
+        "        loss.backward()\n"
+    )
     VALID = (
-        _HEAD + "loader = DataLoader(MNIST('d'), num_workers=4)\n" + _LOOP,
+        _HEAD + "loader = DataLoader(ImageFolder('d'), num_workers=4)\n" + _LOOP,
         # no device in play
-        "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\nfor x, y in loader:\n    out = model(x)\n",
-        # an in-memory TensorDataset
+        "from torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\n"
+        "loader = DataLoader(ImageFolder('d'))\nfor x, y in loader:\n    model(x).sum().backward()\n",
+        # datasets held in memory: nothing measurable for workers to do
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
         "ds = TensorDataset(torch.randn(8, 2))\nloader = DataLoader(ds)\n" + _LOOP,
-        # a dataset whose __getitem__ only indexes tensors in memory
+        "import torch\nfrom torch.utils.data import DataLoader\nfrom torchvision.datasets import MNIST\n"
+        "loader = DataLoader(MNIST('d'))\n" + _LOOP,
         "import torch\nfrom torch.utils.data import DataLoader, Dataset\nclass Pairs(Dataset):\n"
         "    def __init__(self, x, y):\n        self.x, self.y = x, y\n    def __len__(self):\n        return len(self.x)\n"
         "    def __getitem__(self, i):\n        return self.x[i], self.y[i]\nloader = DataLoader(Pairs(a, b))\n"
         + _LOOP,
+        # a dataset from another module: what its items cost is not visible
+        "import torch\nfrom torch.utils.data import DataLoader\nfrom mydata import Reviews\n"
+        "loader = DataLoader(Reviews('train'))\n" + _LOOP,
+        # only an evaluation pass iterates it
+        _HEAD + "loader = DataLoader(ImageFolder('val'))\nwith torch.no_grad():\n    for x, y in loader:\n"
+        "        out = model(x.cuda())\n",
+        # one batch per pass
+        _HEAD + "ds = ImageFolder('d')\nloader = DataLoader(ds, batch_size=len(ds))\n" + _LOOP,
         "from torch.utils.data import DataLoader\ndef make(ds, **kw):\n    return DataLoader(ds, **kw)\nx.cuda()\n",
         "class DataLoader:\n    pass\nloader = DataLoader(ds)\n" + _LOOP,
         # never used
-        _HEAD + "loader = DataLoader(MNIST('d'))\nx.cuda()\n",
-        # drawn from once per epoch: workers would start anew every time
-        _HEAD + "loader = DataLoader(MNIST('d'))\nfor epoch in range(3):\n    x, _ = next(iter(loader))\n"
-        "    show(model(x.cuda()))\n",
+        _HEAD + "loader = DataLoader(ImageFolder('d'))\nx.cuda()\n",
+        # drawn from once per epoch
+        _HEAD + "loader = DataLoader(ImageFolder('d'))\nfor epoch in range(3):\n    x, _ = next(iter(loader))\n"
+        "    model(x.cuda()).sum().backward()\n",
+        # an IterableDataset: each worker would yield the whole stream
+        "import torch\nfrom torch.utils.data import DataLoader, IterableDataset\nclass Stream(IterableDataset):\n"
+        "    def __iter__(self):\n        yield from read_lines()\nloader = DataLoader(Stream())\n" + _LOOP,
         # TPU
         "import torch\nimport torch_xla.core.xla_model as xm\nfrom torch.utils.data import DataLoader\n"
-        "loader = DataLoader(ds)\nfor x, y in loader:\n    out = model(x.to(xm.xla_device()))\n",
+        "from torchvision.datasets import ImageFolder\nloader = DataLoader(ImageFolder('d'))\nfor x, y in loader:\n"
+        "    model(x.to(xm.xla_device())).sum().backward()\n",
     )
     INVALID = (
         Invalid(
-            _HEAD + "loader = DataLoader(MNIST('d'), pin_memory=True)\n" + _MAIN,
+            _HEAD + "loader = DataLoader(ImageFolder('d'), pin_memory=True)\n" + _MAIN,
             fixed="import os\n"
             + _HEAD
-            + "loader = DataLoader(MNIST('d'), pin_memory=True, num_workers=min(8, os.cpu_count() or 1))\n"
+            + "loader = DataLoader(ImageFolder('d'), pin_memory=True, num_workers=min(8, os.cpu_count() or 1))\n"
             + _MAIN,
             line=4,
             unsafe=True,
         ),
         Invalid(
-            "import os\nimport torch.utils.data as tud\nfrom torchvision.datasets import MNIST\n"
-            "loader = tud.DataLoader(MNIST('d'), num_workers=0, pin_memory=True)\n" + _MAIN,
-            fixed="import os\nimport torch.utils.data as tud\nfrom torchvision.datasets import MNIST\n"
-            "loader = tud.DataLoader(MNIST('d'), num_workers=min(8, os.cpu_count() or 1), pin_memory=True)\n" + _MAIN,
+            "import os\nimport torch.utils.data as tud\nfrom torchvision.datasets import ImageFolder\n"
+            "loader = tud.DataLoader(ImageFolder('d'), num_workers=0, pin_memory=True)\n" + _MAIN,
+            fixed="import os\nimport torch.utils.data as tud\nfrom torchvision.datasets import ImageFolder\n"
+            "loader = tud.DataLoader(ImageFolder('d'), num_workers=min(8, os.cpu_count() or 1), pin_memory=True)\n"
+            + _MAIN,
             line=4,
             unsafe=True,
         ),
+        # a same-file dataset that opens an image per item
+        Invalid(
+            "import torch\nfrom PIL import Image\nfrom torch.utils.data import DataLoader, Dataset\n"
+            "class Photos(Dataset):\n    def __init__(self, paths):\n        self.paths = paths\n"
+            "    def __len__(self):\n        return len(self.paths)\n    def __getitem__(self, i):\n"
+            "        return to_tensor(Image.open(self.paths[i]))\nloader = DataLoader(Photos(paths))\n" + _MAIN,
+            line=11,
+            unsafe=True,
+            fixed="import os\nimport torch\nfrom PIL import Image\nfrom torch.utils.data import DataLoader, Dataset\n"
+            "class Photos(Dataset):\n    def __init__(self, paths):\n        self.paths = paths\n"
+            "    def __len__(self):\n        return len(self.paths)\n    def __getitem__(self, i):\n"
+            "        return to_tensor(Image.open(self.paths[i]))\n"
+            "loader = DataLoader(Photos(paths), num_workers=min(8, os.cpu_count() or 1))\n" + _MAIN,
+        ),
         # iterated by code that runs on import: no fix (a spawned worker would import the script
         # again and start workers of its own: a crash on Windows and macOS)
-        Invalid(_HEAD + "loader = DataLoader(MNIST('d'), pin_memory=True)\n" + _LOOP, line=4),
-        # in a function the script runs under its main guard: fixed
+        Invalid(_HEAD + "loader = DataLoader(ImageFolder('d'), pin_memory=True)\n" + _LOOP, line=4),
+        # in a function the script runs under its main guard, through the parameter that receives it
         Invalid(
-            "import os\n" + _HEAD + "def main():\n    loader = DataLoader(MNIST('d'))\n"
-            "    for x, y in loader:\n        out = model(x.cuda())\nif __name__ == '__main__':\n    main()\n",
+            "import os\n" + _HEAD + "def fit(model, data):\n    for x, y in data:\n"
+            "        model(x.cuda()).sum().backward()\ndef main():\n    loader = DataLoader(ImageFolder('d'))\n"
+            "    fit(model, loader)\nif __name__ == '__main__':\n    main()\n",
             fixed="import os\n"
             + _HEAD
-            + "def main():\n    loader = DataLoader(MNIST('d'), num_workers=min(8, os.cpu_count() or 1))\n"
-            "    for x, y in loader:\n        out = model(x.cuda())\nif __name__ == '__main__':\n    main()\n",
-            line=6,
+            + "def fit(model, data):\n    for x, y in data:\n        model(x.cuda()).sum().backward()\n"
+            "def main():\n    loader = DataLoader(ImageFolder('d'), num_workers=min(8, os.cpu_count() or 1))\n"
+            "    fit(model, loader)\nif __name__ == '__main__':\n    main()\n",
+            line=9,
             unsafe=True,
         ),
         # a lambda in the dataset's transforms: no fix (spawned workers cannot unpickle it)
         Invalid(
-            _HEAD + "import torchvision.transforms as T\nds = MNIST('d', transform=T.Lambda(lambda x: x * 2))\n"
+            _HEAD + "import torchvision.transforms as T\nds = ImageFolder('d', transform=T.Lambda(lambda x: x * 2))\n"
             "loader = DataLoader(ds)\n" + _LOOP,
-            line=6,
-        ),
-        # an IterableDataset: no fix (each worker would yield the whole stream)
-        Invalid(
-            "import torch\nfrom torch.utils.data import DataLoader, IterableDataset\nclass Stream(IterableDataset):\n"
-            "    def __iter__(self):\n        yield from read_lines()\nloader = DataLoader(Stream())\n" + _LOOP,
             line=6,
         ),
     )
@@ -223,12 +249,11 @@ class LoaderNoWorkers(Rule):
             if a.roles.excluded(call.site) or a.places.xla:
                 continue
             info = a.loaders.info(call)
-            if not info.used or info.dataset in (IN_MEMORY, TINY, PLACES):
-                continue  # nothing for workers to do, or items built on the GPU (workers cannot use CUDA)
-            if info.batches == "sampled":
-                continue  # one `next(iter(loader))` at a time: each would start the workers anew
+            if not (info.trains and info.dataset is READS) or info.whole_dataset_batch:
+                continue  # workers pay off where a training loop waits on per-item file reads
             msg = ("DataLoader has `num_workers=0`" if kw is not None else "DataLoader has no `num_workers`") + (
-                ": batches are loaded in the main process between GPU steps; use worker processes"
+                ": every item's file is read and decoded in the main process between training steps; "
+                "use worker processes"
             )
             ctx.report(call.node, msg, replacements=self._fix(ctx, call, info))
 

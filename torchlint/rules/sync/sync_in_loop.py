@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -10,7 +10,7 @@ from torchlint.analysis.facts import Call, Loop, Site, dotted_name
 from torchlint.analysis.loops import HotContext
 from torchlint.analysis.vocabulary import LOSS_NAME
 from torchlint.findings import Applicability
-from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 
 _ALWAYS = frozenset({"item", "tolist"})
 _TRAINING_ONLY = frozenset({"cpu", "numpy"})
@@ -145,6 +145,15 @@ class SyncInLoop(Rule):
         # An explicit CPU device.
         "import torch\nimport torch.nn as nn\ndevice = torch.device('cpu')\nmodel = nn.Linear(2, 2).to(device)\n"
         "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n    total = loss.item()\n",
+        # Evaluation passes: a sync per batch of a short pass costs little.
+        _HEAD + "correct = 0\nfor x, y in loader:\n    out = model(x.to(device))\n"
+        "    correct += (out.argmax(1) == y.to(device)).sum().item()\n",
+        # The value decides whether to stop: the host must see it.
+        _HEAD + "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n    if loss < 0.1:\n"
+        "        break\n",
+        # Synchronised on purpose every step (timing).
+        _HEAD + "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n"
+        "    torch.cuda.synchronize()\n    print(loss.item())\n",
         # One generate() per sample: decoding its output is inherent.
         _HEAD + "for k in range(4):\n    y = model.generate(x, 100)\n    print(decode(y[0].tolist()))\n",
     )
@@ -159,23 +168,25 @@ class SyncInLoop(Rule):
         ),
         # an int start with a loss added: a float after the loop, as before
         Invalid(
-            _HEAD + "def test(loader):\n    test_loss = 0\n    for x, y in loader:\n"
-            "        test_loss += crit(model(x.to(device)), y.to(device)).item()\n"
-            "    test_loss /= len(loader)\n    return test_loss\n",
-            fixed=_HEAD + "def test(loader):\n    test_loss = 0\n    for x, y in loader:\n"
-            "        test_loss += crit(model(x.to(device)), y.to(device)).detach().float()\n"
-            "    test_loss = float(test_loss)\n    test_loss /= len(loader)\n    return test_loss\n",
-            line=8,
+            _HEAD + "def train(loader):\n    train_loss = 0\n    for x, y in loader:\n"
+            "        loss = crit(model(x.to(device)), y.to(device))\n        loss.backward()\n"
+            "        train_loss += loss.item()\n    train_loss /= len(loader)\n    return train_loss\n",
+            fixed=_HEAD + "def train(loader):\n    train_loss = 0\n    for x, y in loader:\n"
+            "        loss = crit(model(x.to(device)), y.to(device))\n        loss.backward()\n"
+            "        train_loss += loss.detach().float()\n    train_loss = float(train_loss)\n"
+            "    train_loss /= len(loader)\n    return train_loss\n",
+            line=10,
             unsafe=True,
         ),
         # an int start and a value we cannot tell the type of: no fix
         Invalid(
-            _HEAD + "total = 0\nfor x in loader:\n    total += model(x.to(device)).sum().item()\nprint(total)\n",
-            line=7,
+            _HEAD + "total = 0\nfor x in loader:\n    out = model(x.to(device))\n    out.mean().backward()\n"
+            "    total += out.sum().item()\nprint(total)\n",
+            line=9,
         ),
         Invalid(
-            _HEAD + "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n    if loss < 0.1:\n"
-            "        break\n",
+            _HEAD + "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n    if loss < best:\n"
+            "        best = loss\n",
             line=8,
         ),
         # a helper that syncs, called every iteration: reported at the call
@@ -190,12 +201,21 @@ class SyncInLoop(Rule):
         ),
         # a count: the int start becomes int(...) where it is read
         Invalid(
-            _HEAD + "correct = 0\nfor x, y in loader:\n    out = model(x.to(device))\n"
+            _HEAD
+            + "correct = 0\nfor x, y in loader:\n    out = model(x.to(device))\n    crit(out, y.to(device)).backward()\n"
             "    correct += (out.argmax(1) == y.to(device)).sum().item()\nacc = correct / 10\n",
-            fixed=_HEAD + "correct = 0\nfor x, y in loader:\n    out = model(x.to(device))\n"
+            fixed=_HEAD
+            + "correct = 0\nfor x, y in loader:\n    out = model(x.to(device))\n    crit(out, y.to(device)).backward()\n"
             "    correct += (out.argmax(1) == y.to(device)).sum().detach()\ncorrect = int(correct)\nacc = correct / 10\n",
-            line=8,
+            line=9,
             unsafe=True,
+        ),
+        # several syncs in one iteration: one finding, at the first, and no fix
+        Invalid(
+            _HEAD
+            + "total = 0.0\nfor x, y in loader:\n    out = model(x.to(device))\n    loss = crit(out, y.to(device))\n"
+            "    loss.backward()\n    total += loss.item()\n    print(out.argmax(1).tolist())\nprint(total)\n",
+            line=10,
         ),
         # a value unpacked from the model's output tuple, with a criterion passed in
         Invalid(
@@ -206,29 +226,46 @@ class SyncInLoop(Rule):
         ),
         # `.cpu()` only to reduce on the host
         Invalid(
-            _HEAD + "correct = 0\nfor x, y in loader:\n    pred = model(x.to(device)).argmax(1)\n"
-            "    correct += pred.eq(y.to(device)).cpu().sum()\n",
-            line=8,
+            _HEAD
+            + "correct = 0\nfor x, y in loader:\n    out = model(x.to(device))\n    crit(out, y.to(device)).backward()\n"
+            "    correct += out.argmax(1).eq(y.to(device)).cpu().sum()\n",
+            line=9,
         ),
     )
 
     def check(self, ctx: RuleContext) -> None:
         a = ctx.analysis
+        # (order, node, message, fix) per training loop: one finding per loop iteration.
+        found: Dict[int, List[Tuple[int, cst.CSTNode, str, Optional[Dict[cst.CSTNode, Replacement]]]]] = {}
+        loops: Dict[int, Loop] = {}
+
+        def add(
+            hot: HotContext,
+            order: int,
+            node: cst.CSTNode,
+            message: str,
+            fix: Optional[Dict[cst.CSTNode, Replacement]] = None,
+        ) -> None:
+            found.setdefault(id(hot.loop.node), []).append((order, node, message, fix))
+            loops[id(hot.loop.node)] = hot.loop
+
         via_calls = set()
         for call in ctx.facts.calls:
             what = self._sync_kind(a, call)
             if what is None:
                 continue
             hot = a.loops.hot_context(call.site)
-            if hot is None or (what[1] and not hot.training) or a.roles.excluded(call.site):
-                continue
+            if hot is None or not hot.training or a.roles.excluded(call.site):
+                continue  # syncs matter in training steps; an evaluation pass pays them once per batch of a short pass
             if a.loops.steps_environment(hot.loop) or self._in_decoding(a, call.site, hot.loop):
                 continue  # RL acting or step-by-step decoding: the next step needs the value on the host
             if hot.call is not None:
                 # Inside a same-file helper: report where the loop calls it, every iteration.
                 if id(hot.call.node) not in via_calls and not a.roles.excluded(hot.call.site):
                     via_calls.add(id(hot.call.node))
-                    ctx.report(
+                    add(
+                        hot,
+                        hot.call.site.order,
                         hot.call.node,
                         f"`{hot.via}()` reads a device tensor on the host ({what[0]}) and "
                         "is called every iteration of the loop: each call syncs host and "
@@ -236,7 +273,7 @@ class SyncInLoop(Rule):
                     )
                 continue
             fix = self._accumulation_fix(ctx, call, hot) if call.method == "item" else None
-            ctx.report(call.node, self._message(what[0], hot), replacements=fix)
+            add(hot, call.site.order, call.node, self._message(what[0], hot), fix)
         for node, site in list(ctx.facts.ifs) + self._whiles(ctx):
             culprit = self._tensor_condition(a, node.test, site)
             if culprit is None or a.roles.excluded(site):
@@ -246,9 +283,21 @@ class SyncInLoop(Rule):
                 loop = a.loops.loop_for(node)
                 if loop is not None and a.loops.direct_hot(loop) and not a.loops.is_epoch_loop(loop):
                     hot = HotContext(loop, a.loops.trains(loop))
-            if hot is None or hot.call is not None:
+            if hot is None or hot.call is not None or not hot.training:
                 continue
-            ctx.report(culprit, self._message("a tensor used as a condition", hot))
+            if isinstance(node, cst.If) and _exits_block(node.body):
+                continue  # the value decides whether to stop (early stopping): the host must see it
+            add(hot, site.order, culprit, self._message("A tensor used as a condition", hot))
+        for key, items in found.items():
+            if _syncs_on_purpose(a, loops[key]):
+                continue  # `torch.cuda.synchronize()` every step (timing): the iteration waits anyway
+            items.sort(key=lambda item: item[0])
+            _, node, message, fix = items[0]
+            others = len(items) - 1
+            if others:
+                message += f" ({others} more sync{'s' if others > 1 else ''} in the same iteration)"
+                fix = None  # removing one of several syncs gains nothing: no fix
+            ctx.report(node, message, replacements=fix)
 
     @staticmethod
     def _in_decoding(a, site: Site, hot_loop) -> bool:
@@ -464,3 +513,24 @@ def _reduced_on_host(a, call: Call) -> bool:
     if isinstance(parent, cst.Attribute) and parent.value is call.node and parent.attr.value in _HOST_REDUCTIONS:
         return isinstance(a.facts.parent_of(parent), cst.Call)
     return False
+
+
+def _exits_block(block: cst.BaseSuite) -> bool:
+    """The block ends by leaving the loop or the function (`break`, `return`, `raise`)."""
+    body = block.body
+    if not body:
+        return False
+    last = body[-1]
+    smalls = (
+        last.body
+        if isinstance(last, cst.SimpleStatementLine)
+        else (last,)
+        if isinstance(block, cst.SimpleStatementSuite)
+        else ()
+    )
+    return any(isinstance(small, (cst.Break, cst.Return, cst.Raise)) for small in smalls)
+
+
+def _syncs_on_purpose(a, loop: Loop) -> bool:
+    """The loop calls `torch.cuda.synchronize()` every iteration (to time its steps)."""
+    return any(c.qualname == "torch.cuda.synchronize" for c in a.loops.calls_in(loop))

@@ -88,9 +88,17 @@ class TensorPythonLoop(Rule):
     CODE = "TL402"
     NAME = "tensor-python-loop"
     MESSAGE = "Python loop over a tensor's elements does tensor work per element; vectorize it"
+    REQUIRES_DEVICE = True
 
     VALID = (
         "import torch\nxs = [torch.randn(3), torch.randn(3)]\nfor x in xs:\n    y = x.sum()\n",
+        # a loop run once (set-up, a report): nothing measurable to gain
+        "import torch\nt = torch.randn(8, 3).cuda()\nfor row in t:\n    total = row.sum()\n",
+        # a loader's whole batch is a tuple of tensors
+        "import torch\nfor batch in loader:\n    batch = [t.cuda() for t in batch]\n    model(*batch).sum().backward()\n",
+        # a same-file function that returns a list of tensors
+        "import torch\ndef maps(x):\n    out = []\n    for layer in layers:\n        out.append(layer(x))\n    return out\n"
+        "for x, y in loader:\n    for m in maps(x.cuda()):\n        show(m.mean())\n    loss.backward()\n",
         "import torch\nfor name, p in model.named_parameters():\n    p.grad.zero_()\n",
         "import torch\nt = torch.randn(4, 3)\nfor row in t:\n    rows.append(row)\n",
         "import torch\nd = {'a': torch.randn(2)}\nfor k, v in d.items():\n    v.mul_(2)\n",
@@ -104,21 +112,42 @@ class TensorPythonLoop(Rule):
         "import torch\nx = torch.randn(8, 4)\nfor piece in x.split(2):\n    out.append(piece.sum())\n",
     )
     INVALID = (
-        Invalid("import torch\nt = torch.randn(8, 3)\nfor row in t:\n    total = row.sum()\n", line=3),
-        Invalid("import torch\nt = torch.randn(8, 3)\nfor i in range(t.shape[0]):\n    y = torch.relu(t[i])\n", line=3),
+        Invalid(
+            "import torch\nfor x, y in loader:\n    scores = model(x.cuda()).softmax(1)\n    for row in scores:\n"
+            "        total = row.max()\n    scores.sum().backward()\n",
+            line=4,
+        ),
+        Invalid(
+            "import torch\nfor x, y in loader:\n    t = model(x.cuda()).softmax(1)\n    for i in range(t.shape[0]):\n"
+            "        y = torch.relu(t[i])\n    t.sum().backward()\n",
+            line=4,
+        ),
+        # in a same-file helper the training loop calls every step
         Invalid(
             "import torch\ndef f(batch):\n    for item in batch:\n        out.append(item.mean())\n"
-            "x = torch.randn(4, 2)\nf(x)\n",
+            "for x, y in loader:\n    t = model(x.cuda()).softmax(1)\n    f(t)\n    t.sum().backward()\n",
             line=3,
         ),
         # per-element host reads through names bound to `t[i]`
         Invalid(
-            "import torch\npredicted = torch.zeros(4)\nlabels = torch.ones(4)\nfor i in range(batch_size):\n"
-            "    label = labels[i]\n    if label == predicted[i]:\n        correct += 1\n",
+            "import torch\nfor x, y in loader:\n    predicted = model(x.cuda()).argmax(1)\n    labels = y.cuda()\n"
+            "    for i in range(batch_size):\n        label = labels[i]\n        if label == predicted[i]:\n"
+            "            correct += 1\n    loss.backward()\n",
+            line=5,
+        ),
+        # in a model's forward: every step
+        Invalid(
+            "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    def forward(self, x):\n"
+            "        t = torch.randn(8, 3, device='cuda')\n        for row in t:\n            x = x + row.sum()\n"
+            "        return x\n",
+            line=6,
+        ),
+        # a comprehension converting every element, every step
+        Invalid(
+            "import torch\nfor x, y in loader:\n    out = model(x.cuda()).argmax(1)\n"
+            "    text = ''.join([itos[int(i)] for i in out])\n    loss.backward()\n",
             line=4,
         ),
-        # a comprehension converting every element
-        Invalid("import torch\ny = torch.arange(10)\ntext = ''.join([itos[int(i)] for i in y])\n", line=3),
     )
 
     def check(self, ctx: RuleContext) -> None:
@@ -128,8 +157,8 @@ class TensorPythonLoop(Rule):
             if not isinstance(node, cst.For):
                 continue
             site = ctx.facts.site_of_statement(node)
-            if site is None or a.roles.excluded(site):
-                continue
+            if site is None or not a.cost.per_step(site):
+                continue  # a loop run once (set-up, a report, a demo): nothing measurable to gain
             found = self._elements(ctx, node.iter, node.target, site)
             if found is None:
                 continue
@@ -191,7 +220,7 @@ class TensorPythonLoop(Rule):
                 or id(comp) in seen
             ):
                 continue
-            if a.roles.excluded(b.site):
+            if not a.cost.per_step(b.site):
                 continue
             found = self._elements(ctx, comp_for.iter, comp_for.target, b.site)
             if found is None or b.name not in found[1] or _handful(a, comp_for.iter, b.site):
@@ -252,12 +281,16 @@ class TensorPythonLoop(Rule):
 
     @staticmethod
     def _is_element_tensor(a, expr, site) -> bool:
-        """A tensor (not a model's output, which may be a tuple, nor split chunks)."""
+        """A tensor (not a model's output, which may be a tuple, nor split chunks,
+        nor a container of tensors: a loader's whole batch, what a same-file
+        function returns as a list, tuple or dict)."""
         if (
             isinstance(expr, cst.Call)
             and isinstance(expr.func, cst.Attribute)
             and expr.func.attr.value in ("split", "chunk", "unbind", "parameters", "named_parameters")
         ):
+            return False
+        if a.values.is_container(expr, site):
             return False
         return a.places.is_tensor(expr, site) and not a.places.is_forward_output(expr, site)
 
