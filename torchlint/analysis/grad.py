@@ -298,18 +298,33 @@ class Grad:
         return None
 
     def inference_context(self, mc: ModelCall) -> Optional[str]:
-        """Why this forward runs for inference over data (None: it does not, it
-        runs once, or we can't tell). A single forward (a demo, one prediction,
-        one periodic check) records one graph: nothing measurable to gain."""
+        """Why this forward runs for inference (None: it does not, or we can't
+        tell): over data (every batch of a pass that does not train), or as a
+        script's own work with a pretrained model. Other single forwards (a demo,
+        a periodic check inside training, one call of a helper) record one graph:
+        nothing measurable to gain."""
         call = mc.call
         site = call.site
         if self.roles.excluded(site) or self._checked(call):
             return None
         if self.untrained(mc) or self.frozen(mc.model, site):
             return None  # a demo model, or one whose parameters record no graph
-        if not self.over_data(site):
-            return None
-        return self._inference_reason(mc)
+        if self.over_data(site):
+            return self._inference_reason(mc)
+        if self._pretrained_script(mc):
+            return "a pretrained model in a script that never trains"
+        return None
+
+    def _pretrained_script(self, mc: ModelCall) -> bool:
+        """A script's own code (module level) runs a model with trained weights on
+        real input and never trains: the forward is the script's work."""
+        site = mc.call.site
+        return (
+            site.scope is self.facts.module_scope
+            and not any(self.values.is_train_call(c) for c in self.facts.calls)
+            and self.values.is_pretrained(mc.model, site)
+            and not self._random_inputs(mc.call)
+        )
 
     def over_data(self, site: Site) -> bool:
         """`site` runs for every batch of a pass over data that does not train:
@@ -368,12 +383,7 @@ class Grad:
             return f"function `{fn.name}`"
         if self.after_eval(call) is not None and (loop is not None or self._function_runs(site)):
             return "after `.eval()`"
-        if (
-            site.scope is self.facts.module_scope
-            and not any(self.values.is_train_call(c) for c in self.facts.calls)
-            and self.values.is_pretrained(mc.model, site)
-            and not self._random_inputs(call)
-        ):
+        if self._pretrained_script(mc):
             return "a pretrained model in a script that never trains"
         return None
 

@@ -34,6 +34,26 @@ NUM_WORKERS_POSITION = 5
 COLLATE_POSITION = 6
 PIN_MEMORY_POSITION = 7
 TINY_DATASET = 64  # literal samples
+# Methods of a Hugging Face `datasets.Dataset` that return another one.
+_HF_DATASET_METHODS = frozenset(
+    {
+        "map",
+        "filter",
+        "with_format",
+        "set_format",
+        "shuffle",
+        "select",
+        "remove_columns",
+        "rename_column",
+        "rename_columns",
+        "train_test_split",
+        "sort",
+        "flatten",
+        "cast",
+        "cast_column",
+        "with_transform",
+    }
+)
 
 
 class DatasetKind(enum.Enum):
@@ -207,7 +227,10 @@ class Loaders:
         return element.value, site
 
     def _dataset(self, call: Call) -> Tuple[DatasetKind, bool]:
-        expr = self._resolve(self.dataset_expr(call), call.site)
+        raw = self.dataset_expr(call)
+        if self._hugging_face_dataset(raw, call.site):
+            return IN_MEMORY, True  # an Arrow table in memory, tokenized ahead: nothing for workers to do
+        expr = self._resolve(raw, call.site)
         if not isinstance(expr, cst.Call):
             return UNKNOWN_DS, False
         ds = self.facts.call_for(expr)
@@ -251,6 +274,37 @@ class Loaders:
             # its items are read or transformed; it may only index memory. Can't tell.
             return IN_MEMORY, True
         return UNKNOWN_DS, name.rsplit(".", 1)[-1][:1].isupper()
+
+    def _hugging_face_dataset(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> bool:
+        """A Hugging Face `datasets` dataset: `load_dataset(...)`, `Dataset.from_*`,
+        and what `.map()`, `.filter()`, `.with_format()`, `["train"]`... make of
+        one (also through names bound once). Its rows live in memory (Arrow),
+        already processed: a loader over it has little per-item work."""
+        if expr is None or depth > 8:
+            return False
+        if isinstance(expr, cst.Subscript):
+            return self._hugging_face_dataset(expr.value, site, depth + 1)
+        if isinstance(expr, cst.Call):
+            call = self.facts.call_for(expr)
+            if call is None:
+                return False
+            if (call.qualname or "").split(".")[0] == "datasets":
+                return True
+            if call.method in _HF_DATASET_METHODS and call.receiver is not None:
+                return self._hugging_face_dataset(call.receiver, site, depth + 1)
+            return False
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            name = dotted_name(expr)
+            bindings = self.values.bindings_for(name, site) if name else []
+            values = [
+                b for b in bindings if b.kind in ("assign", "annassign") and b.index is None and b.value is not None
+            ]
+            return (
+                bool(values)
+                and len(values) == len(bindings)
+                and all(self._hugging_face_dataset(b.value, b.site, depth + 1) for b in values)
+            )
+        return False
 
     def _names_data(self, arg: cst.Arg, site: Site) -> bool:
         """An argument that could point a dataset at data to read or transform:

@@ -129,10 +129,8 @@ class MissingNoGrad(Rule):
         "import torch\nmodel = torch.nn.Linear(10, 2).cuda()\nmodel.eval()\nfor x in loader:\n    out = model(x)\n",
         # Frozen parameters record no graph.
         _CKPT + "model.requires_grad_(False)\nfor x in loader:\n    y = model(x.cuda())\n",
-        # A single forward (one prediction, one demo): one graph, nothing measurable to gain.
-        _CKPT + "model.eval()\nout = model(x.cuda())\nprint(out)\n",
-        "import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m').cuda()\n"
-        "out = model(**inputs)\n",
+        # A single forward in a helper called once: one graph, nothing measurable to gain.
+        _CKPT + "def show(x):\n    model.eval()\n    print(model(x.cuda()))\nshow(x)\n",
         # A CPU-only script: no GPU to keep busy.
         "import torch\nmodel = torch.load('m.pt')\nmodel.eval()\nfor x in loader:\n    y = model(x)\n",
         # Gradients are used.
@@ -171,6 +169,15 @@ class MissingNoGrad(Rule):
             fixed=_CKPT + "\n@torch.no_grad()\ndef predict(x):\n    a = model(x)\n    b = model(a)\n"
             "    return b\nfor x in loader:\n    print(predict(x.cuda()))\n",
             line=8,
+            unsafe=True,
+        ),
+        # a script whose work is a pretrained model's forward
+        Invalid(
+            "import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m').cuda()\n"
+            "# run it\nout = model(**inputs)\n",
+            fixed="import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m').cuda()\n"
+            "# run it\nwith torch.no_grad():\n    out = model(**inputs)\n",
+            line=5,
             unsafe=True,
         ),
         # validate(model, loader): `.eval()` makes the parameter a model

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.loaders import CPU_COLLATE, NO_COLLATE, PIN_MEMORY_POSITION, PLACES
+from torchlint.analysis.loaders import CPU_COLLATE, NO_COLLATE, PIN_MEMORY_POSITION, PLACES, BatchUse
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 from torchlint.rules.nodes import module_at, with_keyword
@@ -104,10 +104,7 @@ class LoaderNoPinMemory(Rule):
 
     CODE = "TL303"
     NAME = "loader-no-pin-memory"
-    MESSAGE = (
-        "DataLoader without `pin_memory=True` while its batches are copied with `non_blocking=True`: "
-        "from pageable memory that copy is synchronous and cannot overlap the GPU step"
-    )
+    MESSAGE = "DataLoader without `pin_memory=True`: host-to-device copies go through pageable memory"
     FIX_TITLE = "Add `pin_memory=torch.cuda.is_available()`"
     APPLICABILITY = Applicability.SAFE
     REQUIRES_DEVICE = True
@@ -115,14 +112,11 @@ class LoaderNoPinMemory(Rule):
     _LOOP = "for x, y in loader:\n    x = x.cuda(non_blocking=True)\n    loss = model(x).sum()\n    loss.backward()\n"
     VALID = (
         "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=True)\n" + _LOOP,
+        # one batch drawn once to look at
+        "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=1024)\n"
+        "x, y = next(iter(loader))\nprint(model(x.cuda()).shape)\n",
         "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\nfor x, y in loader:\n    out = model(x)\n",
         "from torch.utils.data import DataLoader\nloader = DataLoader(ds, **cfg)\n" + _LOOP,
-        # blocking copies: pinning alone gains little
-        "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\nfor x, y in loader:\n"
-        "    loss = model(x.cuda()).sum()\n    loss.backward()\n",
-        # an evaluation pass
-        "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\nwith torch.no_grad():\n"
-        "    for x, y in loader:\n        out = model(x.cuda(non_blocking=True))\n",
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
         "ds = TensorDataset(torch.randn(8, 2, device='cuda'))\nloader = DataLoader(ds)\n" + _LOOP,
         "from torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=flag)\n" + _LOOP,
@@ -158,6 +152,15 @@ class LoaderNoPinMemory(Rule):
             "loader = DataLoader(ds, pin_memory=torch.cuda.is_available())\n" + _LOOP,
             line=3,
         ),
+        # an evaluation pass with blocking copies
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\nwith torch.no_grad():\n"
+            "    for x, y in loader:\n        out = model(x.cuda())\n",
+            fixed="import torch\nfrom torch.utils.data import DataLoader\n"
+            "loader = DataLoader(ds, pin_memory=torch.cuda.is_available())\nwith torch.no_grad():\n"
+            "    for x, y in loader:\n        out = model(x.cuda())\n",
+            line=3,
+        ),
         # no `import torch`: reported, no fix
         Invalid(
             "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n" + _LOOP,
@@ -180,8 +183,10 @@ class LoaderNoPinMemory(Rule):
             if a.roles.excluded(call.site):
                 continue
             info = a.loaders.info(call)
-            if not (info.used and info.trains and info.non_blocking) or info.dataset == PLACES:
-                continue  # pinning pays off where a training loop copies its batches asynchronously
+            if not info.used or info.dataset == PLACES:
+                continue  # unused, or items already on the device (pinning them would fail)
+            if info.batches in (BatchUse.KEPT, BatchUse.SAMPLED):
+                continue  # never copied to the device here, or one batch drawn once: nothing to pin for
             if info.collate not in (NO_COLLATE, CPU_COLLATE):
                 continue  # a collate_fn whose output device we cannot see, or that places batches
             ctx.report(call.node, replacements=self._fix(ctx, call))

@@ -9,11 +9,14 @@ import libcst as cst
 from torchlint.analysis.facts import Binding, Call
 from torchlint.analysis.loaders import (
     DEVICE_COLLATE,
+    IN_MEMORY,
     ITERABLE,
     LOCAL_COLLATE,
     NUM_WORKERS_POSITION,
-    READS,
+    PLACES,
+    TINY,
     UNKNOWN_COLLATE,
+    BatchUse,
 )
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
@@ -154,16 +157,15 @@ class LoaderNoWorkers(Rule):
         "ds = TensorDataset(torch.randn(8, 2))\nloader = DataLoader(ds)\n" + _LOOP,
         "import torch\nfrom torch.utils.data import DataLoader\nfrom torchvision.datasets import MNIST\n"
         "loader = DataLoader(MNIST('d'))\n" + _LOOP,
+        # a Hugging Face dataset, tokenized ahead (Arrow, in memory)
+        "import torch\nfrom datasets import load_dataset\nfrom torch.utils.data import DataLoader\n"
+        "ds = load_dataset('glue', 'mrpc')\ntokenized = ds.map(tokenize, batched=True)\n"
+        "loader = DataLoader(tokenized['train'], collate_fn=collate)\nfor batch in loader:\n"
+        "    model(**{k: v.cuda() for k, v in batch.items()}).loss.backward()\n",
         "import torch\nfrom torch.utils.data import DataLoader, Dataset\nclass Pairs(Dataset):\n"
         "    def __init__(self, x, y):\n        self.x, self.y = x, y\n    def __len__(self):\n        return len(self.x)\n"
         "    def __getitem__(self, i):\n        return self.x[i], self.y[i]\nloader = DataLoader(Pairs(a, b))\n"
         + _LOOP,
-        # a dataset from another module: what its items cost is not visible
-        "import torch\nfrom torch.utils.data import DataLoader\nfrom mydata import Reviews\n"
-        "loader = DataLoader(Reviews('train'))\n" + _LOOP,
-        # only an evaluation pass iterates it
-        _HEAD + "loader = DataLoader(ImageFolder('val'))\nwith torch.no_grad():\n    for x, y in loader:\n"
-        "        out = model(x.cuda())\n",
         # one batch per pass
         _HEAD + "ds = ImageFolder('d')\nloader = DataLoader(ds, batch_size=len(ds))\n" + _LOOP,
         "from torch.utils.data import DataLoader\ndef make(ds, **kw):\n    return DataLoader(ds, **kw)\nx.cuda()\n",
@@ -173,9 +175,6 @@ class LoaderNoWorkers(Rule):
         # drawn from once per epoch
         _HEAD + "loader = DataLoader(ImageFolder('d'))\nfor epoch in range(3):\n    x, _ = next(iter(loader))\n"
         "    model(x.cuda()).sum().backward()\n",
-        # an IterableDataset: each worker would yield the whole stream
-        "import torch\nfrom torch.utils.data import DataLoader, IterableDataset\nclass Stream(IterableDataset):\n"
-        "    def __iter__(self):\n        yield from read_lines()\nloader = DataLoader(Stream())\n" + _LOOP,
         # TPU
         "import torch\nimport torch_xla.core.xla_model as xm\nfrom torch.utils.data import DataLoader\n"
         "from torchvision.datasets import ImageFolder\nloader = DataLoader(ImageFolder('d'))\nfor x, y in loader:\n"
@@ -230,6 +229,18 @@ class LoaderNoWorkers(Rule):
             line=9,
             unsafe=True,
         ),
+        # an evaluation pass over images read from disk
+        Invalid(
+            _HEAD + "loader = DataLoader(ImageFolder('val'))\nwith torch.no_grad():\n    for x, y in loader:\n"
+            "        out = model(x.cuda())\n",
+            line=4,
+        ),
+        # an IterableDataset: no fix (each worker would yield the whole stream)
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader, IterableDataset\nclass Stream(IterableDataset):\n"
+            "    def __iter__(self):\n        yield from read_lines()\nloader = DataLoader(Stream())\n" + _LOOP,
+            line=6,
+        ),
         # a lambda in the dataset's transforms: no fix (spawned workers cannot unpickle it)
         Invalid(
             _HEAD + "import torchvision.transforms as T\nds = ImageFolder('d', transform=T.Lambda(lambda x: x * 2))\n"
@@ -249,11 +260,12 @@ class LoaderNoWorkers(Rule):
             if a.roles.excluded(call.site) or a.places.xla:
                 continue
             info = a.loaders.info(call)
-            if not (info.trains and info.dataset is READS) or info.whole_dataset_batch:
-                continue  # workers pay off where a training loop waits on per-item file reads
+            if not info.used or info.dataset in (IN_MEMORY, TINY, PLACES) or info.whole_dataset_batch:
+                continue  # nothing for workers to do, one batch a pass, or items built on the GPU
+            if info.batches is BatchUse.SAMPLED:
+                continue  # one `next(iter(loader))` at a time: each would start the workers anew
             msg = ("DataLoader has `num_workers=0`" if kw is not None else "DataLoader has no `num_workers`") + (
-                ": every item's file is read and decoded in the main process between training steps; "
-                "use worker processes"
+                ": batches are loaded in the main process between GPU steps; use worker processes"
             )
             ctx.report(call.node, msg, replacements=self._fix(ctx, call, info))
 

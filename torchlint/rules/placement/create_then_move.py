@@ -128,10 +128,9 @@ class CreateThenMove(Rule):
 
     VALID = (
         "import torch\nx = torch.zeros(3, device='cuda')\n",
-        # one-off allocations (once at start-up, once per epoch): nothing measurable to gain
-        "import torch\ndevice = torch.device('cuda')\nh0 = torch.zeros(1, 10).to(device)\n",
-        "import torch\nfor epoch in range(10):\n    best = torch.zeros(1).cuda()\n    for x in loader:\n"
-        "        model(x).sum().backward()\n",
+        # one-off allocations in functions (a helper called once, a per-call buffer): nothing to gain
+        "import torch\ndef plot(n):\n    ldj = torch.zeros(n).to('cuda')\n    show(ldj)\nplot(8)\n",
+        "import torch\ndef translate(src):\n    scores = torch.zeros(1).cuda()\n    return decode(src, scores)\n",
         # a dtype conversion, not a move
         "import torch\nx = torch.zeros(3).to(torch.float16)\n",
         # data constructors: the host-to-device copy is inherent
@@ -221,8 +220,8 @@ class CreateThenMove(Rule):
         reported = set()
 
         def report(factory: Call, replacements=None) -> None:
-            if id(factory.node) in reported or not a.cost.per_step(factory.site):
-                return  # a one-off allocation: nothing measurable to gain
+            if id(factory.node) in reported or not self._worth_it(a, factory.site):
+                return  # a one-off allocation in a function: nothing measurable to gain
             reported.add(id(factory.node))
             if (factory.qualname or "") in RANDOM_FACTORIES:
                 replacements = None  # drawing on the device changes a seeded run's numbers: advice only
@@ -265,6 +264,15 @@ class CreateThenMove(Rule):
                 factory, _ = self._factory_under(ctx, arg, call.site)
                 if factory is not None and self._helper_moves_to_accel(ctx, fn, param):
                     report(factory)
+
+    @staticmethod
+    def _worth_it(a, site: Site) -> bool:
+        """The allocation runs every step, or is the script's own work (module-level
+        code, e.g. the data a script trains or runs on); one-off allocations in
+        functions (a plotting helper, one decoding call) gain nothing measurable."""
+        if a.roles.excluded(site):
+            return False
+        return a.cost.per_step(site) or site.scope.kind == "module"
 
     # -- finding the factory ---------------------------------------------------------------
 
