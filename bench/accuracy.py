@@ -76,7 +76,8 @@ FAMILY = {
 
 def run_torchlint(cmd: str, targets: List[str]) -> List[dict]:
     """torchlint's JSON findings for `targets` (no cache, exit code ignored)."""
-    argv = shlex.split(cmd) + ["check", "--output-format", "json", "--exit-zero", "--no-cache", *targets]
+    argv = shlex.split(cmd) + ["check", "--output-format", "json", "--exit-zero", "--no-cache"]
+    argv += rounds.every_rule_flags(cmd) + list(targets)  # every rule, preview included
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800, cwd=PROJECT)
     try:
         return json.loads(proc.stdout)

@@ -298,22 +298,14 @@ class Grad:
         return None
 
     def inference_context(self, mc: ModelCall) -> Optional[str]:
-        """Why this forward runs for inference (None: it does not, or we can't
-        tell): over data (every batch of a pass that does not train), or as a
-        script's own work with a pretrained model. Other single forwards (a demo,
-        a periodic check inside training, one call of a helper) record one graph:
-        nothing measurable to gain."""
+        """Why this forward runs for inference (None: it does not, or we can't tell)."""
         call = mc.call
         site = call.site
         if self.roles.excluded(site) or self._checked(call):
             return None
         if self.untrained(mc) or self.frozen(mc.model, site):
             return None  # a demo model, or one whose parameters record no graph
-        if self.over_data(site):
-            return self._inference_reason(mc)
-        if self._pretrained_script(mc):
-            return "a pretrained model in a script that never trains"
-        return None
+        return self._inference_reason(mc)
 
     def _pretrained_script(self, mc: ModelCall) -> bool:
         """A script's own code (module level) runs a model with trained weights on

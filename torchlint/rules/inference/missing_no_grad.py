@@ -107,7 +107,6 @@ class MissingNoGrad(Rule):
     MESSAGE = "Model forward in an inference context runs with autograd on; wrap it in `torch.inference_mode()`"
     FIX_TITLE = "Run it without autograd"
     APPLICABILITY = Applicability.UNSAFE
-    REQUIRES_DEVICE = True
 
     _CKPT = (
         "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\nmodel.load_state_dict(torch.load('m.pt'))\n"
@@ -129,10 +128,6 @@ class MissingNoGrad(Rule):
         "import torch\nmodel = torch.nn.Linear(10, 2).cuda()\nmodel.eval()\nfor x in loader:\n    out = model(x)\n",
         # Frozen parameters record no graph.
         _CKPT + "model.requires_grad_(False)\nfor x in loader:\n    y = model(x.cuda())\n",
-        # A single forward in a helper called once: one graph, nothing measurable to gain.
-        _CKPT + "def show(x):\n    model.eval()\n    print(model(x.cuda()))\nshow(x)\n",
-        # A CPU-only script: no GPU to keep busy.
-        "import torch\nmodel = torch.load('m.pt')\nmodel.eval()\nfor x in loader:\n    y = model(x)\n",
         # Gradients are used.
         _CKPT + "model.eval()\nfor x in loader:\n    out = model(x.cuda())\n    out.sum().backward()\n",
         # The result is trained on after the loop.
@@ -150,10 +145,6 @@ class MissingNoGrad(Rule):
         # A training step in the same loop.
         _CKPT + "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor x, y in loader:\n"
         "    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()\n    loss.backward()\n    opt.step()\n",
-        # One periodic forward inside the training loop.
-        "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-        "for x, y in loader:\n    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()\n    loss.backward()\n    opt.step()\n"
-        "    if step % 100 == 0:\n        model.eval()\n        val = model(x_val)\n        model.train()\n",
     )
     INVALID = (
         Invalid(
@@ -171,12 +162,24 @@ class MissingNoGrad(Rule):
             line=8,
             unsafe=True,
         ),
-        # a script whose work is a pretrained model's forward
+        # single forwards: reported, but no fix (one graph: the edit would gain nothing measurable)
         Invalid(
             "import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m').cuda()\n"
             "# run it\nout = model(**inputs)\n",
-            fixed="import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m').cuda()\n"
-            "# run it\nwith torch.no_grad():\n    out = model(**inputs)\n",
+            line=5,
+        ),
+        Invalid(_CKPT + "def show(x):\n    model.eval()\n    print(model(x.cuda()))\nshow(x)\n", line=8),
+        Invalid(
+            "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "for x, y in loader:\n    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()\n    loss.backward()\n    opt.step()\n"
+            "    if step % 100 == 0:\n        model.eval()\n        val = model(x_val)\n        model.train()\n",
+            line=11,
+        ),
+        # a CPU-only script: graphs cost memory and time there too
+        Invalid(
+            "import torch\nmodel = torch.load('m.pt')\nmodel.eval()\nfor x in loader:\n    y = model(x)\n",
+            fixed="import torch\nmodel = torch.load('m.pt')\nmodel.eval()\nwith torch.no_grad():\n"
+            "    for x in loader:\n        y = model(x)\n",
             line=5,
             unsafe=True,
         ),
@@ -232,8 +235,10 @@ class MissingNoGrad(Rule):
                 continue
             found.append((call, reason))
         found.extend(self._evaluation_helpers(ctx, {id(c.node) for c, _ in found}))
-        # One root cause, one fix: forwards that share a region share its fix.
-        regions = {id(c.node): self._region(ctx, c) for c, _ in found}
+        # One root cause, one fix: forwards that share a region share its fix. A fix is offered
+        # only where it spares a graph per batch: a single forward (a demo, one prediction, a
+        # periodic check) is reported, but the edit would gain nothing measurable.
+        regions = {id(c.node): self._region(ctx, c) if self._per_batch(ctx, c) else None for c, _ in found}
         for call, reason in found:
             legacy = (
                 "; `Variable(..., volatile=True)` has had no effect since PyTorch 0.4"
@@ -246,6 +251,16 @@ class MissingNoGrad(Rule):
                 f"wrap it in `torch.inference_mode()` or `torch.no_grad()`{legacy}",
                 replacements=self._fix(ctx, call, regions[id(call.node)], regions),
             )
+
+    @staticmethod
+    def _per_batch(ctx: RuleContext, call: Call) -> bool:
+        """The forward (or the evaluation helper called here) runs for every batch
+        of a pass over data."""
+        a = ctx.analysis
+        if a.grad.over_data(call.site):
+            return True
+        fn = a.helpers.function(call)
+        return fn is not None and any(a.loops.is_data_loop(lp) for lp in ctx.facts.loops_in(fn.scope))
 
     @staticmethod
     def _volatile_input(ctx: RuleContext, call: Call) -> bool:

@@ -7,11 +7,39 @@ from typing import Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import Loop
-from torchlint.analysis.vocabulary import ALLOCATING_FACTORIES, ONLINE_PACKAGES
+from torchlint.analysis.facts import Loop, dotted_name
+from torchlint.analysis.helpers import root_name
+from torchlint.analysis.vocabulary import ALLOCATING_FACTORIES, BENCHMARK_NAME, DATALOADER, ONLINE_PACKAGES
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
 _BATCH_NAME = re.compile(r"^(.*_)?(batch_?size|bs|batch)$", re.I)
+_BATCH_OPTION = re.compile(r"^-{1,2}(.*[-_])?(batch[-_]?size|bs)$", re.I)
+_BATCH_KEY = re.compile(r"^(.*[-_])?(batch[-_]?size|bs)$", re.I)
+_CONFIG_CLASS = re.compile(r"(Config|Cfg|Args|Arguments|Params|Hparams|HParams|Settings|Options)$")
+
+
+def _only_sampled(ctx: RuleContext, call) -> bool:
+    """The call's result is bound to a name that is only ever turned into an
+    iterator (`next(iter(loader))`, `it = iter(loader)`), never looped over or
+    handed on."""
+    stmt = call.site.stmt
+    if not (
+        isinstance(stmt, cst.Assign)
+        and stmt.value is call.node
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0].target, cst.Name)
+    ):
+        return False
+    name = stmt.targets[0].target.value
+    uses = [u for u in ctx.facts.uses_of(name) if u.site.scope is call.site.scope and u.site.order > call.site.order]
+    if not uses:
+        return False
+    for use in uses:
+        parent = use.site.parent
+        outer = ctx.facts.call_of_arg(parent) if isinstance(parent, cst.Arg) else None
+        if outer is None or dotted_name(outer.node.func) != "iter":
+            return False
+    return True
 
 
 def _is_one(node: Optional[cst.BaseExpression]) -> bool:
@@ -21,23 +49,27 @@ def _is_one(node: Optional[cst.BaseExpression]) -> bool:
 class BatchSizeOne(Rule):
     """
     ## What it does
-    Flags a batch size of one in a training loop that runs on an accelerator:
-    `DataLoader(batch_size=1)` (or `batch_size=<name>` with that name bound
-    to `1`) whose loader a training loop in the same file iterates, and a
-    name such as `batch_size`/`bs` bound to `1` that is the leading dimension
-    of tensors a training loop builds.
+    Flags a batch size of one that feeds real work: `DataLoader(batch_size=1)`
+    (or `batch_size=<name>` with that name bound to `1`) whose loader a
+    training loop or an inference pass iterates (or that is handed on); a name
+    such as `batch_size`/`bs` bound to `1` that is the leading dimension of
+    tensors a training loop builds, or that is handed to a data loader
+    builder; a `*batch_size=1` keyword given to a data module or loader
+    builder; an argparse option like `--batch-size` whose default is `1`; and
+    config defaults (`{"batch_size": 1}`, a `*Config` class attribute).
 
     Where a name is bound to `1`, the finding is at the `batch_size=`
     argument of the DataLoader it feeds (where the batch size takes effect).
 
-    Not flagged: evaluation and inference with batch 1 (variable-size
-    inputs, beam search, one graph per dataset are common and deliberate);
-    loaders that are never iterated, only sampled, or handed on to code we
-    cannot see; configuration defaults and command-line options (what they
-    feed is not visible); files that never use an accelerator; export,
-    latency benchmark and model summary code; unit tests; dead branches;
-    online code that inherently handles one sample at a time
-    (reinforcement-learning acting with `gym`/`gymnasium`).
+    Not flagged: loaders that are never iterated (or overwritten before
+    use); an evaluation loop that takes each batch apart as one sample
+    (`x[0]`, `x.squeeze(0)`, `x.item()`, beam search's `x.expand(k, ...)`)
+    or that evaluates with batch 1 in a file that trains with larger batches
+    (variable-size inputs that cannot be stacked); export, latency benchmark
+    and model summary code; unit tests; a project-local class or function
+    whose `batch_size` parameter defaults to 1; online code that inherently
+    handles one sample at a time (reinforcement-learning acting with
+    `gym`/`gymnasium`). A training loop with batch 1 is always reported.
 
     ## Why is this bad?
     Each step launches the same kernels for one sample as it would for a
@@ -91,10 +123,12 @@ class BatchSizeOne(Rule):
     CODE = "TL301"
     NAME = "batch-size-one"
     MESSAGE = "Batch size of 1 leaves the GPU mostly idle; use a larger batch (e.g. 32-256)"
-    REQUIRES_DEVICE = True
 
-    _TRAIN = "for x, y in loader:\n    loss = crit(model(x.cuda()), y.cuda())\n    loss.backward()\n"
+    _TRAIN = "for x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"
     VALID = (
+        # a dead branch (`if 1: ... else:`)
+        "from torch.utils.data import DataLoader\nif 1:\n    loader = DataLoader(ds, batch_size=32)\nelse:\n"
+        "    loader = DataLoader(tiny, batch_size=1)\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n",
         # a loader from a same-file builder that is only sampled to show one batch
         "from torch.utils.data import DataLoader\ndef create_dataloader(ds, batch_size=4):\n"
         "    return DataLoader(ds, batch_size=batch_size)\nloader = create_dataloader(ds, batch_size=1)\n"
@@ -103,31 +137,32 @@ class BatchSizeOne(Rule):
         "class Runner:\n    def __init__(self, batch_size=1):\n        self.batch_size = batch_size\n",
         "import torch\nbatch_size = 1\nprint(batch_size)\n",
         "import gym\nimport torch\nbatch_size = 1\nfor step in range(10):\n"
-        "    obs = torch.zeros(batch_size, 4).cuda()\n    action = policy(obs)\n    loss.backward()\n",
-        # configuration and options: what they feed is not visible
-        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--batch-size', type=int, default=1)\n",
-        "config = {'lr': 0.1, 'batch_size': 1}\n",
-        "class TrainConfig:\n    batch_size: int = 1\n",
+        "    obs = torch.zeros(batch_size, 4)\n    action = policy(obs)\n    loss.backward()\n",
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs', default=1)\n",
+        "config = {'batch_size': 64, 'epochs': 1}\n",
+        "class Policy:\n    batch_size = 1\n",
         # a loader that is never iterated
         "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=1)\nprint(len(ds))\n",
-        # evaluation with batch 1 (beam search, variable sizes, a single graph)
+        # beam search: each batch is one image, taken apart on purpose
         "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(test_ds, batch_size=1)\n"
-        "for image, caps in loader:\n    enc = encoder(image.cuda())\n    seqs = beam_search(decoder, enc)\n",
-        # training on the CPU only
-        "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=1)\n"
-        "for x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n",
-        # a dead branch
-        "from torch.utils.data import DataLoader\nif 1:\n    loader = DataLoader(ds, batch_size=32)\nelse:\n"
-        "    loader = DataLoader(tiny, batch_size=1)\n" + _TRAIN,
+        "for image, caps in loader:\n    enc = encoder(image)\n    enc = image.expand(5, 3, 256, 256)\n"
+        "    seqs = beam_search(decoder, enc)\n",
+        # evaluation with batch 1 beside training with larger batches (variable-size images)
+        "from torch.utils.data import DataLoader\ntrain = DataLoader(train_ds, batch_size=16)\n"
+        "test = DataLoader(test_ds, batch_size=1)\nfor x, y in train:\n    crit(model(x), y).backward()\n"
+        "for x, y in test:\n    mae = abs(model(x).sum() - y.sum())\n",
+        # export: the batch dimension of a traced graph
+        "import torch\ndef export_onnx(path, batch_size=1):\n    dummy = torch.zeros(batch_size, 3)\n"
+        "    torch.onnx.export(model, dummy, path)\nexport_onnx('m.onnx', batch_size=1)\n",
         # a unit test
         "import unittest\nfrom torch.utils.data import DataLoader\nclass LoaderTest(unittest.TestCase):\n"
         "    def test_loader(self):\n        loader = DataLoader(ds, batch_size=1)\n"
-        "        for x, y in loader:\n            self.assertTrue(crit(model(x.cuda()), y) >= 0)\n",
+        "        for x, y in loader:\n            self.assertTrue(crit(model(x), y) >= 0)\n",
     )
     INVALID = (
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=1)\n" + _TRAIN, line=2),
         Invalid(
-            "import torch\nbatch_size = 1\nfor step in range(10):\n    x = torch.randn(batch_size, 4).cuda()\n"
+            "import torch\nbatch_size = 1\nfor step in range(10):\n    x = torch.randn(batch_size, 4)\n"
             "    loss = model(x)\n    loss.backward()\n",
             line=2,
         ),
@@ -140,8 +175,17 @@ class BatchSizeOne(Rule):
         # a training loop that takes each batch apart: still batch 1 for training
         Invalid(
             "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=1)\nfor lines, _ in loader:\n"
-            "    loss = train_step(lines[0].cuda())\n    loss.backward()\n",
+            "    loss = train_step(lines[0])\n    loss.backward()\n",
             line=2,
+        ),
+        Invalid("config = {'lr': 0.1, 'batch_size': 1}\n", line=1),
+        Invalid("from dataclasses import dataclass\n@dataclass\nclass TrainConfig:\n    batch_size: int = 1\n", line=4),
+        Invalid(
+            "import argparse\np = argparse.ArgumentParser()\np.add_argument('--batch-size', type=int, default=1)\n",
+            line=3,
+        ),
+        Invalid(
+            "from mypkg import MovingMNISTDataModule\ndm = MovingMNISTDataModule(root='d', eval_batch_size=1)\n", line=2
         ),
     )
 
@@ -156,28 +200,40 @@ class BatchSizeOne(Rule):
             reported.add(id(node))
             ctx.report(node, f"Batch size of 1 ({how}) leaves the GPU mostly idle; use a larger batch (e.g. 32-256)")
 
+        trains_batched = self._trains_with_larger_batches(ctx)
         for call in a.loaders.calls():
             kw = call.keyword("batch_size")
-            if kw is None or not self._trains(ctx, call):
+            if kw is None:
                 continue
             if _is_one(kw.value):
-                report(kw.value, "`DataLoader(batch_size=1)`", call.site)
+                if self._feeds_work(ctx, call, trains_batched):
+                    report(kw.value, "`DataLoader(batch_size=1)`", call.site)
             elif isinstance(kw.value, cst.Name):
                 one = self._bound_to_one(ctx, kw.value, call.site)
-                if one is not None:
+                if one is not None and self._feeds_work(ctx, call, trains_batched):
                     report(kw.value, f"`{kw.value.value} = 1` fed to `DataLoader(batch_size=...)`", call.site)
-        if online:
-            return
+        for call in ctx.facts.calls:
+            if call.method == "add_argument":
+                self._argparse(call, report)
+            elif call.qualname not in DATALOADER:
+                self._keyword_config(ctx, call, report)
+        self._config_dicts(ctx, report)
         for b in ctx.facts.bindings:
             if b.kind not in ("assign", "annassign") or b.index is not None or not _is_one(b.value):
                 continue
             last = b.name.rsplit(".", 1)[-1]
-            if not _BATCH_NAME.match(last) or "." in b.name or b.site.scope.kind == "class":
+            if not _BATCH_NAME.match(last) or "." in b.name:
+                continue
+            if b.site.scope.kind == "class":
+                if _CONFIG_CLASS.search(b.site.scope.name):
+                    report(b.value, "a config default", b.site)
                 continue
             if len(ctx.facts.visible_bindings(b.name, b.site.scope)) != 1:
                 continue  # rebound somewhere: can't tell which value reaches
-            if self._leads_hot_tensors(ctx, b):
+            if not online and self._leads_hot_tensors(ctx, b):
                 report(b.value, "the leading dimension of tensors built in a training loop", b.site)
+            elif self._passed_to_loader_builder(ctx, b):
+                report(b.value, "passed to a data loader builder", b.site)
 
     # -- where the batch size goes ---------------------------------------------------------
 
@@ -193,15 +249,62 @@ class BatchSizeOne(Rule):
             return bs[0]
         return None
 
-    def _trains(self, ctx: RuleContext, loader) -> bool:
-        """A training loop in this file iterates the loader. Evaluation with
-        batch 1 (variable-size inputs, beam search, one graph per dataset) and
-        loaders handed on to code we cannot see are left alone."""
+    def _feeds_work(self, ctx: RuleContext, loader, trains_batched: bool) -> bool:
+        """The loader is used, and not as a one-sample-at-a-time evaluation: an
+        evaluation loop does not take its batches apart as single samples (`x[0]`,
+        `x.squeeze(0)`, `x.item()`, `x.expand(k, ...)` for beam search), and a file
+        that trains with larger batches does not merely evaluate with batch 1
+        (variable-size inputs). A training loop with batch 1 is always reported."""
         a = ctx.analysis
-        if not a.loaders.info(loader).used:
+        info = a.loaders.info(loader)
+        if not info.used:
             return False
         loops = [lp for lp in (self._loop_at(a, s) for s in a.loaders.iterated_in(loader)) if lp is not None]
-        return any(a.loops.trains(lp) for lp in loops)
+        if not loops:
+            return True  # handed on: used elsewhere
+        for loop in loops:
+            if not a.loops.trains(loop) and self._per_sample(ctx, loop):
+                return False  # evaluation one sample at a time by design (beam search, variable sizes)
+        if all(not a.loops.trains(lp) for lp in loops) and trains_batched:
+            return False
+        return any(a.loops.role(lp) is not None for lp in loops)
+
+    @staticmethod
+    def _per_sample(ctx: RuleContext, loop) -> bool:
+        names = set(loop.targets)
+        for call in ctx.analysis.loops.calls_in(loop):
+            recv = root_name(call.receiver) if call.receiver is not None else None
+            if (
+                recv in names
+                and call.method in ("squeeze", "item", "expand", "numpy")
+                and (call.method != "squeeze" or call.node.args)
+            ):
+                return True
+        for use in ctx.facts.uses:
+            if use.node.value in names and loop.contains(use.site.order) and isinstance(use.site.parent, cst.Subscript):
+                sub = use.site.parent
+                if (
+                    len(sub.slice) == 1
+                    and isinstance(sub.slice[0].slice, cst.Index)
+                    and isinstance(sub.slice[0].slice.value, cst.Integer)
+                    and sub.slice[0].slice.value.value == "0"
+                ):
+                    return True
+        return False
+
+    @classmethod
+    def _trains_with_larger_batches(cls, ctx: RuleContext) -> bool:
+        a = ctx.analysis
+        for call in a.loaders.calls():
+            kw = call.keyword("batch_size")
+            if kw is not None and not _is_one(kw.value):
+                if any(
+                    a.loops.trains(lp)
+                    for lp in (cls._loop_at(a, s) for s in a.loaders.iterated_in(call))
+                    if lp is not None
+                ):
+                    return True
+        return False
 
     @staticmethod
     def _leads_hot_tensors(ctx: RuleContext, b) -> bool:
@@ -223,3 +326,61 @@ class BatchSizeOne(Rule):
                     if loop is not None and a.loops.trains(loop):
                         return True
         return False
+
+    @staticmethod
+    def _passed_to_loader_builder(ctx: RuleContext, b) -> bool:
+        """`train_batch_size = 1` handed to something that builds loaders
+        (`MovingMNISTDataLoaders(train_batch_size, ...)`)."""
+        for use in ctx.facts.uses_of(b.name):
+            parent = use.site.parent
+            if isinstance(parent, cst.Arg) and parent.value is use.node:
+                call = ctx.facts.call_of_arg(parent)
+                name = (dotted_name(call.node.func) or "") if call is not None else ""
+                if (
+                    call is not None
+                    and re.search(r"(data_?loader|datamodule)", name, re.I)
+                    and call.qualname not in DATALOADER
+                ):
+                    return True
+        return False
+
+    @staticmethod
+    def _keyword_config(ctx: RuleContext, call, report) -> None:
+        """`Datamodule(eval_batch_size=1)`: a batch-size keyword of 1 handed to a
+        data module or loader builder."""
+        name = dotted_name(call.node.func) or ""
+        if not re.search(r"(data|loader|module|dataset)", name, re.I) or BENCHMARK_NAME.search(name):
+            return
+        if _only_sampled(ctx, call):
+            return  # `first = next(iter(make_loader(..., batch_size=1)))`: one batch looked at
+        for arg in call.node.args:
+            if arg.keyword is not None and _BATCH_KEY.match(arg.keyword.value) and _is_one(arg.value):
+                report(arg.value, f"`{arg.keyword.value}=1`", call.site)
+
+    @staticmethod
+    def _config_dicts(ctx: RuleContext, report) -> None:
+        """`{"batch_size": 1}` and `dict(batch_size=1)` literals."""
+        for string, site in ctx.facts.strings:  # dict keys, from the facts: no extra walk
+            parent = site.parent
+            if isinstance(parent, cst.DictElement) and parent.key is string and _is_one(parent.value):
+                name = string.evaluated_value
+                if isinstance(name, str) and _BATCH_KEY.match(name):
+                    report(parent.value, "a config default", site)
+        for call in ctx.facts.calls:
+            if (
+                isinstance(call.node.func, cst.Name)
+                and call.node.func.value == "dict"
+                and not ctx.facts.bindings_of("dict")
+            ):
+                for arg in call.node.args:
+                    if arg.keyword is not None and _BATCH_KEY.match(arg.keyword.value) and _is_one(arg.value):
+                        report(arg.value, "a config default", call.site)
+
+    @staticmethod
+    def _argparse(call, report) -> None:
+        names = [a.value for a in call.positional if isinstance(a.value, cst.SimpleString)]
+        if not any(_BATCH_OPTION.match(str(n.evaluated_value)) for n in names):
+            return
+        kw = call.keyword("default")
+        if kw is not None and _is_one(kw.value):
+            report(kw.value, "an argparse default", call.site)

@@ -128,9 +128,6 @@ class CreateThenMove(Rule):
 
     VALID = (
         "import torch\nx = torch.zeros(3, device='cuda')\n",
-        # one-off allocations in functions (a helper called once, a per-call buffer): nothing to gain
-        "import torch\ndef plot(n):\n    ldj = torch.zeros(n).to('cuda')\n    show(ldj)\nplot(8)\n",
-        "import torch\ndef translate(src):\n    scores = torch.zeros(1).cuda()\n    return decode(src, scores)\n",
         # a dtype conversion, not a move
         "import torch\nx = torch.zeros(3).to(torch.float16)\n",
         # data constructors: the host-to-device copy is inherent
@@ -156,6 +153,9 @@ class CreateThenMove(Rule):
         "if __name__ == '__main__':\n    print(Net()(torch.zeros(1, 3).cuda()).shape)\n",
     )
     INVALID = (
+        # a one-off allocation: reported, but no fix (the edit would gain nothing measurable)
+        Invalid("import torch\ndef plot(n):\n    ldj = torch.zeros(n).to('cuda')\n    show(ldj)\nplot(8)\n", line=3),
+        Invalid("import torch\ndevice = torch.device('cuda')\nh0 = torch.zeros(1, 10).to(device)\n", line=3),
         Invalid(
             _step("import torch\ndevice = torch.device('cuda')\n", "    h = torch.zeros(1, 10).to(device)\n"),
             fixed=_step("import torch\ndevice = torch.device('cuda')\n", "    h = torch.zeros(1, 10, device=device)\n"),
@@ -220,11 +220,13 @@ class CreateThenMove(Rule):
         reported = set()
 
         def report(factory: Call, replacements=None) -> None:
-            if id(factory.node) in reported or not self._worth_it(a, factory.site):
-                return  # a one-off allocation in a function: nothing measurable to gain
+            if id(factory.node) in reported or a.roles.excluded(factory.site):
+                return
             reported.add(id(factory.node))
             if (factory.qualname or "") in RANDOM_FACTORIES:
                 replacements = None  # drawing on the device changes a seeded run's numbers: advice only
+            elif not a.cost.per_step(factory.site):
+                replacements = None  # a one-off allocation: the edit would gain nothing measurable
             ctx.report(factory.node, replacements=replacements)
 
         for call in ctx.facts.calls:
@@ -264,15 +266,6 @@ class CreateThenMove(Rule):
                 factory, _ = self._factory_under(ctx, arg, call.site)
                 if factory is not None and self._helper_moves_to_accel(ctx, fn, param):
                     report(factory)
-
-    @staticmethod
-    def _worth_it(a, site: Site) -> bool:
-        """The allocation runs every step, or is the script's own work (module-level
-        code, e.g. the data a script trains or runs on); one-off allocations in
-        functions (a plotting helper, one decoding call) gain nothing measurable."""
-        if a.roles.excluded(site):
-            return False
-        return a.cost.per_step(site) or site.scope.kind == "module"
 
     # -- finding the factory ---------------------------------------------------------------
 

@@ -145,12 +145,6 @@ class SyncInLoop(Rule):
         # An explicit CPU device.
         "import torch\nimport torch.nn as nn\ndevice = torch.device('cpu')\nmodel = nn.Linear(2, 2).to(device)\n"
         "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n    total = loss.item()\n",
-        # Evaluation passes: a sync per batch of a short pass costs little.
-        _HEAD + "correct = 0\nfor x, y in loader:\n    out = model(x.to(device))\n"
-        "    correct += (out.argmax(1) == y.to(device)).sum().item()\n",
-        # The value decides whether to stop: the host must see it.
-        _HEAD + "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n    if loss < 0.1:\n"
-        "        break\n",
         # Synchronised on purpose every step (timing).
         _HEAD + "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n"
         "    torch.cuda.synchronize()\n    print(loss.item())\n",
@@ -210,7 +204,22 @@ class SyncInLoop(Rule):
             line=9,
             unsafe=True,
         ),
-        # several syncs in one iteration: one finding, at the first, and no fix
+        # an evaluation pass: a sync per batch too
+        Invalid(
+            _HEAD + "correct = 0\nfor x, y in loader:\n    out = model(x.to(device))\n"
+            "    correct += (out.argmax(1) == y.to(device)).sum().item()\nprint(correct)\n",
+            fixed=_HEAD + "correct = 0\nfor x, y in loader:\n    out = model(x.to(device))\n"
+            "    correct += (out.argmax(1) == y.to(device)).sum().detach()\ncorrect = int(correct)\nprint(correct)\n",
+            line=8,
+            unsafe=True,
+        ),
+        # a condition that stops the loop reads the tensor every iteration too
+        Invalid(
+            _HEAD + "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n    if loss < 0.1:\n"
+            "        break\n",
+            line=8,
+        ),
+        # several syncs in one iteration: each reported, none fixed (one removed would gain nothing)
         Invalid(
             _HEAD
             + "total = 0.0\nfor x, y in loader:\n    out = model(x.to(device))\n    loss = crit(out, y.to(device))\n"
@@ -255,8 +264,8 @@ class SyncInLoop(Rule):
             if what is None:
                 continue
             hot = a.loops.hot_context(call.site)
-            if hot is None or not hot.training or a.roles.excluded(call.site):
-                continue  # syncs matter in training steps; an evaluation pass pays them once per batch of a short pass
+            if hot is None or (what[1] and not hot.training) or a.roles.excluded(call.site):
+                continue
             if a.loops.steps_environment(hot.loop) or self._in_decoding(a, call.site, hot.loop):
                 continue  # RL acting or step-by-step decoding: the next step needs the value on the host
             if hot.call is not None:
@@ -283,21 +292,16 @@ class SyncInLoop(Rule):
                 loop = a.loops.loop_for(node)
                 if loop is not None and a.loops.direct_hot(loop) and not a.loops.is_epoch_loop(loop):
                     hot = HotContext(loop, a.loops.trains(loop))
-            if hot is None or hot.call is not None or not hot.training:
+            if hot is None or hot.call is not None:
                 continue
-            if isinstance(node, cst.If) and _exits_block(node.body):
-                continue  # the value decides whether to stop (early stopping): the host must see it
             add(hot, site.order, culprit, self._message("A tensor used as a condition", hot))
         for key, items in found.items():
             if _syncs_on_purpose(a, loops[key]):
                 continue  # `torch.cuda.synchronize()` every step (timing): the iteration waits anyway
-            items.sort(key=lambda item: item[0])
-            _, node, message, fix = items[0]
-            others = len(items) - 1
-            if others:
-                message += f" ({others} more sync{'s' if others > 1 else ''} in the same iteration)"
-                fix = None  # removing one of several syncs gains nothing: no fix
-            ctx.report(node, message, replacements=fix)
+            for _, node, message, fix in sorted(items, key=lambda item: item[0]):
+                if len(items) > 1:
+                    fix = None  # another sync stays in the same iteration: removing this one gains nothing
+                ctx.report(node, message, replacements=fix)
 
     @staticmethod
     def _in_decoding(a, site: Site, hot_loop) -> bool:

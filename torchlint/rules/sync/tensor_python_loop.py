@@ -88,12 +88,9 @@ class TensorPythonLoop(Rule):
     CODE = "TL402"
     NAME = "tensor-python-loop"
     MESSAGE = "Python loop over a tensor's elements does tensor work per element; vectorize it"
-    REQUIRES_DEVICE = True
 
     VALID = (
         "import torch\nxs = [torch.randn(3), torch.randn(3)]\nfor x in xs:\n    y = x.sum()\n",
-        # a loop run once (set-up, a report): nothing measurable to gain
-        "import torch\nt = torch.randn(8, 3).cuda()\nfor row in t:\n    total = row.sum()\n",
         # a loader's whole batch is a tuple of tensors
         "import torch\nfor batch in loader:\n    batch = [t.cuda() for t in batch]\n    model(*batch).sum().backward()\n",
         # a same-file function that returns a list of tensors
@@ -112,6 +109,9 @@ class TensorPythonLoop(Rule):
         "import torch\nx = torch.randn(8, 4)\nfor piece in x.split(2):\n    out.append(piece.sum())\n",
     )
     INVALID = (
+        Invalid("import torch\nt = torch.randn(8, 3)\nfor row in t:\n    total = row.sum()\n", line=3),
+        Invalid("import torch\nt = torch.randn(8, 3)\nfor i in range(t.shape[0]):\n    y = torch.relu(t[i])\n", line=3),
+        Invalid("import torch\ny = torch.arange(10)\ntext = ''.join([itos[int(i)] for i in y])\n", line=3),
         Invalid(
             "import torch\nfor x, y in loader:\n    scores = model(x.cuda()).softmax(1)\n    for row in scores:\n"
             "        total = row.max()\n    scores.sum().backward()\n",
@@ -157,8 +157,8 @@ class TensorPythonLoop(Rule):
             if not isinstance(node, cst.For):
                 continue
             site = ctx.facts.site_of_statement(node)
-            if site is None or not a.cost.per_step(site):
-                continue  # a loop run once (set-up, a report, a demo): nothing measurable to gain
+            if site is None or a.roles.excluded(site):
+                continue
             found = self._elements(ctx, node.iter, node.target, site)
             if found is None:
                 continue
@@ -220,7 +220,7 @@ class TensorPythonLoop(Rule):
                 or id(comp) in seen
             ):
                 continue
-            if not a.cost.per_step(b.site):
+            if a.roles.excluded(b.site):
                 continue
             found = self._elements(ctx, comp_for.iter, comp_for.target, b.site)
             if found is None or b.name not in found[1] or _handful(a, comp_for.iter, b.site):
