@@ -56,6 +56,7 @@ LEDGER = ROUNDS / "ledger.tsv"
 DEFAULT_POOL_TSV = PROJECT.parent / "shared" / "corpus" / "pool.tsv"
 DEFAULT_POOL = PROJECT.parent / "pool"
 PER_RULE = 10
+GUIDE = "v2"  # the judging guide's version (docs/accuracy.md), recorded with each round
 VERDICTS = ("tp", "fp", "unclear")
 FIX_VERDICTS = ("correct", "no-benefit", "wrong")
 _CONTEXT_CAP = 160  # lines of one function shown before it is cut around the finding
@@ -431,6 +432,7 @@ def run_round(
     meta = {
         "round": number,
         "first_sight": not reused,
+        "guide": GUIDE,
         "pool_rows": [first, last],
         "rows": rows,
         "seed": seed,

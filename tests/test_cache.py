@@ -75,15 +75,26 @@ def test_key_changes(tmp_path, change, monkeypatch):
 
 def test_path_variant_reads_what_the_pipeline_reads_from_a_path():
     """The cache keys by contents; what the pipeline reads from a path (the
-    suffix, and the analysis's test-file pattern) must be in the key, and the
-    cache's copy of that pattern must be the analysis's own."""
-    from torchlint.analysis.vocabulary import TEST_PATH
-
-    assert cache_mod._TEST_PATH.pattern == TEST_PATH.pattern, "update torchlint/cache.py's copy of TEST_PATH"
+    suffix, and the role the path gives the file) must be in the key."""
     variant = cache_mod.path_variant
     assert variant("src/a.py") == variant("a.py") == variant("/abs/src/a.py") == "py|code"
     assert variant("nb.ipynb") == "ipynb|code"
     assert variant("tests/a.py") == variant("test_a.py") == variant("pkg\\tests\\a.py") == "py|test"
+    assert variant("pkg/test_utils/training.py") == "py|test"
+    assert variant("benchmarks.py") == variant("tools/latency.py") == "py|benchmark"
+
+
+def test_the_analysis_reads_the_same_path_roles():
+    """The analysis's roles come from the same function the cache keys by."""
+    import libcst as cst
+
+    from torchlint.analysis import Analysis
+
+    module = cst.parse_module("x = 1\n")
+    assert Analysis(module, "pkg/test_utils/training.py").roles.test_file
+    assert Analysis(module, "benchmarks.py").roles.benchmark_file
+    plain = Analysis(module, "train.py").roles
+    assert not plain.test_file and not plain.benchmark_file
 
 
 def test_settings_key_is_stable_and_sensitive():

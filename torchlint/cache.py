@@ -33,7 +33,6 @@ import hashlib
 import io
 import os
 import pickle
-import re
 import shutil
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
@@ -112,18 +111,17 @@ def settings_key_for(settings, fix: bool = False, unsafe: bool = False) -> str:
 
 
 # What the pipeline reads from a file's path besides its contents: the suffix
-# (a notebook is read as JSON) and, in the analysis, whether the path names a
-# test file (`torchlint.analysis.vocabulary.TEST_PATH`, copied here so that a
-# cache hit imports no LibCST; tests/test_cache.py fails when the two differ).
-_TEST_PATH = re.compile(r"(^|[\\/])(test_[^\\/]*|[^\\/]*_test|conftest)\.(py|ipynb)$|(^|[\\/])tests?[\\/]")
+# (a notebook is read as JSON) and the role the path gives the file
+# (torchlint/path_roles.py: a test file, a benchmark script).
 
 
 def path_variant(path: str) -> str:
     """The part of a file's result that depends on its path rather than its
-    contents, as a key: the kind of file and whether it is a test file."""
+    contents, as a key: the kind of file and the role its path gives it."""
+    from torchlint.path_roles import path_role
+
     kind = "ipynb" if path.endswith(".ipynb") else "py"
-    test = "test" if _TEST_PATH.search(path.replace("\\", "/")) else "code"
-    return f"{kind}|{test}"
+    return f"{kind}|{path_role(path).value}"
 
 
 class _SafeUnpickler(pickle.Unpickler):

@@ -50,7 +50,8 @@ class Grad:
         q = self.facts.qualname(target)
         if q in NO_GRAD_CONTEXTS:
             return True
-        if q is None and _NAMES_NO_GRAD.search((dotted_name(target) or "").rsplit(".", 1)[-1]):
+        name = (q or dotted_name(target) or "").rsplit(".", 1)[-1]
+        if not (q or "").startswith("torch.") and _NAMES_NO_GRAD.search(name):
             return True  # a project's own wrapper: `@smart_inference_mode()`, `with utils.no_grad():`
         if q in SET_GRAD_ENABLED and isinstance(expr, cst.Call) and expr.args:
             v = expr.args[0].value

@@ -34,6 +34,15 @@ NUM_WORKERS_POSITION = 5
 COLLATE_POSITION = 6
 PIN_MEMORY_POSITION = 7
 TINY_DATASET = 64  # literal samples
+# Calls whose result (or whose unpacked parts) hold items of the dataset they are given.
+DATASET_SPLITS = frozenset(
+    {
+        "torch.utils.data.random_split",
+        "torch.utils.data.dataset.random_split",
+        "torch.utils.data.Subset",
+        "torch.utils.data.dataset.Subset",
+    }
+)
 # Methods of a Hugging Face `datasets.Dataset` that return another one.
 _HF_DATASET_METHODS = frozenset(
     {
@@ -191,13 +200,25 @@ class Loaders:
             if b.value is None or b.kind not in ("assign", "annassign"):
                 return None
             if b.index is not None:
-                found = self._returned_element(b)
+                split = self._split_of(b.value)
+                found = (split, b.site) if split is not None else self._returned_element(b)
                 if found is None:
                     return None
                 expr, site = found
                 continue
             expr, site = b.value, b.site
+            part = self._split_of(expr)  # `Subset(ds, idx)`: what ds is
+            if part is not None:
+                expr = part
         return expr
+
+    def _split_of(self, value: Optional[cst.BaseExpression]) -> Optional[cst.BaseExpression]:
+        """The dataset a `random_split(ds, ...)` (whose parts are unpacked) or a
+        `Subset(ds, indices)` takes its items from: its parts are of the same kind."""
+        call = self.facts.call_for(value) if isinstance(value, cst.Call) else None
+        if call is None or call.qualname not in DATASET_SPLITS or not call.positional:
+            return None
+        return call.positional[0].value
 
     def _through_caller(self, b: Binding) -> Optional[Tuple[cst.BaseExpression, Site]]:
         """The argument the one caller of `b`'s function passes for parameter `b`."""

@@ -214,7 +214,36 @@ class Loops:
         or decodes step by step in an inference function), or None."""
         return self._cached(("role", id(loop.node)), lambda: self._role(loop))
 
+    def runs_once(self, loop: Loop) -> bool:
+        """The loop's body runs once: it ends with an unconditional `break` (a
+        look at the first batch), or it walks a loader built with
+        `batch_size=len(...)` (one batch holds the whole dataset)."""
+        return self._cached(("once", id(loop.node)), lambda: self._runs_once(loop))
+
+    def _runs_once(self, loop: Loop) -> bool:
+        body = loop.node.body
+        if isinstance(body, cst.IndentedBlock) and body.body:
+            last = body.body[-1]
+            if isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Break) for s in last.body):
+                return True
+        expr = loop.iter
+        while isinstance(expr, cst.Call) and expr.args and (dotted_name(expr.func) or "") in ITER_WRAPPERS:
+            expr = expr.args[0].value
+        if not isinstance(expr, cst.Name):
+            return False
+        site = self.facts.site_of_statement(loop.node)
+        bindings = self.facts.visible_bindings(expr.value, loop.scope) if site is not None else []
+        if len(bindings) != 1 or not isinstance(bindings[0].value, cst.Call):
+            return False
+        call = self.facts.call_for(bindings[0].value)
+        if call is None or self.values.call_kind(call) != LOADER:
+            return False
+        arg = call.keyword("batch_size") or (call.positional[1] if len(call.positional) > 1 else None)
+        return arg is not None and isinstance(arg.value, cst.Call) and dotted_name(arg.value.func) == "len"
+
     def _role(self, loop: Loop) -> Optional[str]:
+        if self.runs_once(loop):
+            return None  # one iteration: a look at one batch, or one batch holding everything
         if self.trains(loop):
             return TRAIN
         if not self.forwards(loop):
@@ -269,12 +298,16 @@ class Loops:
         return False
 
     def direct_hot(self, loop: Loop) -> bool:
-        """A data loop, or one whose own body (helpers included) trains or runs a model."""
+        """A data loop, or one whose own body (helpers included) trains or runs a
+        model; not one whose body runs once."""
         return self._cached(
             ("direct", id(loop.node)),
             lambda: (
-                self.is_data_loop(loop)
-                or any(self._call_trains(c) or self._call_forwards(c) for c in self.own_calls(loop))
+                not self.runs_once(loop)
+                and (
+                    self.is_data_loop(loop)
+                    or any(self._call_trains(c) or self._call_forwards(c) for c in self.own_calls(loop))
+                )
             ),
         )
 

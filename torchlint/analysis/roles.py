@@ -26,8 +26,8 @@ from torchlint.analysis.vocabulary import (
     EXPORT_CALLS,
     SUMMARY_CALLS,
     TEST_FUNCTION,
-    TEST_PATH,
 )
+from torchlint.path_roles import PathRole, path_role
 
 MAX_CALL_DEPTH = 3
 
@@ -38,7 +38,9 @@ class Roles:
         self.values = values
         self.helpers = helpers
         self.loops = loops
-        self.test_file = bool(TEST_PATH.search(path.replace("\\", "/")))
+        role = path_role(path)
+        self.test_file = role is PathRole.TEST
+        self.benchmark_file = role is PathRole.BENCHMARK
         self._work_functions: Optional[Set[int]] = None
         self._tooling_scopes: Optional[Set[int]] = None
         self._memo: Dict[tuple, bool] = {}
@@ -82,9 +84,10 @@ class Roles:
         return bool(self.values.module_classes())
 
     def in_smoke_block(self, site: Site) -> bool:
-        """In the `__main__` block of a module that defines models and whose
-        `__main__` block does no real work (no training, no loop over data)."""
-        if not site.in_main_guard or not self.defines_models():
+        """In the `__main__` block of a module whose job is to define things
+        (models, losses, datasets: classes) and whose `__main__` block does no
+        real work (no training, no loop over data): a smoke test of those."""
+        if not site.in_main_guard or not self.facts.classes:
             return False
         return self._cached(
             ("smoke",),
@@ -124,8 +127,9 @@ class Roles:
                 if fn.name != "<lambda>" and BENCHMARK_NAME.search(fn.name) and not self._function_trains(fn):
                     scopes.add(id(fn.scope.node))
             module = self.facts.module_scope
-            if module is not None and tool_calls and not any(self.values.is_train_call(c) for c in self.facts.calls):
-                scopes.add(id(module.node))
+            trains = any(self.values.is_train_call(c) for c in self.facts.calls)
+            if module is not None and (tool_calls or self.benchmark_file) and not trains:
+                scopes.add(id(module.node))  # a script that only exports, benchmarks or profiles
             self._tooling_scopes = scopes
         return any(id(s.node) in self._tooling_scopes for s in site.scope.chain())
 

@@ -317,9 +317,6 @@ NON_PLACING = frozenset(
 
 # -- the code's role ------------------------------------------------------------------
 
-# pytest's own collection rules: `test_*.py`, `*_test.py`, `conftest.py`, and files under `tests/`
-# (a tutorial's `test.py` that evaluates a model on a test set is not a unit test).
-TEST_PATH = re.compile(r"(^|[\\/])(test_[^\\/]*|[^\\/]*_test|conftest)\.(py|ipynb)$|(^|[\\/])tests?[\\/]")
 TEST_FUNCTION = re.compile(r"^_*test(_|$)", re.I)
 INFERENCE_NAME = re.compile(
     r"^_*(eval|evaluate|evalute|test|predict|infer|inference|validate|validation|valid|"
@@ -361,5 +358,7 @@ TOKEN_PICKS = frozenset({"argmax", "topk", "multinomial", "sample"})
 # Clock reads that time code.
 CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "datetime.datetime.now"})
 BENCHMARK_NAME = re.compile(r"(bench|latency|throughput|speed|profil|timing|export|onnx|summary|flops)", re.I)
+# Graph learning libraries: their loaders batch whole graphs (one graph per dataset is common).
+GRAPH_PACKAGES = frozenset({"torch_geometric", "dgl", "torch_cluster", "ogb"})
 # Online, one-observation-at-a-time code (RL acting): a batch of one is inherent.
 ONLINE_PACKAGES = frozenset({"gym", "gymnasium", "stable_baselines3", "pettingzoo"})

@@ -9,7 +9,13 @@ import libcst as cst
 
 from torchlint.analysis.facts import Loop, dotted_name
 from torchlint.analysis.helpers import root_name
-from torchlint.analysis.vocabulary import ALLOCATING_FACTORIES, BENCHMARK_NAME, DATALOADER, ONLINE_PACKAGES
+from torchlint.analysis.vocabulary import (
+    ALLOCATING_FACTORIES,
+    BENCHMARK_NAME,
+    DATALOADER,
+    GRAPH_PACKAGES,
+    ONLINE_PACKAGES,
+)
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
 _BATCH_NAME = re.compile(r"^(.*_)?(batch_?size|bs|batch)$", re.I)
@@ -40,6 +46,39 @@ def _only_sampled(ctx: RuleContext, call) -> bool:
         if outer is None or dotted_name(outer.node.func) != "iter":
             return False
     return True
+
+
+# DataLoader's own parameters besides the batch size.
+_LOADER_PARAMETERS = frozenset(
+    {
+        "shuffle",
+        "sampler",
+        "batch_sampler",
+        "num_workers",
+        "collate_fn",
+        "pin_memory",
+        "drop_last",
+        "timeout",
+        "worker_init_fn",
+        "prefetch_factor",
+        "persistent_workers",
+        "generator",
+    }
+)
+
+
+def _mirrors_dataloader(ctx: RuleContext, element: cst.DictElement) -> bool:
+    """The dict lists DataLoader's own parameters with their defaults (a table
+    that copies its signature, e.g. to rebuild loaders): not a configuration."""
+    owner = ctx.facts.parent_of(element)
+    if not isinstance(owner, cst.Dict):
+        return False
+    keys = {
+        e.key.evaluated_value
+        for e in owner.elements
+        if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+    }
+    return len(keys & _LOADER_PARAMETERS) >= 3
 
 
 def _is_one(node: Optional[cst.BaseExpression]) -> bool:
@@ -351,6 +390,8 @@ class BatchSizeOne(Rule):
         name = dotted_name(call.node.func) or ""
         if not re.search(r"(data|loader|module|dataset)", name, re.I) or BENCHMARK_NAME.search(name):
             return
+        if (call.qualname or "").split(".")[0] in GRAPH_PACKAGES:
+            return  # a graph loader: one batch is one graph (often the whole dataset), by design
         if _only_sampled(ctx, call):
             return  # `first = next(iter(make_loader(..., batch_size=1)))`: one batch looked at
         for arg in call.node.args:
@@ -364,7 +405,7 @@ class BatchSizeOne(Rule):
             parent = site.parent
             if isinstance(parent, cst.DictElement) and parent.key is string and _is_one(parent.value):
                 name = string.evaluated_value
-                if isinstance(name, str) and _BATCH_KEY.match(name):
+                if isinstance(name, str) and _BATCH_KEY.match(name) and not _mirrors_dataloader(ctx, parent):
                     report(parent.value, "a config default", site)
         for call in ctx.facts.calls:
             if (

@@ -174,15 +174,6 @@ class DiscardedMove(Rule):
         kind = a.values.expr_kind(receiver, site)
         if kind is not None:
             return kind == TENSOR
-        if _whole_batch(a, receiver, site):
-            return False
+        if a.values.is_container(receiver, site):
+            return False  # a whole batch (a dict-like `BatchEncoding`, a tuple), a list: not a tensor
         return a.places.tensor_place(receiver, site) is not None
-
-
-def _whole_batch(a, receiver: cst.BaseExpression, site) -> bool:
-    """`for batch in loader: batch.to(device)`: the loop variable is the whole
-    batch a loader yields (a dict-like object, not known to be a tensor)."""
-    if not isinstance(receiver, cst.Name):
-        return False
-    reaching = a.places.reaching(receiver.value, site)
-    return any(b.kind == "for" and b.index is None for b in reaching)

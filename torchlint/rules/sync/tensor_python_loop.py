@@ -165,8 +165,8 @@ class TensorPythonLoop(Rule):
             tensor, names, indexed = found
             if _handful(a, node.iter, site):
                 continue  # a few known elements (`torch.arange(3)`): nothing worth vectorizing
-            if any(a.values.model_call(c) is not None for c in a.loops.calls_in(loop)):
-                continue  # a model per element: a recurrence or a dispatch over groups, not element work
+            if any(self._runs_model(a, c) for c in a.loops.calls_in(loop)):
+                continue  # a model per element: a recurrence, a dispatch over groups, a synthesis pass
             if self._drives_big_op(ctx, loop):
                 continue  # a matmul per element: a dispatch over a few groups
             uses = [
@@ -190,6 +190,14 @@ class TensorPythonLoop(Rule):
                     "element; vectorize it (one op over the whole tensor)",
                 )
         self._comprehensions(ctx)
+
+    @staticmethod
+    def _runs_model(a, call) -> bool:
+        """A model's forward, or any method of a module (`G.synthesis(w)`,
+        `encoder.encode(x)`): large work per element, not a small op."""
+        if a.values.model_call(call) is not None:
+            return True
+        return call.receiver is not None and a.values.expr_kind(call.receiver, call.site) == "module"
 
     @staticmethod
     def _drives_big_op(ctx: RuleContext, loop) -> bool:
