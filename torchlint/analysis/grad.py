@@ -325,7 +325,7 @@ class Grad:
         function such a loop calls every iteration)."""
         loop = site.loop
         while loop is not None and loop.scope is site.scope:
-            if self.loops.is_data_loop(loop) and not self.loops.trains(loop):
+            if self.loops.is_data_loop(loop) and not self.loops.trains(loop) and not self.loops.runs_once(loop):
                 return True
             loop = loop.parent
         hot = self.loops.hot_context(site)
