@@ -575,7 +575,8 @@ def first_sight_table(rounds: Sequence[Round]) -> str:
             continue
         rows = r.meta["pool_rows"]
         label = "first sight" if r.first_sight else "NOT first sight"
-        out.append(f"round {r.number} ({label}; pool rows {rows[0]}-{rows[1]}, seed {r.meta['seed']})")
+        guide = r.meta.get("guide", "v1")
+        out.append(f"round {r.number} ({label}; pool rows {rows[0]}-{rows[1]}, seed {r.meta['seed']}, guide {guide})")
         out.append(
             f"  {'rule':7} {'judged':>6} {'tp':>4} {'fp':>4} {'unclear':>7} {'prec':>5}"
             f"  {'fix ok':>6} {'no-benefit':>10} {'wrong':>5}"

@@ -127,7 +127,7 @@ def test_tl401_helper_called_every_iteration():
 def test_tl401_accumulation_fix():
     src = train("total += loss.item()", after="print(total / len(loader))\n")
     out, remaining = fix_source(src, "e.py", unsafe=True)
-    assert "    total += loss.detach().float()\n" in out  # float32, whatever the model's dtype
+    assert "    total += loss.detach().double()\n" in out  # float64, as the Python float sum was
     assert "\ntotal = float(total)\nprint(total / len(loader))\n" in out  # a number again after the loop
     assert not [f for f in remaining if f.code == "TL401"]
     cst.parse_module(out)
@@ -154,7 +154,7 @@ def test_tl401_accumulation_int_start_with_a_loss_stays_a_float():
         "    test_loss /= len(loader.dataset)\n    print('{:.4f}'.format(test_loss))\n"
     )
     out, _ = fix_source(src, "e.py", unsafe=True)
-    assert "reduction='sum').detach().float()\n" in out
+    assert "reduction='sum').detach().double()\n" in out
     assert "    test_loss = float(test_loss)\n    test_loss /= len(loader.dataset)\n" in out
     assert " int(" not in out
 

@@ -101,15 +101,18 @@ class SyncInLoop(Rule):
     `t.detach()` and inserts `total = float(total)` (or `int(total)`) right
     after the loop, so the code after the loop sees the Python number it saw
     before. A float start or a value that is a float (a loss, a mean, a
-    `.float()`) gives `float(...)`, accumulated in float32 whatever the
-    value's dtype (a bf16 loss does not lose precision); an int start with a
-    count (`(pred == y).sum()`) gives `int(...)`, accumulated exactly in
-    int64. It is offered only when `total` is bound to a number literal
-    before the loop (and, in an epoch loop, reset for each epoch), only
-    accumulated inside it, read only after it, and, for an int start, the
-    value is known to be a count or a float. Other cases get a suggestion:
-    log every N steps, or keep values on the device and convert once after
-    the loop.
+    `.float()`) gives `float(...)`, accumulated in float64 (`.double()`), as
+    the Python float sum was: every value converts exactly and the additions
+    round alike, so the printed numbers stay the same (float64 is not
+    available on Apple's MPS backend: another reason the fix is unsafe); an
+    int start with a count (`(pred == y).sum()`) gives `int(...)`,
+    accumulated exactly in int64. It is offered only when `total` is bound
+    to a number literal before the loop (and, in an epoch loop, reset for
+    each epoch), only accumulated inside it, read only after it, and, for an
+    int start, the value is known to be a count or a float; and not when
+    the same iteration syncs elsewhere (removing one sync of several gains
+    nothing). Other cases get a suggestion: log every N steps, or keep
+    values on the device and convert once after the loop.
 
     ## References
     - [CUDA semantics: asynchronous execution](https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution)
@@ -156,7 +159,7 @@ class SyncInLoop(Rule):
             _HEAD + "total = 0.0\nfor x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n"
             "    total += loss.item()\nprint(total / 10)\n",
             fixed=_HEAD + "total = 0.0\nfor x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n"
-            "    total += loss.detach().float()\ntotal = float(total)\nprint(total / 10)\n",
+            "    total += loss.detach().double()\ntotal = float(total)\nprint(total / 10)\n",
             line=9,
             unsafe=True,
         ),
@@ -167,7 +170,7 @@ class SyncInLoop(Rule):
             "        train_loss += loss.item()\n    train_loss /= len(loader)\n    return train_loss\n",
             fixed=_HEAD + "def train(loader):\n    train_loss = 0\n    for x, y in loader:\n"
             "        loss = crit(model(x.to(device)), y.to(device))\n        loss.backward()\n"
-            "        train_loss += loss.detach().float()\n    train_loss = float(train_loss)\n"
+            "        train_loss += loss.detach().double()\n    train_loss = float(train_loss)\n"
             "    train_loss /= len(loader)\n    return train_loss\n",
             line=10,
             unsafe=True,
@@ -435,9 +438,10 @@ class SyncInLoop(Rule):
             return None
         func = call.node.func
         detached: cst.BaseExpression = cst.Call(func.with_changes(attr=cst.Name("detach")))
-        if kind != "int" and not _casts_to_float(receiver):
-            # Accumulate in float32 whatever the value's dtype (a bf16 loss would lose precision).
-            detached = cst.Call(cst.Attribute(detached, cst.Name("float")))
+        if kind != "int":
+            # Accumulate in float64, as the Python float sum did: each value (float32, bf16...)
+            # converts exactly and the additions round alike, so the printed numbers stay the same.
+            detached = cst.Call(cst.Attribute(detached, cst.Name("double")))
         if not isinstance(loop.node, (cst.For, cst.While)) or _statement_parent(ctx, loop.node) is None:
             return None
         back = cst.parse_statement(f"{name} = {convert}({name})\n")
@@ -481,15 +485,6 @@ def _number_kind(a, expr: cst.BaseExpression, site: Site, depth: int = 0) -> Opt
             return "int"
         return _number_kind(a, inner, site, depth + 1)
     return None
-
-
-def _casts_to_float(expr: Optional[cst.BaseExpression]) -> bool:
-    """`x.float().sum()`, `(a == b).double()`: already float32 or wider."""
-    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-        if expr.func.attr.value in ("float", "double"):
-            return True
-        expr = expr.func.value
-    return False
 
 
 def _statement_parent(ctx: RuleContext, node: cst.CSTNode):
