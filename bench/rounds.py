@@ -549,15 +549,30 @@ def match_recall(meta: dict, recall: dict, pool_dir: Path = DEFAULT_POOL) -> dic
     """`recall` with `found` set on each instance: a finding of the same rule in
     the same file (and cell) on a line of the instance's statement."""
     by_file: Dict[Tuple[str, str, Optional[int], str], List[int]] = collections.defaultdict(list)
+    by_rule: Dict[Tuple[str, str, str], List[Tuple[Optional[int], int]]] = collections.defaultdict(list)
     for code, repo, path, line, cell in meta["findings"]:
         by_file[(repo, path, cell, code)].append(line)
+        by_rule[(repo, path, code)].append((cell, line))
     out = []
     for inst in recall.get("instances", []):
-        src = load_source(pool_dir / inst["repo"].replace("/", "__") / inst["path"], inst.get("cell"))
+        file = pool_dir / inst["repo"].replace("/", "__") / inst["path"]
+        src = load_source(file, inst.get("cell"))
         text = src.text if inst.get("cell") is None else python_only(src.text)
         lo, hi = statement_span(text, inst["line"])
         lines = by_file.get((inst["repo"], inst["path"], inst.get("cell"), inst["rule"]), [])
-        out.append({**inst, "found": any(lo <= ln <= hi for ln in lines)})
+        found = any(lo <= ln <= hi for ln in lines)
+        if not found:
+            # The rules report a cost inside a same-file helper where the loop calls it
+            # (TL401's contract): a finding of the rule on a line that calls that helper counts.
+            fn = enclosing_function(_parse(text), inst["line"])
+            name = getattr(fn, "name", None)
+            if name:
+                for cell, line in by_rule.get((inst["repo"], inst["path"], inst["rule"]), []):
+                    cell_lines = load_source(file, cell).text.splitlines()
+                    if 0 < line <= len(cell_lines) and re.search(rf"\b{re.escape(name)}\(", cell_lines[line - 1]):
+                        found = True
+                        break
+        out.append({**inst, "found": found})
     return {**recall, "instances": out}
 
 

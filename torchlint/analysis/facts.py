@@ -197,6 +197,7 @@ class Facts:
     classes: Dict[str, ClassInfo] = field(default_factory=dict)
     withs: List[Tuple[cst.With, Site]] = field(default_factory=list)
     strings: List[Tuple[cst.SimpleString, Site]] = field(default_factory=list)
+    fstrings: List[Tuple[cst.FormattedString, Site]] = field(default_factory=list)
     ifs: List[Tuple[cst.If, Site]] = field(default_factory=list)
     # Statements (small and compound) with their site, in source order.
     statements: List[Tuple[cst.CSTNode, Site]] = field(default_factory=list)
@@ -776,6 +777,9 @@ class _Collector(cst.CSTVisitor):
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         self.f.strings.append((node, self.site()))
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self.f.fstrings.append((node, self.site()))
 
 
 def _all_params(params: cst.Parameters) -> List[cst.Param]:

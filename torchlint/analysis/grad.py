@@ -351,6 +351,24 @@ class Grad:
                 return True
             if any(b.value is not None and contains(b.value, call.node) for b in self.facts.bindings_of(name)):
                 return True
+        return self._frozen_by_loop(name)
+
+    def _frozen_by_loop(self, name: str) -> bool:
+        """`for p in model.parameters(): p.requires_grad = False`."""
+        for b in self.facts.bindings:
+            if b.kind != "for" or b.index is not None or not isinstance(b.value, cst.Call):
+                continue
+            call = self.facts.call_for(b.value)
+            if call is None or call.method != "parameters" or dotted_name(call.receiver) != name:
+                continue
+            for other in self.facts.bindings_of(f"{b.name}.requires_grad"):
+                if (
+                    other.site.loop is not None
+                    and other.site.loop.node is b.site.loop.node  # type: ignore[union-attr]
+                    and isinstance(other.value, cst.Name)
+                    and other.value.value == "False"
+                ):
+                    return True
         return False
 
     def _inference_reason(self, mc: ModelCall) -> Optional[str]:

@@ -140,7 +140,13 @@ class Helpers:
             for b in bindings:
                 if b.name in derived or "." in b.name:
                     continue
-                root = root_name(b.value)
+                value = b.value
+                if b.index is not None and isinstance(value, (cst.Tuple, cst.List)):
+                    # `x_real, y_real = x.view(-1, d), torch.ones(n, 1)`: element by element
+                    if b.index >= len(value.elements):
+                        continue
+                    value = value.elements[b.index].value
+                root = root_name(value)
                 if root in derived:
                     derived[b.name] = derived[root]
                     changed = True

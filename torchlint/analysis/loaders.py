@@ -13,7 +13,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import libcst as cst
 
 from torchlint.analysis.facts import Binding, Call, Facts, Function, Loop, Site, dotted_name
-from torchlint.analysis.helpers import Helpers, is_move_call
+from torchlint.analysis.helpers import Helpers, is_move_call, root_name
 from torchlint.analysis.loops import Loops
 from torchlint.analysis.places import DEVICE, Places
 from torchlint.analysis.values import Values
@@ -25,7 +25,6 @@ from torchlint.analysis.vocabulary import (
     PLACING_NAME,
     TENSOR_DATASET,
     TORCHVISION_FILE_DATASETS,
-    TORCHVISION_MEMORY_DATASETS,
 )
 from torchlint.analysis.walk import descendants
 
@@ -126,6 +125,10 @@ class LoaderInfo:
     trains: bool = False
     # Some batch of it is moved with `non_blocking=True` (an asynchronous copy, which needs pinned memory).
     non_blocking: bool = False
+    # Its batches reach the device as the loader yields them (`x.to(device)`, `batch["x"].cuda()`), at
+    # least as often as through a copy made on the host first (`x[:, :n].to(device)`, `x.float().cuda()`,
+    # which a pinned batch does not speed up), or are fed to a model on the device as they are.
+    copied_as_loaded: bool = False
     # `batch_size=len(dataset)`: one batch per pass.
     whole_dataset_batch: bool = False
 
@@ -160,6 +163,7 @@ class Loaders:
                 self._batches(call),
                 trains=any(self._loop_trains(site) for site in loops),
                 non_blocking=any(self._loop_moves(site, non_blocking=True) for site in loops),
+                copied_as_loaded=any(self._copied_as_loaded(site) for site in self.iterated_in(call)),
                 whole_dataset_batch=self._whole_dataset_batch(call),
             )
         return self._info[key]
@@ -269,8 +273,6 @@ class Loaders:
         q = ds.qualname or ""
         if q in TORCHVISION_FILE_DATASETS or q.startswith("torchaudio.datasets."):
             return READS, True
-        if q in TORCHVISION_MEMORY_DATASETS:
-            return IN_MEMORY, True
         if q.startswith("torchvision.datasets."):
             return UNKNOWN_DS, True
         func = expr.func
@@ -579,6 +581,43 @@ class Loaders:
                     return True
         return False
 
+    def _copied_as_loaded(self, site: Site) -> bool:
+        """The loop at `site` moves the batch tensors as the loader yields them at
+        least as often as copies of them made on the host, or feeds them to a
+        model on the device as they are (TL103's case: once moved, pinning pays)."""
+        node = site.stmt
+        loop = self.loops.loop_for(node) if node is not None else None
+        if loop is None or not isinstance(node, cst.For):
+            return False
+        names = set(_target_names(node.target))
+        names |= {
+            b.name
+            for b in self.facts.bindings
+            if b.kind == "comprehension"
+            and isinstance(b.value, cst.Call)
+            and isinstance(b.value.func, cst.Attribute)
+            and b.value.func.attr.value in ("items", "values")
+            and dotted_name(b.value.func.value) in names
+        }  # `{k: v.to(device) for k, v in batch.items()}`
+        direct = derived = 0
+        for call in self.loops.calls_in(loop):
+            if is_move_call(call) and call.receiver is not None:
+                if _as_loaded(call.receiver, names):
+                    direct += 1
+                elif root_name(call.receiver) in names:
+                    derived += 1
+                continue
+            if not any(_as_loaded(a.value, names) for a in call.node.args):
+                continue
+            forward = self.values.model_call(call)
+            if forward is not None and self.places.model_place(forward.model, call.site) == DEVICE:
+                direct += 1
+                continue
+            fn = self.helpers.function(call)
+            if fn is not None and self.helpers.summary(fn).moves:
+                direct += 1  # handed as it is to a same-file helper that moves it
+        return direct > 0 and direct >= derived
+
     def _loop_trains(self, site: Site) -> bool:
         loop = self.loops.loop_for(site.stmt) if site.stmt is not None else None
         return loop is not None and self.loops.trains(loop)
@@ -661,3 +700,21 @@ def _target_names(target: cst.BaseExpression) -> List[str]:
             out.extend(_target_names(el.value))
         return out
     return []
+
+
+def _as_loaded(expr: cst.BaseExpression, names) -> bool:
+    """`x`, `batch["x"]`/`batch[0]` of a batch variable, or a view of one
+    (`x.view(-1, 784)`, `x.unsqueeze(1)`): the memory the loader yielded, which
+    a pinned batch copies from. Not a copy made on the host first (a slice
+    along a later dimension, a dtype conversion)."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _VIEWS:
+        expr = expr.func.value
+    if isinstance(expr, cst.Name):
+        return expr.value in names
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name) and expr.value.value in names:
+        return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)
+    return False
+
+
+# Methods that return a view of the same memory (of a contiguous batch).
+_VIEWS = frozenset({"view", "view_as", "unsqueeze", "squeeze", "flatten", "contiguous", "detach"})

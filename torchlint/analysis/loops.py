@@ -18,6 +18,10 @@ from torchlint.analysis.vocabulary import INFERENCE_NAME, ITER_WRAPPERS, LOADER_
 from torchlint.analysis.walk import contains, descendants, mentions
 
 TRAIN, INFER = "train", "infer"
+# Builtins that take a loader without yielding its batches.
+_NOT_WRAPPERS = frozenset(
+    {"len", "range", "print", "isinstance", "id", "str", "repr", "type", "hash", "sorted", "reversed"}
+)
 MAX_HELPER_DEPTH = 3
 
 
@@ -196,7 +200,16 @@ class Loops:
             if name == "iter" and call.positional:
                 return self.is_data_iterable(call.positional[0].value, site)
             # `datamodule.test_dataloader()`, `get_loader(...)`
-            return bool(LOADER_NAME.search(name.rsplit(".", 1)[-1]))
+            if LOADER_NAME.search(name.rsplit(".", 1)[-1]):
+                return True
+            # A wrapper handed the loader yields its batches: `metric_logger.log_every(loader, 10)`,
+            # `Prefetcher(train_loader)` (not a builtin such as `len(loader)`, nor a torch function).
+            if call.qualname is None and name not in _NOT_WRAPPERS:
+                return any(
+                    isinstance(a.value, (cst.Name, cst.Attribute)) and self._names_loader(a.value, site)
+                    for a in call.positional
+                )
+            return False
         if isinstance(expr, (cst.Name, cst.Attribute)):
             name = dotted_name(expr) or ""
             last = name.rsplit(".", 1)[-1]
@@ -208,6 +221,11 @@ class Loops:
                 return True
             return self.values.expr_kind(expr, site) in (LOADER, DATASET)
         return False
+
+    def _names_loader(self, expr: cst.BaseExpression, site: Site) -> bool:
+        """A name for a DataLoader (by its kind, or named like one)."""
+        name = dotted_name(expr) or ""
+        return bool(LOADER_NAME.search(name.rsplit(".", 1)[-1])) or self.values.expr_kind(expr, site) == LOADER
 
     def role(self, loop: Loop) -> Optional[str]:
         """TRAIN (it trains), INFER (it runs a model over data without training,
@@ -441,7 +459,10 @@ class Loops:
                 return None
             return HotContext(loop, self.trains(loop))
         if site.loop is not None:
-            return None  # in a loop that is not per-batch (an epoch loop, a loop over files)
+            outer = [lp for lp in site.loop.chain() if lp.scope is site.scope]
+            if any(self.is_epoch_loop(lp) or self.is_data_loop(lp) or self.runs_once(lp) for lp in outer):
+                return None  # in an epoch loop, a loop over files, a loop that runs once
+            # A small loop (over parameters, loss terms) in a function that runs every step: every step.
         fn_scope = site.scope.function
         if fn_scope is None or site.scope is not fn_scope or self.occasional_guard(site):
             return None

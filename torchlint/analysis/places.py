@@ -100,6 +100,16 @@ class Event:
     place: str  # for moves: DEVICE, CPU or UNKNOWN
 
 
+def _string_key(expr: cst.Subscript) -> Optional[str]:
+    """`out["logits"]` -> "logits"; None for any other subscript."""
+    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    value = expr.slice[0].slice.value
+    if isinstance(value, cst.SimpleString) and isinstance(value.evaluated_value, str):
+        return value.evaluated_value
+    return None
+
+
 def _binds_after(b: Binding, site: Site) -> bool:
     """`x = f(x)`: the binding happens after its own right-hand side is read."""
     return b.kind in ("assign", "annassign", "augassign") and b.site.stmt is site.stmt
@@ -748,7 +758,7 @@ class Places:
             forward = self._forward_place(expr.value, site)
             if forward is not None:
                 # `outputs.logits`, `out.loss`; `hidden_states`, `past_key_values` are tuples.
-                return forward if _OUTPUT_TENSOR_ATTR.search(attr) or attr in _TENSOR_ATTRS else None
+                return forward if self._output_field_is_tensor(expr.value, attr, site) else None
             base = self.tensor_place(expr.value, site)
             if base is not None:
                 return base if attr in _TENSOR_ATTRS else None
@@ -761,6 +771,9 @@ class Places:
             if base is not None:
                 return base
             forward = self._forward_place(expr.value, site)
+            key = _string_key(expr)
+            if forward is not None and key is not None and not self._output_field_is_tensor(expr.value, key, site):
+                return None  # `out["hidden_states"]`, `generated["scores"]`: tuples of tensors
             return forward  # `model(x)[0]`: an element of the output
         if isinstance(expr, cst.BinaryOperation):
             left, right = self.tensor_place(expr.left, site), self.tensor_place(expr.right, site)
@@ -795,6 +808,23 @@ class Places:
                 places.add(p)
             return join(places) if places else None
         return None
+
+    def _output_field_is_tensor(self, output: cst.BaseExpression, field: str, site: Site) -> bool:
+        """A model output's field that holds one tensor: `logits`, `loss`... For
+        `generate()`'s output only `sequences` does (its `scores`, `logits`,
+        `attentions` and `hidden_states` are tuples, one entry per step)."""
+        if self._from_generate(output, site):
+            return field == "sequences"
+        return bool(_OUTPUT_TENSOR_ATTR.search(field)) or field in _TENSOR_ATTRS
+
+    def _from_generate(self, expr: cst.BaseExpression, site: Site) -> bool:
+        if isinstance(expr, cst.Name):
+            reaching = self.reaching(expr.value, site)
+            return bool(reaching) and all(
+                b.value is not None and self._from_generate(b.value, b.site) for b in reaching
+            )
+        call = self.facts.call_for(expr) if isinstance(expr, cst.Call) else None
+        return call is not None and call.method == "generate"
 
     def is_forward_output(self, expr: cst.BaseExpression, site: Site) -> bool:
         """A model's direct output (may be a tuple or a ModelOutput, not a tensor)."""
@@ -1031,6 +1061,15 @@ class Places:
             if self.batch_source(b.value, b.site):
                 return CPU
             value = b.value
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+                method = value.func.attr.value
+                # `for p in model.parameters()`, `for name, p in model.named_parameters()`: the
+                # model's tensors, where the model is.
+                if (method in ("parameters", "buffers") and b.index is None) or (
+                    method in ("named_parameters", "named_buffers") and b.index == 1
+                ):
+                    model = value.func.value
+                    return DEVICE if self.model_place(model, b.site) == DEVICE else TENSOR
             if (
                 isinstance(value, cst.Call)
                 and isinstance(value.func, cst.Attribute)

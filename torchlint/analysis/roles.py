@@ -233,6 +233,19 @@ class Roles:
         key = ("runs_on_import", id(fn.node))
         return self._cached(key, lambda: any(self.runs_on_import(c.site, depth + 1) for c in self.values.callers(fn)))
 
+    def in_model_setup(self, site: Site) -> bool:
+        """In the `__init__` (or another set-up method) of a same-file nn.Module:
+        code that builds the model and runs once."""
+        fn_scope = site.scope.function
+        parent = fn_scope.parent if fn_scope is not None else None
+        return (
+            fn_scope is not None
+            and parent is not None
+            and parent.kind == "class"
+            and parent.name in self.values.module_classes()
+            and (fn_scope.name in ("__init__", "reset_parameters") or "init" in fn_scope.name.lower())
+        )
+
     def in_model_method(self, site: Site) -> bool:
         """In a method of a same-file nn.Module (forward, helpers): runs per batch
         wherever the model is trained or served."""

@@ -551,14 +551,14 @@ class Values:
                 return False
             if c.method == "from_pretrained" or c.qualname in MODEL_LOADERS:
                 return True
-            if c.qualname and (c.qualname.startswith("torchvision.models.") or c.qualname == "timm.create_model"):
-                for kw in ("pretrained", "weights"):
-                    arg = c.keyword(kw)
-                    if arg is not None and not (
-                        isinstance(arg.value, cst.Name) and arg.value.value in ("None", "False")
-                    ):
-                        return True
-                return False
+            for kw in ("pretrained", "weights"):
+                # `resnet50(weights=...)`, `timm.create_model(..., pretrained=True)`, and any
+                # model class given trained weights the same way (`InceptionResnetV1(pretrained="vggface2")`).
+                arg = c.keyword(kw)
+                if arg is not None and not (
+                    isinstance(arg.value, (cst.Name, cst.Integer)) and arg.value.value in ("None", "False", "0")
+                ):
+                    return True
             if c.method in _SAME_KIND_METHODS and c.receiver is not None:
                 return self.is_pretrained(c.receiver, site, depth + 1)
             return False

@@ -254,7 +254,8 @@ FILE_READERS = frozenset(
         "tifffile.imread",
     }
 )
-# torchvision datasets that read (and decode) an image file per item ...
+# torchvision datasets that read (and decode) an image file per item. (The in-memory ones, MNIST or
+# CIFAR, still convert every item to a PIL image and run its transforms: work for workers too.)
 TORCHVISION_FILE_DATASETS = frozenset(
     "torchvision.datasets." + n
     for n in (
@@ -263,11 +264,6 @@ TORCHVISION_FILE_DATASETS = frozenset(
         "DTD FGVCAircraft Kinetics UCF101 HMDB51 SBDataset WIDERFace Kitti LFWPeople LFWPairs SUN397 Country211 "
         "GTSRB EuroSAT Imagenette"
     ).split()
-)
-# ... and those that hold the whole dataset in memory (the per-item work is a small conversion).
-TORCHVISION_MEMORY_DATASETS = frozenset(
-    "torchvision.datasets." + n
-    for n in "MNIST FashionMNIST KMNIST EMNIST QMNIST CIFAR10 CIFAR100 SVHN USPS FakeData STL10 Omniglot".split()
 )
 TENSOR_DATASET = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
 LOADER_NAME = re.compile(r"loader", re.I)
@@ -358,6 +354,8 @@ TOKEN_PICKS = frozenset({"argmax", "topk", "multinomial", "sample"})
 # Clock reads that time code.
 CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "datetime.datetime.now"})
 BENCHMARK_NAME = re.compile(r"(bench|latency|throughput|speed|profil|timing|export|onnx|summary|flops)", re.I)
+# Packages that show or write data on the host (plots, images, video): a loop feeding them is I/O.
+HOST_OUTPUT_PACKAGES = frozenset({"matplotlib", "PIL", "imageio", "cv2", "seaborn", "plotly", "wandb", "tensorboardX"})
 # Graph learning libraries: their loaders batch whole graphs (one graph per dataset is common).
 GRAPH_PACKAGES = frozenset({"torch_geometric", "dgl", "torch_cluster", "ogb"})
 # Online, one-observation-at-a-time code (RL acting): a batch of one is inherent.

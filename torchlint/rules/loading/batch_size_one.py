@@ -67,6 +67,30 @@ _LOADER_PARAMETERS = frozenset(
 )
 
 
+# Names a configuration is bound to.
+_CONFIG_NAME = re.compile(r"(config|cfg|conf|args|params|hparams|settings|options|defaults?|hyper|setup)", re.I)
+
+
+def _is_configuration(ctx: RuleContext, element: cst.DictElement) -> bool:
+    """The dict holding `element` is a configuration: bound (itself, or as a
+    nested part) to a name that says so (`config = {...}`, `DEFAULTS = {...}`),
+    and not a table that copies DataLoader's own signature. A dict written out
+    as data (a result record) is not one."""
+    if _mirrors_dataloader(ctx, element):
+        return False
+    node: cst.CSTNode = element
+    for _ in range(32):
+        parent = ctx.facts.parent_of(node)
+        if isinstance(parent, (cst.Dict, cst.DictElement)):
+            node = parent
+            continue
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)):
+            binding = ctx.facts.binding_of_value(node)
+            return binding is not None and bool(_CONFIG_NAME.search(binding.name.rsplit(".", 1)[-1]))
+        return False
+    return False
+
+
 def _mirrors_dataloader(ctx: RuleContext, element: cst.DictElement) -> bool:
     """The dict lists DataLoader's own parameters with their defaults (a table
     that copies its signature, e.g. to rebuild loaders): not a configuration."""
@@ -79,6 +103,14 @@ def _mirrors_dataloader(ctx: RuleContext, element: cst.DictElement) -> bool:
         if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
     }
     return len(keys & _LOADER_PARAMETERS) >= 3
+
+
+_EVALUATION_HOOKS = frozenset({"val_dataloader", "test_dataloader", "predict_dataloader"})
+
+
+def _in_evaluation_hook(site) -> bool:
+    fn = site.scope.function
+    return fn is not None and fn.name in _EVALUATION_HOOKS
 
 
 def _is_one(node: Optional[cst.BaseExpression]) -> bool:
@@ -242,8 +274,8 @@ class BatchSizeOne(Rule):
         trains_batched = self._trains_with_larger_batches(ctx)
         for call in a.loaders.calls():
             kw = call.keyword("batch_size")
-            if kw is None:
-                continue
+            if kw is None or _in_evaluation_hook(call.site):
+                continue  # (a Lightning `val_dataloader()`: evaluation one sample at a time is common and deliberate)
             if _is_one(kw.value):
                 if self._feeds_work(ctx, call, trains_batched):
                     report(kw.value, "`DataLoader(batch_size=1)`", call.site)
@@ -405,7 +437,7 @@ class BatchSizeOne(Rule):
             parent = site.parent
             if isinstance(parent, cst.DictElement) and parent.key is string and _is_one(parent.value):
                 name = string.evaluated_value
-                if isinstance(name, str) and _BATCH_KEY.match(name) and not _mirrors_dataloader(ctx, parent):
+                if isinstance(name, str) and _BATCH_KEY.match(name) and _is_configuration(ctx, parent):
                     report(parent.value, "a config default", site)
         for call in ctx.facts.calls:
             if (
@@ -413,6 +445,9 @@ class BatchSizeOne(Rule):
                 and call.node.func.value == "dict"
                 and not ctx.facts.bindings_of("dict")
             ):
+                binding = ctx.facts.binding_of_value(call.node)
+                if binding is None or not _CONFIG_NAME.search(binding.name.rsplit(".", 1)[-1]):
+                    continue  # a dict that is data (a result record), not a configuration
                 for arg in call.node.args:
                     if arg.keyword is not None and _BATCH_KEY.match(arg.keyword.value) and _is_one(arg.value):
                         report(arg.value, "a config default", call.site)

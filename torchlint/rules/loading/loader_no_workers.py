@@ -155,8 +155,6 @@ class LoaderNoWorkers(Rule):
         # datasets held in memory: nothing measurable for workers to do
         "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
         "ds = TensorDataset(torch.randn(8, 2))\nloader = DataLoader(ds)\n" + _LOOP,
-        "import torch\nfrom torch.utils.data import DataLoader\nfrom torchvision.datasets import MNIST\n"
-        "loader = DataLoader(MNIST('d'))\n" + _LOOP,
         # a Hugging Face dataset, tokenized ahead (Arrow, in memory)
         "import torch\nfrom datasets import load_dataset\nfrom torch.utils.data import DataLoader\n"
         "ds = load_dataset('glue', 'mrpc')\ntokenized = ds.map(tokenize, batched=True)\n"
@@ -228,6 +226,12 @@ class LoaderNoWorkers(Rule):
             "    fit(model, loader)\nif __name__ == '__main__':\n    main()\n",
             line=9,
             unsafe=True,
+        ),
+        # torchvision's MNIST converts every item to a PIL image and runs its transforms
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader\nfrom torchvision.datasets import MNIST\n"
+            "loader = DataLoader(MNIST('d'))\n" + _LOOP,
+            line=4,
         ),
         # an evaluation pass over images read from disk
         Invalid(

@@ -286,6 +286,18 @@ class SyncInLoop(Rule):
                 continue
             fix = self._accumulation_fix(ctx, call, hot) if call.method == "item" else None
             add(hot, call.site.order, call.node, self._message(what[0], hot), fix)
+        for fstring, site in ctx.facts.fstrings:
+            # `pbar.set_description(f"loss {loss}")`, `log(f"{acc}")`: formatting a device tensor reads it.
+            hot = a.loops.hot_context(site)
+            if hot is None or not hot.training or hot.call is not None or a.roles.excluded(site):
+                continue
+            if self._printed(ctx, fstring) or a.loops.occasional_guard(site, hot.loop):
+                continue  # `print(f"...")` is reported as a print
+            if any(
+                isinstance(part, cst.FormattedStringExpression) and a.places.on_accelerator(part.expression, site)
+                for part in fstring.parts
+            ):
+                add(hot, site.order, fstring, self._message("Formatting a tensor in an f-string", hot))
         for node, site in list(ctx.facts.ifs) + self._whiles(ctx):
             culprit = self._tensor_condition(a, node.test, site)
             if culprit is None or a.roles.excluded(site):
@@ -305,6 +317,12 @@ class SyncInLoop(Rule):
                 if len(items) > 1:
                     fix = None  # another sync stays in the same iteration: removing this one gains nothing
                 ctx.report(node, message, replacements=fix)
+
+    @staticmethod
+    def _printed(ctx: RuleContext, fstring: cst.FormattedString) -> bool:
+        parent = ctx.facts.parent_of(fstring)
+        outer = ctx.facts.call_of_arg(parent) if isinstance(parent, cst.Arg) else None
+        return outer is not None and isinstance(outer.node.func, cst.Name) and outer.node.func.value == "print"
 
     @staticmethod
     def _in_decoding(a, site: Site, hot_loop) -> bool:

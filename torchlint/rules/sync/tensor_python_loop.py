@@ -7,6 +7,7 @@ from typing import List, Optional
 import libcst as cst
 
 from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.vocabulary import HOST_OUTPUT_PACKAGES
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
 _NOT_WORK_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "requires_grad", "is_cuda"})
@@ -157,8 +158,10 @@ class TensorPythonLoop(Rule):
             if not isinstance(node, cst.For):
                 continue
             site = ctx.facts.site_of_statement(node)
-            if site is None or a.roles.excluded(site):
-                continue
+            if site is None or a.roles.excluded(site) or a.roles.in_model_setup(site):
+                continue  # (building a model: its `__init__` runs once)
+            if any((c.qualname or "").split(".")[0] in HOST_OUTPUT_PACKAGES for c in a.loops.calls_in(loop)):
+                continue  # each element is shown or written out (matplotlib, PIL, imageio): host I/O, not tensor work
             found = self._elements(ctx, node.iter, node.target, site)
             if found is None:
                 continue
@@ -228,7 +231,7 @@ class TensorPythonLoop(Rule):
                 or id(comp) in seen
             ):
                 continue
-            if a.roles.excluded(b.site):
+            if a.roles.excluded(b.site) or a.roles.in_model_setup(b.site):
                 continue
             found = self._elements(ctx, comp_for.iter, comp_for.target, b.site)
             if found is None or b.name not in found[1] or _handful(a, comp_for.iter, b.site):
