@@ -163,7 +163,7 @@ class Loaders:
                 self._batches(call),
                 trains=any(self._loop_trains(site) for site in loops),
                 non_blocking=any(self._loop_moves(site, non_blocking=True) for site in loops),
-                copied_as_loaded=any(self._copied_as_loaded(site) for site in self.iterated_in(call)),
+                copied_as_loaded=any(self._copied_as_loaded(site) for site in loops),
                 whole_dataset_batch=self._whole_dataset_batch(call),
             )
         return self._info[key]
@@ -707,8 +707,13 @@ def _as_loaded(expr: cst.BaseExpression, names) -> bool:
     (`x.view(-1, 784)`, `x.unsqueeze(1)`): the memory the loader yielded, which
     a pinned batch copies from. Not a copy made on the host first (a slice
     along a later dimension, a dtype conversion)."""
-    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _VIEWS:
-        expr = expr.func.value
+    while isinstance(expr, cst.Call):
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _VIEWS:
+            expr = expr.func.value
+        elif (dotted_name(expr.func) or "").endswith("Variable") and expr.args:
+            expr = expr.args[0].value  # `Variable(x)`: the tensor itself since PyTorch 0.4
+        else:
+            break
     if isinstance(expr, cst.Name):
         return expr.value in names
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name) and expr.value.value in names:

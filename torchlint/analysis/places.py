@@ -767,14 +767,17 @@ class Places:
                 return self._name_place(name, site)
             return None
         if isinstance(expr, cst.Subscript):
+            key = _string_key(expr)
+            if key is not None:
+                # A string key: a dict or a model output (`out["logits"]`), never a tensor. Its
+                # field is a tensor when the output's fields are (`out["hidden_states"]`,
+                # `generated["scores"]` are tuples of tensors).
+                place = self._forward_place(expr.value, site) or self.tensor_place(expr.value, site)
+                return place if place is not None and self._output_field_is_tensor(expr.value, key, site) else None
             base = self.tensor_place(expr.value, site)
             if base is not None:
                 return base
-            forward = self._forward_place(expr.value, site)
-            key = _string_key(expr)
-            if forward is not None and key is not None and not self._output_field_is_tensor(expr.value, key, site):
-                return None  # `out["hidden_states"]`, `generated["scores"]`: tuples of tensors
-            return forward  # `model(x)[0]`: an element of the output
+            return self._forward_place(expr.value, site)  # `model(x)[0]`: an element of the output
         if isinstance(expr, cst.BinaryOperation):
             left, right = self.tensor_place(expr.left, site), self.tensor_place(expr.right, site)
             if left is None and right is None:

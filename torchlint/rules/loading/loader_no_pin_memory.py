@@ -187,8 +187,9 @@ class LoaderNoPinMemory(Rule):
                 continue  # unused, or items already on the device (pinning them would fail)
             if info.batches in (BatchUse.KEPT, BatchUse.SAMPLED):
                 continue  # never copied to the device here, or one batch drawn once: nothing to pin for
-            if info.batches is BatchUse.MOVED and not info.copied_as_loaded:
-                continue  # the copies are of tensors made on the host first (sliced, converted): pinning buys nothing
+            if info.batches is not BatchUse.ELSEWHERE or a.loaders.loops_over(call):
+                if not info.copied_as_loaded:
+                    continue  # the copies are of tensors made on the host first (sliced, converted): pinning buys nothing
             if info.collate not in (NO_COLLATE, CPU_COLLATE):
                 continue  # a collate_fn whose output device we cannot see, or that places batches
             ctx.report(call.node, replacements=self._fix(ctx, call))
