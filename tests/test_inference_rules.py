@@ -188,10 +188,18 @@ def test_fix_converges_for_two_forwards_in_one_loop():
     assert fixed(out) == out
 
 
-def test_fix_wraps_statement_in_branch():
+def test_a_single_forward_in_a_branch_is_reported_without_a_fix():
+    """One forward records one graph: the finding stands, the edit would gain nothing measurable."""
     src = PRETRAINED + "if ok:\n    # go\n    out = model(**inputs)\n"
+    (finding,) = [f for f in lint_source(src, "e.py") if f.code == "TL201"]
+    assert finding.fix is None
+    assert fixed(src) == src
+
+
+def test_fix_wraps_statement_in_branch_inside_a_loop():
+    src = PRETRAINED + "for inputs in batches:\n    if ok:\n        # go\n        out = model(**inputs)\n"
     out = fixed(src)
-    assert "if ok:\n    # go\n    with torch.no_grad():\n        out = model(**inputs)\n" in out
+    assert "with torch.no_grad():\n    for inputs in batches:\n" in out
 
 
 def test_no_fix_without_torch_import():

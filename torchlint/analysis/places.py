@@ -768,12 +768,13 @@ class Places:
             return None
         if isinstance(expr, cst.Subscript):
             key = _string_key(expr)
-            if key is not None:
-                # A string key: a dict or a model output (`out["logits"]`), never a tensor. Its
-                # field is a tensor when the output's fields are (`out["hidden_states"]`,
-                # `generated["scores"]` are tuples of tensors).
-                place = self._forward_place(expr.value, site) or self.tensor_place(expr.value, site)
-                return place if place is not None and self._output_field_is_tensor(expr.value, key, site) else None
+            forward = self._forward_place(expr.value, site) or (
+                self.tensor_place(expr.value, site) if self._from_generate(expr.value, site) else None
+            )
+            if key is not None and forward is not None:
+                # A model output's field (`out["logits"]`): a tensor where the field is one
+                # (`out["hidden_states"]`, `generated["scores"]` are tuples of tensors).
+                return forward if self._output_field_is_tensor(expr.value, key, site) else None
             base = self.tensor_place(expr.value, site)
             if base is not None:
                 return base

@@ -255,10 +255,15 @@ class MissingNoGrad(Rule):
     @staticmethod
     def _per_batch(ctx: RuleContext, call: Call) -> bool:
         """The forward (or the evaluation helper called here) runs for every batch
-        of a pass over data."""
+        of a pass over data, or every iteration of a loop that does not train."""
         a = ctx.analysis
         if a.grad.over_data(call.site):
             return True
+        loop = call.site.loop
+        while loop is not None and loop.scope is call.site.scope:
+            if not a.loops.trains(loop) and not a.loops.runs_once(loop):
+                return True  # a forward in a loop that does not train: one graph per iteration
+            loop = loop.parent
         fn = a.helpers.function(call)
         return fn is not None and any(a.loops.is_data_loop(lp) for lp in ctx.facts.loops_in(fn.scope))
 
