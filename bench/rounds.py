@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from torchlint.rules.stability import GUIDE  # the judging guide's version (docs/accuracy.md)
+
 if TYPE_CHECKING:
     from torchlint.rules.stability import RuleStatus
 
@@ -56,7 +58,6 @@ LEDGER = ROUNDS / "ledger.tsv"
 DEFAULT_POOL_TSV = PROJECT.parent / "shared" / "corpus" / "pool.tsv"
 DEFAULT_POOL = PROJECT.parent / "pool"
 PER_RULE = 10
-GUIDE = "v2"  # the judging guide's version (docs/accuracy.md), recorded with each round
 VERDICTS = ("tp", "fp", "unclear")
 FIX_VERDICTS = ("correct", "no-benefit", "wrong")
 _CONTEXT_CAP = 160  # lines of one function shown before it is cut around the finding
@@ -627,12 +628,12 @@ def _tally_line(code: str, t: RuleTally) -> str:
 def rule_statuses(rounds: Sequence[Round], codes: Iterable[str]) -> Dict[str, "RuleStatus"]:
     """Each rule's status from its last two judged first-sight rounds (pooled):
     see torchlint/rules/stability.py for the policy."""
-    from torchlint.rules.stability import ALWAYS_ON, ROUNDS_CONSIDERED, decide
+    from torchlint.rules.stability import ALWAYS_ON, ALWAYS_REPORTED, GUIDE, ROUNDS_CONSIDERED, decide
 
-    judged_rounds = [r for r in rounds if r.first_sight and r.verdicts]
+    judged_rounds = [r for r in rounds if r.first_sight and r.verdicts and r.meta.get("guide", "v1") == GUIDE]
     out = {}
     for code in codes:
-        if code == "TL000":
+        if code in ALWAYS_REPORTED:
             out[code] = ALWAYS_ON
             continue
         mine = []

@@ -18,7 +18,7 @@ from torchlint import rules as rules_registry
 from torchlint.findings import Applicability
 from torchlint.rules import all_rules, rule_by_code
 from torchlint.rules.base import Rule
-from torchlint.rules.stability import RuleStatus, status_of
+from torchlint.rules.stability import ALWAYS_REPORTED, RuleStatus, status_of
 
 Statuses = Optional[Mapping[str, RuleStatus]]
 
@@ -208,7 +208,7 @@ def status(rule: RuleLike, statuses: Statuses = None) -> RuleStatus:
 def status_line(rule: RuleLike, statuses: Statuses = None) -> str:
     """`Status: stable. First-sight precision: 0.92 (23/25, rounds 1, 2).`"""
     st = status(rule, statuses)
-    if _resolve(rule).CODE == "TL000":
+    if _resolve(rule).CODE in ALWAYS_REPORTED:
         return "Status: stable (always reported)."
     how = "stable" if not st.is_preview else "preview (on with `--preview` or `preview = true`)"
     return f"Status: {how}. First-sight precision: {st.measured()}."
@@ -326,7 +326,7 @@ def _cell(text: str) -> str:
 def status_column(rule: RuleLike, statuses: Statuses = None) -> str:
     """`stable 0.95` / `preview 0.60` / `preview –` for the rule tables."""
     st = status(rule, statuses)
-    if _resolve(rule).CODE == "TL000":
+    if _resolve(rule).CODE in ALWAYS_REPORTED:
         return "stable"
     figure = f"{st.precision:.2f}" if st.precision is not None else "–"
     return f"{st.stability.value} {figure}"

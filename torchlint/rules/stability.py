@@ -2,9 +2,9 @@
 
 A rule is **stable** when its first-sight precision (findings judged on pool
 repositories it was never tuned on, `docs/accuracy/rounds/`) over its last
-two judged rounds is at least `MIN_PRECISION` with at least `MIN_JUDGED`
-findings judged, and none of its offered fixes was judged wrong; otherwise it
-is **preview**: on only with `--preview` (`preview = true`). The measured
+two rounds judged with the current guide (`GUIDE`) that drew its findings is
+at least `MIN_PRECISION` with at least `MIN_JUDGED` findings judged, and none
+of its offered fixes was judged wrong; otherwise it is **preview**: on only with `--preview` (`preview = true`). The measured
 figures live in the generated `catalog.STATUS`; this module reads them
 without importing the rules.
 """
@@ -54,7 +54,12 @@ class RuleStatus:
         return f"{self.precision:.2f} ({self.tp}/{self.judged}, {where}{wrong})"
 
 
-ALWAYS_ON = RuleStatus(Stability.STABLE)  # TL000: a file that cannot be read is always reported
+ALWAYS_ON = RuleStatus(Stability.STABLE)
+# A file that cannot be read or parsed is always reported: these are not judged rules.
+ALWAYS_REPORTED = frozenset({"TL000", "TL001"})
+# The judging guide a round must have used to count towards a status (docs/accuracy.md): rounds
+# judged with an earlier guide measured another thing.
+GUIDE = "v2"
 
 
 def decide(judged: int, tp: int, fixes_wrong: int, rounds: Tuple[int, ...]) -> RuleStatus:
@@ -66,7 +71,7 @@ def decide(judged: int, tp: int, fixes_wrong: int, rounds: Tuple[int, ...]) -> R
 def status_of(code: str) -> RuleStatus:
     from torchlint.rules.catalog import STATUS
 
-    return STATUS.get(code.upper(), ALWAYS_ON if code.upper() == "TL000" else RuleStatus(Stability.PREVIEW))
+    return STATUS.get(code.upper(), ALWAYS_ON if code.upper() in ALWAYS_REPORTED else RuleStatus(Stability.PREVIEW))
 
 
 def preview_codes() -> FrozenSet[str]:
