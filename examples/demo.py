@@ -1,10 +1,13 @@
 """Quick demo: fit y = 3x + 1 with a tiny network.
 
-torchlint finds one mistake here: the script never selects a device (TL100),
-so it runs on the CPU even on a machine with a GPU.
+torchlint finds one mistake here: the script looks for a GPU but never
+selects a device (TL100, a preview rule: `torchlint --preview`), so it runs on
+the CPU even on a machine with a GPU.
 """
 import torch
 from torch import nn
+
+print(f"CUDA available: {torch.cuda.is_available()}")
 
 model = nn.Sequential(nn.Linear(1, 64), nn.Tanh(), nn.Linear(64, 1))
 optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)

@@ -5,7 +5,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 from torchvision.models import resnet18
 
-from data import SyntheticImages, default_device
+from data import FolderImages, default_device
 
 
 def load_model(path: str, device: torch.device) -> nn.Module:
@@ -36,7 +36,7 @@ def evaluate(model, loader, device):
 def main():
     device = default_device()
     model = load_model("checkpoint.pt", device)
-    loader = DataLoader(SyntheticImages(5_000, train=False), batch_size=256, num_workers=4, pin_memory=True)
+    loader = DataLoader(FolderImages("data/val", train=False), batch_size=256, num_workers=4, pin_memory=True)
     loss, accuracy, confidence = evaluate(model, loader, device)
     print(f"val loss {loss:.4f}  accuracy {accuracy:.2%}  mean confidence {confidence.mean():.3f}")
 

@@ -13,7 +13,16 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
-from torchlint.ruledocs import CATALOG_PATH, DOCS_DIR, doc_problems, documented_rules, generated_docs, render_catalog
+from torchlint.ruledocs import (
+    CATALOG_PATH,
+    DOCS_DIR,
+    README_PATH,
+    doc_problems,
+    documented_rules,
+    generated_docs,
+    readme_with_statuses,
+    render_catalog,
+)
 from torchlint.rules.stability import RuleStatus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +42,8 @@ def wanted(docs: Path, catalog: Path) -> Dict[Path, str]:
     statuses = measured_statuses()
     files = {docs / name: text for name, text in generated_docs(statuses).items()}
     files[catalog] = render_catalog(statuses)
+    readme = ROOT / README_PATH
+    files[readme] = readme_with_statuses(readme.read_text(encoding="utf-8"), statuses)
     return files
 
 

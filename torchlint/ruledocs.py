@@ -373,6 +373,25 @@ def rules_table_text(width: Optional[int] = None) -> str:
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 
+README_PATH = "README.md"
+_README_ROW = re.compile(r"^\| (TL\d{3}) \| ([a-z0-9-]+) \| [^|]* \|", re.M)
+
+
+def readme_with_statuses(text: str, statuses: Statuses = None) -> str:
+    """The README with the status column of its rules table (`| TL104 | name |
+    status | ...`) set from the recorded statuses."""
+
+    def cell(match: "re.Match[str]") -> str:
+        code = match.group(1)
+        try:
+            value = status_column(code, statuses)
+        except KeyError:
+            return match.group(0)
+        return f"| {code} | {match.group(2)} | {value} |"
+
+    return _README_ROW.sub(cell, text)
+
+
 def render_index(statuses: Statuses = None) -> str:
     """docs/rules/README.md."""
     return (

@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchlint.analysis.facts import Binding, Call, Facts, Scope, Site, dominates, dotted_name, group_under_scopes
-from torchlint.analysis.helpers import Helpers, is_move_call
+from torchlint.analysis.helpers import Helpers, is_move_call, root_name
 from torchlint.analysis.values import LOADER, MODULE, TOKENS, Values
 from torchlint.analysis.vocabulary import (
     CHAIN_METHODS,
@@ -136,7 +136,7 @@ class Places:
         self._tensor_cache: Dict[int, Optional[str]] = {}
         self._model_cache: Dict[Tuple[int, int], str] = {}
         self._events: Optional["_Events"] = None
-        self._keeps: Dict[int, bool] = {}
+        self._keeps: Dict[Tuple[int, str], bool] = {}
         self._device_names: Optional[List[str]] = None
         self._accelerator: Optional[bool] = None
         self._called: Optional[Set[str]] = None
@@ -481,14 +481,14 @@ class Places:
             self._events = _Events(events, handed_to, self._keeps_memo)
         return self._events
 
-    def _keeps_memo(self, call: Call) -> bool:
-        key = id(call.node)
+    def _keeps_memo(self, call: Call, name: str) -> bool:
+        key = (id(call.node), name)
         found = self._keeps.get(key)
         if found is None:
-            found = self._keeps[key] = self._keeps_arguments(call)
+            found = self._keeps[key] = self._keeps_arguments(call, name)
         return found
 
-    def _keeps_arguments(self, call: Call) -> bool:
+    def _keeps_arguments(self, call: Call, name: str) -> bool:
         """A call that neither places nor keeps a module it is handed: builtins
         like `print`/`len`, `torch.save`, a model forward, or a same-file helper
         that does not move that argument."""
@@ -506,7 +506,14 @@ class Places:
             return True
         fn = self.helpers.function(call)
         if fn is not None:
-            return not self.helpers.summary(fn).moves and not self.facts.returns_of(fn)
+            # A same-file helper keeps `name` when the parameter it arrives in is neither moved
+            # nor handed back (`evaluate(model, loader, device)` returning an accuracy keeps the
+            # model, whatever it moves of the loader's batches; `wrap(model)` may not).
+            params = {p for p in fn.params if dotted_name(self.values.argument_for(call, fn, p)) == name}
+            if not params:
+                return False  # passed through *args/**kwargs: can't tell
+            returned = {root_name(r.value) for r, _ in self.facts.returns_of(fn) if r.value is not None}
+            return not (params & self.helpers.summary(fn).moves) and not (params & returned)
         return False
 
     def model_place(self, model: cst.BaseExpression, site: Site) -> str:
@@ -1249,7 +1256,7 @@ class _Events:
         if done is None:
             found = list(self._events.get(name, ()))
             for call in self._handed_to.get(name, ()):
-                if not self._keeps(call):
+                if not self._keeps(call, name):
                     found.append(Event(call.site, "escape", UNKNOWN))
             found.sort(key=lambda e: e.site.order)
             done = self._done[name] = found
