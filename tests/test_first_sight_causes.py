@@ -212,10 +212,13 @@ def test_a_displayed_expression_is_never_wrapped_by_a_fix():
 # -- the fix benefit filter ---------------------------------------------------------------------------
 
 
-def test_one_off_allocations_are_reported_without_a_fix():
-    once = GPU + "h0 = torch.zeros(1, 10).to(device)\n"
+def test_one_off_allocations_in_functions_are_reported_without_a_fix():
+    once = GPU + "def plot(n):\n    ldj = torch.zeros(n).to(device)\n    show(ldj)\nplot(8)\n"
     (finding,) = rule(once, "TL104")
     assert finding.fix is None
+    script = GPU + "h0 = torch.zeros(1, 10).to(device)\n"  # a script's own work: fixed
+    (finding,) = rule(script, "TL104")
+    assert finding.fix is not None
     per_step = GPU + "for x in loader:\n    h = torch.zeros(1, 10).to(device)\n    model(x, h).sum().backward()\n"
     (finding,) = rule(per_step, "TL104")
     assert finding.fix is not None

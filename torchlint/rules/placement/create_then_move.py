@@ -153,9 +153,14 @@ class CreateThenMove(Rule):
         "if __name__ == '__main__':\n    print(Net()(torch.zeros(1, 3).cuda()).shape)\n",
     )
     INVALID = (
-        # a one-off allocation: reported, but no fix (the edit would gain nothing measurable)
+        # a one-off allocation in a function: reported, but no fix (the edit would gain nothing measurable)
         Invalid("import torch\ndef plot(n):\n    ldj = torch.zeros(n).to('cuda')\n    show(ldj)\nplot(8)\n", line=3),
-        Invalid("import torch\ndevice = torch.device('cuda')\nh0 = torch.zeros(1, 10).to(device)\n", line=3),
+        # a script's module-level code is its work: fixed
+        Invalid(
+            "import torch\ndevice = torch.device('cuda')\nh0 = torch.zeros(1, 10).to(device)\n",
+            fixed="import torch\ndevice = torch.device('cuda')\nh0 = torch.zeros(1, 10, device=device)\n",
+            line=3,
+        ),
         Invalid(
             _step("import torch\ndevice = torch.device('cuda')\n", "    h = torch.zeros(1, 10).to(device)\n"),
             fixed=_step("import torch\ndevice = torch.device('cuda')\n", "    h = torch.zeros(1, 10, device=device)\n"),
@@ -225,8 +230,10 @@ class CreateThenMove(Rule):
             reported.add(id(factory.node))
             if (factory.qualname or "") in RANDOM_FACTORIES:
                 replacements = None  # drawing on the device changes a seeded run's numbers: advice only
-            elif not a.cost.per_step(factory.site):
-                replacements = None  # a one-off allocation: the edit would gain nothing measurable
+            elif factory.site.scope.kind != "module" and not a.cost.per_step(factory.site):
+                # A one-off allocation in a function (a plotting helper, one decoding call): the edit
+                # would gain nothing measurable. A script's own module-level code is its work: fixed.
+                replacements = None
             ctx.report(factory.node, replacements=replacements)
 
         for call in ctx.facts.calls:
