@@ -1,6 +1,7 @@
 import pytest
 
 from torchlint.config import ConfigError, Settings, load_settings
+from torchlint.rules import all_codes, preview_codes
 
 
 def write(tmp_path, body):
@@ -8,12 +9,14 @@ def write(tmp_path, body):
     return tmp_path
 
 
-def test_default_selects_every_rule():
-    assert {"TL000", "TL104", "TL501"} <= Settings().enabled()
+def test_default_selects_every_stable_rule_and_preview_every_rule():
+    assert Settings().enabled() == frozenset(all_codes()) - preview_codes()
+    assert Settings(preview=True).enabled() == frozenset(all_codes())
 
 
 def test_precedence_select_then_extend_then_ignore(tmp_path):
-    write(tmp_path, 'select = ["TL1"]\nextend-select = ["TL501"]\nignore = ["TL104"]\n')
+    # (preview on: the selection rules, whatever each rule's status)
+    write(tmp_path, 'preview = true\nselect = ["TL1"]\nextend-select = ["TL501"]\nignore = ["TL104"]\n')
     s = load_settings(start=str(tmp_path))
     assert "TL104" not in s.enabled() and "TL501" in s.enabled()
     # CLI select replaces the file's select; file ignore still applies
@@ -25,12 +28,12 @@ def test_precedence_select_then_extend_then_ignore(tmp_path):
 
 
 def test_prefixes_and_all_are_case_insensitive():
-    s = Settings(select=("tl1",), extend_select=("all",), ignore=("TL5",))
+    s = Settings(select=("tl1",), extend_select=("all",), ignore=("TL5",), preview=True)
     assert "TL104" in s.enabled() and "TL501" not in s.enabled()
 
 
 def test_per_file_ignores(tmp_path):
-    write(tmp_path, '[tool.torchlint.per-file-ignores]\n"tests/*" = ["TL104"]\n"scripts/**/*.py" = ["TL5"]\n')
+    write(tmp_path, 'preview = true\n[tool.torchlint.per-file-ignores]\n"tests/*" = ["TL104"]\n"scripts/**/*.py" = ["TL5"]\n')
     s = load_settings(start=str(tmp_path))
     assert "TL104" not in s.enabled_for(str(tmp_path / "tests" / "t.py"))
     assert "TL104" in s.enabled_for(str(tmp_path / "src" / "t.py"))

@@ -11,9 +11,9 @@ from bench import rounds
 from torchlint import ruledocs
 from torchlint.cli import main
 from torchlint.config import Settings, load_settings
-from torchlint.rules import all_codes
+from torchlint.rules import all_codes, preview_codes
 from torchlint.rules.catalog import STATUS
-from torchlint.rules.stability import ALWAYS_REPORTED, MIN_JUDGED, MIN_PRECISION, Stability, decide, preview_codes
+from torchlint.rules.stability import ALWAYS_REPORTED, MIN_JUDGED, MIN_PRECISION, Stability, decide
 
 from helpers import ROOT, TL104_SRC, api
 

@@ -81,7 +81,7 @@ def preview_from_env() -> Optional[bool]:
 
 
 def preview_codes() -> FrozenSet[str]:
-    from torchlint.rules.stability import preview_codes as codes
+    from torchlint.rules import preview_codes as codes
 
     return codes()
 

@@ -16,9 +16,9 @@ from typing import Dict, List, Mapping, Optional, Tuple, Type, Union
 
 from torchlint import rules as rules_registry
 from torchlint.findings import Applicability
-from torchlint.rules import all_rules, rule_by_code
+from torchlint.rules import all_rules, rule_by_code, status_of
 from torchlint.rules.base import Rule
-from torchlint.rules.stability import ALWAYS_REPORTED, RuleStatus, status_of
+from torchlint.rules.stability import ALWAYS_REPORTED, RuleStatus
 
 Statuses = Optional[Mapping[str, RuleStatus]]
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from functools import lru_cache
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Tuple, Type
 
-from torchlint.rules.catalog import CATALOG, SEVERITIES
+from torchlint.rules.catalog import CATALOG, SEVERITIES, STATUS
+from torchlint.rules.stability import ALWAYS_ON, ALWAYS_REPORTED, RuleStatus, Stability
 
 if TYPE_CHECKING:  # rules.base imports LibCST: not at run time here
     from torchlint.rules.base import Rule
@@ -26,9 +27,11 @@ __all__ = [
     "all_codes",
     "all_rules",
     "name_of",
+    "preview_codes",
     "rule_by_code",
     "rule_url",
     "severity",
+    "status_of",
 ]
 
 DOCS_BASE_URL = "https://github.com/torchlint/torchlint/blob/main/docs/rules/"
@@ -86,3 +89,14 @@ def rule_url(code: str) -> Optional[str]:
     """Where a rule's documentation lives (docs/rules/<name>.md); None for an unknown code."""
     name = CATALOG.get(code.upper())
     return f"{DOCS_BASE_URL}{name}.md" if name else None
+
+
+def status_of(code: str) -> RuleStatus:
+    """A rule's recorded status (stable or preview) and its first-sight figures."""
+    code = code.upper()
+    return STATUS.get(code, ALWAYS_ON if code in ALWAYS_REPORTED else RuleStatus(Stability.PREVIEW))
+
+
+def preview_codes() -> FrozenSet[str]:
+    """Codes of the rules that are on only in preview mode."""
+    return frozenset(c for c in CATALOG if status_of(c).is_preview)

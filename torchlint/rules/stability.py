@@ -5,15 +5,15 @@ repositories it was never tuned on, `docs/accuracy/rounds/`) over its last
 two rounds judged with the current guide (`GUIDE`) that drew its findings is
 at least `MIN_PRECISION` with at least `MIN_JUDGED` findings judged, and none
 of its offered fixes was judged wrong; otherwise it is **preview**: on only with `--preview` (`preview = true`). The measured
-figures live in the generated `catalog.STATUS`; this module reads them
-without importing the rules.
+figures live in the generated `catalog.STATUS` (read through
+`torchlint.rules.status_of`).
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import FrozenSet, Optional, Tuple
+from typing import Optional, Tuple
 
 MIN_PRECISION = 0.90
 MIN_JUDGED = 10
@@ -66,16 +66,3 @@ def decide(judged: int, tp: int, fixes_wrong: int, rounds: Tuple[int, ...]) -> R
     """The policy: stable on enough judged findings, precise enough, no wrong fix."""
     stable = judged >= MIN_JUDGED and tp / judged >= MIN_PRECISION and fixes_wrong == 0
     return RuleStatus(Stability.STABLE if stable else Stability.PREVIEW, judged, tp, fixes_wrong, rounds)
-
-
-def status_of(code: str) -> RuleStatus:
-    from torchlint.rules.catalog import STATUS
-
-    return STATUS.get(code.upper(), ALWAYS_ON if code.upper() in ALWAYS_REPORTED else RuleStatus(Stability.PREVIEW))
-
-
-def preview_codes() -> FrozenSet[str]:
-    """Codes of the rules that are on only in preview mode."""
-    from torchlint.rules.catalog import CATALOG
-
-    return frozenset(c for c in CATALOG if status_of(c).is_preview)
