@@ -23,7 +23,7 @@ from torchlint.config import Settings
 
 from helpers import check
 
-SRC = b"import torch\nx = torch.randn(3).to('cuda')\n"
+SRC = b"import torch\nx = torch.zeros(3).to('cuda')\n"
 
 
 def _result(path="a.py", text=SRC):

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow  # subprocess CLIs
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 180
 
-BAD = "import torch\ndevice = torch.device('cuda')\n\ndef f{i}():\n    return torch.randn({i} + 1).to(device)\n"
+BAD = "import torch\ndevice = torch.device('cuda')\n\ndef f{i}():\n    return torch.zeros({i} + 1).to(device)\n"
 PROFILER = "from torch.autograd import profiler\nwith profiler.profile(use_cuda=True) as p{i}:\n    pass\n"
 CLEAN = "import torch\n\ndef g{i}(x):\n    return x * {i}\n"
 
@@ -104,7 +104,8 @@ def _all_hits(root: Path):
     cwd = os.getcwd()
     os.chdir(root)
     try:
-        result = run(["pkg"], load_settings(start=str(root)), mapper=mapper, cache_root=str(root))
+        # preview on, as the command line has it (TORCHLINT_PREVIEW): the same cache key
+        result = run(["pkg"], load_settings(start=str(root), preview=True), mapper=mapper, cache_root=str(root))
     finally:
         os.chdir(cwd)
     return result, [job.path for job, _ in linted]

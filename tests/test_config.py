@@ -33,7 +33,10 @@ def test_prefixes_and_all_are_case_insensitive():
 
 
 def test_per_file_ignores(tmp_path):
-    write(tmp_path, 'preview = true\n[tool.torchlint.per-file-ignores]\n"tests/*" = ["TL104"]\n"scripts/**/*.py" = ["TL5"]\n')
+    write(
+        tmp_path,
+        'preview = true\n[tool.torchlint.per-file-ignores]\n"tests/*" = ["TL104"]\n"scripts/**/*.py" = ["TL5"]\n',
+    )
     s = load_settings(start=str(tmp_path))
     assert "TL104" not in s.enabled_for(str(tmp_path / "tests" / "t.py"))
     assert "TL104" in s.enabled_for(str(tmp_path / "src" / "t.py"))

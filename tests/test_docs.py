@@ -43,7 +43,7 @@ def test_quick_start_gives_the_torch_advice_before_the_commands():
     assert "https://download.pytorch.org/whl/cpu" in README.split("## Quick start", 1)[0]
     block = section[fence:].split("```")[1]
     commands = [ln for ln in block.splitlines()[1:] if ln.strip() and not ln.startswith("#")]
-    assert len(commands) == 2 and "torchlint examples/" in commands[0] and "pytest" in commands[1]
+    assert len(commands) == 2 and "torchlint --preview examples/" in commands[0] and "pytest" in commands[1]
 
 
 def test_readme_pre_commit_snippets_name_no_missing_tag():

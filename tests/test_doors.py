@@ -25,7 +25,7 @@ LINES = [
     "from torch.autograd import profiler\n",
     "from torch.utils.data import DataLoader\n",
     "device = torch.device('cuda')\n",
-    "x = torch.randn(3).to(device)\n",
+    "x = torch.zeros(3).to(device)\n",
     "y = torch.zeros(2).cuda()  # noqa: TL104\n",
     "x.cuda()\n",
     "loader = DataLoader(ds, batch_size=8)\n",
@@ -177,5 +177,5 @@ async def test_server_agrees_with_the_library(library, client: LanguageClient, t
     assert sorted(got) == sorted(want)
     # and those places hold what the findings point at
     starts = {code: text[offset : offset + 12] for code, _, offset, _ in got}
-    assert starts["TL104"] == "torch.randn(" and starts["TL105"] == 'x.cuda()\\n",'
+    assert starts["TL104"] == "torch.zeros(" and starts["TL105"] == 'x.cuda()\\n",'
     assert starts["TL501"] == "profiler.pro"

@@ -224,10 +224,16 @@ def test_one_off_allocations_in_functions_are_reported_without_a_fix():
     assert finding.fix is not None
 
 
-def test_random_factories_get_no_fix():
+def test_random_factories_get_an_unsafe_fix_only_per_step_and_unseeded():
     src = GPU + "for x in loader:\n    z = torch.randn(8, 100).to(device)\n    model(x, z).sum().backward()\n"
     (finding,) = rule(src, "TL104")
+    assert finding.fix is not None and finding.fix.applicability.value == "unsafe"
+    seeded = src.replace(GPU, GPU + "torch.manual_seed(0)\n")
+    (finding,) = rule(seeded, "TL104")
     assert finding.fix is None  # drawing on the device would change a seeded run's numbers
+    once = GPU + "noise = torch.randn(128, 3).to(device)\n"
+    (finding,) = rule(once, "TL104")
+    assert finding.fix is None
 
 
 def test_no_accumulation_fix_where_the_iteration_syncs_elsewhere():

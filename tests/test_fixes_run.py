@@ -133,11 +133,16 @@ def test_tl104_keeps_sampling_ops_explicit_cpu_and_generators(tmp_path):
 
 
 def test_tl104_random_factory_fix_is_unsafe_only():
-    src = HEAD + "z = torch.randn(3).to(device)\nprint(z)\n"
+    unseeded = HEAD.replace("torch.manual_seed(0)\n", "")
+    src = unseeded + "for step in range(3):\n    z = torch.randn(3).to(device)\n    print(model(z))\n"
     safe, _ = fix_source(src, "a.py")
     assert safe == src
     unsafe, _ = fix_source(src, "a.py", unsafe=True)
     assert "torch.randn(3, device=device)" in unsafe
+    once = unseeded + "z = torch.randn(3).to(device)\nprint(z)\n"  # a one-off draw: advice only
+    seeded = HEAD + "for step in range(3):\n    z = torch.randn(3).to(device)\n    print(model(z))\n"
+    assert fix_source(seeded, "a.py", unsafe=True)[0] == seeded  # reproducible numbers would change
+    assert fix_source(once, "a.py", unsafe=True)[0] == once
 
 
 def test_tl102_does_not_move_inputs_of_a_model_still_on_the_cpu(tmp_path):

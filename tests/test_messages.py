@@ -4,10 +4,9 @@ examples and on the repository's fixtures and examples."""
 
 import pytest
 
-from torchlint.api import lint_source
 from torchlint.rules import all_rules
 
-from helpers import repo_sources
+from helpers import lint_source, repo_sources
 
 RULES = all_rules()
 

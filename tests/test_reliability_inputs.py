@@ -78,9 +78,12 @@ def test_unicode_identifiers():
 
 
 def test_tabs_indentation():
-    src = "import torch\ndef f():\n\tx = torch.zeros(2).cuda()\n\treturn x\n"
+    src = "import torch\nfor b in loader:\n\tx = torch.zeros(2).cuda()\n\tmodel(b, x).sum().backward()\n"
     assert [f.code for f in lint_source(src)] == ["TL104"]
-    assert fix_source(src)[0] == 'import torch\ndef f():\n\tx = torch.zeros(2, device="cuda")\n\treturn x\n'
+    assert (
+        fix_source(src)[0]
+        == 'import torch\nfor b in loader:\n\tx = torch.zeros(2, device="cuda")\n\tmodel(b, x).sum().backward()\n'
+    )
 
 
 def test_null_byte_in_text():

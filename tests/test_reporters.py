@@ -106,9 +106,10 @@ def test_sarif_rule_descriptions_are_never_message_templates():
     """Issue 27: TL100, TL101, TL103 and TL105 (and TL102) showed `{name}`,
     `{names}`, `reach{s}`, `{method}` in SARIF's rule descriptions, which
     GitHub code scanning shows to users."""
-    from torchlint.api import lint_source
     from torchlint.report import sarif
     from torchlint.rules import all_rules
+
+    from helpers import lint_source
 
     template = re.compile(r"\{\w*\}")  # `{name}`, `reach{s}`
     for rule in all_rules():

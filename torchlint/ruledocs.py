@@ -237,9 +237,10 @@ def render_rule_markdown(rule: RuleLike, statuses: Statuses = None) -> str:
         lines.append(body)
         lines.append("")
         if title == "Example":
-            output = example_output(r)
+            output = example_output(r, statuses)
             if output is not None:
-                lines.append(f"`torchlint check {EXAMPLE_PATH}` on it prints:")
+                flag = "--preview " if status(r, statuses).is_preview else ""
+                lines.append(f"`torchlint check {flag}{EXAMPLE_PATH}` on it prints:")
                 lines.append("")
                 lines.append("```console")
                 lines.append(output.rstrip("\n"))
@@ -261,16 +262,18 @@ def section_code(rule: RuleLike, title: str) -> Optional[str]:
     return m.group(1) if m else None
 
 
-def example_output(rule: RuleLike) -> Optional[str]:
-    """What `torchlint check example.py` prints (the default `full` format,
-    every rule enabled) for the rule's "Example" code: the pages show the
-    tool's real output, never a hand-written one. None without an example."""
+def example_output(rule: RuleLike, statuses: Statuses = None) -> Optional[str]:
+    """What `torchlint check example.py` prints (the default `full` format;
+    `--preview` for a preview rule) for the rule's "Example" code: the pages
+    show the tool's real output, never a hand-written one. None without an
+    example."""
     from torchlint import runner
     from torchlint.api import process_bytes
     from torchlint.config import Settings
     from torchlint.report import ReportData, render, summary
 
     r = _resolve(rule)
+    preview = status(r, statuses).is_preview
     if r.CODE == runner.IO_ERROR:
         # Not about contents: what the runner reports for a file whose read
         # fails with EACCES (`chmod a-r`; the page's Example).
@@ -280,12 +283,13 @@ def example_output(rule: RuleLike) -> Optional[str]:
         code = section_code(r, "Example")
         if code is None:
             return None
-        outcome = process_bytes(code.encode("utf-8"), EXAMPLE_PATH, Settings())
+        outcome = process_bytes(code.encode("utf-8"), EXAMPLE_PATH, Settings(preview=preview))
     data = ReportData(
         findings=outcome.findings,
         lines={(outcome.path, cell, row): text for cell, row, text in outcome.lines},
     )
-    return f"$ torchlint check {EXAMPLE_PATH}\n" + render("full", data) + summary(data)
+    flag = "--preview " if preview else ""
+    return f"$ torchlint check {flag}{EXAMPLE_PATH}\n" + render("full", data) + summary(data)
 
 
 def render_rule_json(rule: RuleLike) -> Dict[str, object]:

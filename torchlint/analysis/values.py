@@ -431,8 +431,9 @@ class Values:
                 and it.func.value == "enumerate"
                 and it.args
                 and index == 1
+                and self._direct_element(b)
             ):
-                it, index = it.args[0].value, None
+                it, index = it.args[0].value, None  # `for i, batch in enumerate(loader)`
             while isinstance(it, cst.Call) and it.args and (dotted_name(it.func) or "").startswith("tqdm"):
                 it = it.args[0].value
             if index is not None:
@@ -441,6 +442,14 @@ class Values:
             name = dotted_name(it) or ""
             return kind == LOADER or bool(_LOADER_NAME.search(name.rsplit(".", 1)[-1]))
         return False
+
+    def _direct_element(self, b: Binding) -> bool:
+        """The name is an element of the loop target itself (`for i, batch in ...`),
+        not of a nested tuple (`for i, (x, y) in ...`)."""
+        element = self.facts.parent_of(b.target)
+        target = self.facts.parent_of(element) if element is not None else None
+        loop = self.facts.parent_of(target) if target is not None else None
+        return isinstance(loop, cst.For) and loop.target is target
 
     # -- forwards and losses -------------------------------------------------------------
 

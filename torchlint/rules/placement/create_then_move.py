@@ -47,6 +47,16 @@ _THROUGH = CHAIN_METHODS | {
 _WRAPPERS = VARIABLE | {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
 
 
+# Calls that seed a random number generator: a program that makes its random numbers reproducible.
+_SEEDING = frozenset({"manual_seed", "seed", "seed_everything", "set_seed", "manual_seed_all"})
+
+
+def _seeds_its_rng(ctx: RuleContext) -> bool:
+    """The file seeds a random number generator (`torch.manual_seed(0)`, `np.random.seed`,
+    `pl.seed_everything`, a `torch.Generator().manual_seed(...)`)."""
+    return any((call.method or (call.qualname or "").rsplit(".", 1)[-1]) in _SEEDING for call in ctx.facts.calls)
+
+
 def _step(head: str, body: str) -> str:
     """`body` (indented lines) inside a training loop, after `head`."""
     return head + "for x in loader:\n" + body + "    model(x, h).sum().backward()\n"
@@ -189,8 +199,18 @@ class CreateThenMove(Rule):
             "        pos = torch.arange(x.size(1), device='cuda').expand(x.size(0), -1)\n        return x + pos\n",
             line=5,
         ),
-        # a random factory: reported, no fix (the device's generator gives other numbers)
-        Invalid(_step("import torch\ndevice = 'cuda'\n", "    z = torch.randn(8, 100).to(device)\n"), line=4),
+        # a random factory drawn every step: unsafe (the device's generator gives other numbers)
+        Invalid(
+            _step("import torch\ndevice = 'cuda'\n", "    z = torch.randn(8, 100).to(device)\n"),
+            fixed=_step("import torch\ndevice = 'cuda'\n", "    z = torch.randn(8, 100, device=device)\n"),
+            line=4,
+            unsafe=True,
+        ),
+        # ... in a seeded program: reported, no fix (reproducible numbers would change)
+        Invalid(
+            _step("import torch\ntorch.manual_seed(0)\ndevice = 'cuda'\n", "    z = torch.randn(8, 100).to(device)\n"),
+            line=5,
+        ),
         # a call over several lines keeps its layout
         Invalid(
             _step("import torch\ndevice = 'cuda'\n", "    h = torch.zeros(\n        (2, 3)\n    ).to(device)\n"),
@@ -228,13 +248,21 @@ class CreateThenMove(Rule):
             if id(factory.node) in reported or a.roles.excluded(factory.site):
                 return
             reported.add(id(factory.node))
-            if (factory.qualname or "") in RANDOM_FACTORIES:
-                replacements = None  # drawing on the device changes a seeded run's numbers: advice only
+            random = (factory.qualname or "") in RANDOM_FACTORIES
+            if random and (not a.cost.per_step(factory.site) or _seeds_its_rng(ctx)):
+                # Drawing on the device uses the device's generator: other (equally distributed)
+                # numbers. Worth an unsafe fix for per-step data; not where the file seeds its
+                # random numbers for reproducibility, nor for a one-off draw.
+                replacements = None
             elif factory.site.scope.kind != "module" and not a.cost.per_step(factory.site):
                 # A one-off allocation in a function (a plotting helper, one decoding call): the edit
                 # would gain nothing measurable. A script's own module-level code is its work: fixed.
                 replacements = None
-            ctx.report(factory.node, replacements=replacements)
+            ctx.report(
+                factory.node,
+                replacements=replacements,
+                applicability=Applicability.UNSAFE if random and replacements else None,
+            )
 
         for call in ctx.facts.calls:
             if not is_move_call(call) or a.places.move_device(call) != ACCEL:
