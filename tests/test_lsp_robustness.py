@@ -264,18 +264,17 @@ BIG_WAIT_S = 120.0
 
 
 def big_document(lines: int):
-    """About `lines` lines of ordinary code; a TL104 in every 1000th function. Returns (text, finding rows)."""
+    """About `lines` lines of ordinary code; a fixable TL104 (module-level, a script's
+    own work) after every 1000th function. Returns (text, finding rows)."""
     out = ["import torch\n", "device = torch.device('cuda')\n"]
     rows = []
     i = 0
     while len(out) < lines:
-        if i % 1000 == 999:
-            body = "    y = torch.zeros(3).to(device)\n"
-            rows.append(len(out) + 3)
-        else:
-            body = "    y = x * 2 + 1\n"
-        out.append(f'def step_{i}(x):\n    """One step."""\n{body}    z = y.sum()\n    return z\n\n')
+        out.append(f'def step_{i}(x):\n    """One step."""\n    y = x * 2 + 1\n    z = y.sum()\n    return z\n\n')
         out.extend([""] * 5)  # count lines: each function is 6
+        if i % 1000 == 999:
+            out.append(f"y_{i} = torch.zeros(3).to(device)\n")
+            rows.append(len(out))
         i += 1
     return "".join(out), rows
 
