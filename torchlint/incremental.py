@@ -1,0 +1,120 @@
+"""Lints of one document as it changes (an editor's buffer): each equal to a
+cold lint of its text, computed from what the previous lints left.
+
+- the module comes from an incremental parse (torchlint/reparse.py): only the
+  top-level statements an edit touched are parsed again;
+- positions and fix anchors are rendered for new statements only
+  (torchlint/render_cache.py);
+- a text linted before (an undo, the result of a fix-all the editor then
+  applies, a code action on text just linted) is answered from memory;
+- a lint can be cancelled between stages and between rules (`cancelled`),
+  when a newer version of the document makes it stale.
+
+The facts and the rules still run over the whole module each time: the shared
+analysis (torchlint/analysis/) builds its facts per file. A project-wide or
+per-function reuse of facts belongs there (see docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import AbstractSet, Callable, Iterable, Optional, Tuple
+
+import libcst as cst
+
+from torchlint.config import Settings
+from torchlint.findings import FileResult
+from torchlint.node_edits import Rendered, render
+from torchlint.pipeline import Linted, process_text
+from torchlint.render_cache import RenderCache
+from torchlint.reparse import Parsed, reparse
+
+# Texts whose lint is kept per document (the current one, a few before it, and
+# the candidates of a fix-all).
+KEPT_RESULTS = 8
+
+
+class Cancelled(BaseException):
+    """A lint stopped because its text is stale. A BaseException, so that no
+    stage's `except Exception` (a crashed rule becomes a problem) catches it."""
+
+
+def _never() -> bool:
+    return False
+
+
+class DocumentState:
+    """What one document's lints reuse (implements pipeline.Reuse)."""
+
+    def __init__(self, path: str, enabled: AbstractSet[str]) -> None:
+        self.key = (path, frozenset(enabled))
+        self.parsed: Optional[Parsed] = None
+        self.renders = RenderCache()
+        self.results: "OrderedDict[Tuple[str, bool], Linted]" = OrderedDict()
+        self.cancelled: Callable[[], bool] = _never
+
+    def cached(self, text: str, precheck: bool) -> Optional[Linted]:
+        found = self.results.get((text, precheck))
+        if found is not None:
+            self.results.move_to_end((text, precheck))
+        return found
+
+    def store(self, text: str, precheck: bool, linted: Linted) -> None:
+        self.results[(text, precheck)] = linted
+        while len(self.results) > KEPT_RESULTS:
+            self.results.popitem(last=False)
+
+    def parse(self, text: str) -> cst.Module:
+        self.parsed = reparse(self.parsed, text)
+        return self.parsed.module
+
+    def render(self, module: cst.Module, nodes: Iterable[cst.CSTNode], anchors: Iterable[cst.CSTNode]) -> Rendered:
+        if self.parsed is not None and self.parsed.module is module:
+            return self.renders.render(self.parsed, nodes, anchors)
+        return render(module, nodes, anchors)
+
+    def checkpoint(self) -> None:
+        if self.cancelled():
+            raise Cancelled()
+
+
+class Session:
+    """One document's lints and fixes under one path and settings: `check` and
+    `fix` give exactly what `api.check` and `api.fix_source` give for the same
+    text, faster after the first. Thread-safe (one call at a time)."""
+
+    def __init__(self, path: str, settings: Optional[Settings] = None) -> None:
+        self.path = path
+        self.settings = settings or Settings()
+        self.enabled = self.settings.enabled_for(path)
+        self.state = DocumentState(path, self.enabled)
+        self._lock = threading.Lock()
+
+    def check(self, source: str, cancelled: Optional[Callable[[], bool]] = None) -> FileResult:
+        """Findings and problems for `source`; raises Cancelled when
+        `cancelled()` turns true before the lint ends."""
+        with self._lock:
+            self.state.cancelled = cancelled or _never
+            try:
+                return process_text(source, self.path, self.enabled, reuse=self.state)
+            finally:
+                self.state.cancelled = _never
+
+    def fix(
+        self, source: str, unsafe: bool = False, cancelled: Optional[Callable[[], bool]] = None
+    ) -> Tuple[str, FileResult]:
+        """The fixed text and its result (`fix_source`): the first pass applies
+        the fixes of the lint kept for `source`; each further pass lints the
+        fixed text incrementally (and keeps that lint: the editor's next
+        change is usually exactly that text)."""
+        with self._lock:
+            self.state.cancelled = cancelled or _never
+            try:
+                result = process_text(source, self.path, self.enabled, mode="fix", unsafe=unsafe, reuse=self.state)
+            finally:
+                self.state.cancelled = _never
+        return (result.fixed_source if result.fixed_source is not None else source), result
+
+
+__all__ = ["Cancelled", "DocumentState", "Session"]
