@@ -18,7 +18,7 @@ torchlint as its JSON text (cells edited in place, as a text editor does);
 Ruff gets it through `notebookDocument/*` (as notebook editors send it).
 
     pip install -e '.[server,bench]'             # ruff is pinned in the bench extra
-    python bench/lsp_latency.py                   # every size, 30 edits each
+    python bench/lsp_latency.py                   # every size, 30 edits each (10 over 5,000 lines)
     python bench/lsp_latency.py --sizes 2000 --repeats 20 --json
     python bench/lsp_latency.py --no-ruff --breakdown
 """
@@ -162,8 +162,8 @@ def script_case(lines: int) -> Case:
 def notebook_case(cells: int = NOTEBOOK_CELLS) -> Case:
     """The 2,000-line script as `cells` code cells (split between top-level statements)."""
     parts = generate(2000).split("\n\n\n")
-    per = max(1, -(-len(parts) // cells))
-    sources = ["\n\n\n".join(parts[i : i + per]).strip("\n") + "\n" for i in range(0, len(parts), per)][:cells]
+    bounds = [round(k * len(parts) / cells) for k in range(cells + 1)]
+    sources = ["\n\n\n".join(parts[a:b]).strip("\n") + "\n" for a, b in zip(bounds, bounds[1:])]
     nb = {
         "cells": [
             {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": _lines(s)}
@@ -186,14 +186,19 @@ def edit_at(text: str) -> Tuple[int, int]:
     """(line, character) of the number edited: in the middle train function."""
     rows = [i for i, line in enumerate(text.split("\n")) if EDIT_MARK in line]
     row = rows[len(rows) // 2]
-    return row, text.split("\n")[row].index(EDIT_MARK) + 3  # the "1" of 0.01
+    return row, text.split("\n")[row].index(EDIT_MARK) + 2  # the "01" of 0.01
+
+
+def new_digits(i: int) -> str:
+    """0.01 becomes 0.02, 0.03 ... 0.99: every edit gives a text never linted
+    before (no kept result answers it), with the same size of edit."""
+    return f"{2 + i % 98:02d}"
 
 
 def change(line: int, character: int, i: int) -> Dict[str, Any]:
-    value = str(2 + i % 8)  # 0.02 ... 0.09: the same size of edit every time
     return {
-        "range": {"start": {"line": line, "character": character}, "end": {"line": line, "character": character + 1}},
-        "text": value,
+        "range": {"start": {"line": line, "character": character}, "end": {"line": line, "character": character + 2}},
+        "text": new_digits(i),
     }
 
 
@@ -381,7 +386,7 @@ def breakdown(case: Case, repeats: int) -> Dict[str, float]:
         stages["rules"].append((t3 - t2) - (t2 - t1))
         stages["positions_fixes"].append(t4 - t3)
         edited = list(lines)
-        edited[line] = edited[line][:character] + str(2 + i % 8) + edited[line][character + 1 :]
+        edited[line] = edited[line][:character] + new_digits(i) + edited[line][character + 2 :]
         t = time.perf_counter()
         lints.check("\n".join(edited))
         stages["edit"].append(time.perf_counter() - t)
@@ -392,7 +397,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES), help="script sizes in lines")
     parser.add_argument("--no-notebook", action="store_true")
-    parser.add_argument("--repeats", type=int, default=30, help="edits per file and server")
+    parser.add_argument("--repeats", type=int, default=30, help="edits per file and server (at most 98)")
+    parser.add_argument(
+        "--big-repeats", type=int, default=10, help="edits per server on files over 5,000 lines (seconds each)"
+    )
     parser.add_argument("--parse-repeats", type=int, default=5)
     parser.add_argument("--no-ruff", action="store_true")
     parser.add_argument("--breakdown", action="store_true", help="torchlint's stages, in-process")
@@ -414,7 +422,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             "parse_ms": parse_ms(case.source, args.parse_repeats),
         }
         for server in servers:
-            row[server.name] = run_server(server, case, args.repeats)
+            row[server.name] = run_server(server, case, args.big_repeats if case.lines > 5000 else args.repeats)
         if args.breakdown:
             row["torchlint_breakdown"] = breakdown(case, max(3, args.parse_repeats))
         results.append(row)

@@ -82,3 +82,25 @@ def test_unchanged_statements_are_not_rendered_again():
     assert lints.check(edited) == check(edited, "train.py")
     assert lints.state.renders.statements_rendered - before <= 3
     assert not lints.state.parsed.whole_parses
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_fix_all_from_kept_fixes_applies_every_safe_fix(seed):
+    """Built from the kept lint (no lint of the result): every safe fix that
+    `--fix` applies in its first pass, and the whole loop where fixes overlap."""
+    rng = random.Random(5000 + seed)
+    text = rng.choice(sources())
+    for _ in range(3):
+        text = edit(text, rng)
+    lints = session("train.py")
+    result = lints.check(text)
+    fixed = lints.fix_from_kept(text)
+    full, _ = fix_source(text, "train.py")
+    safe = [f for f in result.findings if f.fix is not None and f.fix.applicability.value == "safe"]
+    if not safe:
+        assert fixed == text
+    elif fixed != full:  # one pass from the kept fixes; --fix went on to fixes that appeared after it
+        from torchlint.fixes import apply_fix_groups
+
+        assert (fixed, len(safe)) == apply_fix_groups(text, [f.fix.edits for f in safe])
+        assert fix_source(fixed, "train.py")[0] == full

@@ -557,16 +557,15 @@ class TorchlintServer(LanguageServer):
         return types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL_KIND, edit=self.workspace_edit(uri, version, edits))
 
     async def fix_all_edits(self, uri: str, lint: _Lint) -> List[types.TextEdit]:
-        """The edits that apply every safe fix (as `torchlint --fix`): the first
-        pass from the kept lint's fixes, further passes (fixes that overlapped,
-        fixes that appear once others are applied) linting incrementally."""
+        """The edits that apply every safe fix, built from the kept lint's fixes
+        (`Session.fix_from_kept`: no lint of the fixed text unless fixes overlap)."""
         path = _path_of(uri)
         lint_session = self.session_for(uri, path, lint.settings)
         loop = asyncio.get_running_loop()
         try:
-            new_text, _ = await loop.run_in_executor(
+            new_text = await loop.run_in_executor(
                 self._request_executor,
-                functools.partial(lint_session.fix, lint.text, False, self.stale_check(uri, lint.version)),
+                functools.partial(lint_session.fix_from_kept, lint.text, self.stale_check(uri, lint.version)),
             )
         except Cancelled:
             return []
