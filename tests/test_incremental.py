@@ -94,7 +94,11 @@ def test_fix_all_from_kept_fixes_applies_every_safe_fix(seed):
         text = edit(text, rng)
     lints = session("train.py")
     result = lints.check(text)
-    fixed = lints.fix_from_kept(text)
+    fixed, edits = lints.fix_from_kept(text)
+    if edits is not None:
+        from torchlint.fixes import apply_edits
+
+        assert apply_edits(text, edits) == (fixed, len(edits))
     full, _ = fix_source(text, "train.py")
     safe = [f for f in result.findings if f.fix is not None and f.fix.applicability.value == "safe"]
     if not safe:

@@ -24,7 +24,7 @@ from typing import AbstractSet, Callable, Iterable, Optional, Tuple
 import libcst as cst
 
 from torchlint.config import Settings
-from torchlint.findings import Applicability, FileResult
+from torchlint.findings import Applicability, Edit, FileResult
 from torchlint.fixes import apply_fix_groups
 from torchlint.node_edits import Rendered, render
 from torchlint.parsing import cpython_error
@@ -118,21 +118,24 @@ class Session:
                 self.state.cancelled = _never
         return (result.fixed_source if result.fixed_source is not None else source), result
 
-    def fix_from_kept(self, source: str, cancelled: Optional[Callable[[], bool]] = None) -> str:
+    def fix_from_kept(
+        self, source: str, cancelled: Optional[Callable[[], bool]] = None
+    ) -> Tuple[str, Optional[Tuple[Edit, ...]]]:
         """Every safe fix applied, built from the fixes of the lint kept for
-        `source` (an editor's fix-all: no lint of the fixed text first). The
-        one pass applies all of them when none overlaps another, and the
-        result must compile; otherwise (overlapping fixes, a notebook's JSON,
-        a BOM) the fix loop takes over (`fix`), still starting from the kept lint."""
+        `source` (an editor's fix-all: no lint of the fixed text first): the
+        new text, and the edits that make it from `source` (None where the fix
+        loop had to run). The one pass applies all of them when none overlaps
+        another, and the result must compile; otherwise (overlapping fixes, a
+        notebook's JSON, a BOM) the fix loop takes over (`fix`), still starting
+        from the kept lint."""
         result = self.check(source, cancelled)
         safe = [f.fix.edits for f in result.findings if f.fix is not None and f.fix.applicability == Applicability.SAFE]
         if not safe:
-            return source
+            return source, ()
         if not is_notebook(self.path) and not source.startswith(BOM):
             fixed, applied = apply_fix_groups(source, safe)
             if applied == len(safe) and (cpython_error(fixed) is None or cpython_error(source) is not None):
-                return fixed
-        return self.fix(source, cancelled=cancelled)[0]
-
+                return fixed, tuple(dict.fromkeys(e for edits in safe for e in edits))
+        return self.fix(source, cancelled=cancelled)[0], None
 
 __all__ = ["Cancelled", "DocumentState", "Session"]

@@ -563,13 +563,16 @@ class TorchlintServer(LanguageServer):
         lint_session = self.session_for(uri, path, lint.settings)
         loop = asyncio.get_running_loop()
         try:
-            new_text = await loop.run_in_executor(
+            new_text, edits = await loop.run_in_executor(
                 self._request_executor,
                 functools.partial(lint_session.fix_from_kept, lint.text, self.stale_check(uri, lint.version)),
             )
         except Cancelled:
             return []
-        return self.text_edits(lint.text, new_text)
+        if edits is None:  # the fix loop ran: diff its result
+            return self.text_edits(lint.text, new_text)
+        lines = TextLines(lint.text, self.position_encoding)
+        return [_text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in edits]
 
     def text_edits(self, old: str, new: str) -> List[types.TextEdit]:
         if new == old:
