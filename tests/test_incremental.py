@@ -108,3 +108,15 @@ def test_fix_all_from_kept_fixes_applies_every_safe_fix(seed):
 
         assert (fixed, len(safe)) == apply_fix_groups(text, [f.fix.edits for f in safe])
         assert fix_source(fixed, "train.py")[0] == full
+
+
+def test_notebook_fix_all_from_kept_fixes_equals_the_fix_loop():
+    cell_sources = ["import torch\ndevice = torch.device('cuda')\n"] + [
+        f"x{i} = torch.zeros({i + 1}).to(device)\nprint(x{i})\n" for i in range(30)
+    ]
+    text = _notebook_text(cell_sources)
+    lints = session("nb.ipynb")
+    lints.check(text)
+    fixed, edits = lints.fix_from_kept(text)
+    assert edits is None and fixed != text
+    assert fixed == fix_source(text, "nb.ipynb")[0]

@@ -141,3 +141,41 @@ async def test_fix_all_setting_turns_it_off(no_fix_all: LanguageClient, tmp_path
         context=types.CodeActionContext(diagnostics=[], only=["source.fixAll.torchlint"]),
     )
     assert not await no_fix_all.text_document_code_action_async(only)
+
+
+async def test_results_kept_on_disk_answer_a_reopened_file(client: LanguageClient, tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.torchlint]\n", encoding="utf-8")
+    uri = uri_for(tmp_path)
+    first = await open_doc(client, uri, DOC)
+    cache = tmp_path / ".torchlint_cache"
+    await wait_for(lambda: cache.is_dir() and any(p.is_file() and len(p.name) == 64 for p in cache.rglob("*")), "entry")
+    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    again = await open_doc(client, uri, DOC)
+    assert [(d.code, d.range, d.data) for d in again] == [(d.code, d.range, d.data) for d in first]
+    # and the document is then linted incrementally as usual
+    diags = await change_doc(client, uri, DOC.replace("torch.zeros(4)", "torch.zeros(4, device=device)"), 2)
+    assert [d.code for d in diags] == ["TL104", "TL501"]
+
+
+async def test_fix_all_on_a_long_notebook(client: LanguageClient, tmp_path):
+    """A notebook open as JSON: fix-all from the kept fixes of its cells; over
+    400 lines the edit is one span, not a line diff; the same text as --fix."""
+    from torchlint.api import fix_source
+
+    from helpers import code, notebook
+
+    cells = [code("import torch\ndevice = torch.device('cuda')\n")]
+    cells += [code(f"x{i} = torch.zeros({i + 1}).to(device)\nprint(x{i})\n") for i in range(60)]
+    text = notebook(*cells).decode("utf-8")
+    assert text.count("\n") > 400
+    uri = uri_for(tmp_path, "nb.ipynb")
+    assert len(await open_doc(client, uri, text)) == 60
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri),
+        range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+        context=types.CodeActionContext(diagnostics=[], only=["source.fixAll.torchlint"]),
+    )
+    (action,) = await client.text_document_code_action_async(params)
+    edits = edits_for(action, uri)
+    assert len(edits) == 1
+    assert apply_text_edits(text, edits) == fix_source(text, str(tmp_path / "nb.ipynb"))[0]

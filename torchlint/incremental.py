@@ -23,6 +23,7 @@ from typing import AbstractSet, Callable, Iterable, Optional, Tuple
 
 import libcst as cst
 
+from torchlint import notebook
 from torchlint.config import Settings
 from torchlint.findings import Applicability, Edit, FileResult
 from torchlint.fixes import apply_fix_groups
@@ -132,10 +133,38 @@ class Session:
         safe = [f.fix.edits for f in result.findings if f.fix is not None and f.fix.applicability == Applicability.SAFE]
         if not safe:
             return source, ()
-        if not is_notebook(self.path) and not source.startswith(BOM):
+        if is_notebook(self.path) and not source.startswith(BOM):
+            fixed_notebook = self._notebook_from_kept(source)
+            if fixed_notebook is not None:
+                return fixed_notebook, None
+        elif not source.startswith(BOM):
             fixed, applied = apply_fix_groups(source, safe)
             if applied == len(safe) and (cpython_error(fixed) is None or cpython_error(source) is not None):
                 return fixed, tuple(dict.fromkeys(e for edits in safe for e in edits))
         return self.fix(source, cancelled=cancelled)[0], None
+
+    def _notebook_from_kept(self, source: str) -> Optional[str]:
+        """A notebook's JSON with the kept safe fixes applied to its cells, or
+        None where the fix loop must decide (overlaps, a result that does not
+        compile, fixes across cells)."""
+        try:
+            cells = notebook.read(source.encode("utf-8", "surrogatepass"))
+        except notebook.NotebookError:
+            return None
+        kept = self.state.cached(cells.source, True) if cells is not None else None
+        if cells is None or kept is None:
+            return None
+        safe = [f for f in kept[0].findings if f.fix is not None and f.fix.applicability == Applicability.SAFE]
+        fixes = [cells.edits_of(f) for f in safe]
+        if not fixes or any(edits is None for edits in fixes):
+            return None
+        new_cells, applied = cells.apply([edits for edits in fixes if edits is not None])
+        if applied != len(fixes) or (
+            cpython_error(new_cells.source) is not None and cpython_error(cells.source) is None
+        ):
+            return None
+        data = new_cells.to_bytes()
+        return data.decode("utf-8", "surrogatepass") if data is not None else None
+
 
 __all__ = ["Cancelled", "DocumentState", "Session"]

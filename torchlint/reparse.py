@@ -143,7 +143,7 @@ def reparse(previous: Optional[Parsed], text: str) -> Parsed:
     return found if found is not None else parse_whole(text)
 
 
-def _common_prefix(a: str, b: str) -> int:
+def common_prefix(a: str, b: str) -> int:
     """Length of the longest common prefix (halving slices: C-speed compares)."""
     lo, hi = 0, min(len(a), len(b))
     while lo < hi:
@@ -155,7 +155,7 @@ def _common_prefix(a: str, b: str) -> int:
     return lo
 
 
-def _common_suffix(a: str, b: str, limit: int) -> int:
+def common_suffix(a: str, b: str, limit: int) -> int:
     lo, hi = 0, limit
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -173,8 +173,8 @@ def _incremental(previous: Parsed, text: str) -> Optional[Parsed]:
     n = len(body)
     if n < 3 or not old_module.has_trailing_newline or not text.endswith(("\n", "\r")):
         return None
-    prefix = _common_prefix(old, text)
-    suffix = _common_suffix(old, text, min(len(old), len(text)) - prefix)
+    prefix = common_prefix(old, text)
+    suffix = common_suffix(old, text, min(len(old), len(text)) - prefix)
     lo, hi = prefix, len(old) - suffix  # the changed characters of the old text: [lo, hi)
     starts = previous.starts()
     if starts is None:
@@ -296,4 +296,4 @@ def _assemble(
     return Parsed(text, module, codes)
 
 
-__all__ = ["Parsed", "parse_whole", "reparse", "statement_code"]
+__all__ = ["Parsed", "common_prefix", "common_suffix", "parse_whole", "reparse", "statement_code"]

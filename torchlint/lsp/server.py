@@ -50,8 +50,10 @@ from torchlint.lsp.convert import (
     parse_client_settings,
     settings_section,
 )
+from torchlint.lsp.disk_results import DiskResults
 from torchlint.lsp.hover import code_at, rule_markdown
 from torchlint.lsp.project import NoIndex, ProjectIndex, warm_imports
+from torchlint.reparse import common_prefix, common_suffix
 from torchlint.rules import rule_url
 from torchlint.rules import severity as rule_severity
 from torchlint.suppression import suppression_comment
@@ -63,6 +65,8 @@ log = logging.getLogger("torchlint.lsp")
 # coalesces the several changes one editor command sends).
 DEBOUNCE_S = 0.01
 FIX_ALL_TITLE = "torchlint: Fix all auto-fixable problems"
+# Texts longer than this get one edit over the changed span instead of a line diff.
+DIFF_LINES = 400
 
 
 @dataclass
@@ -175,6 +179,8 @@ class TorchlintServer(LanguageServer):
         self._waiters: Dict[str, List["asyncio.Future[None]"]] = {}
         self._bg_linting: Optional[Tuple[str, str]] = None  # (uri, text) the background worker is on
         self._sessions: Dict[str, Session] = {}
+        self._disk = DiskResults()
+        self._persist: set = set()  # documents whose next lint is kept on disk (opened, saved)
         # The project index (none yet: see torchlint/lsp/project.py), warmed on the lint thread.
         self.project_index: ProjectIndex = NoIndex()
 
@@ -257,6 +263,7 @@ class TorchlintServer(LanguageServer):
         `force` lints and publishes even if this text was already published (save)."""
         if force:
             self._published.pop(uri, None)
+            self._persist.add(uri)
         loop = asyncio.get_running_loop()
         timer = self._timers.pop(uri, None)
         if timer is not None:
@@ -307,10 +314,15 @@ class TorchlintServer(LanguageServer):
         try:
             settings = self.settings_for(path)
             done = self._lints.get(uri)
+            kept = self._disk.get(path, text, settings) if done is None and path is not None else None
             if done is not None and done.text == text and done.settings == settings:
                 if self._published.get(uri) == version:
                     return  # already linted and published (a late debounce timer)
                 lint = done  # linted already for a code action: publish that
+            elif kept is not None:  # opened before: publish what was kept, then parse for the edits to come
+                lint = _Lint(version, text, settings, kept)
+                self._persist.discard(uri)
+                self._executor.submit(self._warm_session, self.session_for(uri, path, settings), text)
             else:
                 loop = asyncio.get_running_loop()
                 lint = await loop.run_in_executor(
@@ -340,6 +352,16 @@ class TorchlintServer(LanguageServer):
             return
         self.log_problems(uri, lint.result)
         self.publish(uri, version, lint)
+        if uri in self._persist and path is not None:
+            self._persist.discard(uri)
+            self._executor.submit(self._disk.put, path, text, settings, lint.result)
+
+    @staticmethod
+    def _warm_session(lint_session: Session, text: str) -> None:
+        try:
+            lint_session.check(text)
+        except Exception:  # only a head start: the next lint reports any problem
+            log.exception("warming a lint session failed")
 
     def _background_lint(
         self, uri: str, lint_session: Session, text: str, settings: Settings, version: Optional[int]
@@ -431,6 +453,7 @@ class TorchlintServer(LanguageServer):
             timer.cancel()
         self._lints.pop(uri, None)
         self._sessions.pop(uri, None)
+        self._persist.discard(uri)
         self._published.pop(uri, None)
         self._logged_problems.pop(uri, None)
         self.project_index.closed(_path_of(uri))
@@ -575,10 +598,23 @@ class TorchlintServer(LanguageServer):
         return [_text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in edits]
 
     def text_edits(self, old: str, new: str) -> List[types.TextEdit]:
+        """Edits from `old` to `new`: a line diff for short texts; for long ones
+        (where difflib takes seconds) one edit over the span that changed."""
         if new == old:
             return []
         lines = TextLines(old, self.position_encoding)
-        return [_text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in diff_edits(old, new)]
+        if old.count("\n") <= DIFF_LINES:
+            edits = diff_edits(old, new)
+            return [_text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in edits]
+        start = common_prefix(old, new)
+        same_end = common_suffix(old, new, min(len(old), len(new)) - start)
+        (l0, c0), (l1, c1) = lines.offset_position(start), lines.offset_position(len(old) - same_end)
+        return [
+            types.TextEdit(
+                range=types.Range(types.Position(l0, c0), types.Position(l1, c1)),
+                new_text=new[start : len(new) - same_end],
+            )
+        ]
 
     # -- commands and hover -------------------------------------------------------------------
     async def execute(self, command: Command, arguments: Sequence[Any]) -> Any:
