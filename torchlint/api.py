@@ -23,15 +23,17 @@ from torchlint.findings import MODES, FileOutcome, FileResult, Finding, Problem
 from torchlint.runner import RunResult
 
 if TYPE_CHECKING:  # imports LibCST: only when a session is made
-    from torchlint.incremental import Session
+    from torchlint.incremental import Cancelled, Session  # noqa: F401
 
 __all__ = [
+    "Cancelled",
     "DecodeError",
     "Decoded",
     "FileOutcome",
     "Discovered",
     "FileResult",
     "RunResult",
+    "Session",
     "check",
     "decode_source",
     "discover",
@@ -58,6 +60,16 @@ def check(source: str, path: str = "<stdin>", settings: Optional[Settings] = Non
 def lint_source(source: str, path: str = "<stdin>", settings: Optional[Settings] = None) -> List[Finding]:
     """Findings for source text, sorted by position."""
     return list(check(source, path, settings).findings)
+
+
+def __getattr__(name: str):
+    """`Session` and `Cancelled` (torchlint/incremental.py), imported on first
+    use: they import LibCST, which a run answered from the cache never needs."""
+    if name in ("Session", "Cancelled"):
+        from torchlint import incremental
+
+        return getattr(incremental, name)
+    raise AttributeError(name)
 
 
 def session(path: str = "<stdin>", settings: Optional[Settings] = None) -> "Session":

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import AbstractSet, Callable, Iterable, Optional, Tuple
+from typing import Callable, Iterable, Optional, Tuple
 
 import libcst as cst
 
@@ -50,8 +50,7 @@ def _never() -> bool:
 class DocumentState:
     """What one document's lints reuse (implements pipeline.Reuse)."""
 
-    def __init__(self, path: str, enabled: AbstractSet[str]) -> None:
-        self.key = (path, frozenset(enabled))
+    def __init__(self) -> None:
         self.parsed: Optional[Parsed] = None
         self.renders = RenderCache()
         self.results: "OrderedDict[Tuple[str, bool], Linted]" = OrderedDict()
@@ -91,7 +90,7 @@ class Session:
         self.path = path
         self.settings = settings or Settings()
         self.enabled = self.settings.enabled_for(path)
-        self.state = DocumentState(path, self.enabled)
+        self.state = DocumentState()
         self._lock = threading.Lock()
 
     def check(self, source: str, cancelled: Optional[Callable[[], bool]] = None) -> FileResult:

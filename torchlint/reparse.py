@@ -44,6 +44,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+from torchlint.fixes import common_prefix, common_suffix
 from torchlint.parsing import SourceError, parse
 
 # A chunk larger than this share of the file is not worth splitting out: the
@@ -141,29 +142,6 @@ def reparse(previous: Optional[Parsed], text: str) -> Parsed:
         return previous
     found = _incremental(previous, text)
     return found if found is not None else parse_whole(text)
-
-
-def common_prefix(a: str, b: str) -> int:
-    """Length of the longest common prefix (halving slices: C-speed compares)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def common_suffix(a: str, b: str, limit: int) -> int:
-    lo, hi = 0, limit
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[len(a) - mid : len(a) - lo] == b[len(b) - mid : len(b) - lo]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def _incremental(previous: Parsed, text: str) -> Optional[Parsed]:
@@ -296,4 +274,4 @@ def _assemble(
     return Parsed(text, module, codes)
 
 
-__all__ = ["Parsed", "common_prefix", "common_suffix", "parse_whole", "reparse", "statement_code"]
+__all__ = ["Parsed", "parse_whole", "reparse", "statement_code"]

@@ -45,11 +45,11 @@ class NoIndex:
 def warm_imports() -> None:
     """Import what a lint needs (LibCST, the pipeline, every rule) so that the
     first file opened is not also the one that pays for the imports."""
-    from torchlint.incremental import Session
+    from torchlint.api import session
     from torchlint.rules import all_rules
 
     all_rules()
-    Session("warm.py").check("import torch\nx = torch.zeros(1)\n")
+    session("warm.py").check("import torch\nx = torch.zeros(1)\n")
 
 
 __all__ = ["NoIndex", "ProjectIndex", "warm_imports"]

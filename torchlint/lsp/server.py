@@ -31,11 +31,10 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from torchlint import __version__
-from torchlint.api import FileResult, session
+from torchlint.api import Cancelled, FileResult, Session, session
 from torchlint.config import ConfigError, Settings, load_settings
 from torchlint.findings import Applicability, Finding
-from torchlint.fixes import diff_edits
-from torchlint.incremental import Cancelled, Session
+from torchlint.fixes import common_prefix, common_suffix, diff_edits
 from torchlint.lsp.commands import Command, organize_noqa, target_of
 from torchlint.lsp.convert import (
     FIX_ALL_KIND,
@@ -53,7 +52,6 @@ from torchlint.lsp.convert import (
 from torchlint.lsp.disk_results import DiskResults
 from torchlint.lsp.hover import code_at, rule_markdown
 from torchlint.lsp.project import NoIndex, ProjectIndex, warm_imports
-from torchlint.reparse import common_prefix, common_suffix
 from torchlint.rules import rule_url
 from torchlint.rules import severity as rule_severity
 from torchlint.suppression import suppression_comment
