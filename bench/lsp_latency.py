@@ -9,7 +9,9 @@ the same edits, on generated realistic training scripts of 200, 2,000 and
 - edit: N times one edit inside a function in the middle of the file (a
   number in a training step, as an incremental change), to the diagnostics
   of exactly that version (p50 and p95; the server's debounce included);
-- fix-all: a `codeAction` request for `source.fixAll.<server>` to its answer.
+- fix-all: a `codeAction` request for `source.fixAll.<server>` to its answer;
+- reopen (torchlint): a file of a project opened, closed and opened again,
+  answered from the results the server keeps on disk.
 
 Beside them: the bare LibCST parse of the file (`libcst.parse_module`, median,
 in-process), the floor under any LibCST linter, and (`--breakdown`) where
@@ -263,9 +265,32 @@ def run_server(server: Server, case: Case, repeats: int) -> Dict[str, Any]:
             arrived, _ = client.wait(publish_for(uri, version))
             times.append(arrived - sent)
         fix_s, _ = client.request("textDocument/codeAction", _fix_all_params(uri, server))
+        reopen_s = _reopen(client, case) if server.name == "torchlint" else None
     finally:
         client.close()
-    return _summary(open_s, times, fix_s, findings)
+    out = _summary(open_s, times, fix_s, findings)
+    if reopen_s is not None:
+        out["reopen_ms"] = reopen_s * 1000
+    return out
+
+
+def _reopen(client: Client, case: Case) -> float:
+    """Open, close and open again a copy in a project (`[tool.torchlint]`):
+    the second open is answered from the results kept on disk."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder, "pyproject.toml").write_text("[tool.torchlint]\n", encoding="utf-8")
+        uri = Path(folder, f"copy{case.suffix}").as_uri()
+        item = {"uri": uri, "languageId": _language(case), "version": 1, "text": case.text}
+        client.notify("textDocument/didOpen", {"textDocument": item})
+        client.wait(publish_for(uri, 1))
+        time.sleep(0.5)  # the result is written to disk after it is published
+        client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+        client.wait(publish_for(uri, None))  # the close clears the diagnostics
+        sent = client.notify("textDocument/didOpen", {"textDocument": item})
+        arrived, _ = client.wait(publish_for(uri, 1))
+        return arrived - sent
 
 
 def _language(case: Case) -> str:
@@ -460,6 +485,7 @@ def _print_row(row: Dict[str, Any], servers: List[str]) -> None:
             f"  {name:9} open {r['open_ms']:6.0f} ms | edit p50 {r['edit_p50_ms']:6.0f} ms "
             f"({r['edit_p50_ms'] / parse:.2f}x parse), p95 {r['edit_p95_ms']:6.0f} ms "
             f"({r['edit_p95_ms'] / parse:.2f}x) | fix-all {r['fix_all_ms']:6.0f} ms | {r['findings']} diagnostics"
+            + (f" | reopen {r['reopen_ms']:.0f} ms" if "reopen_ms" in r else "")
         )
     if "torchlint_breakdown" in row:
         b = row["torchlint_breakdown"]
