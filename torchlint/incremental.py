@@ -125,15 +125,17 @@ class Session:
         `source` (an editor's fix-all: no lint of the fixed text first): the
         new text, and the edits that make it from `source` (None where the fix
         loop had to run). The one pass applies all of them when none overlaps
-        another, and the result must compile; otherwise (overlapping fixes, a
-        notebook's JSON, a BOM) the fix loop takes over (`fix`), still starting
-        from the kept lint."""
+        another (a notebook: each within its cell), and the result must
+        compile; otherwise (overlapping fixes, a BOM) the fix loop takes over
+        (`fix`), still starting from the kept lint. Unlike `--fix`, fixes that
+        only appear once these are applied wait for the next fix-all."""
         result = self.check(source, cancelled)
         safe = [f.fix.edits for f in result.findings if f.fix is not None and f.fix.applicability == Applicability.SAFE]
         if not safe:
             return source, ()
         if is_notebook(self.path) and not source.startswith(BOM):
-            fixed_notebook = self._notebook_from_kept(source)
+            with self._lock:  # reads the kept results, which a lint on another thread may be updating
+                fixed_notebook = self._notebook_from_kept(source)
             if fixed_notebook is not None:
                 return fixed_notebook, None
         elif not source.startswith(BOM):
