@@ -1,16 +1,28 @@
-"""Language-server latency: time from `didChange` to the `publishDiagnostics`
-for that version, on a generated realistic training script.
+"""Language-server latency, torchlint's server beside Ruff's (`ruff server`).
 
-Drives the real server (`python -c "from torchlint.server import main; main()"`,
-the same code as `torchlint server`) over stdio with a minimal JSON-RPC client:
-initialize, open the script, then N times change one line (an incremental
-edit, as editors send) and wait for the diagnostics of that exact version.
-The time includes the server's debounce. For reference it also times the
-in-process lint of the same text (torchlint.api.check) and LibCST's parse
-alone, the floor under any full re-lint.
+Both servers are driven over stdio with the same minimal JSON-RPC client and
+the same edits, on generated realistic training scripts of 200, 2,000 and
+10,000 lines (bench/_training_script.py) and a 50-cell notebook made of the
+2,000-line script:
 
-    python bench/lsp_latency.py                  # 2,000 lines, 30 changes
-    python bench/lsp_latency.py --lines 500 --repeats 10 --json
+- open: `didOpen` to the first `publishDiagnostics` of that version;
+- edit: N times one edit inside a function in the middle of the file (a
+  number in a training step, as an incremental change), to the diagnostics
+  of exactly that version (p50 and p95; the server's debounce included);
+- fix-all: a `codeAction` request for `source.fixAll.<server>` to its answer;
+- reopen (torchlint): a file of a project opened, closed and opened again,
+  answered from the results the server keeps on disk.
+
+Beside them: the bare LibCST parse of the file (`libcst.parse_module`, median,
+in-process), the floor under any LibCST linter, and (`--breakdown`) where
+torchlint's time goes in-process, stage by stage. The notebook is opened in
+torchlint as its JSON text (cells edited in place, as a text editor does);
+Ruff gets it through `notebookDocument/*` (as notebook editors send it).
+
+    pip install -e '.[server,bench]'             # ruff is pinned in the bench extra
+    python bench/lsp_latency.py                   # every size, 30 edits each (10 over 5,000 lines)
+    python bench/lsp_latency.py --sizes 2000 --repeats 20 --json
+    python bench/lsp_latency.py --no-ruff --breakdown
 """
 
 from __future__ import annotations
@@ -18,14 +30,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Empty, Queue
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -33,7 +47,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _training_script import generate  # noqa: E402
 
-TIMEOUT_S = 120.0
+TIMEOUT_S = 300.0
+# torchlint imports LibCST, the pipeline and the rules after `initialized` (1-3 s
+# on a loaded 2-core machine); open is timed once that is done.
+SETTLE_S = 3.0
+SIZES = (200, 2000, 10000)
+NOTEBOOK_CELLS = 50
+EDIT_MARK = "0.01 * noise"  # in every train_{i}: `out = model(x + 0.01 * noise[...])`
 
 
 class Client:
@@ -42,7 +62,7 @@ class Client:
 
     def __init__(self, cmd: List[str]) -> None:
         self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr, cwd=str(ROOT)
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=str(ROOT)
         )
         self.inbox: "Queue[tuple]" = Queue()
         self.next_id = 0
@@ -75,16 +95,18 @@ class Client:
         self.proc.stdin.flush()
         return time.perf_counter()
 
-    def request(self, method: str, params: Any) -> Any:
+    def request(self, method: str, params: Any) -> Tuple[float, Any]:
+        """(seconds to the answer, the answer)."""
         self.next_id += 1
         msg_id = self.next_id
-        self.send({"id": msg_id, "method": method, "params": params})
-        return self.wait(lambda m: m.get("id") == msg_id and "method" not in m)[1]
+        sent = self.send({"id": msg_id, "method": method, "params": params})
+        arrived, message = self.wait(lambda m: m.get("id") == msg_id and "method" not in m)
+        return arrived - sent, message.get("result")
 
     def notify(self, method: str, params: Any) -> float:
         return self.send({"method": method, "params": params})
 
-    def wait(self, predicate, timeout: float = TIMEOUT_S) -> tuple:
+    def wait(self, predicate: Callable[[Dict[str, Any]], bool], timeout: float = TIMEOUT_S) -> tuple:
         deadline = time.perf_counter() + timeout
         while True:
             left = deadline - time.perf_counter()
@@ -94,11 +116,9 @@ class Client:
                 arrived, message = self.inbox.get(timeout=left)
             except Empty:
                 continue
-            if message.get("method") == "workspace/configuration" and "id" in message:
-                self.send({"id": message["id"], "result": [None]})
-                continue
-            if "id" in message and "method" in message:  # other server requests: accept
-                self.send({"id": message["id"], "result": None})
+            if "id" in message and "method" in message:  # server requests (configuration...): accept
+                result = [None] if message["method"] == "workspace/configuration" else None
+                self.send({"id": message["id"], "result": result})
                 continue
             if predicate(message):
                 return arrived, message
@@ -112,13 +132,11 @@ class Client:
             self.proc.kill()
 
 
-def publish_for(uri: str, version: int):
+def publish_for(uri: str, version: Optional[int]):
     def match(m: Dict[str, Any]) -> bool:
-        return (
-            m.get("method") == "textDocument/publishDiagnostics"
-            and m["params"]["uri"] == uri
-            and m["params"].get("version") == version
-        )
+        if m.get("method") != "textDocument/publishDiagnostics" or m["params"]["uri"] != uri:
+            return False
+        return version is None or m["params"].get("version") == version
 
     return match
 
@@ -130,102 +148,348 @@ def percentile(values: List[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def in_process(text: str, repeats: int) -> Dict[str, float]:
-    import libcst as cst
-
-    from torchlint.api import check
-
-    check(text, "train.py")
-    lint, parse = [], []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        check(text, "train.py")
-        lint.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        cst.parse_module(text)
-        parse.append(time.perf_counter() - t)
-    return {"lint_median_ms": statistics.median(lint) * 1000, "libcst_parse_median_ms": statistics.median(parse) * 1000}
+# -- what is linted --------------------------------------------------------------------------------
+@dataclass
+class Case:
+    name: str
+    lines: int
+    text: str  # what torchlint's server gets (a notebook: its JSON)
+    source: str  # the Python code (a notebook: its cells one after the other)
+    suffix: str  # ".py" or ".ipynb"
+    cells: List[str] = field(default_factory=list)  # a notebook's cell sources
 
 
-def run(lines: int, repeats: int, reference_repeats: int) -> Dict[str, Any]:
+def script_case(lines: int) -> Case:
     text = generate(lines)
-    n_lines = text.count("\n")
-    uri = (ROOT / "bench" / "_generated_train.py").as_uri()  # never written; the server lints the buffer
-    client = Client([sys.executable, "-c", "from torchlint.server import main; main()"])
+    return Case(f"{lines:,} lines", text.count("\n"), text, text, ".py")
+
+
+def notebook_case(cells: int = NOTEBOOK_CELLS) -> Case:
+    """The 2,000-line script as `cells` code cells (split between top-level statements)."""
+    parts = generate(2000).split("\n\n\n")
+    bounds = [round(k * len(parts) / cells) for k in range(cells + 1)]
+    sources = ["\n\n\n".join(parts[a:b]).strip("\n") + "\n" for a, b in zip(bounds, bounds[1:])]
+    nb = {
+        "cells": [
+            {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": _lines(s)}
+            for s in sources
+        ],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    text = json.dumps(nb, indent=1) + "\n"
+    source = "".join(sources)
+    return Case(f"notebook, {len(sources)} cells", source.count("\n"), text, source, ".ipynb", sources)
+
+
+def _lines(source: str) -> List[str]:
+    return source.splitlines(keepends=True)
+
+
+def edit_at(text: str) -> Tuple[int, int]:
+    """(line, character) of the number edited: in the middle train function."""
+    rows = [i for i, line in enumerate(text.split("\n")) if EDIT_MARK in line]
+    row = rows[len(rows) // 2]
+    return row, text.split("\n")[row].index(EDIT_MARK) + 2  # the "01" of 0.01
+
+
+def new_digits(i: int) -> str:
+    """0.01 becomes 0.02, 0.03 ... 0.99: every edit gives a text never linted
+    before (no kept result answers it), with the same size of edit."""
+    return f"{2 + i % 98:02d}"
+
+
+def change(line: int, character: int, i: int) -> Dict[str, Any]:
+    return {
+        "range": {"start": {"line": line, "character": character}, "end": {"line": line, "character": character + 2}},
+        "text": new_digits(i),
+    }
+
+
+# -- the servers -----------------------------------------------------------------------------------
+@dataclass
+class Server:
+    name: str
+    cmd: List[str]
+    fix_all_kind: str
+    notebook_sync: bool  # notebooks through notebookDocument/* (else: their JSON as text)
+
+
+def torchlint_server() -> Server:
+    return Server(
+        "torchlint",
+        [sys.executable, "-c", "from torchlint.server import main; main()"],
+        "source.fixAll.torchlint",
+        False,
+    )
+
+
+def ruff_server() -> Optional[Server]:
+    exe = shutil.which("ruff")
+    if exe is None:
+        return None
+    return Server("ruff", [exe, "server"], "source.fixAll.ruff", True)
+
+
+CAPABILITIES = {
+    "textDocument": {"publishDiagnostics": {"versionSupport": True}, "codeAction": {}},
+    "notebookDocument": {"synchronization": {}},
+}
+
+
+def run_server(server: Server, case: Case, repeats: int) -> Dict[str, Any]:
+    client = Client(server.cmd)
+    uri = (ROOT / "bench" / f"_generated_{case.lines}{case.suffix}").as_uri()  # never written
     try:
-        client.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {}})
+        client.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": CAPABILITIES})
         client.notify("initialized", {})
-        client.notify(
+        time.sleep(SETTLE_S)  # let the server warm up (imports), as it does before a user opens a file
+        if case.suffix == ".ipynb" and server.notebook_sync:
+            return _notebook_session(client, uri, case, repeats, server)
+        sent = client.notify(
             "textDocument/didOpen",
-            {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
+            {"textDocument": {"uri": uri, "languageId": _language(case), "version": 1, "text": case.text}},
         )
-        _, first = client.wait(publish_for(uri, 1))
+        arrived, first = client.wait(publish_for(uri, 1))
+        open_s = arrived - sent
         findings = len(first["params"]["diagnostics"])
-        # The line `    lr: float = 3e-4` in the Config dataclass: each change puts
-        # another 4-character value there (the same size of edit every time).
-        row = text.splitlines().index("    lr: float = 3e-4")
+        line, character = edit_at(case.text)
         times: List[float] = []
         for i in range(repeats):
             version = i + 2
-            value = f"{1 + (i % 9)}e-4"
             sent = client.notify(
                 "textDocument/didChange",
-                {
-                    "textDocument": {"uri": uri, "version": version},
-                    "contentChanges": [
-                        {
-                            "range": {"start": {"line": row, "character": 16}, "end": {"line": row, "character": 20}},
-                            "text": value,
-                        }
-                    ],
-                },
+                {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change(line, character, i)]},
             )
-            arrived, message = client.wait(publish_for(uri, version))
-            assert len(message["params"]["diagnostics"]) == findings
+            arrived, _ = client.wait(publish_for(uri, version))
             times.append(arrived - sent)
+        fix_s, _ = client.request("textDocument/codeAction", _fix_all_params(uri, server))
+        reopen_s = _reopen(client, case) if server.name == "torchlint" else None
     finally:
         client.close()
-    result = {
-        "lines": n_lines,
-        "findings": findings,
-        "repeats": repeats,
-        "median_ms": statistics.median(times) * 1000,
-        "p90_ms": percentile(times, 0.9) * 1000,
-        "min_ms": min(times) * 1000,
-        "max_ms": max(times) * 1000,
-        "cpus": os.cpu_count(),
-        "loadavg_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+    out = _summary(open_s, times, fix_s, findings)
+    if reopen_s is not None:
+        out["reopen_ms"] = reopen_s * 1000
+    return out
+
+
+def _reopen(client: Client, case: Case) -> float:
+    """Open, close and open again a copy in a project (`[tool.torchlint]`):
+    the second open is answered from the results kept on disk."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder, "pyproject.toml").write_text("[tool.torchlint]\n", encoding="utf-8")
+        uri = Path(folder, f"copy{case.suffix}").as_uri()
+        item = {"uri": uri, "languageId": _language(case), "version": 1, "text": case.text}
+        client.notify("textDocument/didOpen", {"textDocument": item})
+        client.wait(publish_for(uri, 1))
+        time.sleep(0.5)  # the result is written to disk after it is published
+        client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+        client.wait(publish_for(uri, None))  # the close clears the diagnostics
+        sent = client.notify("textDocument/didOpen", {"textDocument": item})
+        arrived, _ = client.wait(publish_for(uri, 1))
+        return arrived - sent
+
+
+def _language(case: Case) -> str:
+    return "json" if case.suffix == ".ipynb" else "python"
+
+
+def _fix_all_params(uri: str, server: Server) -> Dict[str, Any]:
+    return {
+        "textDocument": {"uri": uri},
+        "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+        "context": {"diagnostics": [], "only": [server.fix_all_kind]},
     }
-    if reference_repeats:
-        result.update(in_process(text, reference_repeats))
-    return result
+
+
+def _notebook_session(client: Client, uri: str, case: Case, repeats: int, server: Server) -> Dict[str, Any]:
+    cell_uris = [f"{uri}#cell{i}" for i in range(len(case.cells))]
+    sent = client.notify(
+        "notebookDocument/didOpen",
+        {
+            "notebookDocument": {
+                "uri": uri,
+                "notebookType": "jupyter-notebook",
+                "version": 1,
+                "cells": [{"kind": 2, "document": u} for u in cell_uris],
+            },
+            "cellTextDocuments": [
+                {"uri": u, "languageId": "python", "version": 1, "text": s} for u, s in zip(cell_uris, case.cells)
+            ],
+        },
+    )
+    target = next(i for i, s in enumerate(case.cells) if EDIT_MARK in s and i >= len(case.cells) // 2)
+    arrived, first = client.wait(publish_for(cell_uris[target], None))
+    open_s = arrived - sent
+    line, character = edit_at(case.cells[target])
+    times = []
+    for i in range(repeats):
+        version = i + 2
+        sent = client.notify(
+            "notebookDocument/didChange",
+            {
+                "notebookDocument": {"uri": uri, "version": version},
+                "change": {
+                    "cells": {
+                        "textContent": [
+                            {
+                                "document": {"uri": cell_uris[target], "version": version},
+                                "changes": [change(line, character, i)],
+                            }
+                        ]
+                    }
+                },
+            },
+        )
+        arrived, _ = client.wait(publish_for(cell_uris[target], None))
+        times.append(arrived - sent)
+    fix_s, _ = client.request("textDocument/codeAction", _fix_all_params(cell_uris[target], server))
+    return _summary(open_s, times, fix_s, len(first["params"]["diagnostics"]))
+
+
+def _summary(open_s: float, times: List[float], fix_s: float, findings: int) -> Dict[str, Any]:
+    return {
+        "findings": findings,
+        "open_ms": open_s * 1000,
+        "edit_p50_ms": percentile(times, 0.5) * 1000,
+        "edit_p95_ms": percentile(times, 0.95) * 1000,
+        "edit_max_ms": max(times) * 1000,
+        "fix_all_ms": fix_s * 1000,
+    }
+
+
+# -- in-process references -------------------------------------------------------------------------
+def parse_times(source: str, repeats: int) -> List[float]:
+    """Seconds of `repeats` bare LibCST parses (after one to warm up)."""
+    import libcst as cst
+
+    cst.parse_module(source)
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        cst.parse_module(source)
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def breakdown(case: Case, repeats: int) -> Dict[str, float]:
+    """Where a lint's time goes, in-process (median ms): a cold lint's stages
+    (parse, facts, rules, positions and fixes), an incremental edit's whole
+    lint and its re-parse alone (the rest of an edit is the facts and rules
+    over the whole module, and positions and fixes of new statements)."""
+    import gc
+
+    import libcst as cst
+
+    from torchlint.analysis import Analysis
+    from torchlint.api import session
+    from torchlint.checker import run_rules
+    from torchlint.config import Settings
+    from torchlint.pipeline import _findings
+
+    source, path = case.source, "train.py"
+    enabled = Settings().enabled_for(path)
+    from torchlint.reparse import reparse
+
+    stages: Dict[str, List[float]] = {
+        k: [] for k in ("parse", "facts", "rules", "positions_fixes", "edit", "edit_reparse")
+    }
+    line, character = edit_at(source)
+    lines = source.split("\n")
+    lints = session(path)
+    lints.check(source)
+    for i in range(repeats):
+        gc.collect()
+        gc.disable()
+        try:
+            t0 = time.perf_counter()
+            module = cst.parse_module(source)
+            t1 = time.perf_counter()
+            Analysis(module, path, source)
+            t2 = time.perf_counter()
+            reports, problems = run_rules(module, source, path, enabled)  # facts again, then the rules
+            t3 = time.perf_counter()
+            _findings(module, source, path, reports, list(problems))
+            t4 = time.perf_counter()
+        finally:
+            gc.enable()
+        stages["parse"].append(t1 - t0)
+        stages["facts"].append(t2 - t1)
+        stages["rules"].append((t3 - t2) - (t2 - t1))
+        stages["positions_fixes"].append(t4 - t3)
+        edited = list(lines)
+        edited[line] = edited[line][:character] + new_digits(i) + edited[line][character + 2 :]
+        new = "\n".join(edited)
+        t = time.perf_counter()
+        reparse(lints.state.parsed, new)  # alone, leaving the session as it was
+        stages["edit_reparse"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        lints.check(new)
+        stages["edit"].append(time.perf_counter() - t)
+    return {f"{k}_ms": statistics.median(v) * 1000 for k, v in stages.items()}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lines", type=int, default=2000)
-    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES), help="script sizes in lines")
+    parser.add_argument("--no-notebook", action="store_true")
+    parser.add_argument("--repeats", type=int, default=30, help="edits per file and server (at most 98)")
     parser.add_argument(
-        "--reference-repeats", type=int, default=5, help="in-process lint/parse timings for comparison (0: skip)"
+        "--big-repeats", type=int, default=10, help="edits per server on files over 5,000 lines (seconds each)"
     )
+    parser.add_argument("--parse-repeats", type=int, default=5)
+    parser.add_argument("--no-ruff", action="store_true")
+    parser.add_argument("--breakdown", action="store_true", help="torchlint's stages, in-process")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    result = run(args.lines, args.repeats, args.reference_repeats)
+    cases = [script_case(n) for n in args.sizes] + ([] if args.no_notebook else [notebook_case()])
+    servers = [torchlint_server()]
+    if not args.no_ruff:
+        ruff = ruff_server()
+        if ruff is None:
+            print("ruff not found (pip install -e '.[bench]'): torchlint only", file=sys.stderr)
+        else:
+            servers.append(ruff)
+    results: List[Dict[str, Any]] = []
+    for case in cases:
+        # The parse is timed before and after the servers run (the median of
+        # both): on a shared machine the load changes between them.
+        parses = parse_times(case.source, args.parse_repeats)
+        row: Dict[str, Any] = {"case": case.name, "lines": case.lines}
+        for server in servers:
+            row[server.name] = run_server(server, case, args.big_repeats if case.lines > 5000 else args.repeats)
+        parses += parse_times(case.source, args.parse_repeats)
+        row["parse_ms"] = statistics.median(parses) * 1000
+        if args.breakdown:
+            row["torchlint_breakdown"] = breakdown(case, max(3, args.parse_repeats))
+        results.append(row)
+        if not args.json:
+            _print_row(row, [s.name for s in servers])
+    meta = {"cpus": os.cpu_count(), "loadavg_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps({"results": results, **meta}, indent=2))
     else:
-        print(
-            f"didChange -> publishDiagnostics, {result['lines']}-line script, {result['findings']} findings, "
-            f"{result['repeats']} changes: median {result['median_ms']:.0f} ms, p90 {result['p90_ms']:.0f} ms "
-            f"(min {result['min_ms']:.0f}, max {result['max_ms']:.0f}); "
-            f"{result['cpus']} CPUs, load {result['loadavg_1m']}"
-        )
-        if "lint_median_ms" in result:
-            print(
-                f"in-process: lint {result['lint_median_ms']:.0f} ms, LibCST parse alone "
-                f"{result['libcst_parse_median_ms']:.0f} ms (median)"
-            )
+        print(f"{meta['cpus']} CPUs, load average {meta['loadavg_1m']}")
     return 0
+
+
+def _print_row(row: Dict[str, Any], servers: List[str]) -> None:
+    parse = row["parse_ms"]
+    print(f"{row['case']} ({row['lines']} lines of Python): bare LibCST parse {parse:.0f} ms")
+    for name in servers:
+        r = row[name]
+        print(
+            f"  {name:9} open {r['open_ms']:6.0f} ms | edit p50 {r['edit_p50_ms']:6.0f} ms "
+            f"({r['edit_p50_ms'] / parse:.2f}x parse), p95 {r['edit_p95_ms']:6.0f} ms "
+            f"({r['edit_p95_ms'] / parse:.2f}x) | fix-all {r['fix_all_ms']:6.0f} ms | {r['findings']} diagnostics"
+            + (f" | reopen {r['reopen_ms']:.0f} ms" if "reopen_ms" in r else "")
+        )
+    if "torchlint_breakdown" in row:
+        b = row["torchlint_breakdown"]
+        print("  torchlint in-process: " + ", ".join(f"{k[:-3]} {v:.0f} ms" for k, v in b.items()))
 
 
 if __name__ == "__main__":

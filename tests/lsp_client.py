@@ -22,11 +22,18 @@ def _record_publish(client: LanguageClient, params: types.PublishDiagnosticsPara
     client.published.append(params)  # type: ignore[attr-defined]
 
 
+def _record_apply_edit(client: LanguageClient, params: types.ApplyWorkspaceEditParams):
+    client.applied.append(params)  # type: ignore[attr-defined]
+    return types.ApplyWorkspaceEditResult(applied=True)
+
+
 def make_client() -> LanguageClient:
     client = LanguageClient(converter_factory=default_converter)
     client.published = []  # type: ignore[attr-defined]
+    client.applied = []  # type: ignore[attr-defined]  # workspace/applyEdit requests, in order
     features = dict(DEFAULT_CLIENT_FEATURES)
     features[PUBLISH] = _record_publish
+    features[types.WORKSPACE_APPLY_EDIT] = _record_apply_edit
     register_lsp_features(client, features)
     return client
 
@@ -110,11 +117,16 @@ DOC = (
 UNSAFE_DOC = "import torch\nwith torch.autograd.profiler.profile(use_cuda=True) as prof:\n    run()\nevents = prof.function_events\n"
 
 
-def caps(document_changes: bool = False) -> types.ClientCapabilities:
+def caps(document_changes: bool = False, resolve: bool = False) -> types.ClientCapabilities:
     return types.ClientCapabilities(
         workspace=types.WorkspaceClientCapabilities(
             workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=document_changes),
-        )
+        ),
+        text_document=types.TextDocumentClientCapabilities(
+            code_action=types.CodeActionClientCapabilities(
+                resolve_support=types.ClientCodeActionResolveOptions(properties=["edit"]) if resolve else None
+            )
+        ),
     )
 
 

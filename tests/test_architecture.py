@@ -21,6 +21,9 @@ MACHINERY = {
     "torchlint.node_edits",
     "torchlint.fix_loop",
     "torchlint.decode",
+    "torchlint.incremental",
+    "torchlint.reparse",
+    "torchlint.render_cache",
 }
 
 

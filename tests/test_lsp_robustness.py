@@ -386,7 +386,7 @@ async def test_burst_of_changes_publishes_the_final_version(client: LanguageClie
         assert len(p.diagnostics) == p.version % 4, p.version
     # The server answers about the final text: the third finding exists only there.
     found = await actions(client, uri, 4)
-    assert [a.title for a in found if a.title.startswith("torchlint")] == [
+    assert [a.title for a in found if a.title.startswith("torchlint (")] == [
         "torchlint (TL104): Pass `device=` to the factory"
     ]
     edits = found[0].edit.changes[uri]

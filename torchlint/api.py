@@ -8,11 +8,13 @@ decoded (an editor's buffer); bytes in, bytes out (`lint_bytes`, `fix_bytes`,
 `process_bytes`) for a file's contents, decoded as Python does and written
 back in the same encoding; `run`/`lint_paths` for files and folders. A path
 ending in `.ipynb` is read as a Jupyter notebook by every one of them.
+`session` is for a document that changes (an editor's buffer): its lints and
+fixes equal `check`'s and `fix_source`'s, and reuse what the last ones computed.
 """
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from torchlint.config import Settings
 from torchlint.decode import Decoded, DecodeError, decode_source
@@ -20,13 +22,18 @@ from torchlint.discovery import Discovered
 from torchlint.findings import MODES, FileOutcome, FileResult, Finding, Problem
 from torchlint.runner import RunResult
 
+if TYPE_CHECKING:  # imports LibCST: only when a session is made
+    from torchlint.incremental import Cancelled, Session  # noqa: F401
+
 __all__ = [
+    "Cancelled",
     "DecodeError",
     "Decoded",
     "FileOutcome",
     "Discovered",
     "FileResult",
     "RunResult",
+    "Session",
     "check",
     "decode_source",
     "discover",
@@ -37,6 +44,7 @@ __all__ = [
     "lint_source",
     "process_bytes",
     "run",
+    "session",
 ]
 
 
@@ -52,6 +60,25 @@ def check(source: str, path: str = "<stdin>", settings: Optional[Settings] = Non
 def lint_source(source: str, path: str = "<stdin>", settings: Optional[Settings] = None) -> List[Finding]:
     """Findings for source text, sorted by position."""
     return list(check(source, path, settings).findings)
+
+
+def __getattr__(name: str):
+    """`Session` and `Cancelled` (torchlint/incremental.py), imported on first
+    use: they import LibCST, which a run answered from the cache never needs."""
+    if name in ("Session", "Cancelled"):
+        from torchlint import incremental
+
+        return getattr(incremental, name)
+    raise AttributeError(name)
+
+
+def session(path: str = "<stdin>", settings: Optional[Settings] = None) -> "Session":
+    """A document's lint session: `session.check(text)` and `session.fix(text)`
+    equal `check(text, path, settings)` and `fix_source(...)`, and each reuses
+    what the previous ones computed (incremental parse, kept results)."""
+    from torchlint.incremental import Session
+
+    return Session(path, settings)
 
 
 def fix_source(

@@ -5,7 +5,7 @@ reports are dropped, and the other rules go on."""
 from __future__ import annotations
 
 import logging
-from typing import AbstractSet, List, Tuple, Type
+from typing import AbstractSet, Callable, List, Optional, Tuple, Type
 
 import libcst as cst
 
@@ -23,15 +23,25 @@ def enabled_rules(enabled: AbstractSet[str]) -> List[Type[Rule]]:
 
 
 def run_rules(
-    module: cst.Module, source: str, path: str, enabled: AbstractSet[str], displayed: AbstractSet[int] = frozenset()
+    module: cst.Module,
+    source: str,
+    path: str,
+    enabled: AbstractSet[str],
+    checkpoint: Optional[Callable[[], None]] = None,
+    displayed: AbstractSet[int] = frozenset(),
 ) -> Tuple[List[Report], List[Problem]]:
     """Every enabled rule's reports on `module`, in rule order, and the problems
     of the rules that failed. An error in the shared facts propagates: it is
-    the whole file's problem, not one rule's."""
+    the whole file's problem, not one rule's. `checkpoint` is called before
+    each rule: it may raise (a BaseException, such as the language server's
+    cancellation of a stale lint) to stop the run there. `displayed`: rows
+    where a notebook cell's displayed last expression starts."""
     analysis = Analysis(module, path, source, displayed_rows=displayed)
     ctx = RuleContext(module=module, analysis=analysis, path=path, source=source)
     problems: List[Problem] = []
     for rule_cls in enabled_rules(enabled):
+        if checkpoint is not None:
+            checkpoint()
         try:
             if rule_cls.REQUIRES_DEVICE and not analysis.places.accelerator_in_play():
                 continue

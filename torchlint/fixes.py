@@ -63,6 +63,29 @@ def diff_edits(old: str, new: str) -> Tuple[Edit, ...]:
     return tuple(edits)
 
 
+def common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix (halving slices: C-speed compares)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def common_suffix(a: str, b: str, limit: int) -> int:
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid : len(a) - lo] == b[len(b) - mid : len(b) - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def unified_diff(path: str, old: str, new: str) -> str:
     """`old` -> `new` as a unified diff of `path` (`--diff`)."""
     old_lines = old.splitlines(keepends=True)

@@ -15,13 +15,20 @@
 
 `lint_text`/`fix_text` work on Python source text; `process_bytes` on a file's
 contents (a .py or a .ipynb), and is what the runner and torchlint.api call.
+
+Each takes an optional `reuse` (a `Reuse`: torchlint/incremental.py's
+document state) through which a lint re-parses incrementally, renders only
+new statements and answers a text it linted before from memory; every one of
+its answers is what the cold lint gives, so the results are the same.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import AbstractSet, List, Optional, Sequence, Tuple
+from typing import AbstractSet, Iterable, List, Optional, Protocol, Sequence, Tuple
+
+import libcst as cst
 
 from torchlint import notebook
 from torchlint.checker import enabled_rules, run_rules
@@ -30,7 +37,7 @@ from torchlint.findings import MODES, Applicability, FileOutcome, FileResult, Fi
 from torchlint.fix_loop import Fixed, TextDocument, fix_document
 from torchlint.fixes import LineIndex, diff_edits, replace_nodes, unified_diff
 from torchlint.gc_pause import gc_paused
-from torchlint.node_edits import fix_edits, render
+from torchlint.node_edits import Rendered, fix_edits, render
 from torchlint.parsing import SourceError, cpython_error, parse
 from torchlint.precheck import could_matter
 from torchlint.rules.base import Report
@@ -46,11 +53,65 @@ def is_notebook(path: str) -> bool:
     return path.endswith(".ipynb")
 
 
+# A lint's result, and whether its text parsed.
+Linted = Tuple[FileResult, bool]
+
+
+class Reuse(Protocol):
+    """What a lint may take from earlier lints of the same document; each
+    answer must be the one the cold lint computes."""
+
+    def cached(self, text: str, precheck: bool) -> Optional[Linted]:
+        """The lint of exactly this text, if kept."""
+        ...
+
+    def store(self, text: str, precheck: bool, linted: Linted) -> None: ...
+
+    def parse(self, text: str) -> cst.Module:
+        """`parsing.parse(text)` (raises SourceError alike)."""
+        ...
+
+    def render(self, module: cst.Module, nodes: Iterable[cst.CSTNode], anchors: Iterable[cst.CSTNode]) -> Rendered:
+        """`node_edits.render(module, nodes, anchors)`."""
+        ...
+
+    def checkpoint(self) -> None:
+        """Called between stages; may raise a BaseException to stop the lint."""
+        ...
+
+
+class _Cold:
+    """No reuse: parse and render from scratch."""
+
+    def cached(self, text: str, precheck: bool) -> Optional[Linted]:
+        return None
+
+    def store(self, text: str, precheck: bool, linted: Linted) -> None:
+        pass
+
+    def parse(self, text: str) -> cst.Module:
+        return parse(text)
+
+    def render(self, module: cst.Module, nodes: Iterable[cst.CSTNode], anchors: Iterable[cst.CSTNode]) -> Rendered:
+        return render(module, nodes, anchors)
+
+    def checkpoint(self) -> None:
+        pass
+
+
+COLD: Reuse = _Cold()
+
+
 # -- Python source text ---------------------------------------------------------------------
 
 
 def lint_text(
-    text: str, path: str, enabled: AbstractSet[str], precheck: bool = True, displayed: AbstractSet[int] = frozenset()
+    text: str,
+    path: str,
+    enabled: AbstractSet[str],
+    precheck: bool = True,
+    reuse: Reuse = COLD,
+    displayed: AbstractSet[int] = frozenset(),
 ) -> FileResult:
     """Findings (sorted, each with its fix) and problems for Python source text.
     A leading BOM is not part of the text (as for CPython): positions and edits
@@ -59,45 +120,58 @@ def lint_text(
     With `precheck` (torchlint/precheck.py), a file that mentions nothing any
     enabled rule looks for is only checked for syntax (TL000) by CPython's
     parser, falling back to the full parse for its message when that fails."""
-    return _lint(text[1:] if text.startswith(BOM) else text, path, enabled, precheck, displayed)[0]
+    return _lint(text[1:] if text.startswith(BOM) else text, path, enabled, precheck, reuse, displayed)[0]
 
 
-def fix_text(text: str, path: str, enabled: AbstractSet[str], unsafe: bool = False) -> FileResult:
+def fix_text(text: str, path: str, enabled: AbstractSet[str], unsafe: bool = False, reuse: Reuse = COLD) -> FileResult:
     """Apply safe (and, with `unsafe`, unsafe) fixes until none applies; the
     result holds the fixed text, the findings left in it and the fixes applied."""
     bom = BOM if text.startswith(BOM) else ""
-    fixed = fix_document(TextDocument(text[len(bom) :]), _linter(path, enabled), path, unsafe)
+    fixed = fix_document(TextDocument(text[len(bom) :]), _linter(path, enabled, reuse), path, unsafe)
     result = fixed.result
     return FileResult(path, result.findings, fixed.problems, bom + fixed.document.source, fixed.applied)
 
 
-def _linter(path: str, enabled: AbstractSet[str]):
-    return lambda document: _lint(document.source, path, enabled, displayed=document.displayed_rows)
+def _linter(path: str, enabled: AbstractSet[str], reuse: Reuse = COLD):
+    return lambda document: _lint(document.source, path, enabled, reuse=reuse, displayed=document.displayed_rows)
 
 
 def _lint(
-    text: str, path: str, enabled: AbstractSet[str], precheck: bool = True, displayed: AbstractSet[int] = frozenset()
-) -> Tuple[FileResult, bool]:
+    text: str,
+    path: str,
+    enabled: AbstractSet[str],
+    precheck: bool = True,
+    reuse: Reuse = COLD,
+    displayed: AbstractSet[int] = frozenset(),
+) -> Linted:
     """The lint of BOM-less `text`, and whether it parsed (with the cyclic
     garbage collector paused: see torchlint/gc_pause.py). `displayed`: rows
-    where a notebook cell's displayed last expression starts."""
+    where a notebook cell's displayed last expression starts (a lint kept by
+    text alone cannot know them: notebooks are not answered from `reuse`)."""
+    kept = reuse.cached(text, precheck) if not displayed else None
+    if kept is not None:
+        return kept
     with gc_paused():
-        return _lint_unpaused(text, path, enabled, precheck, displayed)
+        linted = _lint_unpaused(text, path, enabled, precheck, reuse, displayed)
+    if not displayed:
+        reuse.store(text, precheck, linted)
+    return linted
 
 
 def _lint_unpaused(
-    text: str, path: str, enabled: AbstractSet[str], precheck: bool, displayed: AbstractSet[int] = frozenset()
-) -> Tuple[FileResult, bool]:
+    text: str, path: str, enabled: AbstractSet[str], precheck: bool, reuse: Reuse, displayed: AbstractSet[int]
+) -> Linted:
     if precheck and not could_matter(text, enabled_rules(enabled)):
         if cpython_error(text) is None:
             return FileResult(path), True
     try:
-        module = parse(text)
+        module = reuse.parse(text)
     except SourceError as exc:
         return FileResult(path, (SyntaxErrorRule.finding(path, exc.message, exc.row, exc.column),)), False
     try:
-        reports, problems = run_rules(module, text, path, enabled, displayed)
-        findings = _findings(module, text, path, reports, problems) if reports else []
+        reports, problems = run_rules(module, text, path, enabled, reuse.checkpoint, displayed)
+        reuse.checkpoint()
+        findings = _findings(module, text, path, reports, problems, reuse) if reports else []
     except RecursionError:
         return FileResult(path, (), (Problem(path, "file too deeply nested to analyse; skipped"),)), True
     except Exception as exc:  # shared analysis (facts, positions, suppressions): this file only
@@ -107,11 +181,13 @@ def _lint_unpaused(
     return FileResult(path, tuple(findings), tuple(problems)), True
 
 
-def _findings(module, text: str, path: str, reports: Sequence[Report], problems: List[Problem]) -> List[Finding]:
+def _findings(
+    module, text: str, path: str, reports: Sequence[Report], problems: List[Problem], reuse: Reuse = COLD
+) -> List[Finding]:
     """Position the reports, drop the suppressed ones and duplicates, and build
     the fixes of those that remain."""
     anchors = [old for rep in reports if rep.replacements for old in rep.replacements]
-    rendered = render(module, [rep.node for rep in reports], anchors)
+    rendered = reuse.render(module, [rep.node for rep in reports], anchors)
     suppressions = parse_suppressions(text)
     kept: List[Tuple[Report, Finding]] = []
     seen = set()
@@ -194,7 +270,7 @@ class _Fixes:
 
 
 def process_bytes(
-    data: bytes, path: str, enabled: AbstractSet[str], mode: str = "lint", unsafe: bool = False
+    data: bytes, path: str, enabled: AbstractSet[str], mode: str = "lint", unsafe: bool = False, reuse: Reuse = COLD
 ) -> FileOutcome:
     """Lint (mode "lint"), fix ("fix": the outcome carries the new bytes) or
     diff ("diff": also the unified diff) a file's contents; no I/O. A path
@@ -203,7 +279,7 @@ def process_bytes(
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     if is_notebook(path):
-        return _notebook(data, path, enabled, mode, unsafe)
+        return _notebook(data, path, enabled, mode, unsafe, reuse)
     try:
         decoded = decode_source(data)
     except DecodeError as exc:  # TL000, which is always reported
@@ -211,11 +287,11 @@ def process_bytes(
     text = decoded.text
     warnings = _suppression_warnings(text, lambda row: f"{path}:{row}")
     if mode == "lint":
-        result = lint_text(text, path, enabled)
+        result = lint_text(text, path, enabled, reuse=reuse)
         return FileOutcome(
             path, result.findings, result.problems, lines=_lines_for(text, result.findings), warnings=warnings
         )
-    result = fix_text(text, path, enabled, unsafe=unsafe)
+    result = fix_text(text, path, enabled, unsafe=unsafe, reuse=reuse)
     new_text = result.fixed_source if result.fixed_source is not None else text
     if new_text == text:
         return FileOutcome(
@@ -224,7 +300,7 @@ def process_bytes(
     try:
         new_data = decoded.encode(new_text)
     except UnicodeEncodeError as exc:  # a fix introduced text the file's encoding cannot hold
-        original = lint_text(text, path, enabled)
+        original = lint_text(text, path, enabled, reuse=reuse)
         problem = Problem(path, f"fixed code cannot be encoded as {decoded.encoding}: {exc.reason}; not fixed")
         return FileOutcome(
             path,
@@ -256,7 +332,7 @@ def _suppression_warnings(text: str, where) -> Tuple[Problem, ...]:
     )
 
 
-def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsafe: bool) -> FileOutcome:
+def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsafe: bool, reuse: Reuse) -> FileOutcome:
     try:
         cells = notebook.read(data)
     except notebook.NotebookError as exc:
@@ -270,10 +346,10 @@ def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsa
 
     warnings = _suppression_warnings(cells.source, where)
     if mode == "lint":
-        result, _ = _lint(cells.source, path, enabled, displayed=cells.displayed_rows)
+        result, _ = _lint(cells.source, path, enabled, reuse=reuse, displayed=cells.displayed_rows)
         fixed = Fixed(cells, result, 0, result.problems)
     else:
-        fixed = fix_document(cells, _linter(path, enabled), path, unsafe)
+        fixed = fix_document(cells, _linter(path, enabled, reuse), path, unsafe)
     final: notebook.Cells = fixed.document  # type: ignore[assignment]
     findings = tuple(sorted((final.to_cell(f) for f in fixed.result.findings), key=Finding.sort_key))
     lines = final.lines_for(findings)
@@ -302,20 +378,20 @@ def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsa
 
 
 def process_text(
-    text: str, path: str, enabled: AbstractSet[str], mode: str = "lint", unsafe: bool = False
+    text: str, path: str, enabled: AbstractSet[str], mode: str = "lint", unsafe: bool = False, reuse: Reuse = COLD
 ) -> FileResult:
     """`process_bytes` for contents held as text (an editor's buffer, a string):
     Python source is linted as it is; a notebook's JSON is read from its UTF-8."""
     if is_notebook(path):
         data = text.encode("utf-8", "surrogatepass")
-        outcome = process_bytes(data, path, enabled, mode, unsafe)
+        outcome = process_bytes(data, path, enabled, mode, unsafe, reuse)
         if mode == "lint":
             return FileResult(path, outcome.findings, outcome.problems)
         new = outcome.new_data.decode("utf-8", "surrogatepass") if outcome.new_data is not None else text
         return FileResult(path, outcome.findings, outcome.problems, new, outcome.fixes_applied)
     if mode == "lint":
-        return lint_text(text, path, enabled)
-    return fix_text(text, path, enabled, unsafe)
+        return lint_text(text, path, enabled, reuse=reuse)
+    return fix_text(text, path, enabled, unsafe, reuse)
 
 
 def _rows_of(f: Finding) -> Tuple[int, ...]:
@@ -336,4 +412,4 @@ def _lines_for(text: str, findings: Sequence[Finding]) -> Tuple[Tuple[Optional[i
     return tuple((None, r, all_lines[r - 1]) for r in rows if 0 < r <= len(all_lines))
 
 
-__all__ = ["fix_text", "is_notebook", "lint_text", "process_bytes", "process_text"]
+__all__ = ["COLD", "Linted", "Reuse", "fix_text", "is_notebook", "lint_text", "process_bytes", "process_text"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from torchlint.findings import Finding
@@ -59,6 +60,18 @@ class TextLines:
 
     def finding_span(self, f: Finding) -> Tuple[Tuple[int, int], Tuple[int, int]]:
         return self.span(f.row, f.column, f.end_row, f.end_column)
+
+    def column(self, line: int, character: int) -> int:
+        """0-based code-point column of LSP `character` (code units) on 0-based `line`."""
+        text = self.line(line + 1)
+        if text.isascii() or self.encoding == UTF32:
+            return min(character, len(text))
+        units = 0
+        for i, ch in enumerate(text):
+            if units >= character:
+                return i
+            units += self.units(ch)
+        return len(text)
 
     def offset_position(self, offset: int) -> Tuple[int, int]:
         """0-based (line, character in code units) of an offset into the text."""
@@ -128,6 +141,22 @@ def fix_data(f: Finding) -> Dict[str, Any]:
     return data
 
 
+class Tag(IntEnum):
+    """LSP's DiagnosticTag values."""
+
+    UNNECESSARY = 1  # shown faded: code that does nothing
+    DEPRECATED = 2  # shown struck through
+
+
+# Where a tag fits: a discarded `.to()`/`.cuda()` statement has no effect;
+# `torch.autograd.profiler` is the legacy profiler.
+_TAGS: Dict[str, Tuple[Tag, ...]] = {"TL105": (Tag.UNNECESSARY,), "TL501": (Tag.DEPRECATED,)}
+
+
+def diagnostic_tags(code: str) -> Tuple[Tag, ...]:
+    return _TAGS.get(code, ())
+
+
 def kind_wanted(kind: str, only: Optional[Sequence[str]]) -> bool:
     """LSP's `only` filter: a kind is wanted when a requested kind is it or a
     parent of it in the dot hierarchy ("source" covers "source.fixAll.torchlint")."""
@@ -144,6 +173,7 @@ class ClientSettings:
     extend_select: Tuple[str, ...] = ()
     ignore: Tuple[str, ...] = ()
     unsafe_fixes: bool = True
+    fix_all: bool = True  # offer source.fixAll.torchlint
     # None: the project's `preview` (or TORCHLINT_PREVIEW) decides.
     preview: Optional[bool] = None
 
@@ -158,7 +188,11 @@ _KEYS = {
     "unsafeFixes": "unsafe_fixes",
     "unsafe-fixes": "unsafe_fixes",
     "unsafe_fixes": "unsafe_fixes",
+    "fixAll": "fix_all",
+    "fix-all": "fix_all",
+    "fix_all": "fix_all",
 }
+_BOOLEANS = ("unsafe_fixes", "fix_all", "preview")
 
 
 def settings_section(raw: Any) -> Optional[Mapping[str, Any]]:
@@ -188,7 +222,7 @@ def parse_client_settings(raw: Any) -> Tuple[ClientSettings, List[str]]:
         field = _KEYS.get(key)
         if field is None or value is None:
             continue
-        if field in ("unsafe_fixes", "preview"):
+        if field in _BOOLEANS:
             if isinstance(value, bool):
                 values[field] = value
             else:

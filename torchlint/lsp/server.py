@@ -1,10 +1,14 @@
 """The language server: diagnostics that carry their fix, code actions that hand it back.
 
-Linting runs in-process through torchlint.api, one document at a time on a
-worker thread, so the event loop keeps answering requests while a file is
-being linted. Changes are debounced per document; a result is published only
-if the document is still at the version it was linted at (the latest version
-wins; an older result is dropped, never shown over newer text).
+Linting runs in-process through a lint session per document
+(`torchlint.api.session`: incremental parse, results kept per text; each lint
+equals a cold one), on a worker thread, so the event loop keeps answering
+requests while a file is being linted. Scheduling keeps it never behind the
+user: changes are debounced per document (briefly: a lint is cancelled between
+stages as soon as a newer version arrives, and runs again on the newest text),
+and a result is published only if the document is still at the version it was
+linted at. Code actions, fix-all and the commands read the kept lint of the
+current text; they lint only text not linted yet.
 """
 
 from __future__ import annotations
@@ -27,15 +31,17 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from torchlint import __version__
-from torchlint.api import FileResult, check, fix_source
+from torchlint.api import Cancelled, FileResult, Session, session
 from torchlint.config import ConfigError, Settings, load_settings, preview_from_env
 from torchlint.findings import Applicability, Finding
-from torchlint.fixes import diff_edits
+from torchlint.fixes import common_prefix, common_suffix, diff_edits
+from torchlint.lsp.commands import Command, organize_noqa, target_of
 from torchlint.lsp.convert import (
     FIX_ALL_KIND,
     UTF16,
     ClientSettings,
     TextLines,
+    diagnostic_tags,
     document_lines,
     fix_data,
     kind_wanted,
@@ -43,13 +49,22 @@ from torchlint.lsp.convert import (
     parse_client_settings,
     settings_section,
 )
+from torchlint.lsp.disk_results import DiskResults
+from torchlint.lsp.hover import code_at, rule_markdown
+from torchlint.lsp.project import NoIndex, ProjectIndex, warm_imports
 from torchlint.rules import rule_url
 from torchlint.rules import severity as rule_severity
 from torchlint.suppression import suppression_comment
 
 log = logging.getLogger("torchlint.lsp")
 
-DEBOUNCE_S = 0.05
+# Editors send a change per keystroke; a lint already running on an older
+# version stops at its next checkpoint, so a short debounce suffices (it
+# coalesces the several changes one editor command sends).
+DEBOUNCE_S = 0.01
+FIX_ALL_TITLE = "torchlint: Fix all auto-fixable problems"
+# Texts longer than this get one edit over the changed span instead of a line diff.
+DIFF_LINES = 400
 
 
 @dataclass
@@ -161,6 +176,11 @@ class TorchlintServer(LanguageServer):
         self._request_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-request")
         self._waiters: Dict[str, List["asyncio.Future[None]"]] = {}
         self._bg_linting: Optional[Tuple[str, str]] = None  # (uri, text) the background worker is on
+        self._sessions: Dict[str, Session] = {}
+        self._disk = DiskResults()
+        self._persist: set = set()  # documents whose next lint is kept on disk (opened, saved)
+        # The project index (none yet: see torchlint/lsp/project.py), warmed on the lint thread.
+        self.project_index: ProjectIndex = NoIndex()
 
     # -- errors -------------------------------------------------------------------------------
     def report_server_error(self, error: Exception, source: Any) -> None:
@@ -247,6 +267,7 @@ class TorchlintServer(LanguageServer):
         `force` lints and publishes even if this text was already published (save)."""
         if force:
             self._published.pop(uri, None)
+            self._persist.add(uri)
         loop = asyncio.get_running_loop()
         timer = self._timers.pop(uri, None)
         if timer is not None:
@@ -297,15 +318,29 @@ class TorchlintServer(LanguageServer):
         try:
             settings = self.settings_for(path)
             done = self._lints.get(uri)
+            kept = self._disk.get(path, text, settings) if done is None and path is not None else None
             if done is not None and done.text == text and done.settings == settings:
                 if self._published.get(uri) == version:
                     return  # already linted and published (a late debounce timer)
                 lint = done  # linted already for a code action: publish that
+            elif kept is not None:  # opened before: publish what was kept, then parse for the edits to come
+                lint = _Lint(version, text, settings, kept)
+                self._persist.discard(uri)
+                self._executor.submit(self._warm_session, self.session_for(uri, path, settings), text)
             else:
                 loop = asyncio.get_running_loop()
                 lint = await loop.run_in_executor(
-                    self._executor, self._background_lint, uri, text, path, settings, version
+                    self._executor,
+                    self._background_lint,
+                    uri,
+                    self.session_for(uri, path, settings),
+                    text,
+                    settings,
+                    version,
                 )
+        except Cancelled:  # a newer version arrived: lint that instead
+            self._dirty.add(uri)
+            return
         except Exception as exc:  # a bug here must not take the server down
             log.exception("linting %s failed", uri)
             self.window_log_message(
@@ -321,15 +356,43 @@ class TorchlintServer(LanguageServer):
             return
         self.log_problems(uri, lint.result)
         self.publish(uri, version, lint)
+        if uri in self._persist and path is not None:
+            self._persist.discard(uri)
+            self._executor.submit(self._disk.put, path, text, settings, lint.result)
+
+    @staticmethod
+    def _warm_session(lint_session: Session, text: str) -> None:
+        try:
+            lint_session.check(text)
+        except Exception:  # only a head start: the next lint reports any problem
+            log.exception("warming a lint session failed")
 
     def _background_lint(
-        self, uri: str, text: str, path: Optional[str], settings: Settings, version: Optional[int]
+        self, uri: str, lint_session: Session, text: str, settings: Settings, version: Optional[int]
     ) -> _Lint:
         self._bg_linting = (uri, text)
         try:
-            return _lint(text, path, settings, version)
+            self.project_index.changed(_path_of(uri), text)
+            return _lint(lint_session, text, settings, version, self.stale_check(uri, version))
         finally:
             self._bg_linting = None
+
+    def session_for(self, uri: str, path: Optional[str], settings: Settings) -> Session:
+        """The document's lint session (a new one when its settings changed)."""
+        name = path or "<untitled>"
+        found = self._sessions.get(uri)
+        if found is None or found.settings != settings or found.path != name:
+            found = self._sessions[uri] = session(name, settings)
+        return found
+
+    def stale_check(self, uri: str, version: Optional[int]):
+        """A function telling (from any thread) whether the document moved past `version`."""
+
+        def stale() -> bool:
+            doc = self.workspace.text_documents.get(uri)
+            return doc is None or doc.version != version
+
+        return stale
 
     async def current_lint_async(self, uri: str) -> Optional[_Lint]:
         """The lint of the document as it is now, never linting on the event loop:
@@ -360,7 +423,13 @@ class TorchlintServer(LanguageServer):
         path = _path_of(uri)
         settings = self.settings_for(path)
         text, version = doc.source, doc.version
-        lint = await loop.run_in_executor(self._request_executor, _lint, text, path, settings, version)
+        lint_session = self.session_for(uri, path, settings)
+        try:
+            lint = await loop.run_in_executor(
+                self._request_executor, _lint, lint_session, text, settings, version, self.stale_check(uri, version)
+            )
+        except Cancelled:
+            return None  # changed meanwhile: the client asks again for the new text
         doc = self.document(uri)
         if doc is None or doc.source != text:
             return None  # changed meanwhile: the client asks again for the new text
@@ -387,8 +456,11 @@ class TorchlintServer(LanguageServer):
         if timer is not None:
             timer.cancel()
         self._lints.pop(uri, None)
+        self._sessions.pop(uri, None)
+        self._persist.discard(uri)
         self._published.pop(uri, None)
         self._logged_problems.pop(uri, None)
+        self.project_index.closed(_path_of(uri))
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     # -- code actions -------------------------------------------------------------------------
@@ -459,40 +531,162 @@ class TorchlintServer(LanguageServer):
                     )
         actions.extend(ignores)
         if self._fix_all_requested(params, lint):
-            action = await self.fix_all_action(uri, version, lint)
+            if params.context.only:  # asked for by kind (on save): the edit itself
+                action = await self.fix_all_action(uri, version, lint)
+            else:  # listed among others (every cursor move in some editors): built when chosen
+                action = self.lazy_fix_all_action(uri, version)
             if action is not None:
                 actions.append(action)
         return actions
 
+    def lazy_fix_all_action(self, uri: str, version: Optional[int]) -> types.CodeAction:
+        """Fix-all without its edit: resolved (`codeAction/resolve`) where the
+        client can, else run as the `torchlint.applyAutofix` command."""
+        target = {"uri": uri, "version": version}
+        action = types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL_KIND)
+        if self._can_resolve_edits():
+            action.data = target
+        else:
+            action.command = types.Command(title=FIX_ALL_TITLE, command=Command.APPLY_AUTOFIX.value, arguments=[target])
+        return action
+
+    def _can_resolve_edits(self) -> bool:
+        caps = self.client_capabilities
+        action_caps = caps and caps.text_document and caps.text_document.code_action
+        resolve = action_caps and action_caps.resolve_support
+        return bool(resolve and "edit" in resolve.properties)
+
+    async def resolve_code_action(self, action: types.CodeAction) -> types.CodeAction:
+        target = target_of([action.data]) if action.data else None
+        if action.kind != FIX_ALL_KIND or target is None:
+            return action
+        lint = await self.current_lint_async(target.uri)
+        if lint is None or (target.version is not None and lint.version != target.version):
+            return action  # the text moved on: nothing to apply to it
+        edits = await self.fix_all_edits(target.uri, lint)
+        action.edit = self.workspace_edit(target.uri, lint.version, edits)
+        return action
+
     def _fix_all_requested(self, params: types.CodeActionParams, lint: _Lint) -> bool:
+        """Asked for by kind, or (as Ruff's server does) listed in an unfiltered
+        request, when there is a safe fix to apply."""
+        if not self.client_settings.fix_all:
+            return False
         only = params.context.only
         if only:
             return kind_wanted(FIX_ALL_KIND, only)
-        # Unfiltered requests come on every cursor move in some editors: offer
-        # "fix all" there only when asked for explicitly and there is a safe fix.
-        invoked = params.context.trigger_kind == types.CodeActionTriggerKind.Invoked
-        return invoked and any(
-            f.fix is not None and f.fix.applicability == Applicability.SAFE for f in lint.result.findings
-        )
+        return any(f.fix is not None and f.fix.applicability == Applicability.SAFE for f in lint.result.findings)
 
     async def fix_all_action(self, uri: str, version: Optional[int], lint: _Lint) -> Optional[types.CodeAction]:
-        path = _path_of(uri)
-        loop = asyncio.get_running_loop()
-        new_text, _ = await loop.run_in_executor(
-            self._request_executor, lambda: fix_source(lint.text, path or "<untitled>", lint.settings, unsafe=False)
-        )
-        if new_text == lint.text:
+        edits = await self.fix_all_edits(uri, lint)
+        if not edits:
             return None
+        return types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL_KIND, edit=self.workspace_edit(uri, version, edits))
+
+    async def fix_all_edits(self, uri: str, lint: _Lint) -> List[types.TextEdit]:
+        """The edits that apply every safe fix, built from the kept lint's fixes
+        (`Session.fix_from_kept`: no lint of the fixed text unless fixes overlap)."""
+        path = _path_of(uri)
+        lint_session = self.session_for(uri, path, lint.settings)
+        loop = asyncio.get_running_loop()
+        try:
+            new_text, edits = await loop.run_in_executor(
+                self._request_executor,
+                functools.partial(lint_session.fix_from_kept, lint.text, self.stale_check(uri, lint.version)),
+            )
+        except Cancelled:
+            return []
+        if edits is None:  # the fix loop ran: diff its result
+            return self.text_edits(lint.text, new_text)
         lines = TextLines(lint.text, self.position_encoding)
-        edits = [
-            _text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content)
-            for e in diff_edits(lint.text, new_text)
+        return [_text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in edits]
+
+    def text_edits(self, old: str, new: str) -> List[types.TextEdit]:
+        """Edits from `old` to `new`: a line diff for short texts; for long ones
+        (where difflib takes seconds) one edit over the span that changed."""
+        if new == old:
+            return []
+        lines = TextLines(old, self.position_encoding)
+        if old.count("\n") <= DIFF_LINES:
+            edits = diff_edits(old, new)
+            return [_text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in edits]
+        start = common_prefix(old, new)
+        same_end = common_suffix(old, new, min(len(old), len(new)) - start)
+        (l0, c0), (l1, c1) = lines.offset_position(start), lines.offset_position(len(old) - same_end)
+        return [
+            types.TextEdit(
+                range=types.Range(types.Position(l0, c0), types.Position(l1, c1)),
+                new_text=new[start : len(new) - same_end],
+            )
         ]
-        return types.CodeAction(
-            title="torchlint: Fix all auto-fixable problems",
-            kind=FIX_ALL_KIND,
-            edit=self.workspace_edit(uri, version, edits),
+
+    # -- commands and hover -------------------------------------------------------------------
+    async def execute(self, command: Command, arguments: Sequence[Any]) -> Any:
+        if command is Command.PRINT_DEBUG_INFORMATION:
+            info = self.debug_information()
+            self.window_log_message(types.LogMessageParams(types.MessageType.Info, info))
+            return info
+        target = target_of(arguments)
+        if target is None:
+            raise JsonRpcInvalidParams(f"{command.value} needs a document: [{{'uri': ..., 'version': ...}}]")
+        lint = await self.current_lint_async(target.uri)
+        if lint is None:
+            return None
+        if target.version is not None and lint.version is not None and target.version != lint.version:
+            return None  # asked for another version of the text
+        if command is Command.APPLY_AUTOFIX:
+            edits = await self.fix_all_edits(target.uri, lint)
+            label = FIX_ALL_TITLE
+        else:
+            new_text = organize_noqa(
+                lint.text, lint.result.path, lint.result.findings, lint.settings.enabled_for(lint.result.path)
+            )
+            edits = self.text_edits(lint.text, new_text) if new_text is not None else []
+            label = "torchlint: Add noqa comments for every finding"
+        if edits:
+            await self.workspace_apply_edit_async(
+                types.ApplyWorkspaceEditParams(edit=self.workspace_edit(target.uri, lint.version, edits), label=label)
+            )
+        return None
+
+    def debug_information(self) -> str:
+        lines = [
+            f"torchlint {__version__}, Python {sys.version.split()[0]}",
+            f"client settings: {self.client_settings}",
+        ]
+        for uri, found in sorted(self._sessions.items()):
+            lines.append(f"open: {uri} (rules: {', '.join(sorted(found.enabled))})")
+        return "\n".join(lines)
+
+    def hover(self, params: types.HoverParams) -> Optional[types.Hover]:
+        doc = self.document(params.text_document.uri)
+        if doc is None:
+            return None
+        lines = TextLines(doc.source, self.position_encoding)
+        line = params.position.line
+        found = code_at(lines.line(line + 1), lines.column(line, params.position.character))
+        if found is None:
+            return None
+        text = lines.line(line + 1)
+        start = lines.units(text[: found.start])
+        end = lines.units(text[: found.end])
+        return types.Hover(
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=rule_markdown(found.code)),
+            range=types.Range(types.Position(line, start), types.Position(line, end)),
         )
+
+    def warm(self) -> None:
+        """On the lint thread, before any document: imports, and the project index."""
+        roots = [to_fs_path(f.uri) or "" for f in self.workspace.folders.values()] if self.workspace else []
+
+        def work() -> None:
+            try:
+                warm_imports()
+                self.project_index.warm([r for r in roots if r])
+            except Exception:  # warming is an optimisation only
+                log.exception("warming up failed")
+
+        self._executor.submit(work)
 
     def workspace_edit(self, uri: str, version: Optional[int], edits: Sequence[types.TextEdit]) -> types.WorkspaceEdit:
         caps = self.client_capabilities
@@ -550,11 +744,11 @@ class TorchlintServer(LanguageServer):
             log.warning("could not register a pyproject.toml watcher: %s", exc)
 
 
-def _lint(text: str, path: Optional[str], settings: Settings, version: Optional[int] = None) -> _Lint:
-    name = path or "<untitled>"
-    if path is not None and settings.is_excluded(path):
+def _lint(lint_session: Session, text: str, settings: Settings, version: Optional[int], stale) -> _Lint:
+    name = lint_session.path
+    if name != "<untitled>" and settings.is_excluded(name):
         return _Lint(version, text, settings, FileResult(name))
-    return _Lint(version, text, settings, check(text, name, settings))
+    return _Lint(version, text, settings, lint_session.check(text, stale))
 
 
 def _path_of(uri: str) -> Optional[str]:
@@ -602,6 +796,7 @@ def _diagnostic(f: Finding, lines: TextLines) -> types.Diagnostic:
         code_description=types.CodeDescription(href=url) if url else None,
         source="torchlint",
         data=fix_data(f),
+        tags=[types.DiagnosticTag(int(t)) for t in diagnostic_tags(f.code)] or None,
     )
 
 
@@ -625,6 +820,7 @@ def create_server() -> TorchlintServer:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: TorchlintServer, params: types.InitializedParams) -> None:
+        ls.warm()
         await ls.register_watchers()
         await ls.pull_configuration()
 
@@ -648,11 +844,28 @@ def create_server() -> TorchlintServer:
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(
             code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND],
-            resolve_provider=False,
+            resolve_provider=True,
         ),
     )
     async def code_action(ls: TorchlintServer, params: types.CodeActionParams):
         return await ls.code_actions(params)
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    async def resolve_code_action(ls: TorchlintServer, action: types.CodeAction) -> types.CodeAction:
+        return await ls.resolve_code_action(action)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(ls: TorchlintServer, params: types.HoverParams) -> Optional[types.Hover]:
+        return ls.hover(params)
+
+    for command in Command:
+
+        def register(command: Command = command) -> None:
+            @server.command(command.value)
+            async def run(ls: TorchlintServer, *arguments: Any) -> Any:
+                return await ls.execute(command, arguments)
+
+        register()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: TorchlintServer, params: types.DidChangeConfigurationParams) -> None:
