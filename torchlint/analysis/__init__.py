@@ -11,22 +11,32 @@ the rest lazily, each part built at most once and shared by every rule:
 - `roles`: tests, smoke blocks, tooling, and what does real work;
 - `grad`: no-grad regions, inference contexts, gradients needed later;
 - `loaders`: DataLoader datasets, collate functions and use.
+
+`project` is the project index as this file asks it (what classes, decorators
+and functions of other files are: torchlint/analysis/project/); without it
+the file is read alone.
 """
 
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING, Optional
 
-import libcst as cst
+# The parts are imported when first used, not here: the project pass
+# (torchlint/analysis/project/) is imported by a run answered from the cache,
+# which must not pay for importing LibCST.
+if TYPE_CHECKING:
+    import libcst as cst
 
-from torchlint.analysis.facts import Facts, collect_facts
-from torchlint.analysis.grad import Grad
-from torchlint.analysis.helpers import Helpers
-from torchlint.analysis.loaders import Loaders
-from torchlint.analysis.loops import Loops
-from torchlint.analysis.places import Places
-from torchlint.analysis.roles import Roles
-from torchlint.analysis.values import Values
+    from torchlint.analysis.facts import Facts
+    from torchlint.analysis.grad import Grad
+    from torchlint.analysis.helpers import Helpers
+    from torchlint.analysis.loaders import Loaders
+    from torchlint.analysis.loops import Loops
+    from torchlint.analysis.places import Places
+    from torchlint.analysis.project import FileView
+    from torchlint.analysis.roles import Roles
+    from torchlint.analysis.values import Values
 
 __all__ = ["Analysis"]
 
@@ -34,36 +44,56 @@ __all__ = ["Analysis"]
 class Analysis:
     """Everything the rules know about one file."""
 
-    def __init__(self, module: cst.Module, path: str = "<stdin>", source: str = "") -> None:
+    def __init__(
+        self, module: cst.Module, path: str = "<stdin>", source: str = "", project: Optional[FileView] = None
+    ) -> None:
+        from torchlint.analysis.facts import collect_facts
+
         self.module = module
         self.path = path
         self.source = source
+        # The project index as this file asks it (torchlint/analysis/project/); None: this file alone.
+        self.project = project
         self.facts: Facts = collect_facts(module)
 
     @cached_property
     def values(self) -> Values:
+        from torchlint.analysis.values import Values
+
         return Values(self.facts)
 
     @cached_property
     def helpers(self) -> Helpers:
+        from torchlint.analysis.helpers import Helpers
+
         return Helpers(self.facts, self.values)
 
     @cached_property
     def places(self) -> Places:
+        from torchlint.analysis.places import Places
+
         return Places(self.facts, self.values, self.helpers, self.path)
 
     @cached_property
     def loops(self) -> Loops:
+        from torchlint.analysis.loops import Loops
+
         return Loops(self.facts, self.values, self.helpers)
 
     @cached_property
     def roles(self) -> Roles:
+        from torchlint.analysis.roles import Roles
+
         return Roles(self.facts, self.values, self.helpers, self.loops, self.path)
 
     @cached_property
     def grad(self) -> Grad:
+        from torchlint.analysis.grad import Grad
+
         return Grad(self.facts, self.values, self.helpers, self.loops, self.roles, self.places)
 
     @cached_property
     def loaders(self) -> Loaders:
+        from torchlint.analysis.loaders import Loaders
+
         return Loaders(self.facts, self.values, self.helpers, self.places)
