@@ -5,7 +5,7 @@ reports are dropped, and the other rules go on."""
 from __future__ import annotations
 
 import logging
-from typing import AbstractSet, List, Tuple, Type
+from typing import TYPE_CHECKING, AbstractSet, List, Optional, Tuple, Type
 
 import libcst as cst
 
@@ -13,6 +13,9 @@ from torchlint.analysis import Analysis
 from torchlint.findings import Problem
 from torchlint.rules import all_rules
 from torchlint.rules.base import Report, Rule, RuleContext
+
+if TYPE_CHECKING:
+    from torchlint.analysis.project import FileView
 
 log = logging.getLogger("torchlint")
 
@@ -23,12 +26,13 @@ def enabled_rules(enabled: AbstractSet[str]) -> List[Type[Rule]]:
 
 
 def run_rules(
-    module: cst.Module, source: str, path: str, enabled: AbstractSet[str]
+    module: cst.Module, source: str, path: str, enabled: AbstractSet[str], project: Optional[FileView] = None
 ) -> Tuple[List[Report], List[Problem]]:
     """Every enabled rule's reports on `module`, in rule order, and the problems
     of the rules that failed. An error in the shared facts propagates: it is
-    the whole file's problem, not one rule's."""
-    analysis = Analysis(module, path, source)
+    the whole file's problem, not one rule's. `project`: the project index as
+    this file asks it (None: the file alone)."""
+    analysis = Analysis(module, path, source, project=project)
     ctx = RuleContext(module=module, analysis=analysis, path=path, source=source)
     problems: List[Problem] = []
     for rule_cls in enabled_rules(enabled):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import AbstractSet, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, AbstractSet, List, Optional, Sequence, Tuple
 
 from torchlint import notebook
 from torchlint.checker import enabled_rules, run_rules
@@ -37,6 +37,9 @@ from torchlint.rules.base import Report
 from torchlint.rules.syntax_error import SyntaxErrorRule
 from torchlint.suppression import parse_suppressions, unknown_codes
 
+if TYPE_CHECKING:
+    from torchlint.analysis.project import FileView, ProjectIndex
+
 log = logging.getLogger("torchlint")
 
 BOM = "\ufeff"
@@ -49,38 +52,55 @@ def is_notebook(path: str) -> bool:
 # -- Python source text ---------------------------------------------------------------------
 
 
-def lint_text(text: str, path: str, enabled: AbstractSet[str], precheck: bool = True) -> FileResult:
+def lint_text(
+    text: str, path: str, enabled: AbstractSet[str], precheck: bool = True, project: Optional[ProjectIndex] = None
+) -> FileResult:
     """Findings (sorted, each with its fix) and problems for Python source text.
     A leading BOM is not part of the text (as for CPython): positions and edits
-    ignore it.
+    ignore it. `project`: the index of the project the file is part of (None:
+    an index of this text alone; see torchlint/analysis/project/).
 
     With `precheck` (torchlint/precheck.py), a file that mentions nothing any
     enabled rule looks for is only checked for syntax (TL000) by CPython's
     parser, falling back to the full parse for its message when that fails."""
-    return _lint(text[1:] if text.startswith(BOM) else text, path, enabled, precheck)[0]
+    return _lint(text[1:] if text.startswith(BOM) else text, path, enabled, precheck, project)[0]
 
 
-def fix_text(text: str, path: str, enabled: AbstractSet[str], unsafe: bool = False) -> FileResult:
+def fix_text(
+    text: str, path: str, enabled: AbstractSet[str], unsafe: bool = False, project: Optional[ProjectIndex] = None
+) -> FileResult:
     """Apply safe (and, with `unsafe`, unsafe) fixes until none applies; the
     result holds the fixed text, the findings left in it and the fixes applied."""
     bom = BOM if text.startswith(BOM) else ""
-    fixed = fix_document(TextDocument(text[len(bom) :]), _linter(path, enabled), path, unsafe)
+    fixed = fix_document(TextDocument(text[len(bom) :]), _linter(path, enabled, project), path, unsafe)
     result = fixed.result
     return FileResult(path, result.findings, fixed.problems, bom + fixed.document.source, fixed.applied)
 
 
-def _linter(path: str, enabled: AbstractSet[str]):
-    return lambda text: _lint(text, path, enabled)
+def _linter(path: str, enabled: AbstractSet[str], project: Optional[ProjectIndex] = None):
+    return lambda text: _lint(text, path, enabled, project=project)
 
 
-def _lint(text: str, path: str, enabled: AbstractSet[str], precheck: bool = True) -> Tuple[FileResult, bool]:
+def _lint(
+    text: str, path: str, enabled: AbstractSet[str], precheck: bool = True, project: Optional[ProjectIndex] = None
+) -> Tuple[FileResult, bool]:
     """The lint of BOM-less `text`, and whether it parsed (with the cyclic
     garbage collector paused: see torchlint/gc_pause.py)."""
     with gc_paused():
-        return _lint_unpaused(text, path, enabled, precheck)
+        return _lint_unpaused(text, path, enabled, precheck, project)
 
 
-def _lint_unpaused(text: str, path: str, enabled: AbstractSet[str], precheck: bool) -> Tuple[FileResult, bool]:
+def project_view(project: Optional[ProjectIndex], path: str, text: str) -> FileView:
+    """The project index as file `path` asks it; without an index, one of this
+    text alone (summarised only if a question needs it)."""
+    from torchlint.analysis.project import ProjectIndex
+
+    return (project if project is not None else ProjectIndex.of_text(path, text)).view(path)
+
+
+def _lint_unpaused(
+    text: str, path: str, enabled: AbstractSet[str], precheck: bool, project: Optional[ProjectIndex] = None
+) -> Tuple[FileResult, bool]:
     if precheck and not could_matter(text, enabled_rules(enabled)):
         if cpython_error(text) is None:
             return FileResult(path), True
@@ -89,7 +109,7 @@ def _lint_unpaused(text: str, path: str, enabled: AbstractSet[str], precheck: bo
     except SourceError as exc:
         return FileResult(path, (SyntaxErrorRule.finding(path, exc.message, exc.row, exc.column),)), False
     try:
-        reports, problems = run_rules(module, text, path, enabled)
+        reports, problems = run_rules(module, text, path, enabled, project_view(project, path, text))
         findings = _findings(module, text, path, reports, problems) if reports else []
     except RecursionError:
         return FileResult(path, (), (Problem(path, "file too deeply nested to analyse; skipped"),)), True
@@ -187,16 +207,22 @@ class _Fixes:
 
 
 def process_bytes(
-    data: bytes, path: str, enabled: AbstractSet[str], mode: str = "lint", unsafe: bool = False
+    data: bytes,
+    path: str,
+    enabled: AbstractSet[str],
+    mode: str = "lint",
+    unsafe: bool = False,
+    project: Optional[ProjectIndex] = None,
 ) -> FileOutcome:
     """Lint (mode "lint"), fix ("fix": the outcome carries the new bytes) or
     diff ("diff": also the unified diff) a file's contents; no I/O. A path
     ending in .ipynb is read as a notebook, anything else as Python source.
-    Unknown codes in suppression comments become the outcome's warnings."""
+    Unknown codes in suppression comments become the outcome's warnings.
+    `project`: the index of the project the file is part of (None: this file alone)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     if is_notebook(path):
-        return _notebook(data, path, enabled, mode, unsafe)
+        return _notebook(data, path, enabled, mode, unsafe, project)
     try:
         decoded = decode_source(data)
     except DecodeError as exc:  # TL000, which is always reported
@@ -204,11 +230,11 @@ def process_bytes(
     text = decoded.text
     warnings = _suppression_warnings(text, lambda row: f"{path}:{row}")
     if mode == "lint":
-        result = lint_text(text, path, enabled)
+        result = lint_text(text, path, enabled, project=project)
         return FileOutcome(
             path, result.findings, result.problems, lines=_lines_for(text, result.findings), warnings=warnings
         )
-    result = fix_text(text, path, enabled, unsafe=unsafe)
+    result = fix_text(text, path, enabled, unsafe=unsafe, project=project)
     new_text = result.fixed_source if result.fixed_source is not None else text
     if new_text == text:
         return FileOutcome(
@@ -217,7 +243,7 @@ def process_bytes(
     try:
         new_data = decoded.encode(new_text)
     except UnicodeEncodeError as exc:  # a fix introduced text the file's encoding cannot hold
-        original = lint_text(text, path, enabled)
+        original = lint_text(text, path, enabled, project=project)
         problem = Problem(path, f"fixed code cannot be encoded as {decoded.encoding}: {exc.reason}; not fixed")
         return FileOutcome(
             path,
@@ -249,7 +275,9 @@ def _suppression_warnings(text: str, where) -> Tuple[Problem, ...]:
     )
 
 
-def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsafe: bool) -> FileOutcome:
+def _notebook(
+    data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsafe: bool, project: Optional[ProjectIndex] = None
+) -> FileOutcome:
     try:
         cells = notebook.read(data)
     except notebook.NotebookError as exc:
@@ -263,10 +291,10 @@ def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsa
 
     warnings = _suppression_warnings(cells.source, where)
     if mode == "lint":
-        result, _ = _lint(cells.source, path, enabled)
+        result, _ = _lint(cells.source, path, enabled, project=project)
         fixed = Fixed(cells, result, 0, result.problems)
     else:
-        fixed = fix_document(cells, _linter(path, enabled), path, unsafe)
+        fixed = fix_document(cells, _linter(path, enabled, project), path, unsafe)
     final: notebook.Cells = fixed.document  # type: ignore[assignment]
     findings = tuple(sorted((final.to_cell(f) for f in fixed.result.findings), key=Finding.sort_key))
     lines = final.lines_for(findings)
@@ -295,20 +323,25 @@ def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsa
 
 
 def process_text(
-    text: str, path: str, enabled: AbstractSet[str], mode: str = "lint", unsafe: bool = False
+    text: str,
+    path: str,
+    enabled: AbstractSet[str],
+    mode: str = "lint",
+    unsafe: bool = False,
+    project: Optional[ProjectIndex] = None,
 ) -> FileResult:
     """`process_bytes` for contents held as text (an editor's buffer, a string):
     Python source is linted as it is; a notebook's JSON is read from its UTF-8."""
     if is_notebook(path):
         data = text.encode("utf-8", "surrogatepass")
-        outcome = process_bytes(data, path, enabled, mode, unsafe)
+        outcome = process_bytes(data, path, enabled, mode, unsafe, project)
         if mode == "lint":
             return FileResult(path, outcome.findings, outcome.problems)
         new = outcome.new_data.decode("utf-8", "surrogatepass") if outcome.new_data is not None else text
         return FileResult(path, outcome.findings, outcome.problems, new, outcome.fixes_applied)
     if mode == "lint":
-        return lint_text(text, path, enabled)
-    return fix_text(text, path, enabled, unsafe)
+        return lint_text(text, path, enabled, project=project)
+    return fix_text(text, path, enabled, unsafe, project)
 
 
 def _rows_of(f: Finding) -> Tuple[int, ...]:
