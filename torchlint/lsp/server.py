@@ -27,7 +27,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from torchlint import __version__
-from torchlint.api import FileResult, check, fix_source
+from torchlint.api import FileResult, check, fix_source, workspace
 from torchlint.config import ConfigError, Settings, load_settings
 from torchlint.findings import Applicability, Finding
 from torchlint.fixes import diff_edits
@@ -161,6 +161,7 @@ class TorchlintServer(LanguageServer):
         self._request_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-request")
         self._waiters: Dict[str, List["asyncio.Future[None]"]] = {}
         self._bg_linting: Optional[Tuple[str, str]] = None  # (uri, text) the background worker is on
+        self._project: Any = None  # the workspace's project index, kept warm (see `project_for`)
 
     # -- errors -------------------------------------------------------------------------------
     def report_server_error(self, error: Exception, source: Any) -> None:
@@ -321,9 +322,29 @@ class TorchlintServer(LanguageServer):
     ) -> _Lint:
         self._bg_linting = (uri, text)
         try:
-            return _lint(text, path, settings, version)
+            return self._lint_in_project(text, path, settings, version)
         finally:
             self._bg_linting = None
+
+    # -- the project (torchlint/analysis/project/) ------------------------------------------------
+    def project_for(self, path: Optional[str], text: str):
+        """The workspace's project index with this document's current text: built
+        from the workspace's files on first use (on a worker thread), then one
+        file's summary is replaced when its text changes."""
+        if self._project is None:
+            self._project = workspace(self._workspace_roots())
+        return self._project.index_for(path, text)
+
+    def _workspace_roots(self) -> List[str]:
+        try:
+            folders = [to_fs_path(f.uri) for f in self.workspace.folders.values()]
+            root = self.workspace.root_path
+        except Exception:  # no workspace yet
+            return []
+        return [f for f in folders if f] or ([root] if root else [])
+
+    def _lint_in_project(self, text: str, path: Optional[str], settings: Settings, version: Optional[int]) -> _Lint:
+        return _lint(text, path, settings, version, self.project_for(path, text))
 
     async def current_lint_async(self, uri: str) -> Optional[_Lint]:
         """The lint of the document as it is now, never linting on the event loop:
@@ -354,7 +375,7 @@ class TorchlintServer(LanguageServer):
         path = _path_of(uri)
         settings = self.settings_for(path)
         text, version = doc.source, doc.version
-        lint = await loop.run_in_executor(self._request_executor, _lint, text, path, settings, version)
+        lint = await loop.run_in_executor(self._request_executor, self._lint_in_project, text, path, settings, version)
         doc = self.document(uri)
         if doc is None or doc.source != text:
             return None  # changed meanwhile: the client asks again for the new text
@@ -473,7 +494,10 @@ class TorchlintServer(LanguageServer):
         path = _path_of(uri)
         loop = asyncio.get_running_loop()
         new_text, _ = await loop.run_in_executor(
-            self._request_executor, lambda: fix_source(lint.text, path or "<untitled>", lint.settings, unsafe=False)
+            self._request_executor,
+            lambda: fix_source(
+                lint.text, path or "<untitled>", lint.settings, unsafe=False, project=self.project_for(path, lint.text)
+            ),
         )
         if new_text == lint.text:
             return None
@@ -544,11 +568,11 @@ class TorchlintServer(LanguageServer):
             log.warning("could not register a pyproject.toml watcher: %s", exc)
 
 
-def _lint(text: str, path: Optional[str], settings: Settings, version: Optional[int] = None) -> _Lint:
+def _lint(text: str, path: Optional[str], settings: Settings, version: Optional[int] = None, project=None) -> _Lint:
     name = path or "<untitled>"
     if path is not None and settings.is_excluded(path):
         return _Lint(version, text, settings, FileResult(name))
-    return _Lint(version, text, settings, check(text, name, settings))
+    return _Lint(version, text, settings, check(text, name, settings, project=project))
 
 
 def _path_of(uri: str) -> Optional[str]:
