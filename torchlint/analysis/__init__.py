@@ -60,7 +60,7 @@ class Analysis:
     def values(self) -> Values:
         from torchlint.analysis.values import Values
 
-        return Values(self.facts)
+        return Values(self.facts, self.project)
 
     @cached_property
     def helpers(self) -> Helpers:
