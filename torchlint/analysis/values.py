@@ -193,7 +193,8 @@ class Values:
         """A call whose kind comes from the project index but whose result cannot
         be read from the call itself (where it lives, what its arguments do): a
         project function's return, an instance of a project class whose code
-        (or a base's) may place it, or of a loader class with its own `__init__`.
+        (or a base's) may place it or that wraps a model it is handed, or of a
+        loader class with its own `__init__`.
         Read such a result as a same-file helper's: its place is unknown."""
         q = call.qualname
         if self.project is None or q is None:
@@ -203,7 +204,18 @@ class Values:
             return self.project.returns(q) is not None
         if cls is ClassKind.LOADER:
             return not self.project.builds_loader(q)
-        return self.project.places_itself(q) is not False
+        return self.project.places_itself(q) is not False or self._wraps_model(call)
+
+    def _wraps_model(self, call: Call) -> bool:
+        """`Wrapper(model, ...)`: handed a module (or a value named like a model),
+        whose place the instance may take."""
+        for arg in call.node.args:
+            name = dotted_name(arg.value)
+            if name is None:
+                continue
+            if MODEL_NAME.search(name.rsplit(".", 1)[-1]) or self.expr_kind(arg.value, call.site) == MODULE:
+                return True
+        return False
 
     # -- kinds -------------------------------------------------------------------
 
