@@ -207,10 +207,20 @@ def _preload() -> None:
     all_rules()
 
 
-def _project_index(files: Sequence[Tuple[str, bytes]], roots: Sequence[str], summaries=None) -> "ProjectIndex":
-    """The project pass over a run's files (summaries cached in `summaries`)."""
+# Codes that read no analysis (TL000, syntax-error): a run that enables only
+# these has no question for the project index.
+_NO_ANALYSIS = frozenset({"TL000"})
+
+
+def _project_index(
+    files: Sequence[Tuple[str, bytes]], roots: Sequence[str], summaries=None, items: Sequence[FileJob] = ()
+) -> "ProjectIndex":
+    """The project pass over a run's files (summaries cached in `summaries`);
+    an empty index when no file of the run has a rule that reads the analysis."""
     from torchlint.analysis.project.build import build_index
 
+    if items and all(job.enabled <= _NO_ANALYSIS for job in items):
+        return build_index((), roots)
     return build_index(files, roots, summaries)
 
 
@@ -238,7 +248,7 @@ def _lint_cached(
             outcomes[i] = FileOutcome(job.path, problems=(problem,) if problem else ())
         else:
             read.append((i, data))
-    index = _project_index([(items[i].path, data) for i, data in read], roots, summaries)
+    index = _project_index([(items[i].path, data) for i, data in read], roots, summaries, items)
     todo: List[Tuple[int, bytes]] = []
     for i, data in read:
         job = items[i]
@@ -324,7 +334,8 @@ def run(
     else:
         if jobs != 1 and mapper is None:
             _preload()
-        with _project(_project_index(read_all(job.path for job in items), paths)):
+        files = read_all(job.path for job in items) if any(job.enabled - _NO_ANALYSIS for job in items) else []
+        with _project(_project_index(files, paths)):
             outcomes = list((mapper or _default_mapper(jobs))(process_file, items))
     return merge(outcomes, len(items), found.problems)
 
