@@ -667,3 +667,43 @@ def test_index_pickles_without_its_memos(tmp_path):
     assert copy.take_dependencies(str(tmp_path / "x.py")) == ()
     assert copy.view(str(tmp_path / "x.py")).class_kind("models.base.Backbone") is ClassKind.MODULE
     assert os.path.basename(copy.paths[0]) == "base.py"
+
+
+def test_a_project_class_wrapping_a_model_takes_its_place(tmp_path):
+    # opacus' GradSampleModule shape: a module class of another file built around
+    # a model that is already placed: the wrapper is not "built on the CPU".
+    write(
+        tmp_path,
+        {
+            "wrap.py": """
+                import torch.nn as nn
+                class Wrapper(nn.Module):
+                    def __init__(self, inner):
+                        super().__init__()
+                        self.inner = inner
+            """,
+            "train.py": """
+                import torch
+                from wrap import Wrapper
+                sharded_model = place(build(), "cuda")
+                wrapped = Wrapper(sharded_model)
+                x = torch.ones(2, device="cuda")
+                out = wrapped(x)
+                out.sum().backward()
+            """,
+        },
+    )
+    assert findings(tmp_path) == []
+    write(tmp_path, {"train.py": (tmp_path / "train.py").read_text().replace("Wrapper(sharded_model)", "Wrapper(4)")})
+    assert findings(tmp_path) == [("train.py", 4, "TL101")]
+
+
+def test_a_run_with_no_analysis_rule_skips_the_project_pass(tmp_path):
+    from torchlint.runner import FileJob, _project_index
+
+    write(tmp_path, {"models/base.py": BACKBONE_MODULE})
+    files = [(str(tmp_path / "models" / "base.py"), (tmp_path / "models" / "base.py").read_bytes())]
+    syntax_only = [FileJob(files[0][0], frozenset({"TL000"}))]
+    assert _project_index(files, [str(tmp_path)], items=syntax_only).paths == ()
+    every = [FileJob(files[0][0], frozenset({"TL000", "TL101"}))]
+    assert len(_project_index(files, [str(tmp_path)], items=every).paths) == 1
