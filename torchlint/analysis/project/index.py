@@ -220,7 +220,7 @@ class ProjectIndex:
 
     def _attribute(self, path: str, attrs: Sequence[str], depth: int) -> Optional[Target]:
         """Attribute `attrs` (a top-level name, then nothing) of project file `path`."""
-        if not attrs or len(attrs) > 1 and attrs[0] in self._definitions(path):
+        if depth > MAX_DEPTH or not attrs or len(attrs) > 1 and attrs[0] in self._definitions(path):
             return None  # a module itself, or an attribute of a class or function: not followed
         name, rest = attrs[0], list(attrs[1:])
         found = self._definitions(path).get(name)
