@@ -39,11 +39,17 @@ def summarize_bytes(path: str, data: bytes) -> ModuleSummary:
     return summarize(text.lstrip("\ufeff"))
 
 
-def summary_cache(cache_root: str, cache_dir: Optional[str] = None):
-    """A `torchlint.cache.Cache` for summaries, in the results cache's folder."""
-    from torchlint.cache import Cache
+# The summaries' subfolder of the results cache's folder (`.torchlint_cache/project/`).
+SUMMARY_FOLDER = "project"
 
-    return Cache(cache_root, SUMMARY_CACHE_KEY, cache_dir=cache_dir)
+
+def summary_cache(cache_root: str, cache_dir: Optional[str] = None):
+    """A `torchlint.cache.Cache` for summaries, in their own subfolder of the
+    results cache's folder (so `torchlint clean` removes them too)."""
+    from torchlint.cache import CACHE_DIR_NAME, Cache
+
+    folder = cache_dir if cache_dir is not None else os.path.join(cache_root, CACHE_DIR_NAME)
+    return Cache(cache_root, SUMMARY_CACHE_KEY, cache_dir=os.path.join(folder, SUMMARY_FOLDER))
 
 
 def build_index(files: Sequence[Tuple[str, bytes]], roots: Sequence[str] = (), cache=None) -> ProjectIndex:
