@@ -19,8 +19,9 @@ the file is read alone.
 
 from __future__ import annotations
 
+import sys
 from functools import cached_property
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 # The parts are imported when first used, not here: the project pass
 # (torchlint/analysis/project/) is imported by a run answered from the cache,
@@ -41,20 +42,29 @@ if TYPE_CHECKING:
 __all__ = ["Analysis"]
 
 
+def __getattr__(name: str) -> Any:
+    """`collect_facts`, imported (with LibCST) on first use."""
+    if name == "collect_facts":
+        from torchlint.analysis.facts import collect_facts
+
+        globals()["collect_facts"] = collect_facts
+        return collect_facts
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class Analysis:
     """Everything the rules know about one file."""
 
     def __init__(
         self, module: cst.Module, path: str = "<stdin>", source: str = "", project: Optional[FileView] = None
     ) -> None:
-        from torchlint.analysis.facts import collect_facts
-
         self.module = module
         self.path = path
         self.source = source
         # The project index as this file asks it (torchlint/analysis/project/); None: this file alone.
         self.project = project
-        self.facts: Facts = collect_facts(module)
+        # Through the package's attribute (see `__getattr__`), which tests may replace.
+        self.facts: Facts = sys.modules[__name__].collect_facts(module)
 
     @cached_property
     def values(self) -> Values:
