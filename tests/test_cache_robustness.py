@@ -62,8 +62,13 @@ def check_json(root: Path, *args: str):
 
 
 def entries(root: Path):
+    """The result entries (the project pass's summaries, in `project/`, aside)."""
     cache_dir = root / CACHE_DIR_NAME
-    return sorted(p for p in cache_dir.rglob("*") if p.is_file() and p.parent != cache_dir)
+    return sorted(
+        p
+        for p in cache_dir.rglob("*")
+        if p.is_file() and p.parent != cache_dir and p.relative_to(cache_dir).parts[0] != "project"
+    )
 
 
 @pytest.fixture

@@ -10,6 +10,11 @@ back in the same encoding; `run`/`lint_paths` for files and folders. A path
 ending in `.ipynb` is read as a Jupyter notebook by every one of them.
 `session` is for a document that changes (an editor's buffer): its lints and
 fixes equal `check`'s and `fix_source`'s, and reuse what the last ones computed.
+
+The project: `run` reads the files it lints as one project (what a class,
+decorator or function imported from another of them is). A text or bytes
+function reads its input alone, unless given `project`, a `ProjectIndex`
+(`project_index(paths)`, or a `Workspace`'s, kept warm by an editor).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from torchlint.findings import MODES, FileOutcome, FileResult, Finding, Problem
 from torchlint.runner import RunResult
 
 if TYPE_CHECKING:  # imports LibCST: only when a session is made
+    from torchlint.analysis.project import ProjectIndex
+    from torchlint.analysis.project.build import Workspace
     from torchlint.incremental import Cancelled, Session  # noqa: F401
 
 __all__ = [
@@ -43,23 +50,30 @@ __all__ = [
     "lint_paths",
     "lint_source",
     "process_bytes",
+    "project_index",
     "run",
     "session",
+    "workspace",
 ]
 
 
-def check(source: str, path: str = "<stdin>", settings: Optional[Settings] = None) -> FileResult:
+def check(
+    source: str, path: str = "<stdin>", settings: Optional[Settings] = None, project: Optional[ProjectIndex] = None
+) -> FileResult:
     """Findings (sorted by position, each with its fix) and problems (a crashed
-    rule) for source text."""
+    rule) for source text; `project`: the index of the project it belongs to
+    (None: the text alone)."""
     from torchlint.pipeline import process_text
 
     settings = settings or Settings()
-    return process_text(source, path, settings.enabled_for(path))
+    return process_text(source, path, settings.enabled_for(path), project=project)
 
 
-def lint_source(source: str, path: str = "<stdin>", settings: Optional[Settings] = None) -> List[Finding]:
+def lint_source(
+    source: str, path: str = "<stdin>", settings: Optional[Settings] = None, project: Optional[ProjectIndex] = None
+) -> List[Finding]:
     """Findings for source text, sorted by position."""
-    return list(check(source, path, settings).findings)
+    return list(check(source, path, settings, project).findings)
 
 
 def __getattr__(name: str):
@@ -82,19 +96,28 @@ def session(path: str = "<stdin>", settings: Optional[Settings] = None) -> "Sess
 
 
 def fix_source(
-    source: str, path: str = "<stdin>", settings: Optional[Settings] = None, unsafe: bool = False
+    source: str,
+    path: str = "<stdin>",
+    settings: Optional[Settings] = None,
+    unsafe: bool = False,
+    project: Optional[ProjectIndex] = None,
 ) -> Tuple[str, List[Finding]]:
     """Apply safe (and, with `unsafe`, unsafe) fixes; return the new text and
     the findings that remain in it."""
     from torchlint.pipeline import process_text
 
     settings = settings or Settings()
-    result = process_text(source, path, settings.enabled_for(path), mode="fix", unsafe=unsafe)
+    result = process_text(source, path, settings.enabled_for(path), mode="fix", unsafe=unsafe, project=project)
     return result.fixed_source if result.fixed_source is not None else source, list(result.findings)
 
 
 def process_bytes(
-    data: bytes, path: str, settings: Optional[Settings] = None, mode: str = "lint", unsafe: bool = False
+    data: bytes,
+    path: str,
+    settings: Optional[Settings] = None,
+    mode: str = "lint",
+    unsafe: bool = False,
+    project: Optional[ProjectIndex] = None,
 ) -> FileOutcome:
     """Lint ("lint"), fix ("fix") or diff ("diff") contents not read from disk
     (stdin, a buffer); never writes. Undecodable input gives TL000; an internal
@@ -105,25 +128,31 @@ def process_bytes(
         raise ValueError(f"mode must be one of {MODES}")
     settings = settings or Settings()
     try:
-        return pipeline(data, path, settings.enabled_for(path), mode, unsafe)
+        return pipeline(data, path, settings.enabled_for(path), mode, unsafe, project=project)
     except Exception as exc:  # an internal bug on this input: a problem, as for a file
         return FileOutcome(path, problems=(Problem(path, f"internal error: {type(exc).__name__}: {exc}"),))
 
 
-def lint_bytes(data: bytes, path: str, settings: Optional[Settings] = None) -> FileResult:
+def lint_bytes(
+    data: bytes, path: str, settings: Optional[Settings] = None, project: Optional[ProjectIndex] = None
+) -> FileResult:
     """Lint raw file contents; undecodable input becomes a TL000 finding."""
-    outcome = process_bytes(data, path, settings)
+    outcome = process_bytes(data, path, settings, project=project)
     return FileResult(path, outcome.findings, outcome.problems)
 
 
 def fix_bytes(
-    data: bytes, path: str = "<stdin>", settings: Optional[Settings] = None, unsafe: bool = False
+    data: bytes,
+    path: str = "<stdin>",
+    settings: Optional[Settings] = None,
+    unsafe: bool = False,
+    project: Optional[ProjectIndex] = None,
 ) -> Tuple[bytes, List[Finding]]:
     """Fix raw file contents: the result keeps the file's encoding, BOM and line
     endings. Undecodable input is returned unchanged with its TL000, and so is
     input whose fixes the file's encoding cannot hold. The returned bytes are
     the input itself when nothing was fixed."""
-    outcome = process_bytes(data, path, settings, mode="fix", unsafe=unsafe)
+    outcome = process_bytes(data, path, settings, mode="fix", unsafe=unsafe, project=project)
     return (outcome.new_data if outcome.new_data is not None else data), list(outcome.findings)
 
 
@@ -162,6 +191,26 @@ def discover(paths: Sequence[str], settings: Optional[Settings] = None) -> Disco
     from torchlint.discovery import discover as find
 
     return find(list(paths), settings or Settings())
+
+
+def project_index(paths: Sequence[str], settings: Optional[Settings] = None) -> ProjectIndex:
+    """The project index of the files a run over `paths` would lint (for
+    `check(..., project=...)` on texts that belong to that project)."""
+    from torchlint.analysis.project.build import build_index
+    from torchlint.discovery import discover as find
+    from torchlint.runner import read_all
+
+    found = find(list(paths), settings or Settings())
+    return build_index(read_all(found.files), list(paths))
+
+
+def workspace(roots: Sequence[str], settings: Optional[Settings] = None) -> Workspace:
+    """A workspace's project index kept warm for an editor: built from the files
+    under `roots` on first use; `.index_for(path, text)` replaces one file's
+    summary with that of its current text and returns the index."""
+    from torchlint.analysis.project.build import Workspace
+
+    return Workspace(roots, settings)
 
 
 def lint_paths(paths, settings: Optional[Settings] = None, fix: bool = False, unsafe: bool = False, jobs: int = 1):

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
+
+if TYPE_CHECKING:
+    from torchlint.analysis.project.kinds import Dependency
 
 
 class Applicability(str, Enum):
@@ -114,6 +117,10 @@ class FileOutcome:
     # Not problems (they leave the exit code alone): e.g. an unknown rule code
     # in a suppression comment. `path` is where ("a.py:3", "nb.ipynb:cell 2:1").
     warnings: Tuple[Problem, ...] = ()
+    # The questions the file's analysis asked the project index, with their
+    # answers (torchlint/analysis/project/): the cache reuses this outcome only
+    # while the index still gives the same answers.
+    dependencies: Tuple[Dependency, ...] = field(default=(), compare=False)
 
     @property
     def needs_write(self) -> bool:

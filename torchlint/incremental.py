@@ -11,15 +11,17 @@ cold lint of its text, computed from what the previous lints left.
   when a newer version of the document makes it stale.
 
 The facts and the rules still run over the whole module each time: the shared
-analysis (torchlint/analysis/) builds its facts per file. A project-wide or
-per-function reuse of facts belongs there (see docs/performance.md).
+analysis (torchlint/analysis/) builds its facts per file, reading the other
+files of the project through the index it is given (`project`). A change of
+index drops the kept lints. Per-function reuse of facts belongs in the
+analysis (see docs/performance.md).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Callable, Iterable, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Tuple
 
 import libcst as cst
 
@@ -32,6 +34,9 @@ from torchlint.parsing import cpython_error
 from torchlint.pipeline import BOM, Linted, is_notebook, process_text
 from torchlint.render_cache import RenderCache
 from torchlint.reparse import Parsed, reparse
+
+if TYPE_CHECKING:
+    from torchlint.analysis.project import ProjectIndex
 
 # Texts whose lint is kept per document (the current one, a few before it, and
 # the candidates of a fix-all).
@@ -92,34 +97,56 @@ class Session:
         self.enabled = self.settings.enabled_for(path)
         self.state = DocumentState()
         self._lock = threading.Lock()
+        self._project: Optional["ProjectIndex"] = None
 
-    def check(self, source: str, cancelled: Optional[Callable[[], bool]] = None) -> FileResult:
-        """Findings and problems for `source`; raises Cancelled when
+    def _use(self, project: Optional["ProjectIndex"]) -> None:
+        """Lint against `project` from now on; kept lints read the index they
+        were made with, so a different index drops them (the parse stays)."""
+        if project is not self._project:
+            self._project = project
+            self.state.results.clear()
+
+    def check(
+        self,
+        source: str,
+        cancelled: Optional[Callable[[], bool]] = None,
+        project: Optional["ProjectIndex"] = None,
+    ) -> FileResult:
+        """Findings and problems for `source` (read as part of `project`, the
+        index of the project it belongs to); raises Cancelled when
         `cancelled()` turns true before the lint ends."""
         with self._lock:
+            self._use(project)
             self.state.cancelled = cancelled or _never
             try:
-                return process_text(source, self.path, self.enabled, reuse=self.state)
+                return process_text(source, self.path, self.enabled, reuse=self.state, project=project)
             finally:
                 self.state.cancelled = _never
 
     def fix(
-        self, source: str, unsafe: bool = False, cancelled: Optional[Callable[[], bool]] = None
+        self,
+        source: str,
+        unsafe: bool = False,
+        cancelled: Optional[Callable[[], bool]] = None,
+        project: Optional["ProjectIndex"] = None,
     ) -> Tuple[str, FileResult]:
         """The fixed text and its result (`fix_source`): the first pass applies
         the fixes of the lint kept for `source`; each further pass lints the
         fixed text incrementally (and keeps that lint: the editor's next
         change is usually exactly that text)."""
         with self._lock:
+            self._use(project)
             self.state.cancelled = cancelled or _never
             try:
-                result = process_text(source, self.path, self.enabled, mode="fix", unsafe=unsafe, reuse=self.state)
+                result = process_text(
+                    source, self.path, self.enabled, mode="fix", unsafe=unsafe, reuse=self.state, project=project
+                )
             finally:
                 self.state.cancelled = _never
         return (result.fixed_source if result.fixed_source is not None else source), result
 
     def fix_from_kept(
-        self, source: str, cancelled: Optional[Callable[[], bool]] = None
+        self, source: str, cancelled: Optional[Callable[[], bool]] = None, project: Optional["ProjectIndex"] = None
     ) -> Tuple[str, Optional[Tuple[Edit, ...]]]:
         """Every safe fix applied, built from the fixes of the lint kept for
         `source` (an editor's fix-all: no lint of the fixed text first): the
@@ -129,7 +156,7 @@ class Session:
         compile; otherwise (overlapping fixes, a BOM) the fix loop takes over
         (`fix`), still starting from the kept lint. Unlike `--fix`, fixes that
         only appear once these are applied wait for the next fix-all."""
-        result = self.check(source, cancelled)
+        result = self.check(source, cancelled, project)
         safe = [f.fix.edits for f in result.findings if f.fix is not None and f.fix.applicability == Applicability.SAFE]
         if not safe:
             return source, ()
@@ -142,7 +169,7 @@ class Session:
             fixed, applied = apply_fix_groups(source, safe)
             if applied == len(safe) and (cpython_error(fixed) is None or cpython_error(source) is not None):
                 return fixed, tuple(dict.fromkeys(e for edits in safe for e in edits))
-        return self.fix(source, cancelled=cancelled)[0], None
+        return self.fix(source, cancelled=cancelled, project=project)[0], None
 
     def _notebook_from_kept(self, source: str) -> Optional[str]:
         """A notebook's JSON with the kept safe fixes applied to its cells, or

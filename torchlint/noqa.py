@@ -27,9 +27,12 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import AbstractSet, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, AbstractSet, Dict, List, Optional, Set, Tuple
 
 from torchlint.findings import Edit, Finding, Problem
+
+if TYPE_CHECKING:
+    from torchlint.analysis.project import ProjectIndex
 
 _NOQA = re.compile(r"#\s*noqa(?P<colon>:\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _IGNORE = re.compile(r"#\s*torchlint:\s*ignore\[(?P<codes>[^\]]*)\]", re.IGNORECASE)
@@ -147,21 +150,21 @@ def _parses(text: str) -> bool:
     return cpython_error(text) is None
 
 
-def add_noqa(data: bytes, path: str, enabled: AbstractSet[str]) -> NoqaResult:
+def add_noqa(data: bytes, path: str, enabled: AbstractSet[str], project: Optional[ProjectIndex] = None) -> NoqaResult:
     """Suppression comments for every finding in a file's contents (see the
-    module's docs). Never raises for bad input: an undecodable file or one
-    that does not parse is left alone."""
+    module's docs), linted with the run's `project` index. Never raises for
+    bad input: an undecodable file or one that does not parse is left alone."""
     from torchlint.pipeline import is_notebook
 
     try:
         if is_notebook(path):
-            return _notebook(data, path, enabled)
-        return _source(data, path, enabled)
+            return _notebook(data, path, enabled, project)
+        return _source(data, path, enabled, project)
     except tokenize.TokenError as exc:
         return NoqaResult(None, 0, problems=(Problem(path, f"cannot add noqa comments: {exc}"),))
 
 
-def _source(data: bytes, path: str, enabled: AbstractSet[str]) -> NoqaResult:
+def _source(data: bytes, path: str, enabled: AbstractSet[str], project: Optional[ProjectIndex] = None) -> NoqaResult:
     from torchlint.decode import DecodeError, decode_source
     from torchlint.fixes import apply_fix_groups
     from torchlint.pipeline import BOM, lint_text
@@ -172,7 +175,7 @@ def _source(data: bytes, path: str, enabled: AbstractSet[str]) -> NoqaResult:
         return NoqaResult(None, 0)
     bom = BOM if decoded.text.startswith(BOM) else ""
     text = decoded.text[len(bom) :]
-    result = lint_text(text, path, enabled)
+    result = lint_text(text, path, enabled, project=project)
     if any(f.code == "TL000" for f in result.findings):
         return NoqaResult(None, 0)
     edits, warnings = noqa_edits(text, list(result.findings), lambda row: f"{path}:{row}")
@@ -189,7 +192,7 @@ def _source(data: bytes, path: str, enabled: AbstractSet[str]) -> NoqaResult:
     return NoqaResult(new_data, added, tuple(warnings))
 
 
-def _notebook(data: bytes, path: str, enabled: AbstractSet[str]) -> NoqaResult:
+def _notebook(data: bytes, path: str, enabled: AbstractSet[str], project: Optional[ProjectIndex] = None) -> NoqaResult:
     from torchlint import notebook
     from torchlint.pipeline import lint_text
 
@@ -199,7 +202,7 @@ def _notebook(data: bytes, path: str, enabled: AbstractSet[str]) -> NoqaResult:
         return NoqaResult(None, 0)
     if cells is None:
         return NoqaResult(None, 0)
-    result = lint_text(cells.source, path, enabled, displayed=cells.displayed_rows)
+    result = lint_text(cells.source, path, enabled, displayed=cells.displayed_rows, project=project)
     if any(f.code == "TL000" for f in result.findings):
         return NoqaResult(None, 0)
 

@@ -86,6 +86,13 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _init_worker(initializer: Optional[Callable[..., None]], initargs: tuple) -> None:
+    """Worker initializer: ignore SIGINT, then the caller's own (once per worker)."""
+    _ignore_interrupts()
+    if initializer is not None:
+        initializer(*initargs)
+
+
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Drop the queued work and end the workers now, without waiting for the
     items they are on.
@@ -114,8 +121,14 @@ def parallel_map(
     items: Sequence[T],
     jobs: Optional[int] = 0,
     weights: Optional[Sequence[int]] = None,
+    initializer: Optional[Callable[..., None]] = None,
+    initargs: tuple = (),
 ) -> List[R]:
     """`[fn(x) for x in items]`, in a process pool when that pays (see module docs).
+
+    `initializer(*initargs)` runs once in each worker before its first item
+    (state shared by every item, sent once per worker, not once per item); it
+    does not run in this process, which holds that state already.
 
     The result order is the input order whatever the scheduling. An exception
     raised by `fn` propagates. If the pool itself cannot be used (no
@@ -135,7 +148,9 @@ def parallel_map(
         signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
     pool: Optional[ProcessPoolExecutor] = None
     try:
-        pool = ProcessPoolExecutor(max_workers=n_jobs, mp_context=ctx, initializer=_ignore_interrupts)
+        pool = ProcessPoolExecutor(
+            max_workers=n_jobs, mp_context=ctx, initializer=_init_worker, initargs=(initializer, initargs)
+        )
         # Workers are started while submitting: with SIGINT deferred here, a
         # forked worker never holds Python's KeyboardInterrupt handler.
         results = pool.map(fn, items, chunksize=chunk_size(len(items), n_jobs))

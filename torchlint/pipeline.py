@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import AbstractSet, Iterable, List, Optional, Protocol, Sequence, Tuple
+from typing import TYPE_CHECKING, AbstractSet, Iterable, List, Optional, Protocol, Sequence, Tuple
 
 import libcst as cst
 
@@ -43,6 +43,9 @@ from torchlint.precheck import could_matter
 from torchlint.rules.base import Report
 from torchlint.rules.syntax_error import SyntaxErrorRule
 from torchlint.suppression import parse_suppressions, unknown_codes
+
+if TYPE_CHECKING:
+    from torchlint.analysis.project import FileView, ProjectIndex
 
 log = logging.getLogger("torchlint")
 
@@ -112,28 +115,39 @@ def lint_text(
     precheck: bool = True,
     reuse: Reuse = COLD,
     displayed: AbstractSet[int] = frozenset(),
+    project: Optional[ProjectIndex] = None,
 ) -> FileResult:
     """Findings (sorted, each with its fix) and problems for Python source text.
     A leading BOM is not part of the text (as for CPython): positions and edits
-    ignore it.
+    ignore it. `project`: the index of the project the file is part of (None:
+    an index of this text alone; see torchlint/analysis/project/).
 
     With `precheck` (torchlint/precheck.py), a file that mentions nothing any
     enabled rule looks for is only checked for syntax (TL000) by CPython's
     parser, falling back to the full parse for its message when that fails."""
-    return _lint(text[1:] if text.startswith(BOM) else text, path, enabled, precheck, reuse, displayed)[0]
+    return _lint(text[1:] if text.startswith(BOM) else text, path, enabled, precheck, reuse, displayed, project)[0]
 
 
-def fix_text(text: str, path: str, enabled: AbstractSet[str], unsafe: bool = False, reuse: Reuse = COLD) -> FileResult:
+def fix_text(
+    text: str,
+    path: str,
+    enabled: AbstractSet[str],
+    unsafe: bool = False,
+    reuse: Reuse = COLD,
+    project: Optional[ProjectIndex] = None,
+) -> FileResult:
     """Apply safe (and, with `unsafe`, unsafe) fixes until none applies; the
     result holds the fixed text, the findings left in it and the fixes applied."""
     bom = BOM if text.startswith(BOM) else ""
-    fixed = fix_document(TextDocument(text[len(bom) :]), _linter(path, enabled, reuse), path, unsafe)
+    fixed = fix_document(TextDocument(text[len(bom) :]), _linter(path, enabled, reuse, project), path, unsafe)
     result = fixed.result
     return FileResult(path, result.findings, fixed.problems, bom + fixed.document.source, fixed.applied)
 
 
-def _linter(path: str, enabled: AbstractSet[str], reuse: Reuse = COLD):
-    return lambda document: _lint(document.source, path, enabled, reuse=reuse, displayed=document.displayed_rows)
+def _linter(path: str, enabled: AbstractSet[str], reuse: Reuse = COLD, project: Optional[ProjectIndex] = None):
+    return lambda document: _lint(
+        document.source, path, enabled, reuse=reuse, displayed=document.displayed_rows, project=project
+    )
 
 
 def _lint(
@@ -143,6 +157,7 @@ def _lint(
     precheck: bool = True,
     reuse: Reuse = COLD,
     displayed: AbstractSet[int] = frozenset(),
+    project: Optional[ProjectIndex] = None,
 ) -> Linted:
     """The lint of BOM-less `text`, and whether it parsed (with the cyclic
     garbage collector paused: see torchlint/gc_pause.py). `displayed`: rows
@@ -152,14 +167,28 @@ def _lint(
     if kept is not None:
         return kept
     with gc_paused():
-        linted = _lint_unpaused(text, path, enabled, precheck, reuse, displayed)
+        linted = _lint_unpaused(text, path, enabled, precheck, reuse, displayed, project)
     if not displayed:
         reuse.store(text, precheck, linted)
     return linted
 
 
+def project_view(project: Optional[ProjectIndex], path: str, text: str) -> FileView:
+    """The project index as file `path` asks it; without an index, one of this
+    text alone (summarised only if a question needs it)."""
+    from torchlint.analysis.project import ProjectIndex
+
+    return (project if project is not None else ProjectIndex.of_text(path, text)).view(path)
+
+
 def _lint_unpaused(
-    text: str, path: str, enabled: AbstractSet[str], precheck: bool, reuse: Reuse, displayed: AbstractSet[int]
+    text: str,
+    path: str,
+    enabled: AbstractSet[str],
+    precheck: bool,
+    reuse: Reuse,
+    displayed: AbstractSet[int],
+    project: Optional[ProjectIndex] = None,
 ) -> Linted:
     if precheck and not could_matter(text, enabled_rules(enabled)):
         if cpython_error(text) is None:
@@ -169,7 +198,15 @@ def _lint_unpaused(
     except SourceError as exc:
         return FileResult(path, (SyntaxErrorRule.finding(path, exc.message, exc.row, exc.column),)), False
     try:
-        reports, problems = run_rules(module, text, path, enabled, reuse.checkpoint, displayed)
+        reports, problems = run_rules(
+            module,
+            text,
+            path,
+            enabled,
+            reuse.checkpoint,
+            displayed=displayed,
+            project=project_view(project, path, text),
+        )
         reuse.checkpoint()
         findings = _findings(module, text, path, reports, problems, reuse) if reports else []
     except RecursionError:
@@ -270,16 +307,23 @@ class _Fixes:
 
 
 def process_bytes(
-    data: bytes, path: str, enabled: AbstractSet[str], mode: str = "lint", unsafe: bool = False, reuse: Reuse = COLD
+    data: bytes,
+    path: str,
+    enabled: AbstractSet[str],
+    mode: str = "lint",
+    unsafe: bool = False,
+    reuse: Reuse = COLD,
+    project: Optional[ProjectIndex] = None,
 ) -> FileOutcome:
     """Lint (mode "lint"), fix ("fix": the outcome carries the new bytes) or
     diff ("diff": also the unified diff) a file's contents; no I/O. A path
     ending in .ipynb is read as a notebook, anything else as Python source.
-    Unknown codes in suppression comments become the outcome's warnings."""
+    Unknown codes in suppression comments become the outcome's warnings.
+    `project`: the index of the project the file is part of (None: this file alone)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     if is_notebook(path):
-        return _notebook(data, path, enabled, mode, unsafe, reuse)
+        return _notebook(data, path, enabled, mode, unsafe, reuse, project)
     try:
         decoded = decode_source(data)
     except DecodeError as exc:  # TL000, which is always reported
@@ -287,11 +331,11 @@ def process_bytes(
     text = decoded.text
     warnings = _suppression_warnings(text, lambda row: f"{path}:{row}")
     if mode == "lint":
-        result = lint_text(text, path, enabled, reuse=reuse)
+        result = lint_text(text, path, enabled, reuse=reuse, project=project)
         return FileOutcome(
             path, result.findings, result.problems, lines=_lines_for(text, result.findings), warnings=warnings
         )
-    result = fix_text(text, path, enabled, unsafe=unsafe, reuse=reuse)
+    result = fix_text(text, path, enabled, unsafe=unsafe, reuse=reuse, project=project)
     new_text = result.fixed_source if result.fixed_source is not None else text
     if new_text == text:
         return FileOutcome(
@@ -300,7 +344,7 @@ def process_bytes(
     try:
         new_data = decoded.encode(new_text)
     except UnicodeEncodeError as exc:  # a fix introduced text the file's encoding cannot hold
-        original = lint_text(text, path, enabled, reuse=reuse)
+        original = lint_text(text, path, enabled, reuse=reuse, project=project)
         problem = Problem(path, f"fixed code cannot be encoded as {decoded.encoding}: {exc.reason}; not fixed")
         return FileOutcome(
             path,
@@ -332,7 +376,15 @@ def _suppression_warnings(text: str, where) -> Tuple[Problem, ...]:
     )
 
 
-def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsafe: bool, reuse: Reuse) -> FileOutcome:
+def _notebook(
+    data: bytes,
+    path: str,
+    enabled: AbstractSet[str],
+    mode: str,
+    unsafe: bool,
+    reuse: Reuse,
+    project: Optional[ProjectIndex] = None,
+) -> FileOutcome:
     try:
         cells = notebook.read(data)
     except notebook.NotebookError as exc:
@@ -346,10 +398,10 @@ def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsa
 
     warnings = _suppression_warnings(cells.source, where)
     if mode == "lint":
-        result, _ = _lint(cells.source, path, enabled, reuse=reuse, displayed=cells.displayed_rows)
+        result, _ = _lint(cells.source, path, enabled, reuse=reuse, displayed=cells.displayed_rows, project=project)
         fixed = Fixed(cells, result, 0, result.problems)
     else:
-        fixed = fix_document(cells, _linter(path, enabled, reuse), path, unsafe)
+        fixed = fix_document(cells, _linter(path, enabled, reuse, project), path, unsafe)
     final: notebook.Cells = fixed.document  # type: ignore[assignment]
     findings = tuple(sorted((final.to_cell(f) for f in fixed.result.findings), key=Finding.sort_key))
     lines = final.lines_for(findings)
@@ -378,20 +430,26 @@ def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsa
 
 
 def process_text(
-    text: str, path: str, enabled: AbstractSet[str], mode: str = "lint", unsafe: bool = False, reuse: Reuse = COLD
+    text: str,
+    path: str,
+    enabled: AbstractSet[str],
+    mode: str = "lint",
+    unsafe: bool = False,
+    reuse: Reuse = COLD,
+    project: Optional[ProjectIndex] = None,
 ) -> FileResult:
     """`process_bytes` for contents held as text (an editor's buffer, a string):
     Python source is linted as it is; a notebook's JSON is read from its UTF-8."""
     if is_notebook(path):
         data = text.encode("utf-8", "surrogatepass")
-        outcome = process_bytes(data, path, enabled, mode, unsafe, reuse)
+        outcome = process_bytes(data, path, enabled, mode, unsafe, reuse, project)
         if mode == "lint":
             return FileResult(path, outcome.findings, outcome.problems)
         new = outcome.new_data.decode("utf-8", "surrogatepass") if outcome.new_data is not None else text
         return FileResult(path, outcome.findings, outcome.problems, new, outcome.fixes_applied)
     if mode == "lint":
-        return lint_text(text, path, enabled, reuse=reuse)
-    return fix_text(text, path, enabled, unsafe, reuse)
+        return lint_text(text, path, enabled, reuse=reuse, project=project)
+    return fix_text(text, path, enabled, unsafe, reuse, project)
 
 
 def _rows_of(f: Finding) -> Tuple[int, ...]:

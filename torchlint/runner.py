@@ -5,19 +5,29 @@ outcomes are frozen dataclasses, so a process pool or a cache can wrap
 `process_file`.
 
     FileJob --process_file--> FileOutcome      (one file: read, pipeline, write)
-    run(paths, settings) --> RunResult         (discover, map over files, merge, sort)
+    run(paths, settings) --> RunResult         (discover, project pass, map over files, merge, sort)
+
+Before linting, the project pass summarises every file of the run
+(torchlint/analysis/project/) into one index that each file's analysis asks
+about the others (classes, decorators, functions defined elsewhere). It is
+set once in this process and once in each worker (`_PROJECT`), never sent
+with each file.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from torchlint.config import Settings
 from torchlint.findings import MODES, FileOutcome, Finding, Problem, relabel
 from torchlint.fixes import write_atomic
+
+if TYPE_CHECKING:
+    from torchlint.analysis.project import ProjectIndex
 
 
 @dataclass(frozen=True)
@@ -28,13 +38,33 @@ class FileJob:
     unsafe: bool = False
 
 
+# The project index of the run under way, in this process and in each worker.
+_PROJECT: Optional["ProjectIndex"] = None
+
+
+def _set_project(index: Optional["ProjectIndex"]) -> None:
+    """Worker initializer (and the in-process setter): the run's project index."""
+    global _PROJECT
+    _PROJECT = index
+
+
+@contextmanager
+def _project(index: "ProjectIndex") -> Iterator[None]:
+    previous = _PROJECT
+    _set_project(index)
+    try:
+        yield
+    finally:
+        _set_project(previous)
+
+
 def process_bytes(data: bytes, job: FileJob) -> FileOutcome:
-    """The pipeline on one file's contents; no I/O."""
+    """The pipeline on one file's contents, with the run's project index; no I/O."""
     # Imported here, not at module level: a run answered from the cache never
     # needs the pipeline (and LibCST).
     from torchlint.pipeline import process_bytes as pipeline
 
-    return pipeline(data, job.path, job.enabled, job.mode, job.unsafe)
+    return pipeline(data, job.path, job.enabled, job.mode, job.unsafe, project=_PROJECT)
 
 
 def _read(path: str) -> Tuple[Optional[bytes], str]:
@@ -103,7 +133,7 @@ def _add_noqa(job: FileJob, data: bytes) -> FileOutcome:
     """`--add-noqa` on one file: `fixes_applied` counts the comments added."""
     from torchlint.noqa import add_noqa
 
-    result = add_noqa(data, job.path, job.enabled)
+    result = add_noqa(data, job.path, job.enabled, _PROJECT)
     outcome = FileOutcome(
         job.path,
         problems=result.problems,
@@ -163,21 +193,28 @@ Mapper = Callable[[Callable, List], Iterable]
 
 
 def _default_mapper(jobs: int, weights: Optional[Sequence[int]] = None) -> Mapper:
-    """A process pool across files (torchlint.parallel decides when one pays)."""
+    """A process pool across files (torchlint.parallel decides when one pays);
+    each worker gets the run's project index once."""
     if jobs == 1:
         return lambda fn, items: [fn(item) for item in items]
     from torchlint.parallel import parallel_map
 
-    return lambda fn, items: parallel_map(fn, items, jobs, weights=weights)
+    return lambda fn, items: parallel_map(
+        fn, items, jobs, weights=weights, initializer=_set_project, initargs=(_PROJECT,)
+    )
 
 
 def _lint_read(item: Tuple[FileJob, bytes]) -> FileOutcome:
-    """Lint contents the parent already read (and looked up in the cache)."""
+    """Lint contents the parent already read (and looked up in the cache); the
+    outcome carries the project-index answers the file's analysis used."""
     job, data = item
     try:
-        return process_bytes(data, job)
+        outcome = process_bytes(data, job)
     except Exception as exc:  # an internal bug on one file must not stop the run
         return FileOutcome(job.path, problems=(Problem(job.path, f"internal error: {type(exc).__name__}: {exc}"),))
+    if _PROJECT is not None:
+        outcome = replace(outcome, dependencies=_PROJECT.take_dependencies(job.path))
+    return outcome
 
 
 def _preload() -> None:
@@ -191,31 +228,69 @@ def _preload() -> None:
 def _variant(job: FileJob) -> str:
     """What a file's cached result depends on besides its contents: what the
     pipeline reads from its path, and the codes enabled for it (per-file
-    ignores included). Never the path itself: see torchlint/cache.py."""
+    ignores included). Never the path itself: see torchlint/cache.py. What the
+    result read from the project's other files is checked apart, against the
+    run's project index (`ProjectIndex.still_answers`)."""
     from torchlint.cache import path_variant
 
     return f"{path_variant(job.path)}|{','.join(sorted(job.enabled))}|{job.mode}|{int(job.unsafe)}"
 
 
-def _lint_cached(items: List[FileJob], mapper: Optional[Mapper], jobs: int, cache) -> List[FileOutcome]:
-    """Lint mode with the cache: read each file once, answer hits from the cache,
+# Codes that read no analysis (TL000 syntax error, TL001 unreadable file): a
+# run that enables only these has no question for the project index.
+_NO_ANALYSIS = frozenset({"TL000", IO_ERROR})
+
+
+def _project_index(
+    files: Sequence[Tuple[str, bytes]], roots: Sequence[str], summaries=None, items: Sequence[FileJob] = ()
+) -> "ProjectIndex":
+    """The project pass over a run's files (summaries cached in `summaries`);
+    an empty index when no file of the run has a rule that reads the analysis."""
+    from torchlint.analysis.project.build import build_index
+
+    if items and all(job.enabled <= _NO_ANALYSIS for job in items):
+        return build_index((), roots)
+    return build_index(files, roots, summaries)
+
+
+def read_all(paths: Iterable[str]) -> List[Tuple[str, bytes]]:
+    """(path, contents) of every readable file (for a project pass)."""
+    out = []
+    for path in paths:
+        data, _ = _read(path)
+        if data is not None:
+            out.append((path, data))
+    return out
+
+
+def _lint_cached(
+    items: List[FileJob], mapper: Optional[Mapper], jobs: int, cache, roots: Sequence[str] = (), summaries=None
+) -> List[FileOutcome]:
+    """Lint mode with the cache: read each file once, build the project index,
+    answer hits from the cache (while the index gives the answers they used),
     lint the misses (in a pool when it pays), store results without problems."""
     outcomes: List[Optional[FileOutcome]] = [None] * len(items)
-    todo: List[Tuple[int, bytes]] = []
+    read: List[Tuple[int, bytes]] = []
     for i, job in enumerate(items):
         data, why = _read(job.path)
         if data is None:
             outcomes[i] = _unreadable(job, why)
-            continue
+        else:
+            read.append((i, data))
+    index = _project_index([(items[i].path, data) for i, data in read], roots, summaries, items)
+    todo: List[Tuple[int, bytes]] = []
+    for i, data in read:
+        job = items[i]
         hit = cache.get(data, _variant(job)) if cache is not None else None
-        if isinstance(hit, FileOutcome):
+        if isinstance(hit, FileOutcome) and index.still_answers(job.path, hit.dependencies):
             outcomes[i] = relabel(hit, job.path)
         else:
             todo.append((i, data))
     if todo:
         _preload()
         work = [(items[i], data) for i, data in todo]
-        done = (mapper or _default_mapper(jobs, [len(d) for _, d in todo]))(_lint_read, work)
+        with _project(index):
+            done = (mapper or _default_mapper(jobs, [len(d) for _, d in todo]))(_lint_read, work)
         where = {items[i].path: (i, data) for i, data in todo}
         for out in done:  # matched by path: a mapper need not keep the order
             i, data = where[out.path]
@@ -277,16 +352,20 @@ def run(
     if len(items) <= 1:
         jobs = 1
     if mode == "lint":
-        cache = None
+        cache = summaries = None
         if cache_root is not None:
+            from torchlint.analysis.project.build import summary_cache
             from torchlint.cache import Cache, settings_key_for
 
             cache = Cache(cache_root, settings_key_for(settings), cache_dir=cache_dir)
-        outcomes = _lint_cached(items, mapper, jobs, cache)
+            summaries = summary_cache(cache_root, cache_dir)
+        outcomes = _lint_cached(items, mapper, jobs, cache, paths, summaries)
     else:
         if jobs != 1 and mapper is None:
             _preload()
-        outcomes = list((mapper or _default_mapper(jobs))(process_file, items))
+        files = read_all(job.path for job in items) if any(job.enabled - _NO_ANALYSIS for job in items) else []
+        with _project(_project_index(files, paths)):
+            outcomes = list((mapper or _default_mapper(jobs))(process_file, items))
     return merge(outcomes, len(items), found.problems)
 
 

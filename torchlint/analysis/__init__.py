@@ -12,26 +12,46 @@ the rest lazily, each part built at most once and shared by every rule:
 - `grad`: no-grad regions, inference contexts, gradients needed later;
 - `loaders`: DataLoader datasets, collate functions and use;
 - `cost`: how often code runs (once, or every step of real work).
+
+`project` is the project index as this file asks it (what classes, decorators
+and functions of other files are: torchlint/analysis/project/); without it
+the file is read alone.
 """
 
 from __future__ import annotations
 
+import sys
 from functools import cached_property
-from typing import AbstractSet, FrozenSet
+from typing import TYPE_CHECKING, AbstractSet, Any, FrozenSet, Optional
 
-import libcst as cst
+# The parts are imported when first used, not here: the project pass
+# (torchlint/analysis/project/) is imported by a run answered from the cache,
+# which must not pay for importing LibCST.
+if TYPE_CHECKING:
+    import libcst as cst
 
-from torchlint.analysis.cost import Cost
-from torchlint.analysis.facts import Facts, collect_facts
-from torchlint.analysis.grad import Grad
-from torchlint.analysis.helpers import Helpers
-from torchlint.analysis.loaders import Loaders
-from torchlint.analysis.loops import Loops
-from torchlint.analysis.places import Places
-from torchlint.analysis.roles import Roles
-from torchlint.analysis.values import Values
+    from torchlint.analysis.cost import Cost
+    from torchlint.analysis.facts import Facts
+    from torchlint.analysis.grad import Grad
+    from torchlint.analysis.helpers import Helpers
+    from torchlint.analysis.loaders import Loaders
+    from torchlint.analysis.loops import Loops
+    from torchlint.analysis.places import Places
+    from torchlint.analysis.project import FileView
+    from torchlint.analysis.roles import Roles
+    from torchlint.analysis.values import Values
 
 __all__ = ["Analysis"]
+
+
+def __getattr__(name: str) -> Any:
+    """`collect_facts`, imported (with LibCST) on first use."""
+    if name == "collect_facts":
+        from torchlint.analysis.facts import collect_facts
+
+        globals()["collect_facts"] = collect_facts
+        return collect_facts
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Analysis:
@@ -42,17 +62,24 @@ class Analysis:
         module: cst.Module,
         path: str = "<stdin>",
         source: str = "",
+        project: Optional[FileView] = None,
         displayed_rows: AbstractSet[int] = frozenset(),
     ) -> None:
         self.module = module
         self.path = path
         self.source = source
+        # The project index as this file asks it (torchlint/analysis/project/); None: this file alone.
+        self.project = project
+        # Rows where a notebook cell's displayed last expression starts.
         self.displayed_rows = displayed_rows
-        self.facts: Facts = collect_facts(module)
+        # Through the package's attribute (see `__getattr__`), which tests may replace.
+        self.facts: Facts = sys.modules[__name__].collect_facts(module)
 
     @cached_property
     def _displayed(self) -> FrozenSet[int]:
         """ids of the module-level expression statements a notebook displays."""
+        import libcst as cst
+
         if not self.displayed_rows:
             return frozenset()
         found = set()
@@ -71,32 +98,48 @@ class Analysis:
 
     @cached_property
     def values(self) -> Values:
-        return Values(self.facts)
+        from torchlint.analysis.values import Values
+
+        return Values(self.facts, self.project)
 
     @cached_property
     def helpers(self) -> Helpers:
+        from torchlint.analysis.helpers import Helpers
+
         return Helpers(self.facts, self.values)
 
     @cached_property
     def places(self) -> Places:
+        from torchlint.analysis.places import Places
+
         return Places(self.facts, self.values, self.helpers, self.path)
 
     @cached_property
     def loops(self) -> Loops:
+        from torchlint.analysis.loops import Loops
+
         return Loops(self.facts, self.values, self.helpers)
 
     @cached_property
     def roles(self) -> Roles:
+        from torchlint.analysis.roles import Roles
+
         return Roles(self.facts, self.values, self.helpers, self.loops, self.path)
 
     @cached_property
     def grad(self) -> Grad:
+        from torchlint.analysis.grad import Grad
+
         return Grad(self.facts, self.values, self.helpers, self.loops, self.roles, self.places)
 
     @cached_property
     def loaders(self) -> Loaders:
+        from torchlint.analysis.loaders import Loaders
+
         return Loaders(self.facts, self.values, self.helpers, self.places, self.loops)
 
     @cached_property
     def cost(self) -> Cost:
+        from torchlint.analysis.cost import Cost
+
         return Cost(self.facts, self.values, self.helpers, self.loops, self.roles)

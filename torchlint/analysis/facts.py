@@ -597,16 +597,21 @@ class _Collector(cst.CSTVisitor):
         return False  # its dotted module path holds no reads
 
     def _import_from(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        if isinstance(node.names, cst.ImportStar):
             return
-        base = _import_name(node.module)
+        # A relative import keeps its leading dots (`from .base import Net`: ".base.Net");
+        # the project index resolves it against this file's path.
+        dots = "." * len(node.relative)
+        base = dots + (_import_name(node.module) if node.module is not None else "")
+        if not base:
+            return
         for alias in node.names:
             name = _import_name(alias.name)
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
             else:
                 local = name
-            self.f.aliases[local] = f"{base}.{name}"
+            self.f.aliases[local] = base + name if base.endswith(".") else f"{base}.{name}"
             self.f.shadowed.pop(local, None)
             self.bind(local, None, alias, "import")
 

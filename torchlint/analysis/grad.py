@@ -17,6 +17,7 @@ from torchlint.analysis.facts import Call, Facts, Function, Loop, Scope, Site, d
 from torchlint.analysis.helpers import Helpers, root_name
 from torchlint.analysis.loops import INFER, Loops
 from torchlint.analysis.places import Places
+from torchlint.analysis.project.kinds import ClassKind
 from torchlint.analysis.roles import Roles
 from torchlint.analysis.values import ModelCall, Values
 from torchlint.analysis.vocabulary import ENABLE_GRAD, INFERENCE_NAME, NO_GRAD_CONTEXTS, SET_GRAD_ENABLED
@@ -56,7 +57,19 @@ class Grad:
         if q in SET_GRAD_ENABLED and isinstance(expr, cst.Call) and expr.args:
             v = expr.args[0].value
             return isinstance(v, cst.Name) and v.value == "False"
-        return False
+        return self._project_guard(target, called=isinstance(expr, cst.Call))
+
+    def _project_guard(self, target: cst.BaseExpression, called: bool) -> bool:
+        """A project's own decorator, decorator factory, context manager or alias
+        that the project index says turns autograd off (`@smart_inference_mode()`,
+        `with eval_mode():`, `no_grad = torch.no_grad`), here or in another file."""
+        project = self.values.project
+        if project is None:
+            return False
+        q = self.facts.qualname(target)
+        if q is None and isinstance(target, cst.Name) and _module_level(self.facts, target.value):
+            q = project.local(target.value)
+        return q is not None and project.guards_grad(q, called)
 
     def is_no_grad_with(self, with_node: cst.With) -> bool:
         return any(self._is_no_grad_expr(item.item) for item in with_node.items)
@@ -389,7 +402,7 @@ class Grad:
         if (
             fn is not None
             and (self.roles.function_does_work(fn) or self.values.callers(fn))
-            and not _lightning_step(self.facts, fn)
+            and not _lightning_step(self.facts, fn, self.values)
         ):
             return f"function `{fn.name}`"
         if self.after_eval(call) is not None and (loop is not None or self._function_runs(site)):
@@ -427,6 +440,7 @@ class Grad:
                 or not self._constructs_module(call)
                 or call.method == "from_pretrained"
                 or self.helpers.function(call) is not None
+                or self.values.project_function(call)
             ):
                 return False
         return True
@@ -523,15 +537,34 @@ class Grad:
         return True
 
 
-def _lightning_step(facts: Facts, fn: Function) -> bool:
-    """Lightning's `*_step` hooks run without gradients under the trainer."""
+def _lightning_step(facts: Facts, fn: Function, values: Values) -> bool:
+    """Lightning's `*_step` hooks run without gradients under the trainer (also
+    in a class whose LightningModule base is another project class)."""
     parent = fn.scope.parent
     if parent is None or parent.kind != "class" or not fn.name.endswith("_step"):
         return False
     info = facts.classes.get(parent.name)
     return info is not None and any(
-        (facts.qualname(b) or "").startswith(("lightning", "pytorch_lightning")) for b in info.bases
+        (facts.qualname(b) or "").startswith(("lightning", "pytorch_lightning")) or _project_lightning(facts, b, values)
+        for b in info.bases
     )
+
+
+def _project_lightning(facts: Facts, base: cst.BaseExpression, values: Values) -> bool:
+    """A base class the project index knows to be a LightningModule."""
+    if values.project is None:
+        return False
+    q = facts.qualname(base)
+    if q is None and isinstance(base, cst.Name) and _module_level(facts, base.value):
+        q = values.project.local(base.value)
+    return q is not None and values.project_class(q) is ClassKind.LIGHTNING_MODULE
+
+
+def _module_level(facts: Facts, name: str) -> bool:
+    """Every binding of `name` in the file is at module level (a name the
+    project index knows by this file's summary)."""
+    bindings = facts.bindings_of(name)
+    return bool(bindings) and all(b.site.scope.kind == "module" for b in bindings)
 
 
 def _stmt_targets(stmt: Optional[cst.CSTNode]) -> List[str]:

@@ -144,10 +144,25 @@ class Loaders:
         self._loops_by_name: Optional[Dict[str, List[Loop]]] = None
 
     def calls(self) -> Iterator[Call]:
-        """`DataLoader(...)` calls that resolve to torch's DataLoader."""
+        """`DataLoader(...)` calls that resolve to torch's DataLoader, or to a
+        subclass of it that takes its arguments (see `loader_subclass`)."""
         for call in self.facts.calls:
-            if call.qualname in DATALOADER:
+            if call.qualname in DATALOADER or self.loader_subclass(call):
                 yield call
+
+    def loader_subclass(self, call: Call) -> bool:
+        """A call of a DataLoader subclass that the project index says takes
+        DataLoader's own arguments: a library's (`torch_geometric.loader.DataLoader`)
+        or a project class defined here or in another file that defines no
+        `__init__` of its own."""
+        project = self.values.project
+        if project is None:
+            return False
+        q = call.qualname
+        func = call.node.func
+        if q is None and isinstance(func, cst.Name) and func.value in self.facts.classes:
+            q = project.local(func.value)
+        return q is not None and project.builds_loader(q)
 
     def info(self, call: Call) -> LoaderInfo:
         key = id(call.node)
@@ -579,6 +594,26 @@ class Loaders:
                     return True  # handed to code we cannot see: it may move it
                 if fn is not None and self.helpers.summary(fn).moves:
                     return True
+                if fn is None and self._project_moves(call, names):
+                    return True
+        return False
+
+    def _project_moves(self, call: Call, names) -> bool:
+        """`call` hands a batch name to a function of another project file that
+        the project index says moves that argument to a device."""
+        project = self.values.project
+        if project is None or call.qualname is None:
+            return False
+        position = 0
+        for arg in call.node.args:
+            where = arg.keyword.value if arg.keyword is not None else position
+            if arg.keyword is None:
+                if arg.star:
+                    return False
+                position += 1
+            value = arg.value.value if isinstance(arg.value, cst.Subscript) else arg.value
+            if dotted_name(value) in names and project.moves_argument(call.qualname, where):
+                return True
         return False
 
     def _copied_as_loaded(self, site: Site) -> bool:
@@ -616,6 +651,8 @@ class Loaders:
             fn = self.helpers.function(call)
             if fn is not None and self.helpers.summary(fn).moves:
                 direct += 1  # handed as it is to a same-file helper that moves it
+            elif fn is None and self._project_moves(call, names):
+                direct += 1  # ... or to a function of another project file that moves it
         return direct > 0 and direct >= derived
 
     def _loop_trains(self, site: Site) -> bool:

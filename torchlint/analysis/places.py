@@ -597,7 +597,7 @@ class Places:
         if fn is not None:
             places = {self.model_place(r.value, s) for r, s in self.facts.returns_of(fn) if r.value is not None}
             return places.pop() if len(places) == 1 else UNKNOWN
-        if self.values.call_kind(ctor) != MODULE:
+        if self.values.call_kind(ctor) != MODULE or self.values.opaque_call(ctor):
             return UNKNOWN
         func = ctor.node.func
         if isinstance(func, cst.Name) and func.value in self.values.module_classes() and self._class_places(func.value):
@@ -1143,7 +1143,12 @@ class Places:
             return False
         if isinstance(expr, cst.Call):
             call = self.facts.call_for(expr)
-            return call is not None and self.values.call_kind(call) == LOADER and call.keyword("collate_fn") is None
+            return (
+                call is not None
+                and self.values.call_kind(call) == LOADER
+                and call.keyword("collate_fn") is None
+                and not self.values.opaque_call(call)
+            )
         loader = dotted_name(expr)
         if loader is None or PLACING_NAME.search(loader):
             return False
@@ -1184,7 +1189,12 @@ class Places:
             return bool(returns) and all(
                 isinstance(v, cst.Call) and self._cpu_loader_call(v, depth + 1) for v, s in returns
             )
-        if self.values.call_kind(call) != LOADER or call.keyword("collate_fn") is not None or call.has_star_kwargs:
+        if (
+            self.values.call_kind(call) != LOADER
+            or call.keyword("collate_fn") is not None
+            or call.has_star_kwargs
+            or self.values.opaque_call(call)
+        ):
             return False
         return not self._dataset_places(call)
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set
+from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 import libcst as cst
 
 from torchlint.analysis.facts import Binding, Call, Facts, Function, Site, dotted_name
+from torchlint.analysis.project.kinds import ClassKind, ValueKind
 from torchlint.analysis.vocabulary import (
     CPU_TENSOR_SOURCES,
     DATALOADER,
@@ -44,6 +45,9 @@ from torchlint.analysis.vocabulary import (
     VARIABLE,
     WRAPPER_CLASSES,
 )
+
+if TYPE_CHECKING:
+    from torchlint.analysis.project import FileView
 
 MODULE, TENSOR, LOADER, DATASET, DEVICE, TOKENS, TOKENIZER, OPTIMIZER, LOSS_FN = (
     "module",
@@ -78,6 +82,13 @@ _CONTAINER_NODES = (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.Di
 _CONTAINER_BUILTINS = frozenset({"list", "tuple", "dict", "set", "zip", "sorted"})
 _LOADER_NAME = re.compile(r"loader", re.I)
 _OPT_NAME = re.compile(r"^(opt|optimi[sz]er)(_\w+)?$|^\w+_opt$")
+# What a call of a project class or function gives, in this module's kinds.
+_PROJECT_KINDS = {
+    ValueKind.MODULE: MODULE,
+    ValueKind.DATASET: DATASET,
+    ValueKind.ITERABLE_DATASET: DATASET,
+    ValueKind.LOADER: LOADER,
+}
 
 
 @dataclass(frozen=True)
@@ -98,10 +109,12 @@ def is_nn_layer(qualname: str) -> bool:
 
 
 class Values:
-    """Kinds of values in one file, memoised."""
+    """Kinds of values in one file, memoised. `project`: the project index as
+    this file asks it (classes and functions of other files), or None."""
 
-    def __init__(self, facts: Facts) -> None:
+    def __init__(self, facts: Facts, project: Optional[FileView] = None) -> None:
         self.facts = facts
+        self.project = project
         self._kind_cache: Dict[int, Optional[str]] = {}
         self._module_classes: Optional[Set[str]] = None
         self._dataset_classes: Optional[Dict[str, str]] = None
@@ -130,20 +143,82 @@ class Values:
         return found
 
     def module_classes(self) -> Set[str]:
-        """Classes defined in this file that subclass torch.nn.Module (transitively)."""
+        """Classes defined in this file that subclass torch.nn.Module (transitively,
+        also through a base class of another project file)."""
         if self._module_classes is None:
-            self._module_classes = self._subclasses(NN_MODULE, is_nn_layer)
+            self._module_classes = self._subclasses(
+                NN_MODULE, lambda q: is_nn_layer(q) or self.project_class(q) is ClassKind.MODULE
+            )
         return self._module_classes
 
     def dataset_classes(self) -> Dict[str, str]:
-        """Same-file Dataset subclasses: name -> "map" or "iterable"."""
+        """Same-file Dataset subclasses: name -> "map" or "iterable" (also through
+        a base class of another project file)."""
         if self._dataset_classes is None:
-            iterable = self._subclasses(ITERABLE_DATASET_BASES)
-            mapped = self._subclasses(DATASET_BASES)
+            iterable = self._subclasses(
+                ITERABLE_DATASET_BASES, lambda q: self.project_class(q) is ClassKind.ITERABLE_DATASET
+            )
+            mapped = self._subclasses(
+                DATASET_BASES, lambda q: self.project_class(q) in (ClassKind.DATASET, ClassKind.ITERABLE_DATASET)
+            )
             out = {n: "map" for n in mapped}
             out.update({n: "iterable" for n in iterable})
             self._dataset_classes = out
         return self._dataset_classes
+
+    # -- classes and functions of other project files ----------------------------------
+
+    def project_class(self, qualname: str) -> Optional[ClassKind]:
+        """What the project index says class `qualname` (as this file names it) is."""
+        return self.project.class_kind(qualname) if self.project is not None else None
+
+    def project_call_kind(self, qualname: str) -> Optional[str]:
+        """The kind of a call of a project class or function (`Net()` with `Net`
+        imported from another file, `build_model(cfg)`, `get_loader(...)`)."""
+        if self.project is None:
+            return None
+        cls = self.project.class_kind(qualname)
+        value = ValueKind.of_class(cls) if cls is not None else self.project.returns(qualname)
+        return _PROJECT_KINDS.get(value) if value is not None else None
+
+    def project_function(self, call: Call) -> bool:
+        """A call of a function of another project file whose return kind the
+        index knows: what it returns is known, not how it was built."""
+        q = call.qualname
+        return (
+            self.project is not None
+            and q is not None
+            and self.project.class_kind(q) is None
+            and self.project.returns(q) is not None
+        )
+
+    def opaque_call(self, call: Call) -> bool:
+        """A call whose kind comes from the project index but whose result cannot
+        be read from the call itself (where it lives, what its arguments do): a
+        project function's return, an instance of a project class whose code
+        (or a base's) may place it or that wraps a model it is handed, or of a
+        loader class with its own `__init__`.
+        Read such a result as a same-file helper's: its place is unknown."""
+        q = call.qualname
+        if self.project is None or q is None:
+            return False
+        cls = self.project.class_kind(q)
+        if cls is None:
+            return self.project.returns(q) is not None
+        if cls is ClassKind.LOADER:
+            return not self.project.builds_loader(q)
+        return self.project.places_itself(q) is not False or self._wraps_model(call)
+
+    def _wraps_model(self, call: Call) -> bool:
+        """`Wrapper(model, ...)`: handed a module (or a value named like a model),
+        whose place the instance may take."""
+        for arg in call.node.args:
+            name = dotted_name(arg.value)
+            if name is None:
+                continue
+            if MODEL_NAME.search(name.rsplit(".", 1)[-1]) or self.expr_kind(arg.value, call.site) == MODULE:
+                return True
+        return False
 
     # -- kinds -------------------------------------------------------------------
 
@@ -170,6 +245,9 @@ class Values:
                 return MODULE
             if q.startswith("torchvision.datasets."):
                 return DATASET
+            project = self.project_call_kind(q)
+            if project is not None:
+                return project
         func = call.node.func
         if isinstance(func, cst.Name) and not self._shadowed_local(func.value, call.site):
             if func.value in self.module_classes():

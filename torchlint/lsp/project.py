@@ -1,45 +1,63 @@
-"""The hook for a project index: what the server keeps warm across files.
+"""The workspace as one project, for the server (torchlint/analysis/project/).
 
-There is no project-wide analysis yet: torchlint's facts are per file (see
-docs/architecture.md). When the analysis gains a project pass (classes and
-function summaries across modules, cached by content hash), its index plugs in
-here: the server calls `warm` once after `initialized` (on its lint thread,
-before any file is linted, so the first lint finds it ready), `changed` for
-every text it lints (the open buffer is newer than the file on disk) and
-`closed` when a buffer closes (the file on disk is the truth again). Linting a
-file will then read from the index; until then `NoIndex` does nothing.
+The server keeps one `WorkspaceProject`: `warm` builds the index from the
+workspace folders' files once after `initialized` (on the lint thread, before
+any document is linted); `index_for` gives the index with an open buffer's
+text in place of its file on disk (the buffer is newer), for each lint;
+`closed` puts the file on disk back when its buffer closes. A lint reads the
+index it is given; a document's session drops its kept lints when the index
+changes (torchlint/incremental.py).
 """
 
 from __future__ import annotations
 
-from typing import Optional, Protocol, Sequence
+import threading
+from typing import TYPE_CHECKING, Optional, Sequence
+
+if TYPE_CHECKING:
+    from torchlint.analysis.project import ProjectIndex
+    from torchlint.analysis.project.build import Workspace
 
 
-class ProjectIndex(Protocol):
-    def warm(self, roots: Sequence[str]) -> None:
-        """Build or load the index for these workspace folders."""
-        ...
+class WorkspaceProject:
+    """The workspace's project index, kept warm across documents. Thread-safe."""
 
-    def changed(self, path: Optional[str], text: str) -> None:
-        """An open buffer's text (newer than the file on disk)."""
-        ...
-
-    def closed(self, path: Optional[str]) -> None:
-        """A buffer closed: the file on disk is current again."""
-        ...
-
-
-class NoIndex:
-    """No project pass exists yet: nothing to keep."""
+    def __init__(self) -> None:
+        self._workspace: Optional["Workspace"] = None
+        self._lock = threading.Lock()
 
     def warm(self, roots: Sequence[str]) -> None:
-        pass
+        """Build the index from the files under the workspace folders `roots`."""
+        from torchlint.api import workspace
 
-    def changed(self, path: Optional[str], text: str) -> None:
-        pass
+        found = workspace([r for r in roots if r])
+        found.index_for(None, "")
+        with self._lock:
+            self._workspace = found
+
+    def index_for(self, path: Optional[str], text: str) -> "ProjectIndex":
+        """The index with file `path` as `text` (an open buffer); an index of
+        open buffers only when the server has no workspace folder."""
+        with self._lock:
+            if self._workspace is None:
+                from torchlint.api import workspace
+
+                self._workspace = workspace(())
+            found = self._workspace
+        return found.index_for(path, text)
 
     def closed(self, path: Optional[str]) -> None:
-        pass
+        """A buffer closed: the file on disk counts again (when it can be read)."""
+        with self._lock:
+            found = self._workspace
+        if found is None or path is None:
+            return
+        try:
+            with open(path, "rb") as fh:
+                text = fh.read().decode("utf-8", "surrogateescape")
+        except OSError:
+            return
+        found.index_for(path, text)
 
 
 def warm_imports() -> None:
@@ -52,4 +70,4 @@ def warm_imports() -> None:
     session("warm.py").check("import torch\nx = torch.zeros(1)\n")
 
 
-__all__ = ["NoIndex", "ProjectIndex", "warm_imports"]
+__all__ = ["WorkspaceProject", "warm_imports"]

@@ -51,7 +51,7 @@ from torchlint.lsp.convert import (
 )
 from torchlint.lsp.disk_results import DiskResults
 from torchlint.lsp.hover import code_at, rule_markdown
-from torchlint.lsp.project import NoIndex, ProjectIndex, warm_imports
+from torchlint.lsp.project import WorkspaceProject, warm_imports
 from torchlint.rules import rule_url
 from torchlint.rules import severity as rule_severity
 from torchlint.suppression import suppression_comment
@@ -142,6 +142,9 @@ class _Lint:
     text: str
     settings: Settings
     result: FileResult
+    # Kept on disk from an earlier run: shown at once, then linted again
+    # against the workspace as it is now.
+    provisional: bool = False
 
 
 @dataclass
@@ -179,8 +182,8 @@ class TorchlintServer(LanguageServer):
         self._sessions: Dict[str, Session] = {}
         self._disk = DiskResults()
         self._persist: set = set()  # documents whose next lint is kept on disk (opened, saved)
-        # The project index (none yet: see torchlint/lsp/project.py), warmed on the lint thread.
-        self.project_index: ProjectIndex = NoIndex()
+        # The workspace as one project (torchlint/lsp/project.py), warmed on the lint thread.
+        self.project_index = WorkspaceProject()
 
     # -- errors -------------------------------------------------------------------------------
     def report_server_error(self, error: Exception, source: Any) -> None:
@@ -319,14 +322,13 @@ class TorchlintServer(LanguageServer):
             settings = self.settings_for(path)
             done = self._lints.get(uri)
             kept = self._disk.get(path, text, settings) if done is None and path is not None else None
-            if done is not None and done.text == text and done.settings == settings:
+            if done is not None and done.text == text and done.settings == settings and not done.provisional:
                 if self._published.get(uri) == version:
                     return  # already linted and published (a late debounce timer)
                 lint = done  # linted already for a code action: publish that
-            elif kept is not None:  # opened before: publish what was kept, then parse for the edits to come
-                lint = _Lint(version, text, settings, kept)
+            elif kept is not None:  # opened before: publish what was kept, then lint it in the project as it is now
+                lint = _Lint(version, text, settings, kept, provisional=True)
                 self._persist.discard(uri)
-                self._executor.submit(self._warm_session, self.session_for(uri, path, settings), text)
             else:
                 loop = asyncio.get_running_loop()
                 lint = await loop.run_in_executor(
@@ -356,26 +358,27 @@ class TorchlintServer(LanguageServer):
             return
         self.log_problems(uri, lint.result)
         self.publish(uri, version, lint)
+        if lint.provisional:
+            self._dirty.add(uri)  # the other files may have changed since it was kept
         if uri in self._persist and path is not None:
             self._persist.discard(uri)
             self._executor.submit(self._disk.put, path, text, settings, lint.result)
-
-    @staticmethod
-    def _warm_session(lint_session: Session, text: str) -> None:
-        try:
-            lint_session.check(text)
-        except Exception:  # only a head start: the next lint reports any problem
-            log.exception("warming a lint session failed")
 
     def _background_lint(
         self, uri: str, lint_session: Session, text: str, settings: Settings, version: Optional[int]
     ) -> _Lint:
         self._bg_linting = (uri, text)
         try:
-            self.project_index.changed(_path_of(uri), text)
-            return _lint(lint_session, text, settings, version, self.stale_check(uri, version))
+            return self._lint_in_project(uri, lint_session, text, settings, version)
         finally:
             self._bg_linting = None
+
+    def _lint_in_project(
+        self, uri: str, lint_session: Session, text: str, settings: Settings, version: Optional[int]
+    ) -> _Lint:
+        """Lint `text` as part of the workspace, with this buffer in place of its file."""
+        project = self.project_index.index_for(_path_of(uri), text)
+        return _lint(lint_session, text, settings, version, self.stale_check(uri, version), project)
 
     def session_for(self, uri: str, path: Optional[str], settings: Settings) -> Session:
         """The document's lint session (a new one when its settings changed)."""
@@ -409,7 +412,7 @@ class TorchlintServer(LanguageServer):
             settings = self.settings_for(path)
             text = doc.source
             cached = self._lints.get(uri)
-            if cached is not None and cached.text == text and cached.settings == settings:
+            if cached is not None and cached.text == text and cached.settings == settings and not cached.provisional:
                 return cached
             if self._bg_linting == (uri, text):
                 waiter = loop.create_future()
@@ -426,7 +429,7 @@ class TorchlintServer(LanguageServer):
         lint_session = self.session_for(uri, path, settings)
         try:
             lint = await loop.run_in_executor(
-                self._request_executor, _lint, lint_session, text, settings, version, self.stale_check(uri, version)
+                self._request_executor, self._lint_in_project, uri, lint_session, text, settings, version
             )
         except Cancelled:
             return None  # changed meanwhile: the client asks again for the new text
@@ -592,7 +595,9 @@ class TorchlintServer(LanguageServer):
         try:
             new_text, edits = await loop.run_in_executor(
                 self._request_executor,
-                functools.partial(lint_session.fix_from_kept, lint.text, self.stale_check(uri, lint.version)),
+                lambda: lint_session.fix_from_kept(
+                    lint.text, self.stale_check(uri, lint.version), self.project_index.index_for(path, lint.text)
+                ),
             )
         except Cancelled:
             return []
@@ -675,9 +680,18 @@ class TorchlintServer(LanguageServer):
             range=types.Range(types.Position(line, start), types.Position(line, end)),
         )
 
+    def _workspace_roots(self) -> List[str]:
+        """The workspace folders, else the root the client opened (none yet: [])."""
+        try:
+            folders = [to_fs_path(f.uri) for f in self.workspace.folders.values()]
+            root = self.workspace.root_path
+        except Exception:  # no workspace yet
+            return []
+        return [f for f in folders if f] or ([root] if root else [])
+
     def warm(self) -> None:
         """On the lint thread, before any document: imports, and the project index."""
-        roots = [to_fs_path(f.uri) or "" for f in self.workspace.folders.values()] if self.workspace else []
+        roots = self._workspace_roots()
 
         def work() -> None:
             try:
@@ -744,11 +758,11 @@ class TorchlintServer(LanguageServer):
             log.warning("could not register a pyproject.toml watcher: %s", exc)
 
 
-def _lint(lint_session: Session, text: str, settings: Settings, version: Optional[int], stale) -> _Lint:
+def _lint(lint_session: Session, text: str, settings: Settings, version: Optional[int], stale, project=None) -> _Lint:
     name = lint_session.path
     if name != "<untitled>" and settings.is_excluded(name):
         return _Lint(version, text, settings, FileResult(name))
-    return _Lint(version, text, settings, lint_session.check(text, stale))
+    return _Lint(version, text, settings, lint_session.check(text, stale, project))
 
 
 def _path_of(uri: str) -> Optional[str]:

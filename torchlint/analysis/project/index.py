@@ -1,0 +1,475 @@
+"""The project index: every file's summary, and one function per question.
+
+    index = ProjectIndex({path: summarize(text), ...}, roots)
+    view = index.view("train.py")           # the questions as train.py asks them
+    view.class_kind("models.base.Backbone")  # ClassKind.MODULE, or None
+    view.guards_grad("utils.torch_utils.smart_inference_mode", called=True)
+    view.returns("models.build_model")       # ValueKind.MODULE, or None
+    view.moves_argument("utils.to_device", 0)
+
+Names are asked the way the asking file's facts spell them: `qualname()`
+resolved through its imports, relative imports with their leading dots
+(".base.Backbone"), and the file's own top-level names as `view.local(name)`.
+A name is resolved to a library name (nothing in the project matches it) or
+to a definition in a project file (modules.py says which file), following
+re-exports (`from .base import Backbone` in a package's `__init__.py`), star
+imports and module-level aliases (`no_grad = torch.no_grad`). Anything that
+does not resolve, or resolves ambiguously, is unknown: None or False.
+
+Each view records the questions its file asked and the answers it got
+(`Dependency`); a cached result of that file is valid while the current index
+gives the same answers (`still_answers`).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
+
+import torchlint.analysis.project.library as library
+from torchlint.analysis.project.kinds import (
+    AssignSummary,
+    ClassKind,
+    ClassSummary,
+    Dependency,
+    FunctionSummary,
+    GuardNeed,
+    ModuleSummary,
+    Question,
+    ValueKind,
+)
+from torchlint.analysis.project.modules import AMBIGUOUS, ModuleTable, module_name
+from torchlint.analysis.vocabulary import NO_GRAD_CONTEXTS
+
+# `view.local("Net")`: a top-level name of the asking file itself.
+LOCAL = "<local>."
+MAX_DEPTH = 8  # re-exports, aliases and helpers followed at most this deep
+
+Definition = Union[ClassSummary, FunctionSummary, AssignSummary]
+# Questions answered None when unknown (the others: False).
+_OPTIONAL = frozenset({Question.CLASS_KIND, Question.RETURNS, Question.PLACES_ITSELF})
+Answer = Union[None, bool, ClassKind, ValueKind]
+Arg = Union[None, int, str, bool]  # a question's argument besides the name
+
+
+@dataclass(frozen=True)
+class Library:
+    """A name no project file defines: a library's (or unknown)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Defined:
+    """Top-level name `name` of the project file `path`."""
+
+    path: str
+    name: str
+
+
+Target = Union[Library, Defined]
+
+
+class ProjectIndex:
+    """Summaries of a run's files (or a workspace's), and the questions about them.
+
+    `summaries` maps each file's path to its summary; `load`, when given
+    instead, builds that mapping on first need (a single text's index costs
+    nothing unless a question needs its summary)."""
+
+    def __init__(
+        self,
+        summaries: Optional[Mapping[str, ModuleSummary]] = None,
+        roots: Sequence[str] = (),
+        paths: Optional[Sequence[str]] = None,
+        load: Optional[Callable[[], Mapping[str, ModuleSummary]]] = None,
+    ) -> None:
+        self._summaries = dict(summaries) if summaries is not None else None
+        self._load = load
+        self.roots = tuple(roots)
+        self.paths: Tuple[str, ...] = tuple(sorted(paths if paths is not None else (summaries or {})))
+        self.table = ModuleTable(self.paths)
+        self._defs: Dict[str, Dict[str, Definition]] = {}
+        self._imports: Dict[str, Dict[str, str]] = {}
+        self._lookups: Dict[Tuple[str, str], Optional[Target]] = {}
+        self._memo: Dict[Tuple[Question, Target, object], Answer] = {}
+        self._busy: Set[Tuple[Question, Target, object]] = set()
+        self._asked: Dict[str, Dict[Tuple[Question, str, Arg], Answer]] = {}
+        self._lock = threading.RLock()
+
+    # -- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def of_text(cls, path: str, text: str) -> "ProjectIndex":
+        """An index of one text (an editor's buffer, `lint_source`): summarised
+        only when a question needs it."""
+        from torchlint.analysis.project.summary import summarize
+
+        return cls(paths=[path], load=lambda: {path: summarize(text)})
+
+    @classmethod
+    def empty(cls) -> "ProjectIndex":
+        return cls({})
+
+    def summaries(self) -> Mapping[str, ModuleSummary]:
+        if self._summaries is None:
+            with self._lock:
+                if self._summaries is None:
+                    self._summaries = dict(self._load() if self._load is not None else {})
+        return self._summaries
+
+    def summary(self, path: str) -> Optional[ModuleSummary]:
+        return self.summaries().get(path)
+
+    def module_name(self, path: str) -> Optional[str]:
+        """`path`'s dotted module name relative to the nearest of the run's roots."""
+        return module_name(path, self.roots)
+
+    def view(self, path: str) -> "FileView":
+        """The questions as file `path` asks them, recorded for its cache entry."""
+        return FileView(self, path)
+
+    def __getstate__(self) -> dict:
+        # Sent once to each worker process: the summaries, not the memos or the lock.
+        return {"summaries": dict(self.summaries()), "roots": self.roots, "paths": self.paths}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["summaries"], state["roots"], state["paths"])  # type: ignore[misc]
+
+    # -- what a file asked ------------------------------------------------------------------------
+
+    def take_dependencies(self, path: str) -> Tuple[Dependency, ...]:
+        """The questions file `path` asked since the last call, with their answers (sorted)."""
+        with self._lock:
+            asked = self._asked.pop(path, {})
+        deps = [Dependency(q, name, arg, answer) for (q, name, arg), answer in asked.items()]
+        return tuple(sorted(deps, key=Dependency.sort_key))
+
+    def still_answers(self, path: str, dependencies: Iterable[Dependency]) -> bool:
+        """Every question file `path` asked gets the same answer from this index."""
+        for dep in dependencies:
+            if self.answer(path, dep.question, dep.qualname, dep.arg) != dep.answer:
+                return False
+        return True
+
+    def answer(self, path: str, question: Question, qualname: str, arg: Arg = None) -> Answer:
+        """One question, asked by file `path` (not recorded)."""
+        with self._lock:
+            target = self._lookup(path, qualname)
+            if target is None:
+                return None if question in _OPTIONAL else False
+            return self._ask(question, target, arg)
+
+    def _record(self, path: str, question: Question, qualname: str, arg: Arg) -> Answer:
+        key = (question, qualname, arg)
+        with self._lock:
+            asked = self._asked.setdefault(path, {})
+            if key in asked:
+                return asked[key]
+            answer = asked[key] = self.answer(path, question, qualname, arg)
+            return answer
+
+    # -- names --------------------------------------------------------------------------------------
+
+    def _definitions(self, path: str) -> Dict[str, Definition]:
+        found = self._defs.get(path)
+        if found is None:
+            s = self.summary(path) or ModuleSummary()
+            found = {}
+            defs: Tuple[Definition, ...] = (*s.assigns, *s.functions, *s.classes)
+            for d in defs:  # a def or class wins over an assignment
+                found[d.name] = d
+            self._defs[path] = found
+            self._imports[path] = dict(s.imports)
+        return found
+
+    def _lookup(self, importer: str, qualname: str, depth: int = 0) -> Optional[Target]:
+        """What `qualname`, as file `importer` spells it, names."""
+        key = (importer, qualname)
+        if key in self._lookups:
+            return self._lookups[key]
+        self._lookups[key] = None  # a cycle of re-exports resolves to nothing
+        found = self._find(importer, qualname, depth)
+        self._lookups[key] = found
+        return found
+
+    def _find(self, importer: str, qualname: str, depth: int) -> Optional[Target]:
+        if depth > MAX_DEPTH or not qualname:
+            return None
+        if qualname.startswith(LOCAL):
+            return self._attribute(importer, qualname[len(LOCAL) :].split("."), depth)
+        if qualname.startswith("."):
+            level = len(qualname) - len(qualname.lstrip("."))
+            parts = [p for p in qualname[level:].split(".") if p]
+            for k in range(len(parts), -1, -1):
+                module = self.table.relative(importer, level, parts[:k])
+                if module is AMBIGUOUS:
+                    return None
+                if isinstance(module, str):
+                    return self._attribute(module, parts[k:], depth) if k < len(parts) else None
+            return None
+        parts = qualname.split(".")
+        for k in range(len(parts), 0, -1):
+            module = self.table.absolute(importer, parts[:k])
+            if module is AMBIGUOUS:
+                return None
+            if isinstance(module, str):
+                return self._attribute(module, parts[k:], depth) if k < len(parts) else None
+        return Library(qualname)
+
+    def _attribute(self, path: str, attrs: Sequence[str], depth: int) -> Optional[Target]:
+        """Attribute `attrs` (a top-level name, then nothing) of project file `path`."""
+        if depth > MAX_DEPTH or not attrs or len(attrs) > 1 and attrs[0] in self._definitions(path):
+            return None  # a module itself, or an attribute of a class or function: not followed
+        name, rest = attrs[0], list(attrs[1:])
+        found = self._definitions(path).get(name)
+        if found is not None:
+            if isinstance(found, AssignSummary) and len(found.options) == 1 and not found.options[0][1]:
+                return self._resolve_in(path, found.options[0][0], depth + 1)  # `Backbone = ResNet`
+            return Defined(path, name)
+        imported = self._imports[path].get(name)
+        if imported is not None:
+            return self._lookup(path, ".".join([imported] + rest), depth + 1)
+        return self._star(path, name, rest, depth)
+
+    def _star(self, path: str, name: str, rest: List[str], depth: int) -> Optional[Target]:
+        """`name` from a star import of file `path` (a project module that binds
+        it, else the one library module star-imported)."""
+        stars = (self.summary(path) or ModuleSummary()).star_imports
+        libraries = []
+        for star in stars:
+            module = self._star_module(path, star)
+            if module is None:
+                libraries.append(star)
+            elif name in self._definitions(module) or name in self._imports[module]:
+                return self._attribute(module, [name] + rest, depth + 1)
+        if len(stars) == 1 and len(libraries) == 1 and not libraries[0].startswith("."):
+            return Library(".".join([libraries[0], name] + rest))
+        return None
+
+    def _star_module(self, importer: str, star: str) -> Optional[str]:
+        if star.startswith("."):
+            level = len(star) - len(star.lstrip("."))
+            found = self.table.relative(importer, level, [p for p in star[level:].split(".") if p])
+        else:
+            found = self.table.absolute(importer, star.split("."))
+        return found if isinstance(found, str) else None
+
+    def _resolve_in(self, path: str, dotted: str, depth: int = 0) -> Optional[Target]:
+        """A dotted name as written in project file `path`."""
+        if depth > MAX_DEPTH:
+            return None
+        root, _, rest = dotted.partition(".")
+        if root in self._definitions(path):
+            return self._attribute(path, dotted.split("."), depth)
+        imported = self._imports[path].get(root)
+        if imported is not None:
+            return self._lookup(path, imported + ("." + rest if rest else ""), depth + 1)
+        return self._star(path, root, rest.split(".") if rest else [], depth)
+
+    def _definition(self, target: Optional[Target]) -> Optional[Definition]:
+        if isinstance(target, Defined):
+            return self._definitions(target.path).get(target.name)
+        return None
+
+    # -- questions ----------------------------------------------------------------------------------
+
+    def _ask(self, question: Question, target: Target, arg: object = None) -> Answer:
+        key = (question, target, arg)
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._busy or len(self._busy) > 4 * MAX_DEPTH:
+            return None if question in _OPTIONAL else False
+        self._busy.add(key)
+        try:
+            answer = _QUESTIONS[question](self, target, arg)
+        finally:
+            self._busy.discard(key)
+        self._memo[key] = answer
+        return answer
+
+    def _class_kind(self, target: Target, _: object) -> Optional[ClassKind]:
+        if isinstance(target, Library):
+            return library.class_kind(target.name)
+        found = self._definition(target)
+        if not isinstance(found, ClassSummary):
+            return None
+        assert isinstance(target, Defined)
+        for base in found.bases:
+            resolved = self._resolve_in(target.path, base)
+            kind = self._ask(Question.CLASS_KIND, resolved) if resolved is not None else None
+            if isinstance(kind, ClassKind):
+                return kind
+        return None
+
+    def _builds_loader(self, target: Target, _: object) -> bool:
+        if isinstance(target, Library):
+            return library.builds_loader(target.name)
+        found = self._definition(target)
+        if not isinstance(found, ClassSummary) or found.defines_init:
+            return False  # its own __init__ may take other arguments
+        assert isinstance(target, Defined)
+        for base in found.bases:
+            resolved = self._resolve_in(target.path, base)
+            if resolved is not None and self._ask(Question.BUILDS_LOADER, resolved):
+                return True
+        return False
+
+    def _guards_grad(self, target: Target, called: object) -> bool:
+        if isinstance(target, Library):
+            return target.name in NO_GRAD_CONTEXTS
+        found = self._definition(target)
+        assert isinstance(target, Defined)
+        if isinstance(found, FunctionSummary):
+            needs = found.guard_called if called else found.guard_bare
+            return needs is not None and all(self._holds(target.path, n) for n in needs)
+        if isinstance(found, AssignSummary):
+            for ref, was_called in found.options:
+                resolved = self._resolve_in(target.path, ref)
+                if resolved is None:
+                    return False
+                if was_called:  # `ctx = torch.no_grad()`: a guard object, used bare
+                    if called or not self._ask(Question.GUARDS_GRAD, resolved, True):
+                        return False
+                elif not self._ask(Question.GUARDS_GRAD, resolved, bool(called)):
+                    return False
+            return True
+        return False
+
+    def _holds(self, path: str, need: GuardNeed) -> bool:
+        resolved = self._resolve_in(path, need.ref)
+        return resolved is not None and bool(self._ask(Question.GUARDS_GRAD, resolved, need.called))
+
+    def _returns(self, target: Target, _: object) -> Optional[ValueKind]:
+        found = self._definition(target)
+        if not isinstance(found, FunctionSummary) or not found.returns:
+            return None
+        assert isinstance(target, Defined)
+        kinds = {self._call_kind(target.path, ref) for ref in found.returns}
+        kind = kinds.pop() if len(kinds) == 1 else None
+        return kind
+
+    def _call_kind(self, path: str, callee: str) -> Optional[ValueKind]:
+        """What calling `callee` (as written in file `path`) evidently returns."""
+        resolved = self._resolve_in(path, callee)
+        if resolved is None:
+            return None
+        if isinstance(resolved, Library):
+            return library.call_kind(resolved.name)
+        found = self._definition(resolved)
+        if isinstance(found, ClassSummary):
+            kind = self._ask(Question.CLASS_KIND, resolved)
+            return ValueKind.of_class(kind) if isinstance(kind, ClassKind) else None
+        answer = self._ask(Question.RETURNS, resolved)
+        return answer if isinstance(answer, ValueKind) else None
+
+    def _moves_argument(self, target: Target, position: object) -> bool:
+        found = self._definition(target)
+        if not isinstance(found, FunctionSummary):
+            return False
+        assert isinstance(target, Defined)
+        if isinstance(position, int) and not isinstance(position, bool):
+            param = found.params[position] if 0 <= position < len(found.params) else None
+        else:
+            param = position if position in found.keywords else None
+        if param is None:
+            return False
+        if param in found.moves:
+            return True
+        for p in found.passes:
+            if p.param == param:
+                resolved = self._resolve_in(target.path, p.callee)
+                if resolved is not None and self._ask(Question.MOVES_ARGUMENT, resolved, p.position):
+                    return True
+        return False
+
+    def _trains(self, target: Target, _: object) -> bool:
+        found = self._definition(target)
+        if not isinstance(found, FunctionSummary):
+            return False
+        assert isinstance(target, Defined)
+        if found.trains:
+            return True
+        for callee in found.callees:
+            resolved = self._resolve_in(target.path, callee)
+            if isinstance(resolved, Defined) and self._ask(Question.TRAINS, resolved):
+                return True
+        return False
+
+    def _places_itself(self, target: Target, _: object) -> Optional[bool]:
+        if isinstance(target, Library):
+            return False if library.class_kind(target.name) is not None else None
+        found = self._definition(target)
+        if not isinstance(found, ClassSummary):
+            return None
+        assert isinstance(target, Defined)
+        if found.places:
+            return True
+        for base in found.bases:
+            resolved = self._resolve_in(target.path, base)
+            if isinstance(resolved, Defined) and self._ask(Question.PLACES_ITSELF, resolved):
+                return True
+        return False
+
+
+_QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
+    Question.CLASS_KIND: ProjectIndex._class_kind,
+    Question.BUILDS_LOADER: ProjectIndex._builds_loader,
+    Question.GUARDS_GRAD: ProjectIndex._guards_grad,
+    Question.RETURNS: ProjectIndex._returns,
+    Question.MOVES_ARGUMENT: ProjectIndex._moves_argument,
+    Question.TRAINS: ProjectIndex._trains,
+    Question.PLACES_ITSELF: ProjectIndex._places_itself,
+}
+
+
+class FileView:
+    """The index as one file asks it: names resolve from that file, and every
+    question is recorded with its answer (`ProjectIndex.take_dependencies`)."""
+
+    def __init__(self, index: ProjectIndex, path: str) -> None:
+        self.index = index
+        self.path = path
+
+    @staticmethod
+    def local(name: str) -> str:
+        """How to ask about top-level name `name` of this file itself."""
+        return LOCAL + name
+
+    def class_kind(self, qualname: str) -> Optional[ClassKind]:
+        """What the class `qualname` subclasses: MODULE, DATASET, LOADER... (None: unknown)."""
+        answer = self.index._record(self.path, Question.CLASS_KIND, qualname, None)
+        return answer if isinstance(answer, ClassKind) else None
+
+    def builds_loader(self, qualname: str) -> bool:
+        """A call of class `qualname` builds a torch DataLoader with DataLoader's
+        own arguments (a subclass that defines no `__init__` of its own)."""
+        return bool(self.index._record(self.path, Question.BUILDS_LOADER, qualname, None))
+
+    def guards_grad(self, qualname: str, called: bool = True) -> bool:
+        """`qualname(...)` (called) or bare `qualname`, as a decorator or `with`
+        item, turns autograd off."""
+        return bool(self.index._record(self.path, Question.GUARDS_GRAD, qualname, called))
+
+    def returns(self, qualname: str) -> Optional[ValueKind]:
+        """What calling function `qualname` evidently returns (None: unknown)."""
+        answer = self.index._record(self.path, Question.RETURNS, qualname, None)
+        return answer if isinstance(answer, ValueKind) else None
+
+    def moves_argument(self, qualname: str, index: Union[int, str]) -> bool:
+        """Function `qualname` moves (a part of) its argument at position `index`
+        (or keyword `index`) to a device."""
+        return bool(self.index._record(self.path, Question.MOVES_ARGUMENT, qualname, index))
+
+    def places_itself(self, qualname: str) -> Optional[bool]:
+        """Code in class `qualname` (or a project base class) moves something or
+        passes `device=`: its instances may be built on a device. None: not a
+        class the index knows."""
+        answer = self.index._record(self.path, Question.PLACES_ITSELF, qualname, None)
+        return answer if isinstance(answer, bool) else None
+
+    def trains(self, qualname: str) -> bool:
+        """Function `qualname` calls `.backward()` or an optimizer step (itself or
+        through project helpers)."""
+        return bool(self.index._record(self.path, Question.TRAINS, qualname, None))

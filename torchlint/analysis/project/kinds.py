@@ -1,0 +1,137 @@
+"""The project pass's plain data: kinds (enums) and the per-module summary
+(frozen dataclasses), picklable so the cache and a process pool can hold them.
+
+Names inside a summary are dotted names *as written* in that module
+(`nn.Module`, `Backbone`, `torch.no_grad`); the index resolves them through
+the module's own imports and definitions (torchlint/analysis/project/index.py).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Optional, Tuple, Union
+
+
+class ClassKind(enum.Enum):
+    """What a class is, from its bases (transitively, across the project)."""
+
+    MODULE = "module"  # a torch.nn.Module subclass
+    LIGHTNING_MODULE = "lightning-module"  # a LightningModule subclass (Lightning places it)
+    DATASET = "dataset"  # a map-style torch Dataset subclass
+    ITERABLE_DATASET = "iterable-dataset"
+    LOADER = "loader"  # a torch DataLoader subclass
+    LIGHTNING_DATAMODULE = "lightning-datamodule"
+
+
+class ValueKind(enum.Enum):
+    """What a call evidently returns: an instance of a class of that kind."""
+
+    MODULE = "module"
+    LIGHTNING_MODULE = "lightning-module"
+    DATASET = "dataset"
+    ITERABLE_DATASET = "iterable-dataset"
+    LOADER = "loader"
+    LIGHTNING_DATAMODULE = "lightning-datamodule"
+
+    @classmethod
+    def of_class(cls, kind: Optional[ClassKind]) -> Optional["ValueKind"]:
+        return None if kind is None else cls(kind.value)
+
+
+class Question(enum.Enum):
+    """The index's questions (a file's recorded dependencies name them)."""
+
+    CLASS_KIND = "class_kind"
+    BUILDS_LOADER = "builds_loader"
+    GUARDS_GRAD = "guards_grad"
+    RETURNS = "returns"
+    MOVES_ARGUMENT = "moves_argument"
+    TRAINS = "trains"
+    PLACES_ITSELF = "places_itself"
+
+
+@dataclass(frozen=True)
+class GuardNeed:
+    """One name that must guard grad for an expression to: `ref` used called
+    (`ref(...)`, as in `torch.no_grad()`) or bare (`ref`, as in `@no_grad_dec`)."""
+
+    ref: str
+    called: bool
+
+
+@dataclass(frozen=True)
+class Pass:
+    """A function hands (part of) its parameter `param` to `callee` as the
+    argument at `position` (an int) or keyword (a str)."""
+
+    callee: str
+    position: Union[int, str]
+    param: str
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    name: str
+    bases: Tuple[str, ...]  # dotted names as written; `Dataset[int]` is `Dataset`; others skipped
+    defines_init: bool  # its body defines `__init__` (its arguments may differ from its base's)
+    places: bool = False  # code in its body moves something or passes `device=` (it may place itself)
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    name: str
+    params: Tuple[str, ...]  # positional parameters, in order
+    keywords: Tuple[str, ...]  # every named parameter (positional ones included)
+    # `f(...)` used as a decorator or `with` item guards grad when every need
+    # holds (() : unconditionally); None: not a guard that way.
+    guard_called: Optional[Tuple[GuardNeed, ...]] = None
+    # `f` used bare as a decorator guards grad when every need holds.
+    guard_bare: Optional[Tuple[GuardNeed, ...]] = None
+    # What each `return` hands back: the dotted callee of a call (`Net`,
+    # `DataLoader`, `build_model`), through `.to()`/`.eval()` chains and a
+    # name bound once to such a call. None: some return is not that evident
+    # (or the function returns nothing, or yields).
+    returns: Optional[Tuple[str, ...]] = None
+    moves: Tuple[str, ...] = ()  # parameters (or parts of them) moved with .to(...)/.cuda()
+    passes: Tuple[Pass, ...] = ()  # parameters handed on to other calls
+    trains: bool = False  # calls .backward(), torch.autograd.grad/backward or an optimizer's step()
+    callees: Tuple[str, ...] = ()  # dotted callees of its calls (for `trains` through helpers)
+
+
+@dataclass(frozen=True)
+class AssignSummary:
+    """A module-level `name = value` whose value is a dotted name (an alias:
+    `no_grad = torch.no_grad`) or a call of one (`ctx = torch.no_grad()`), or a
+    conditional choice between such values."""
+
+    name: str
+    options: Tuple[Tuple[str, bool], ...]  # (dotted, called) per option
+
+
+@dataclass(frozen=True)
+class ModuleSummary:
+    """One file, summarised from its text alone (no other file is read)."""
+
+    # local name -> what it imports: "torch.nn", "models.base.Backbone", or a
+    # relative name with its leading dots (".base.Backbone", "..utils").
+    imports: Tuple[Tuple[str, str], ...] = ()
+    star_imports: Tuple[str, ...] = ()  # `from .base import *`: ".base"
+    classes: Tuple[ClassSummary, ...] = ()
+    functions: Tuple[FunctionSummary, ...] = ()
+    assigns: Tuple[AssignSummary, ...] = ()
+    parsed: bool = True  # False: the text did not parse (the module knows nothing)
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """One question a file's analysis asked the index, and the answer it got.
+    A cached result stays valid while every answer is still the same."""
+
+    question: Question
+    qualname: str
+    arg: Union[None, int, str, bool]
+    answer: Union[None, bool, ClassKind, ValueKind]
+
+    def sort_key(self) -> Tuple[str, str, str]:
+        return (self.question.value, self.qualname, repr(self.arg))

@@ -1,0 +1,646 @@
+"""The cheap first pass: one file's text to its `ModuleSummary`, with Python's
+`ast` (about ten times cheaper than LibCST, and no positions are needed).
+
+What it records, syntax only, names as written (the index resolves them):
+
+- imports (absolute and relative, at any level, as the facts do) and star imports;
+- module-level classes: bases, whether they define `__init__`;
+- module-level functions: how they guard grad (a decorator, a decorator
+  factory, a `@contextmanager`, a function returning `torch.no_grad()`), what
+  their returns evidently are (the callee of a returned call), which
+  parameters they move to a device or hand on, whether they train;
+- module-level assignments of a name or a call of one (`no_grad = torch.no_grad`).
+
+Nothing is guessed: a return that is not a call (or a name bound once to
+one) makes the function's returns unknown, a decorator that does anything
+else is not a guard.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
+
+from torchlint.analysis.project.kinds import (
+    AssignSummary,
+    ClassSummary,
+    FunctionSummary,
+    GuardNeed,
+    ModuleSummary,
+    Pass,
+)
+from torchlint.analysis.vocabulary import GRAD_USERS, MOVE_METHODS, NO_GRAD_CONTEXTS, SET_GRAD_ENABLED
+
+# Methods that hand back the receiver's kind (`Net().to(device)` is still a Net).
+SAME_KIND_METHODS = frozenset(
+    {"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval", "requires_grad_", "to_empty"}
+)
+CONTEXT_MANAGER_DECORATORS = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager"})
+_OPT_NAME = re.compile(r"^(opt|optimi[sz]er)(_\w+)?$|^\w+_opt$")
+# Text that a class which places something must contain (a cheap pre-check of `_places`).
+_PLACING_TEXT = re.compile(r"\.(" + "|".join(sorted(MOVE_METHODS)) + r")\b|\bdevice\s*=")
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+Needs = Tuple[GuardNeed, ...]
+
+
+def summarize(text: str) -> ModuleSummary:
+    """The summary of one module's source text (`parsed=False` if it does not parse)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences and the like
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return ModuleSummary(parsed=False)
+    try:
+        return _Module(tree, text).summary()
+    except RecursionError:  # absurdly nested code: know nothing about it
+        return ModuleSummary(parsed=False)
+
+
+def dotted(expr: Optional[ast.AST]) -> Optional[str]:
+    """`a.b.c` for a chain of names and attributes; None otherwise."""
+    parts: List[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+def _root(expr: Optional[ast.AST]) -> Optional[str]:
+    """`x` for `x`, `x[0]`, `x.y`, `x.items()`, `x.to(d)` (as helpers.root_name)."""
+    while expr is not None:
+        if isinstance(expr, ast.Name):
+            return expr.id
+        if isinstance(expr, (ast.Subscript, ast.Attribute, ast.Starred)):
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+            expr = expr.func.value
+        else:
+            return None
+    return None
+
+
+def _target_names(target: ast.AST) -> Iterator[str]:
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for el in target.elts:
+            yield from _target_names(el)
+    elif isinstance(target, ast.Starred):
+        yield from _target_names(target.value)
+
+
+# Fields that never hold a node worth visiting (expression contexts, type comments).
+_SKIP_FIELDS = frozenset({"ctx", "type_comment", "kind"})
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type) -> Tuple[str, ...]:
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = tuple(f for f in cls._fields if f not in _SKIP_FIELDS)  # type: ignore[attr-defined]
+    return found
+
+
+def own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function's (or lambda's) own body: nested functions,
+    lambdas and classes are yielded but not entered."""
+    stack: List[ast.AST] = [fn.body] if isinstance(fn, ast.Lambda) else list(fn.body)  # type: ignore[attr-defined]
+    AST = ast.AST
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, _SCOPES):
+            continue
+        for name in _child_fields(type(node)):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                stack.extend(v for v in value if isinstance(v, AST))
+            elif isinstance(value, AST):
+                stack.append(value)
+
+
+class _Module:
+    def __init__(self, tree: ast.Module, text: str = "") -> None:
+        self.tree = tree
+        self.lines = text.splitlines()
+        self.imports: Dict[str, str] = {}
+        self.stars: List[str] = []
+        self.classes: List[ClassSummary] = []
+        self.functions: List[ast.AST] = []
+        self.assigns: List[AssignSummary] = []
+
+    def summary(self) -> ModuleSummary:
+        for stmt in self._module_statements(self.tree.body):
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                self._import(stmt)
+            elif isinstance(stmt, ast.ClassDef):
+                self.classes.append(self._class(stmt))
+            elif isinstance(stmt, _FUNCTIONS):
+                self.functions.append(stmt)
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                self._assign(stmt)
+        functions = tuple(_Function(fn, self).summary() for fn in self.functions)
+        return ModuleSummary(
+            imports=tuple(sorted(self.imports.items())),
+            star_imports=tuple(self.stars),
+            classes=tuple(self.classes),
+            functions=functions,
+            assigns=tuple(self.assigns),
+        )
+
+    def _module_statements(self, body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+        """Module-level statements, also inside module-level if/try/with blocks."""
+        for stmt in body:
+            yield stmt
+            if isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.AsyncWith)):
+                yield from self._module_statements(stmt.body)
+                yield from self._module_statements(getattr(stmt, "orelse", []))
+            elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+                yield from self._module_statements(stmt.body)  # type: ignore[attr-defined]
+                for handler in stmt.handlers:  # type: ignore[attr-defined]
+                    yield from self._module_statements(handler.body)
+                yield from self._module_statements(stmt.orelse)  # type: ignore[attr-defined]
+                yield from self._module_statements(stmt.finalbody)  # type: ignore[attr-defined]
+
+    # -- imports -------------------------------------------------------------------------
+
+    def _import(self, node: Union[ast.Import, ast.ImportFrom]) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.imports[alias.asname] = alias.name
+                else:
+                    root = alias.name.split(".")[0]
+                    self.imports[root] = root
+            return
+        base = "." * (node.level or 0) + (node.module or "")
+        for alias in node.names:
+            if alias.name == "*":
+                self.stars.append(base)
+                continue
+            local = alias.asname or alias.name
+            if base.endswith(".") or not base:
+                self.imports[local] = base + alias.name  # `from . import x`: ".x"
+            else:
+                self.imports[local] = f"{base}.{alias.name}"
+
+    def qualify(self, name: Optional[str]) -> Optional[str]:
+        """A dotted name through this module's absolute imports (`nn.Module` ->
+        "torch.nn.Module"); None when its root is not imported so."""
+        if not name:
+            return None
+        root, _, rest = name.partition(".")
+        target = self.imports.get(root)
+        if target is None or target.startswith("."):
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    # -- classes and assignments ---------------------------------------------------------------
+
+    def _class(self, node: ast.ClassDef) -> ClassSummary:
+        bases = []
+        for base in node.bases:
+            if isinstance(base, ast.Subscript):  # `Dataset[int]`: a generic alias of Dataset
+                base = base.value
+            name = dotted(base)
+            if name:
+                bases.append(name)
+        defines_init = any(isinstance(s, _FUNCTIONS) and s.name == "__init__" for s in node.body)
+        return ClassSummary(node.name, tuple(bases), defines_init, self._places(node))
+
+    def _places(self, node: ast.ClassDef) -> bool:
+        """Code in the class moves something or passes `device=` (walked only
+        when its lines mention a move or a device keyword)."""
+        end = getattr(node, "end_lineno", None) or len(self.lines)
+        text = "\n".join(self.lines[node.lineno - 1 : end]) if self.lines else None
+        if text is not None and not _PLACING_TEXT.search(text):
+            return False
+        return _places(node)
+
+    def _assign(self, node: Union[ast.Assign, ast.AnnAssign]) -> None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if not names or len(names) != len(targets):
+            return
+        options = _value_options(node.value)
+        if options is None:
+            return
+        for name in names:
+            self.assigns.append(AssignSummary(name, options))
+
+
+def _places(node: ast.ClassDef) -> bool:
+    """Code in the class moves something (`.to(d)`, `.cuda()`) or passes
+    `device=` (as loaders.class_places asks of a same-file class)."""
+    for n in ast.walk(node):
+        if not isinstance(n, ast.Call):
+            continue
+        func = n.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in MOVE_METHODS
+            and (n.args or n.keywords or func.attr != "to")
+        ):
+            return True
+        if any(kw.arg == "device" for kw in n.keywords):
+            return True
+    return False
+
+
+def _value_options(expr: Optional[ast.AST]) -> Optional[Tuple[Tuple[str, bool], ...]]:
+    """(dotted, called) for `a.b`, `a.b(...)`, and each branch of `x if c else y`."""
+    if isinstance(expr, ast.IfExp):
+        body, orelse = _value_options(expr.body), _value_options(expr.orelse)
+        return body + orelse if body is not None and orelse is not None else None
+    if isinstance(expr, ast.Call):
+        name = dotted(expr.func)
+        return ((name, True),) if name else None
+    name = dotted(expr)
+    return ((name, False),) if name else None
+
+
+class _Function:
+    """One module-level function's summary."""
+
+    def __init__(self, node: ast.AST, module: _Module) -> None:
+        self.node = node
+        self.module = module
+        args = node.args  # type: ignore[attr-defined]
+        self.params = tuple(a.arg for a in list(args.posonlyargs) + list(args.args))
+        self.keywords = self.params + tuple(a.arg for a in args.kwonlyargs)
+        self.returns: List[ast.Return] = []
+        self.yields = False
+        self.calls: List[ast.Call] = []
+        self.withs: List[Union[ast.With, ast.AsyncWith]] = []
+        self.bindings: Dict[str, List[Optional[ast.AST]]] = {}  # name -> values bound to it
+        self.derived_from: List[Tuple[List[str], Optional[ast.AST]]] = []  # (targets, value)
+        self.nested: Dict[str, ast.AST] = {}
+        self.locals: Set[str] = set(self.keywords)
+        self.when_grad_off: Set[int] = set()  # ids of returns under `if torch.is_inference_mode_enabled():`
+        for n in own_nodes(node):
+            handle = _HANDLERS.get(type(n))
+            if handle is not None:
+                handle(self, n)
+
+    def _return(self, n: ast.Return) -> None:
+        self.returns.append(n)
+
+    def _yield(self, n: ast.AST) -> None:
+        self.yields = True
+
+    def _call(self, n: ast.Call) -> None:
+        self.calls.append(n)
+
+    def _with(self, n: Union[ast.With, ast.AsyncWith]) -> None:
+        self.withs.append(n)
+        for item in n.items:
+            if item.optional_vars is not None:
+                self._bind(item.optional_vars, item.context_expr)
+
+    def _assign(self, n: ast.Assign) -> None:
+        for t in n.targets:
+            self._bind(t, n.value)
+
+    def _annassign(self, n: Union[ast.AnnAssign, ast.NamedExpr]) -> None:
+        if n.value is not None:
+            self._bind(n.target, n.value)
+
+    def _loop(self, n: Union[ast.For, ast.AsyncFor, ast.comprehension]) -> None:
+        self._bind(n.target, n.iter)
+
+    def _def(self, n: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
+        self.nested[n.name] = n
+        self.locals.add(n.name)
+
+    def _import(self, n: Union[ast.Import, ast.ImportFrom]) -> None:
+        self.module._import(n)  # a function-level import binds as the facts record it
+
+    def _if(self, n: ast.If) -> None:
+        if self._grad_already_off(n.test):
+            self.when_grad_off.update(id(r) for b in n.body for r in ast.walk(b) if isinstance(r, ast.Return))
+
+    def _grad_already_off(self, test: ast.AST) -> bool:
+        """`if torch.is_inference_mode_enabled():` (possibly `and`-ed with more)."""
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        return any(
+            isinstance(p, ast.Call) and self.module.qualify(dotted(p.func)) == "torch.is_inference_mode_enabled"
+            for p in parts
+        )
+
+    def _bind(self, target: ast.AST, value: Optional[ast.AST]) -> None:
+        names = list(_target_names(target))
+        self.locals.update(names)
+        single = isinstance(target, ast.Name)
+        for name in names:
+            self.bindings.setdefault(name, []).append(value if single else None)
+        self.derived_from.append((names, value))
+
+    def summary(self) -> FunctionSummary:
+        name = self.node.name  # type: ignore[attr-defined]
+        derived = self._derived()
+        moves: Set[str] = set()
+        passes: Set[Pass] = set()
+        callees: Set[str] = set()
+        trains = False
+        for call in self.calls:
+            func = call.func
+            callee = dotted(func)
+            if isinstance(func, ast.Attribute):
+                if func.attr in MOVE_METHODS and not (func.attr == "to" and not call.args and not call.keywords):
+                    root = _root(func.value)
+                    if root in derived:
+                        moves.add(derived[root])
+                if func.attr == "backward" or (func.attr == "step" and _optimizer_name(dotted(func.value))):
+                    trains = True
+            if callee is None:
+                continue
+            if self.module.qualify(callee) in GRAD_USERS:
+                trains = True
+            if callee.split(".")[0] in self.locals or callee.startswith("self."):
+                continue  # a local value or its method: nothing the index can name
+            callees.add(callee)
+            for i, arg in enumerate(call.args):
+                if isinstance(arg, ast.Starred):
+                    break
+                root = _root(arg)
+                if root in derived:
+                    passes.add(Pass(callee, i, derived[root]))
+            for kw in call.keywords:
+                root = _root(kw.value)
+                if kw.arg is not None and root in derived:
+                    passes.add(Pass(callee, kw.arg, derived[root]))
+        return FunctionSummary(
+            name=name,
+            params=self.params,
+            keywords=self.keywords,
+            guard_called=self._guard_called(),
+            guard_bare=_bare_guard(self.node, self),
+            returns=self._returns(),
+            moves=tuple(sorted(moves)),
+            passes=tuple(sorted(passes, key=lambda p: (p.callee, str(p.position), p.param))),
+            trains=trains,
+            callees=tuple(sorted(callees)),
+        )
+
+    def _derived(self) -> Dict[str, str]:
+        """Names holding a parameter or a part of it: name -> the parameter."""
+        derived = {p: p for p in self.keywords}
+        for _ in range(3):
+            changed = False
+            for names, value in self.derived_from:
+                root = _root(value)
+                if root not in derived:
+                    continue
+                for n in names:
+                    if n not in derived:
+                        derived[n] = derived[root]
+                        changed = True
+            if not changed:
+                break
+        return derived
+
+    # -- returns -------------------------------------------------------------------------------
+
+    def _returns(self) -> Optional[Tuple[str, ...]]:
+        if self.yields or not self.returns:
+            return None
+        out = []
+        for r in self.returns:
+            source = self._source(r.value, 0)
+            if source is None:
+                return None
+            out.append(source)
+        return tuple(out)
+
+    def _source(self, expr: Optional[ast.AST], depth: int) -> Optional[str]:
+        while (
+            isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in SAME_KIND_METHODS
+        ):
+            expr = expr.func.value
+        if isinstance(expr, ast.Call):
+            return dotted(expr.func)
+        if isinstance(expr, ast.Name) and depth < 3 and expr.id not in self.keywords:
+            values = self.bindings.get(expr.id, [])
+            if len(values) == 1 and values[0] is not None:
+                return self._source(values[0], depth + 1)
+        return None
+
+    # -- guards ---------------------------------------------------------------------------------
+
+    def _guard_called(self) -> Optional[Needs]:
+        """`f(...)` guards: a @contextmanager whose every yield is inside a
+        guarding `with`, a factory returning a guard, or one returning a
+        decorator that guards."""
+        decorators = self.node.decorator_list  # type: ignore[attr-defined]
+        if any(self.module.qualify(dotted(d)) in CONTEXT_MANAGER_DECORATORS for d in decorators):
+            return _guarded_yields(self.node.body, self.module)  # type: ignore[attr-defined]
+        if self.yields or not self.returns:
+            return None
+        needs: List[GuardNeed] = []
+        for r in self.returns:
+            # `return torch.no_grad()`: a guard object (a returned name is one only
+            # when it is a nested decorator: `return decorate`).
+            found = guard_needs(r.value, self.module) if isinstance(r.value, (ast.Call, ast.IfExp)) else None
+            if found is None:
+                found = self._returned_decorator(r.value)
+            if found is None or any(n.ref.split(".")[0] in self.locals for n in found):
+                return None  # a local value (`return make(x)`, `fn(...)`): not a module-level name
+            needs.extend(found)
+        return tuple(needs)
+
+    def _returned_decorator(self, value: Optional[ast.AST]) -> Optional[Needs]:
+        """`return decorate` (a nested def that guards what it decorates) or
+        `return lambda fn: torch.no_grad()(fn)`."""
+        if isinstance(value, ast.Lambda):
+            return _bare_guard(value, None, self.module)
+        if isinstance(value, ast.Name) and value.id in self.nested:
+            inner = self.nested[value.id]
+            return _bare_guard(inner, _Function(inner, self.module))
+        return None
+
+
+_HANDLERS: Dict[type, Callable[[_Function, Any], None]] = {
+    ast.Return: _Function._return,
+    ast.Yield: _Function._yield,
+    ast.YieldFrom: _Function._yield,
+    ast.Call: _Function._call,
+    ast.With: _Function._with,
+    ast.AsyncWith: _Function._with,
+    ast.Assign: _Function._assign,
+    ast.AnnAssign: _Function._annassign,
+    ast.NamedExpr: _Function._annassign,
+    ast.For: _Function._loop,
+    ast.AsyncFor: _Function._loop,
+    ast.comprehension: _Function._loop,
+    ast.FunctionDef: _Function._def,
+    ast.AsyncFunctionDef: _Function._def,
+    ast.Import: _Function._import,
+    ast.ImportFrom: _Function._import,
+    ast.If: _Function._if,
+}
+
+
+def _optimizer_name(name: Optional[str]) -> bool:
+    last = (name or "").rsplit(".", 1)[-1].lower()
+    return bool(last) and ("optim" in last or bool(_OPT_NAME.match(last)))
+
+
+def guard_needs(expr: Optional[ast.AST], module: _Module) -> Optional[Needs]:
+    """An expression that is a grad guard object (usable as `with e:` or `@e`)
+    on conditions: `torch.no_grad()` and `torch.set_grad_enabled(False)` on
+    none (`()`), `(A if c else B)()` on both branches, a project name (`ctx`,
+    `helpers.no_grad()`) on that name being one (the index decides)."""
+    if isinstance(expr, ast.IfExp):
+        body, orelse = guard_needs(expr.body, module), guard_needs(expr.orelse, module)
+        return body + orelse if body is not None and orelse is not None else None
+    if isinstance(expr, ast.Call):
+        if module.qualify(dotted(expr.func)) in SET_GRAD_ENABLED:
+            first = expr.args[0] if expr.args else None
+            return () if isinstance(first, ast.Constant) and first.value is False else None
+        return _callable_needs(expr.func, module)
+    name = dotted(expr)
+    if name is None:
+        return None
+    return () if module.qualify(name) in NO_GRAD_CONTEXTS else (GuardNeed(name, False),)
+
+
+def _callable_needs(func: ast.AST, module: _Module) -> Optional[Needs]:
+    """`torch.no_grad` (called), or each branch of `a if c else b` (called)."""
+    if isinstance(func, ast.IfExp):
+        body, orelse = _callable_needs(func.body, module), _callable_needs(func.orelse, module)
+        return body + orelse if body is not None and orelse is not None else None
+    name = dotted(func)
+    if name is None:
+        return None
+    return () if module.qualify(name) in NO_GRAD_CONTEXTS else (GuardNeed(name, True),)
+
+
+def _applier_needs(func: ast.AST, module: _Module) -> Optional[Needs]:
+    """What applied to a function guards it: a guard object (`torch.no_grad()`)
+    or a name used bare as a decorator (`torch.no_grad(fn)`)."""
+    if isinstance(func, ast.Call):
+        return guard_needs(func, module)
+    name = dotted(func)
+    if name is None:
+        return None
+    return () if module.qualify(name) in NO_GRAD_CONTEXTS else (GuardNeed(name, False),)
+
+
+def _strongest(found: Sequence[Optional[Needs]]) -> Optional[Needs]:
+    """Of several candidate guards (the items of one `with`, nested `with`s),
+    one that holds unconditionally, else the first one (if it does not hold,
+    the code counts as unguarded: never a guard by mistake)."""
+    candidates = [f for f in found if f is not None]
+    if not candidates:
+        return None
+    return () if any(f == () for f in candidates) else candidates[0]
+
+
+def _bare_guard(node: ast.AST, fn: Optional[_Function], module: Optional[_Module] = None) -> Optional[Needs]:
+    """`node` (a def or lambda) used as a decorator guards the function it is
+    given: it returns `guard(f)`, or a wrapper that calls `f` inside a guarding
+    `with` (or is itself decorated with a guard)."""
+    module = module or (fn.module if fn is not None else None)
+    if module is None:
+        return None
+    args = node.args  # type: ignore[attr-defined]
+    positional = list(args.posonlyargs) + list(args.args)
+    if not positional:
+        return None
+    param = positional[0].arg
+    if isinstance(node, ast.Lambda):
+        return _guarded_result(node.body, param, None, module)
+    assert fn is not None
+    if fn.yields or not fn.returns:
+        return None
+    needs: List[GuardNeed] = []
+    guarded = False
+    for r in fn.returns:
+        if id(r) in fn.when_grad_off and isinstance(r.value, ast.Name) and r.value.id == param:
+            continue  # already in inference mode: handed back as it is, still guarded
+        found = _guarded_result(r.value, param, fn, module)
+        if found is None:
+            return None
+        guarded = True
+        needs.extend(found)
+    return tuple(needs) if guarded else None
+
+
+def _guarded_result(value: Optional[ast.AST], param: str, fn: Optional[_Function], module: _Module) -> Optional[Needs]:
+    if (
+        isinstance(value, ast.Call)
+        and len(value.args) == 1
+        and not value.keywords
+        and isinstance(value.args[0], ast.Name)
+        and value.args[0].id == param
+    ):
+        return _applier_needs(value.func, module)
+    if fn is not None and isinstance(value, ast.Name) and value.id in fn.nested:
+        return _guarded_wrapper(fn.nested[value.id], param, module)
+    return None
+
+
+def _guarded_wrapper(wrapper: ast.AST, param: str, module: _Module) -> Optional[Needs]:
+    """A nested def whose every call of `param` sits inside a guarding `with`,
+    or that is itself decorated with a guard (`@torch.no_grad()`)."""
+    decorators = [
+        guard_needs(d, module)
+        for d in wrapper.decorator_list  # type: ignore[attr-defined]
+        if isinstance(d, ast.Call) and module.qualify(dotted(d.func)) != "functools.wraps"
+    ]
+    calls = _guarded_calls(wrapper.body, param, module)  # type: ignore[attr-defined]
+    return _strongest([calls] + decorators)
+
+
+def _with_needs(node: Union[ast.With, ast.AsyncWith], module: _Module) -> Optional[Needs]:
+    return _strongest([guard_needs(item.context_expr, module) for item in node.items])
+
+
+def _walk_guarded(body: Sequence[ast.stmt], module: _Module) -> Iterator[Tuple[ast.AST, Optional[Needs]]]:
+    """Every node of a body (nested scopes not entered) with the needs of the
+    guarding `with` around it (None: none)."""
+    stack: List[Tuple[ast.AST, Optional[Needs]]] = [(s, None) for s in reversed(body)]
+    while stack:
+        node, needs = stack.pop()
+        yield node, needs
+        if isinstance(node, _SCOPES):
+            continue
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            inner = _strongest([needs, _with_needs(node, module)])
+            stack.extend((item, needs) for item in reversed(node.items))
+            stack.extend((s, inner) for s in reversed(node.body))
+            continue
+        stack.extend((c, needs) for c in reversed(list(ast.iter_child_nodes(node))))
+
+
+def _guarded_calls(body: Sequence[ast.stmt], param: str, module: _Module) -> Optional[Needs]:
+    """Every call of `param` in `body` is inside a guarding `with`: their needs."""
+    needs: List[GuardNeed] = []
+    seen = False
+    for node, around in _walk_guarded(body, module):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == param:
+            if around is None:
+                return None
+            seen = True
+            needs.extend(around)
+    return tuple(needs) if seen else None
+
+
+def _guarded_yields(body: Sequence[ast.stmt], module: _Module) -> Optional[Needs]:
+    """Every `yield` in `body` is inside a guarding `with`: their needs."""
+    needs: List[GuardNeed] = []
+    seen = False
+    for node, around in _walk_guarded(body, module):
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            if around is None:
+                return None
+            seen = True
+            needs.extend(around)
+    return tuple(needs) if seen else None
