@@ -297,6 +297,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     ro.add_argument("--pool-tsv", type=Path, default=rounds.DEFAULT_POOL_TSV)
     ro.add_argument("--seen", action="store_true", help="run on rows already used (recorded as not first sight)")
     ro.add_argument("--no-record", action="store_true", help="write the sheet only (nothing under docs/)")
+    rf = sub.add_parser("recall-files", help="draw the files each judging group reads in full for recall")
+    rf.add_argument("--seed", type=int, required=True)
+    rf.add_argument("--group", action="append", required=True, help="owner/name,owner/name,... (one per judge)")
+    rf.add_argument("--per-group", type=int, action="append", default=[], help="files for each group (default 5)")
+    rf.add_argument("--pool", type=Path, default=rounds.DEFAULT_POOL)
     sub.add_parser("first-sight", help="per round and rule: judged, tp, fp, unclear, precision, fixes, recall")
     rc = sub.add_parser("recall", help="mark a round's recall instances found or missed from its findings")
     rc.add_argument("number", type=int)
@@ -332,6 +337,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(
                 f"  {'found ' if i['found'] else 'MISSED'} {i['rule']} {i['repo']}/{i['path']}:{i['line']}  {i.get('why', '')[:80]}"
             )
+        return 0
+    if args.command == "recall-files":
+        groups = [g.split(",") for g in args.group]
+        drawn = rounds.draw_recall_files(groups, args.seed, args.pool, args.per_group)
+        print(json.dumps({chr(ord("A") + i): files for i, files in enumerate(drawn)}, indent=1))
         return 0
     if args.command == "first-sight":
         print(rounds.first_sight_table(rounds.load_rounds()))

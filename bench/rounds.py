@@ -461,6 +461,74 @@ def run_round(
     return meta
 
 
+# -- files read in full for recall -------------------------------------------------
+
+# A file worth reading for recall: it uses torch, names a device and has a data
+# loop (not a test, not docs), and a reader can finish it.
+_DEVICE = re.compile(r"\.cuda\(|\.to\(|device")
+_DATA_LOOP = re.compile(r"^\s*for .* in .*(loader|Loader|batch|tqdm|epoch|range\(.*iter|enumerate\(.*data)", re.M)
+_NOT_READ = re.compile(r"(^|/)(tests?|docs?)/|test_")
+RECALL_MAX_LINES = 1500
+
+
+def code_text(path: Path) -> str:
+    """A .py file's text, or a notebook's code cells joined."""
+    raw = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix != ".ipynb":
+        return raw
+    try:
+        cells = json.loads(raw).get("cells", [])
+    except (ValueError, AttributeError):
+        return ""
+    out = []
+    for c in cells:
+        if c.get("cell_type") == "code":
+            src = c.get("source", "")
+            out.append("".join(src) if isinstance(src, list) else src)
+    return "\n".join(out)
+
+
+def recall_candidates(root: Path) -> List[str]:
+    """The files of one restored repository worth reading in full for recall."""
+    out = []
+    for path in sorted(root.rglob("*")):
+        if path.suffix not in (".py", ".ipynb") or not path.is_file():
+            continue
+        rel = path.relative_to(root)
+        if any(part.startswith(".") for part in rel.parts) or _NOT_READ.search(str(rel)):
+            continue
+        text = code_text(path)
+        if "torch" in text and _DEVICE.search(text) and _DATA_LOOP.search(text) and text.count("\n") < RECALL_MAX_LINES:
+            out.append(str(rel))
+    return out
+
+
+def draw_recall_files(
+    groups: Sequence[Sequence[str]], seed: int, pool_dir: Path = DEFAULT_POOL, per_group: Sequence[int] = ()
+) -> List[List[dict]]:
+    """Per judging group (a list of repositories), the files its judge reads in
+    full: one seeded shuffle per group, in group order, of every candidate;
+    at most two per repository where a group has several; `per_group[i]`
+    files (5 by default)."""
+    rng = random.Random(seed)
+    out = []
+    for i, repos in enumerate(groups):
+        want = per_group[i] if i < len(per_group) else 5
+        candidates = [(repo, rel) for repo in repos for rel in recall_candidates(pool_dir / repo.replace("/", "__"))]
+        rng.shuffle(candidates)
+        picked: List[dict] = []
+        per_repo: Dict[str, int] = collections.Counter()
+        for repo, rel in candidates:
+            if len(repos) > 1 and per_repo[repo] >= 2:
+                continue
+            picked.append({"repo": repo, "path": rel})
+            per_repo[repo] += 1
+            if len(picked) == want:
+                break
+        out.append(picked)
+    return out
+
+
 # -- the figures ------------------------------------------------------------------
 
 
