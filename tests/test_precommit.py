@@ -131,7 +131,8 @@ def user_repo(tmp_path, pc_env):
     (repo / "bad.py").write_text(BAD)
     (repo / "clean.py").write_text(CLEAN)
     (repo / "nb.ipynb").write_text(json.dumps(NOTEBOOK, indent=1) + "\n")
-    (repo / "pyproject.toml").write_text('[tool.torchlint]\nextend-exclude = ["gen/"]\n')
+    # preview: the hooks read the project's configuration, and TL104 is a preview rule
+    (repo / "pyproject.toml").write_text('[tool.torchlint]\npreview = true\nextend-exclude = ["gen/"]\n')
     (repo / "gen").mkdir()
     (repo / "gen" / "generated.py").write_text(BAD)  # excluded: the hooks must skip it though named
     _git("add", "-A", cwd=repo, env=pc_env)

@@ -80,7 +80,8 @@ def test_fix_availability_wording():
     # TL105: an attribute or a name later read on the host gets no fix.
     assert ruledocs.fix_line("TL105") == "Fix is sometimes available (safe)."
     # TL104: some findings (through a name or a helper, random factories, one-offs) carry no fix.
-    assert ruledocs.fix_line("TL104") == "Fix is sometimes available (safe)."
+    # safe: device= on a factory; unsafe: a per-step random draw in an unseeded program
+    assert ruledocs.fix_line("TL104") == "Fix is sometimes available (safe or unsafe)."
     # TL303: loaders without `import torch` get no fix; the others a safe one.
     assert ruledocs.fix_line("TL303") == "Fix is sometimes available (safe)."
     # TL501: one example has no fix, one is unsafe.
@@ -139,7 +140,7 @@ def test_section_parser_ignores_headers_inside_code_fences():
 def test_json_forms():
     entry = ruledocs.render_rule_json("TL104")
     assert entry["code"] == "TL104" and entry["name"] == "create-then-move"
-    assert entry["fix_availability"] == "sometimes" and entry["fix_applicability"] == ["safe"]
+    assert entry["fix_availability"] == "sometimes" and entry["fix_applicability"] == ["safe", "unsafe"]
     assert entry["url"].endswith("/docs/rules/create-then-move.md")
     assert "## What it does" in entry["explanation"]
     table = ruledocs.rules_table_json()
