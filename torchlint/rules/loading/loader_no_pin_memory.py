@@ -7,7 +7,7 @@ import libcst as cst
 from torchlint.analysis.loaders import CPU_COLLATE, NO_COLLATE, PIN_MEMORY_POSITION, PLACES, BatchUse
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
-from torchlint.rules.nodes import module_at, with_keyword
+from torchlint.rules.nodes import comment_follows, module_at, with_keyword
 
 
 class LoaderNoPinMemory(Rule):
@@ -192,7 +192,8 @@ class LoaderNoPinMemory(Rule):
                     continue  # the copies are of tensors made on the host first (sliced, converted): pinning buys nothing
             if info.collate not in (NO_COLLATE, CPU_COLLATE):
                 continue  # a collate_fn whose output device we cannot see, or that places batches
-            ctx.report(call.node, replacements=self._fix(ctx, call))
+            # Pinning needs host tensors: no fix where a TensorDataset's tensors may be on the device.
+            ctx.report(call.node, replacements=self._fix(ctx, call) if info.host_items else None)
 
     @staticmethod
     def _fix(ctx: RuleContext, call):
@@ -203,4 +204,4 @@ class LoaderNoPinMemory(Rule):
             return None
         torch, imports = found
         value = cst.parse_expression(f"{torch}.cuda.is_available()")
-        return {**imports, call.node: with_keyword(call.node, "pin_memory", value)}
+        return {**imports, call.node: with_keyword(call.node, "pin_memory", value, comment_follows(ctx, call.node))}
