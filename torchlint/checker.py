@@ -5,7 +5,7 @@ reports are dropped, and the other rules go on."""
 from __future__ import annotations
 
 import logging
-from typing import AbstractSet, List, Tuple, Type
+from typing import AbstractSet, List, Sequence, Tuple, Type
 
 import libcst as cst
 
@@ -23,12 +23,17 @@ def enabled_rules(enabled: AbstractSet[str]) -> List[Type[Rule]]:
 
 
 def run_rules(
-    module: cst.Module, source: str, path: str, enabled: AbstractSet[str], displayed: AbstractSet[int] = frozenset()
+    module: cst.Module,
+    source: str,
+    path: str,
+    enabled: AbstractSet[str],
+    displayed: AbstractSet[int] = frozenset(),
+    cells: Sequence[int] = (),
 ) -> Tuple[List[Report], List[Problem]]:
     """Every enabled rule's reports on `module`, in rule order, and the problems
     of the rules that failed. An error in the shared facts propagates: it is
     the whole file's problem, not one rule's."""
-    analysis = Analysis(module, path, source, displayed_rows=displayed)
+    analysis = Analysis(module, path, source, displayed_rows=displayed, cell_rows=cells)
     ctx = RuleContext(module=module, analysis=analysis, path=path, source=source)
     problems: List[Problem] = []
     for rule_cls in enabled_rules(enabled):

@@ -63,14 +63,28 @@ def diff_edits(old: str, new: str) -> Tuple[Edit, ...]:
     return tuple(edits)
 
 
-def unified_diff(path: str, old: str, new: str) -> str:
-    """`old` -> `new` as a unified diff of `path` (`--diff`)."""
+def unified_diff(path: str, old: str, new: str, newline_hint: bool = True) -> str:
+    """`old` -> `new` as a unified diff of `path` (`--diff`). A name with
+    whitespace is followed by a tab in the `---`/`+++` headers, the unified
+    diff convention (GNU diff writes the date there) by which `patch` finds
+    where the name ends. `newline_hint`: mark a last line without a line
+    break with `\\ No newline at end of file` (else the line just ends)."""
     old_lines = old.splitlines(keepends=True)
     new_lines = new.splitlines(keepends=True)
+    label = diff_label(path)
     out = []
-    for line in difflib.unified_diff(old_lines, new_lines, fromfile=path, tofile=path):
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    for line in difflib.unified_diff(old_lines, new_lines, fromfile=label, tofile=label):
+        if line.endswith("\n"):
+            out.append(line)
+        else:
+            out.append(line + ("\n\\ No newline at end of file\n" if newline_hint else "\n"))
     return "".join(out)
+
+
+def diff_label(name: str) -> str:
+    """A file name as a unified diff's header shows it: a tab after a name
+    that holds whitespace, so that the name ends there."""
+    return name + "\t" if any(c.isspace() for c in name) else name
 
 
 def apply_edits(text: str, edits: Iterable[Edit]) -> Tuple[str, int]:

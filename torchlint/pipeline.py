@@ -72,21 +72,34 @@ def fix_text(text: str, path: str, enabled: AbstractSet[str], unsafe: bool = Fal
 
 
 def _linter(path: str, enabled: AbstractSet[str]):
-    return lambda document: _lint(document.source, path, enabled, displayed=document.displayed_rows)
+    return lambda document: _lint(
+        document.source, path, enabled, displayed=document.displayed_rows, cells=document.cell_rows
+    )
 
 
 def _lint(
-    text: str, path: str, enabled: AbstractSet[str], precheck: bool = True, displayed: AbstractSet[int] = frozenset()
+    text: str,
+    path: str,
+    enabled: AbstractSet[str],
+    precheck: bool = True,
+    displayed: AbstractSet[int] = frozenset(),
+    cells: Sequence[int] = (),
 ) -> Tuple[FileResult, bool]:
     """The lint of BOM-less `text`, and whether it parsed (with the cyclic
     garbage collector paused: see torchlint/gc_pause.py). `displayed`: rows
-    where a notebook cell's displayed last expression starts."""
+    where a notebook cell's displayed last expression starts; `cells`: rows
+    where its cells start."""
     with gc_paused():
-        return _lint_unpaused(text, path, enabled, precheck, displayed)
+        return _lint_unpaused(text, path, enabled, precheck, displayed, cells)
 
 
 def _lint_unpaused(
-    text: str, path: str, enabled: AbstractSet[str], precheck: bool, displayed: AbstractSet[int] = frozenset()
+    text: str,
+    path: str,
+    enabled: AbstractSet[str],
+    precheck: bool,
+    displayed: AbstractSet[int] = frozenset(),
+    cells: Sequence[int] = (),
 ) -> Tuple[FileResult, bool]:
     if precheck and not could_matter(text, enabled_rules(enabled)):
         if cpython_error(text) is None:
@@ -96,7 +109,7 @@ def _lint_unpaused(
     except SourceError as exc:
         return FileResult(path, (SyntaxErrorRule.finding(path, exc.message, exc.row, exc.column),)), False
     try:
-        reports, problems = run_rules(module, text, path, enabled, displayed)
+        reports, problems = run_rules(module, text, path, enabled, displayed, cells)
         findings = _findings(module, text, path, reports, problems) if reports else []
     except RecursionError:
         return FileResult(path, (), (Problem(path, "file too deeply nested to analyse; skipped"),)), True
@@ -270,7 +283,7 @@ def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsa
 
     warnings = _suppression_warnings(cells.source, where)
     if mode == "lint":
-        result, _ = _lint(cells.source, path, enabled, displayed=cells.displayed_rows)
+        result, _ = _lint(cells.source, path, enabled, displayed=cells.displayed_rows, cells=cells.cell_rows)
         fixed = Fixed(cells, result, 0, result.problems)
     else:
         fixed = fix_document(cells, _linter(path, enabled), path, unsafe)
@@ -288,7 +301,7 @@ def _notebook(data: bytes, path: str, enabled: AbstractSet[str], mode: str, unsa
         return FileOutcome(path, findings, problems, lines=lines, warnings=warnings)
     diff = None
     if mode == "diff":
-        diff = unified_diff(path, data.decode("utf-8", "replace"), new_data.decode("utf-8", "replace"))
+        diff = notebook.cell_diff(path, data, new_data)
     return FileOutcome(
         path,
         findings,
