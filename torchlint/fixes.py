@@ -63,15 +63,16 @@ def diff_edits(old: str, new: str) -> Tuple[Edit, ...]:
     return tuple(edits)
 
 
-def unified_diff(path: str, old: str, new: str, newline_hint: bool = True) -> str:
+def unified_diff(path: str, old: str, new: str, newline_hint: bool = True, label: Optional[str] = None) -> str:
     """`old` -> `new` as a unified diff of `path` (`--diff`). A name with
     whitespace is followed by a tab in the `---`/`+++` headers, the unified
     diff convention (GNU diff writes the date there) by which `patch` finds
-    where the name ends. `newline_hint`: mark a last line without a line
-    break with `\\ No newline at end of file` (else the line just ends)."""
+    where the name ends; `label` replaces the header's name as it is.
+    `newline_hint`: mark a last line without a line break with
+    `\\ No newline at end of file` (else the line just ends)."""
     old_lines = old.splitlines(keepends=True)
     new_lines = new.splitlines(keepends=True)
-    label = diff_label(path)
+    label = diff_label(path) if label is None else label
     out = []
     for line in difflib.unified_diff(old_lines, new_lines, fromfile=label, tofile=label):
         if line.endswith("\n"):

@@ -382,7 +382,8 @@ def cell_diff(path: str, old: bytes, new: bytes) -> str:
             continue
         before, after = _source_text(x), _source_text(y)
         if before != after:
-            out.append(unified_diff(f"{path}:cell {number}", before, after, newline_hint=False))
+            label = f"{path}:cell {number}"  # Ruff's header: no patch applies it
+            out.append(unified_diff(path, before, after, newline_hint=False, label=label))
     return "".join(out) + "\n" if out else ""
 
 
