@@ -93,9 +93,18 @@ class LoaderNoPinMemory(Rule):
     Safe: it adds `pin_memory=torch.cuda.is_available()` (or sets an explicit
     `pin_memory=False` to it), which pins where a GPU exists and changes
     nothing, without a warning, on a machine without one. Pinning changes
-    where host batches live, not their values. It needs `torch` imported as
-    a module (when it is imported only after the loader, in a later notebook
-    cell, the fix imports it before); otherwise no fix is offered.
+    where host batches live, not their values. Pinning a tensor that is
+    already on the device raises ("cannot pin 'torch.cuda.FloatTensor'") on
+    every batch, so the fix is offered only where the dataset's tensors are
+    known to be on the host: a `TensorDataset`'s tensors are followed
+    through assignments, `torch.stack`/`torch.cat`, list literals and
+    repetition (`[x] * n`), slices, views and moves; one that is on the device
+    (`x = x.to(device)` before `TensorDataset(torch.stack([x] * n))`) is not
+    reported at all, and one whose place is not known (a parameter,
+    `torch.load(...)`) is reported without a fix. It needs `torch` imported
+    as a module (when it is imported only after the loader, in a later
+    notebook cell, the fix imports it at the top of the loader's cell);
+    otherwise no fix is offered.
 
     ## References
     - [torch.utils.data: memory pinning](https://pytorch.org/docs/stable/data.html#memory-pinning)

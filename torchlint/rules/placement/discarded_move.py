@@ -65,9 +65,17 @@ class DiscardedMove(Rule):
     Safe: the fix assigns the result back to the moved name, which is what
     the statement was meant to do. It is offered only for a plain name (an
     attribute such as `self.weight` may be a registered `nn.Parameter`, which
-    refuses a plain tensor), and not for a move to the device when the name is
-    later handed to host-only code (`x.numpy()`, a NumPy function), which
-    the move would break.
+    refuses a plain tensor), and only when every later reader of the name
+    works with it where the move sends it: a model on that device (not one
+    built on the CPU and never moved, which `if cuda: x.cuda()` would feed a
+    device tensor), tensors it meets in arithmetic, comparisons and torch
+    functions that are there, place-indifferent code (`print`, `.shape`,
+    `.item()`, a condition), and host code (`.numpy()`, NumPy) only after
+    `.cpu()`. Values computed from the name are followed a few steps, and
+    same-file helpers it is handed to are read; a reader we cannot see (a
+    function from another module, a value stored on an object, returned or
+    put in a container) means no fix. A notebook cell's displayed last
+    expression (`y.cpu()` as a cell's output) is not a discarded move at all.
 
     ## References
     - [PyTorch: `Tensor.to`](https://pytorch.org/docs/stable/generated/torch.Tensor.to.html)

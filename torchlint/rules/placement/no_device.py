@@ -59,8 +59,9 @@ class NoDevice(Rule):
     Unsafe (it changes where the script runs), and offered only when it is
     complete: the fix adds
     `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`
-    after the last import before the model (with `import torch` when torch
-    is not imported by then), `.to(device)` to the model's construction,
+    after the last import before the model, below a blank line that ends the
+    import block (with `import torch` when torch is not imported by then),
+    `.to(device)` to the model's construction,
     `device=` to every tensor the script creates at that level, and a move
     of every loader batch it feeds the model, so nothing is left on the CPU
     to meet the model. It is not offered when the script feeds the model
