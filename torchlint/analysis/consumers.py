@@ -173,7 +173,7 @@ class Consumers:
         if isinstance(parent, (cst.Index, cst.Slice, cst.SubscriptElement)):
             subscript = self._enclosing(parent, cst.Subscript)
             # `t[x]`: an index tensor must be where `t` is.
-            return subscript is not None and self._compatible(subscript.value, site, target)
+            return isinstance(subscript, cst.Subscript) and self._compatible(subscript.value, site, target)
         if isinstance(parent, (cst.If, cst.While)):
             return parent.test is node  # a condition: works anywhere
         if isinstance(parent, cst.IfExp):
@@ -213,12 +213,13 @@ class Consumers:
     def _assigned(self, stmt, site: Site, target, depth: int, seen) -> bool:
         """`y = <the value>`: y's readers see it on `target` too."""
         targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
-        if not all(isinstance(t, cst.Name) for t in targets):
+        names = [t.value for t in targets if isinstance(t, cst.Name)]
+        if len(names) != len(targets):
             return False  # stored on an object, unpacked: can't follow
         where = self.facts.site_of_statement(stmt)
         if where is None:
             return False
-        return all(self._all_on(t.value, where, target, depth + 1, seen) for t in targets)
+        return all(self._all_on(name, where, target, depth + 1, seen) for name in names)
 
     def _method_works(self, method: str, call_node: cst.Call, site: Site, target, depth: int, seen) -> bool:
         call = self.facts.call_for(call_node)

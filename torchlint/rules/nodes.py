@@ -129,7 +129,7 @@ def comment_follows(ctx: "Union[RuleContext, Analysis]", node: cst.CSTNode) -> b
         return False
     marker = cst.Name("_torchlint_node_end_")
     try:
-        code = ctx.module.code_for_node(stmt.deep_replace(node, marker))  # type: ignore[arg-type]
+        code = ctx.module.code_for_node(stmt.deep_replace(node, marker))
     except Exception:  # a node that cannot be replaced by a name there
         return False
     if marker.value not in code:

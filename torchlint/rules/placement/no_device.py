@@ -10,7 +10,7 @@ import libcst as cst
 from torchlint.analysis.facts import Loop, dotted_name
 from torchlint.analysis.vocabulary import ACCEPTS_DEVICE
 from torchlint.findings import Applicability
-from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import call_with_to, comment_follows, with_keyword
 from torchlint.rules.placement.model_not_moved import ModelNotMoved
 
@@ -263,7 +263,7 @@ class NoDevice(Rule):
             lines.append("import torch\n")
         lines.append(f'device = {torch}.device("cuda" if {torch}.cuda.is_available() else "cpu")\n')
         new = [cst.parse_statement(line) for line in lines]
-        replacements = {b.value: call_with_to(b.value, "device")}
+        replacements: Dict[cst.CSTNode, Replacement] = {b.value: call_with_to(b.value, "device")}
         # A blank line between the imports and the device line (PEP 8's layout): the blank
         # lines that already end the import block, or a new one.
         follower = _follower(ctx.module, anchor)
