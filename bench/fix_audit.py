@@ -31,14 +31,20 @@ produce the same bytes as the CLI; a difference is reported.
 
 **Runs** (`--run`): every changed script and notebook is run, as it was and
 as fixed, with bench/sim_accel.py (no network, seeded, one thread; notebooks
-cell by cell through IPython, their displayed values compared), on the CPU
-and on the simulated accelerator (`torch.cuda.is_available()` True, "cuda"
-tensors on PyTorch's meta device: device mismatches raise). A file that fails
-the same way before and after cannot run here (missing data or arguments) and
-says nothing. A wrong edit is a run that changed: a new crash, a failure that
-changed, other printed or displayed output on the CPU (confirmed by a second
-run of the original, else "nondeterministic"), a new timeout; it is blamed on
-the rules whose fixes alone reproduce it. The report lists wrong edits by
+cell by cell through IPython, their displayed values compared; torchvision's
+downloadable image sets are small synthetic ones unless `--no-fake-data`), on
+the CPU and on the simulated accelerator (`torch.cuda.is_available()` True,
+"cuda" tensors on PyTorch's meta device: device mismatches raise). A file
+that fails the same way before and after cannot run here (missing data,
+modules or arguments) and says nothing. A wrong edit is a run that changed: a
+new crash, a failure at an earlier cell or line, other printed or displayed
+output on the CPU (confirmed by a second run of the original, else
+"nondeterministic"), a new timeout; it is blamed on the rules whose fixes
+alone reproduce it. Both failing at the same place, differently, is listed
+for review (a fix that mends one of two mistakes of a script that crashes on
+a GPU anyway looks like that). Install what the code imports (torchvision
+matching torch, pandas, ...) in the environment that runs the audit: a file
+whose import fails says nothing. The report lists wrong edits by
 rule, and per rule the fixes whose benefit is per run (TL104, TL201, TL401...)
 made at code that runs once: the candidates for "no benefit".
 
@@ -80,7 +86,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 try:
     from bench.sim_accel import normalize
@@ -389,17 +395,21 @@ RUN_ENV = {
     "TQDM_DISABLE": "1",
 }
 MODES = (("cpu", False), ("accelerator", True))
-# Verdicts of a (before, after) pair of runs that point at a wrong edit.
-WRONG = ("new crash", "failure changed", "output changed", "new timeout")
+# Verdicts of a (before, after) pair of runs that point at a wrong edit...
+WRONG = ("new crash", "fails earlier", "output changed", "new timeout")
+# ...and one a person must look at: both fail at the same place, differently (a fix that mends
+# one of two unmoved tensors of a script that crashes on a GPU anyway, or one that breaks it).
+REVIEW = ("failure changed",)
 
 
-def run_file(item: Tuple[str, str, bool, int, int]) -> dict:
+def run_file(item: Tuple[str, str, bool, int, int, bool]) -> dict:
     """Run one file (bench/sim_accel.py) in its folder: its result, with the
     printed output (normalized) and "timeout" when it ran past the limit."""
-    tree, rel, accel, timeout, memory_gb = item
+    tree, rel, accel, timeout, memory_gb, fake_data = item
     path = Path(tree) / rel
     out = Path(tempfile.mkstemp(prefix="torchlint-run-", suffix=".json")[1])
-    argv = [sys.executable, str(SIM), *(["--accel"] if accel else []), "--out", str(out), str(path)]
+    flags = (["--accel"] if accel else []) + (["--fake-data"] if fake_data else [])
+    argv = [sys.executable, str(SIM), *flags, "--out", str(out), str(path)]
     env = dict(os.environ, **RUN_ENV)
 
     def limits() -> None:
@@ -471,35 +481,77 @@ def _first_difference(a: dict, b: dict) -> Optional[int]:
     return None
 
 
-def compare(before: dict, after: dict, compare_output: bool) -> Tuple[str, str, Optional[int]]:
+def compare(
+    before: dict, after: dict, compare_output: bool, line_map: Optional[Callable[[int], int]] = None
+) -> Tuple[str, str, Optional[int]]:
     """(verdict, detail, cell) for a run of the original and of the fixed file.
 
     Verdicts: "same"; "not runnable" (the original fails here the same way,
-    or runs past the time limit: missing data, arguments, network); "fixed a
-    failure"; and the wrong-edit verdicts: "new crash", "failure changed"
-    (both fail, differently or earlier), "output changed" (CPU runs only: a
-    printed or displayed value differs), "new timeout"."""
+    or runs past the time limit: missing data, arguments, network; or the
+    fixed file gets further before failing); "fixed a failure"; the
+    wrong-edit verdicts: "new crash", "fails earlier" (both fail, the fixed
+    file at an earlier cell or script line), "output changed" (CPU runs only:
+    a printed or displayed value differs), "new timeout"; and "failure
+    changed" (both fail at the same place, differently: for a person to
+    read). `line_map` maps a line of the original script to the fixed one."""
     if before["status"] == "timeout":
         return "not runnable", "the original ran past the time limit", None
     if before["status"] == "error":
+        b, a = _error_key(before), _error_key(after)
         if after["status"] == "ok":
-            return "fixed a failure", f"{_error_key(before)[0]}: {_error_key(before)[1][:200]}", None
+            return "fixed a failure", f"{b[0]}: {b[1][:200]}", None
         if after["status"] == "timeout":
             return "new timeout", "the original failed quickly; the fixed ran past the time limit", None
-        if _error_key(before) == _error_key(after):
-            return "not runnable", f"{_error_key(before)[0]}: {_error_key(before)[1][:200]}", _error_key(before)[2]
-        b_cell, a_cell = _error_key(before)[2], _error_key(after)[2]
-        if b_cell is not None and a_cell is not None and a_cell > b_cell:
-            return "not runnable", "the fixed notebook gets further before failing", b_cell
-        detail = f"{_error_key(before)[0]}: {_error_key(before)[1][:150]} -> {_error_key(after)[0]}: {_error_key(after)[1][:150]}"
-        return "failure changed", detail, a_cell
+        if b == a:
+            return "not runnable", f"{b[0]}: {b[1][:200]}", b[2]
+        detail = f"{b[0]}: {b[1][:150]} -> {a[0]}: {a[1][:150]}"
+        order = _progress(before, after, line_map)
+        if order > 0:
+            return "not runnable", "the fixed file gets further before failing: " + detail, b[2]
+        if order < 0:
+            return "fails earlier", detail, a[2]
+        return "failure changed", detail, a[2]
     if after["status"] == "timeout":
         return "new timeout", "the fixed file ran past the time limit", None
     if after["status"] == "error":
-        return "new crash", f"{_error_key(after)[0]}: {_error_key(after)[1][:300]}", _error_key(after)[2]
+        a = _error_key(after)
+        return "new crash", f"{a[0]}: {a[1][:300]}", a[2]
     if compare_output and _outputs(before) != _outputs(after):
         return "output changed", "printed or displayed output differs", _first_difference(before, after)
     return "same", "", None
+
+
+def _progress(before: dict, after: dict, line_map: Optional[Callable[[int], int]]) -> int:
+    """Where the fixed file failed compared with the original: 1 further, -1
+    earlier, 0 at the same place (or unknown)."""
+    b, a = before.get("error") or {}, after.get("error") or {}
+    if b.get("cell") is not None and a.get("cell") is not None:
+        return (a["cell"] > b["cell"]) - (a["cell"] < b["cell"])
+    if b.get("line") is not None and a.get("line") is not None and line_map is not None:
+        mapped = line_map(b["line"])
+        return (a["line"] > mapped) - (a["line"] < mapped)
+    return 0
+
+
+def _rule_lines(data: bytes, new: bytes, lines):
+    if lines is None:
+        return None
+    return line_map(data.decode("utf-8", "replace"), new.decode("utf-8", "replace"))
+
+
+def line_map(old: str, new: str) -> Callable[[int], int]:
+    """Line numbers of `old` to those of `new` (a changed line to where its block starts)."""
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    blocks = matcher.get_opcodes()
+
+    def where(line: int) -> int:
+        i = line - 1
+        for tag, i1, i2, j1, _j2 in blocks:
+            if i1 <= i < i2:
+                return (j1 + (i - i1) if tag == "equal" else j1) + 1
+        return line
+
+    return where
 
 
 def run_changed(
@@ -515,32 +567,42 @@ def run_changed(
     second run of the original (a program whose output varies between runs
     is "nondeterministic", not wrong), then blamed on the rules whose fixes
     alone reproduce it."""
-    items = []
+    items: List[Tuple[str, str, bool, int, int, bool]] = []
     for rel in changed:
         for _, accel in MODES:
             for tree in (before_root, after_root):
-                items.append((str(tree), rel, accel, opts.run_timeout, opts.run_memory_gb))
+                items.append((str(tree), rel, accel, opts.run_timeout, opts.run_memory_gb, opts.fake_data))
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
     with ctx.Pool(opts.run_jobs or 1) as pool:
         results = pool.map(run_file, items, chunksize=1)
-    got = {(tree, rel, accel): r for (tree, rel, accel, _, _), r in zip(items, results)}
+    got = {(tree, rel, accel): r for (tree, rel, accel, *_), r in zip(items, results)}
     verdicts: Dict[str, collections.Counter] = {name: collections.Counter() for name, _ in MODES}
     wrong: List[dict] = []
+    review: List[dict] = []
     files: List[dict] = []
     for rel in changed:
         entry: Dict[str, Any] = {"path": rel}
+        lines = None
+        if not rel.endswith(".ipynb"):
+            fixed_text = (after_root / rel).read_bytes().decode("utf-8", "replace")
+            lines = line_map(original[rel].decode("utf-8", "replace"), fixed_text)
         for name, accel in MODES:
             b, a = got[(str(before_root), rel, accel)], got[(str(after_root), rel, accel)]
-            verdict, detail, cell = compare(b, a, compare_output=not accel)
+            verdict, detail, cell = compare(b, a, not accel, lines)
             if verdict == "output changed":
-                again = run_file((str(before_root), rel, accel, opts.run_timeout, opts.run_memory_gb))
+                again = run_file((str(before_root), rel, accel, opts.run_timeout, opts.run_memory_gb, opts.fake_data))
                 if _outputs(again) != _outputs(b):
                     verdict, detail = "nondeterministic", "the original's output differs between two runs"
             verdicts[name][verdict] += 1
             entry[name] = {"verdict": verdict, "detail": detail, "cell": cell}
+            if verdict in REVIEW:
+                rules = sorted({fx["rule"] for fx in recorded.get(rel, {}).get("fixes", [])})
+                review.append(
+                    {"path": rel, "mode": name, "verdict": verdict, "detail": detail, "cell": cell, "rules": rules}
+                )
             if verdict in WRONG:
                 rules = sorted({fx["rule"] for fx in recorded.get(rel, {}).get("fixes", [])})
-                blamed = blame(before_root, rel, original[rel], accel, verdict, b, rules, opts)
+                blamed = blame(before_root, rel, original[rel], accel, verdict, b, rules, opts, lines)
                 wrong.append(
                     {
                         "path": rel,
@@ -565,12 +627,13 @@ def run_changed(
         "accelerator_new_crashes": sum(1 for w in wrong if w["mode"] == "accelerator" and w["verdict"] == "new crash"),
         "wrong": wrong,
         "wrong_by_rule": dict(sorted(by_rule.items())),
+        "review": review,
         "per_file": files,
     }
 
 
 def blame(
-    before_root: Path, rel: str, data: bytes, accel: bool, verdict: str, original_run: dict, rules, opts
+    before_root: Path, rel: str, data: bytes, accel: bool, verdict: str, original_run: dict, rules, opts, lines=None
 ) -> List[str]:
     """The rules whose fixes alone (the file fixed with only that rule enabled)
     reproduce `verdict`; empty when none does alone (the fixes interact)."""
@@ -584,8 +647,8 @@ def blame(
             if outcome.new_data is None:
                 continue
             path.write_bytes(outcome.new_data)
-            result = run_file((str(before_root), rel, accel, opts.run_timeout, opts.run_memory_gb))
-            if compare(original_run, result, compare_output=not accel)[0] == verdict:
+            result = run_file((str(before_root), rel, accel, opts.run_timeout, opts.run_memory_gb, opts.fake_data))
+            if compare(original_run, result, not accel, _rule_lines(data, outcome.new_data, lines))[0] == verdict:
                 blamed.append(rule)
     finally:
         path.write_bytes(data)
@@ -611,6 +674,7 @@ class Options:
     run_timeout: int = 120
     run_jobs: int = 2
     run_memory_gb: int = 6
+    fake_data: bool = True  # torchvision's downloadable image sets are synthetic in the runs
     groups: int = 0  # a seeded sample of this many edit groups...
     sheet: Optional[Path] = None  # ...written as a judging sheet in this folder
 
@@ -1038,6 +1102,9 @@ def print_report(r: dict) -> None:
         print(f"   wrong edits (runs that changed), by rule: {runs['wrong_by_rule'] or 'none'}")
         for w in runs["wrong"]:
             print("   ", json.dumps(w)[:600])
+        print(f"   to review (both fail at the same place, differently): {len(runs['review'])}")
+        for w in runs["review"]:
+            print("   ", json.dumps(w)[:600])
     if "sheet" in r:
         sh = r["sheet"]
         print(f"judging sheet: {sh['groups']} of {sh['of']} unique edit groups (seed {sh['seed']}) -> {sh['folder']}")
@@ -1074,6 +1141,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--run-timeout", type=int, default=120, help="seconds per run (default 120)")
     ap.add_argument("--run-jobs", type=int, default=2, help="runs at once (default 2)")
     ap.add_argument("--run-memory-gb", type=int, default=6, help="address space per run, GiB (0: no limit)")
+    ap.add_argument(
+        "--no-fake-data", action="store_true", help="runs get no synthetic torchvision image sets (MNIST, CIFAR10...)"
+    )
     ap.add_argument("--tally", type=Path, metavar="SHEET", help="tally a judged sheet's verdicts by rule and exit")
     ap.add_argument("--json", type=Path, help="also write the full report as JSON")
     ap.add_argument("--fixes-out", type=Path, help="JSONL of every applied fix with context (outside the repo)")
@@ -1111,6 +1181,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         run_timeout=args.run_timeout,
         run_jobs=args.run_jobs,
         run_memory_gb=args.run_memory_gb,
+        fake_data=not args.no_fake_data,
         groups=args.groups,
         sheet=args.sheet,
     )

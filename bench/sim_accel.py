@@ -12,7 +12,8 @@ All" does; shell escapes and non-Python cell magics do nothing). The result
 (`--out`, else printed as the last line of stdout) is JSON:
 
     {"path", "kind": "script"|"notebook", "accel", "status": "ok"|"error",
-     "error": {"type", "message", "cell"} or null, "stdout" (scripts: not
+     "error": {"type", "message", "cell", "line": the script's outermost
+     line on the way to the failure} or null, "stdout" (scripts: not
      captured, see the process's own), "cells": [{"number", "status",
      "stdout", "display", "error"}] (notebooks: the repr of the value each
      cell displays, as IPython shows it, and what it printed)}
@@ -20,6 +21,9 @@ All" does; shell escapes and non-Python cell magics do nothing). The result
 The run is made repeatable: Python's, NumPy's and torch's generators are
 seeded (0) before the code runs, torch uses one thread, and sockets refuse
 every address but the machine's own (so a run never waits on a download).
+With `--fake-data`, torchvision's downloadable image sets (MNIST, CIFAR10,
+SVHN...) are small synthetic sets of the same shapes and attributes, the
+same in every run, so code that would stop at the download runs on.
 
 **The simulated accelerator** (`--accel`, `install_accelerator()`): the code
 sees a CUDA machine (`torch.cuda.is_available()` is True, one device, the
@@ -446,6 +450,126 @@ def _legacy_constructor(torch, dtype):
     return make
 
 
+# -- data that is not here -----------------------------------------------------------------------
+
+# torchvision datasets that download a fixed image set: (height, width, channels, classes, layout).
+# "tensor": `data`/`targets` tensors (MNIST and friends); "array": a NumPy `data` (N, H, W, C) and a
+# `targets` list (CIFAR); "svhn": a NumPy `data` (N, C, H, W) and `labels`.
+_IMAGE_SETS = {
+    "MNIST": (28, 28, 1, 10, "tensor"),
+    "FashionMNIST": (28, 28, 1, 10, "tensor"),
+    "KMNIST": (28, 28, 1, 10, "tensor"),
+    "QMNIST": (28, 28, 1, 10, "tensor"),
+    "EMNIST": (28, 28, 1, 47, "tensor"),
+    "CIFAR10": (32, 32, 3, 10, "array"),
+    "CIFAR100": (32, 32, 3, 100, "array"),
+    "SVHN": (32, 32, 3, 10, "svhn"),
+    "STL10": (96, 96, 3, 10, "svhn"),
+}
+FAKE_TRAIN, FAKE_TEST = 64, 32  # samples: enough for a few batches, quick to run
+
+
+def install_fake_data() -> bool:
+    """Replace torchvision's downloadable image sets (MNIST, CIFAR10, ...) by
+    small synthetic ones of the same shapes, classes and attributes (`data`,
+    `targets`, `classes`, MNIST's `train_data`/`train_labels`...), the same in
+    every run: code that would stop at the download runs on. False when
+    torchvision is not installed."""
+    tvd = _import_torchvision_datasets()
+    if tvd is None:
+        return False
+    for name, spec in _IMAGE_SETS.items():
+        if hasattr(tvd, name):
+            setattr(tvd, name, _fake_image_set(name, *spec))
+    return True
+
+
+def _import_torchvision_datasets():
+    """torchvision.datasets, or None when torchvision is not installed. A
+    torchvision whose compiled operators do not match the installed torch (a
+    CUDA wheel beside a CPU build of torch) fails at import while registering
+    them; it is then imported with those registrations skipped: datasets,
+    transforms and models work, its compiled operators (nms, roi_align) do not."""
+    try:
+        import torchvision.datasets as tvd
+
+        return tvd
+    except ImportError:
+        return None
+    except RuntimeError:
+        pass
+    import torch.library
+
+    for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+        del sys.modules[name]
+    register_fake = torch.library.register_fake
+
+    def tolerant(op, fn=None, /, *, lib=None, _stacklevel=1, allow_override=False):
+        def register(f):
+            try:
+                return register_fake(op, f, lib=lib, _stacklevel=_stacklevel + 1, allow_override=allow_override)
+            except RuntimeError:  # the operator's library did not load
+                return f
+
+        return register(fn) if fn is not None else register
+
+    torch.library.register_fake = tolerant
+    try:
+        import torchvision.datasets as tvd
+
+        return tvd
+    except Exception:
+        return None
+    finally:
+        torch.library.register_fake = register_fake
+
+
+def _fake_image_set(name: str, height: int, width: int, channels: int, classes: int, layout: str):
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    class FakeImageSet(torch.utils.data.Dataset):
+        def __init__(self, root=None, train=True, transform=None, target_transform=None, download=False, **kwargs):
+            split = kwargs.get("split", "train" if train else "test")
+            self.train = bool(train) and split in ("train", "byclass", "balanced", "letters", "digits", "mnist")
+            count = FAKE_TRAIN if self.train else FAKE_TEST
+            rng = np.random.RandomState(0 if self.train else 1)
+            pixels = rng.randint(0, 256, (count, height, width, channels), dtype=np.uint8)
+            labels = rng.randint(0, classes, count)
+            self.transform, self.target_transform, self.root = transform, target_transform, root
+            self.classes = [str(i) for i in range(classes)]
+            self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+            if layout == "tensor":
+                self.data = torch.from_numpy(pixels[..., 0] if channels == 1 else pixels)
+                self.targets = torch.from_numpy(labels).long()
+            elif layout == "array":
+                self.data, self.targets = pixels, [int(x) for x in labels]
+            else:
+                self.data, self.labels = pixels.transpose(0, 3, 1, 2).copy(), labels.astype(np.int64)
+            self._pixels, self._labels = pixels, labels
+
+        # MNIST's legacy names
+        train_data = test_data = property(lambda self: self.data)
+        train_labels = test_labels = property(lambda self: self.targets)
+
+        def __len__(self):
+            return len(self._labels)
+
+        def __getitem__(self, index):
+            array = self._pixels[index]
+            img = Image.fromarray(array[..., 0], mode="L") if channels == 1 else Image.fromarray(array, mode="RGB")
+            target = int(self._labels[index])
+            if self.transform is not None:
+                img = self.transform(img)
+            if self.target_transform is not None:
+                target = self.target_transform(target)
+            return img, target
+
+    FakeImageSet.__name__ = FakeImageSet.__qualname__ = name
+    return FakeImageSet
+
+
 # -- running code ---------------------------------------------------------------------------------
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
@@ -481,6 +605,10 @@ def run_script(path: Path, argv: List[str]) -> Dict[str, Any]:
         traceback.print_exc()
         result["status"] = "error"
         result["error"] = _error(exc)
+        # Where the script failed: its outermost statement on the way (a module-level line).
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)]
+        if frames:
+            result["error"]["line"] = frames[0].lineno
     return result
 
 
@@ -536,6 +664,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--accel", action="store_true", help="run on the simulated accelerator")
     ap.add_argument("--out", type=Path, help="write the result JSON here (else: the last line of stdout)")
+    ap.add_argument(
+        "--fake-data", action="store_true", help="torchvision's downloadable image sets give synthetic images"
+    )
     ap.add_argument("path", type=Path)
     ap.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     args = ap.parse_args(argv)
@@ -543,6 +674,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     out = args.out.resolve() if args.out else None
     os.environ.setdefault("MPLBACKEND", "Agg")
     isolate()
+    if args.fake_data:
+        install_fake_data()
     if args.accel:
         install_accelerator()
     if path.suffix == ".ipynb":

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench import fix_audit
-from bench.fix_audit import Options, compare, tally
+from bench.fix_audit import Options, compare, line_map, tally
 
 from helpers import code, notebook
 
@@ -41,7 +41,16 @@ def test_compare_tells_wrong_edits_from_code_that_cannot_run_here():
     early = dict(cells, error=_error("RuntimeError", "device", 3))
     late = dict(cells, error=_error("FileNotFoundError", "x", 5))
     assert compare(early, late, True)[0] == "not runnable"  # the fixed notebook gets further
-    assert compare(late, early, True)[0] == "failure changed"
+    assert compare(late, early, True)[0] == "fails earlier"
+    assert compare(early, dict(cells, error=_error("RuntimeError", "other", 3)), True)[0] == "failure changed"
+    # Scripts: where they failed, through the fixed file's line numbers.
+    at = lambda line: _script("error", error=dict(_error("RuntimeError", f"at {line}"), line=line))  # noqa: E731
+    shifted = line_map("a\nb\nc\nd\n", "a\nX\nb\nc\nd\n")  # a line inserted after the first
+    assert shifted(3) == 4
+    assert compare(at(3), at(2), True, shifted)[0] == "fails earlier"
+    assert compare(at(3), at(5), True, shifted)[0] == "not runnable"  # gets further
+    assert compare(at(3), at(4), True, shifted)[0] == "failure changed"  # the same line, another error
+    assert compare(at(3), at(2), True)[0] == "failure changed"  # without a map: for a person to read
 
 
 def test_tally_counts_verdicts_by_rule_and_checks_the_bar(tmp_path):
