@@ -442,3 +442,88 @@ def test_dataset_resolved_through_a_parameter_and_a_returned_tuple():
     # The same path to a dataset that reads files is reported.
     images = src.replace("MyTrainDataset(2048)", "ImageFolderDataset(root=args.data)")
     assert ("TL302", 10) in codes(images)
+
+
+# -- consumers: who reads a moved value, and where ------------------------------------------------
+
+_GPU = "import torch\nfrom torch import nn\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+
+
+def _move_readers_on(src: str, move: str) -> bool:
+    """`Analysis.consumers.all_on` for the move statement `move` (a call's code)."""
+    a = analyse(src)
+    call = call_at(a, move)
+    target = a.places.move_device(call)
+    return a.consumers.all_on(call.receiver.value, call.site, target)
+
+
+def test_every_later_reader_of_a_moved_name_must_work_on_its_new_device():
+    on_device = (
+        _GPU
+        + "model = nn.Linear(3, 1).to(device)\nx = torch.randn(2, 3)\nx.to(device)\nprint(model(x * 2).sum().item())\n"
+    )
+    assert _move_readers_on(on_device, "x.to(device)")
+    # A model built on the CPU and never moved: after `x = x.cuda()` it would get a device tensor.
+    cpu_model = (
+        _GPU + "D = nn.Linear(3, 1)\nx = torch.randn(2, 3)\nif torch.cuda.is_available():\n    x.cuda()\ny = D(x)\n"
+    )
+    assert not _move_readers_on(cpu_model, "x.cuda()")
+    # A tensor the value meets in a comparison stays on the device: `y.cpu()` may not rebind y.
+    compared = _GPU + "t = torch.randn(3).to(device)\ny = torch.randn(3).to(device)\ny.cpu()\nok = (y == t).all()\n"
+    assert not _move_readers_on(compared, "y.cpu()")
+    assert _move_readers_on(compared.replace("ok = (y == t).all()", "print(y.numpy())"), "y.cpu()")
+    # Host-only code, and code we cannot see, are not readers of a device tensor.
+    assert not _move_readers_on(_GPU + "x = torch.randn(3)\nx.cuda()\nprint(x.numpy())\n", "x.cuda()")
+    assert not _move_readers_on(_GPU + "x = torch.randn(3)\nx.cuda()\nsave_somewhere(x)\n", "x.cuda()")
+
+
+def test_readers_follow_loops_rebindings_and_helpers():
+    # Read earlier in the loop: the next iteration sees the moved value.
+    loop = _GPU + "D = nn.Linear(3, 1)\nx = torch.randn(2, 3)\nfor i in range(3):\n    y = D(x)\n    x.to(device)\n"
+    assert not _move_readers_on(loop, "x.to(device)")
+    # Rebound before the reader: the reader sees another value.
+    rebound = _GPU + "D = nn.Linear(3, 1)\nx = torch.randn(2, 3)\nx.to(device)\nx = torch.randn(2, 3)\ny = D(x)\n"
+    assert _move_readers_on(rebound, "x.to(device)")
+    # A same-file helper is read: its parameter's readers are the value's readers.
+    helper = (
+        _GPU
+        + "model = nn.Linear(3, 1).to(device)\ndef run(a):\n    return model(a)\nx = torch.randn(2, 3)\nx.to(device)\nrun(x)\n"
+    )
+    assert _move_readers_on(helper, "x.to(device)")
+    cpu_helper = helper.replace(".to(device)\ndef", "\ndef")
+    assert not _move_readers_on(cpu_helper, "x.to(device)")
+
+
+# -- where a TensorDataset's tensors live ------------------------------------------------------------
+
+
+def _dataset_tensors(src: str):
+    a = analyse(src)
+    ds = call_at(
+        a,
+        next(
+            c for c in (a.facts.module.code_for_node(c.node) for c in a.facts.calls) if c.startswith("TensorDataset(")
+        ),
+    )
+    return [a.loaders.data_place(arg.value, ds.site) for arg in ds.node.args], a
+
+
+def test_a_tensor_datasets_tensors_are_followed_to_where_they_live():
+    head = _GPU + "from torch.utils.data import DataLoader, TensorDataset\nx = torch.randn(4, 3)\n"
+    places, a = _dataset_tensors(head + "x = x.to(device)\nds = TensorDataset(torch.stack([x] * 8))\n")
+    assert places == [DEVICE]
+    places, _ = _dataset_tensors(head + "ds = TensorDataset(torch.stack([x] * 8), torch.cat([x, x]).float()[:4])\n")
+    assert places == [CPU, CPU]
+    places, _ = _dataset_tensors(head + "y = torch.load('y.pt')\nds = TensorDataset(x, y)\n")
+    assert places == [CPU, None]  # loaded from a file: could be a device tensor
+    # A dataset with a part on the device places its items (no pinning, no workers): TL302/TL303 stay silent.
+    src = head + "x = x.to(device)\nds = TensorDataset(torch.stack([x] * 8))\nloader = DataLoader(ds)\n"
+    src += "for (b,) in loader:\n    model(b.to(device)).sum().backward()\n"
+    a = analyse(src)
+    (loader,) = list(a.loaders.calls())
+    assert a.loaders.info(loader).dataset.value == "places"
+    # Not known to be on the host: reported by TL303, without a fix.
+    unknown = src.replace("x = x.to(device)\n", "x = torch.load('x.pt')\n")
+    a = analyse(unknown)
+    (loader,) = list(a.loaders.calls())
+    assert not a.loaders.info(loader).host_items

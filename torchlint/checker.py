@@ -5,7 +5,7 @@ reports are dropped, and the other rules go on."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, AbstractSet, Callable, List, Optional, Tuple, Type
+from typing import TYPE_CHECKING, AbstractSet, Callable, List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
@@ -33,15 +33,17 @@ def run_rules(
     checkpoint: Optional[Callable[[], None]] = None,
     displayed: AbstractSet[int] = frozenset(),
     project: Optional[FileView] = None,
+    cells: Sequence[int] = (),
 ) -> Tuple[List[Report], List[Problem]]:
     """Every enabled rule's reports on `module`, in rule order, and the problems
     of the rules that failed. An error in the shared facts propagates: it is
     the whole file's problem, not one rule's. `checkpoint` is called before
     each rule: it may raise (a BaseException, such as the language server's
     cancellation of a stale lint) to stop the run there. `displayed`: rows
-    where a notebook cell's displayed last expression starts. `project`: the
-    project index as this file asks it (None: the file alone)."""
-    analysis = Analysis(module, path, source, project=project, displayed_rows=displayed)
+    where a notebook cell's displayed last expression starts; `cells`: rows
+    where its cells start. `project`: the project index as this file asks it
+    (None: the file alone)."""
+    analysis = Analysis(module, path, source, project=project, displayed_rows=displayed, cell_rows=cells)
     ctx = RuleContext(module=module, analysis=analysis, path=path, source=source)
     problems: List[Problem] = []
     for rule_cls in enabled_rules(enabled):

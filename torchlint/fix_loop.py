@@ -39,6 +39,11 @@ class Document(Protocol):
         notebook cell's last bare expression); empty for a .py file."""
         ...
 
+    @property
+    def cell_rows(self) -> Tuple[int, ...]:
+        """Rows of `source` where a notebook cell starts, in order; empty for a .py file."""
+        ...
+
     def edits_of(self, finding: Finding) -> Optional[Tuple[Edit, ...]]:
         """The edits of `finding`'s fix in this document, or None where it cannot apply."""
         ...
@@ -54,6 +59,7 @@ class TextDocument:
 
     source: str
     displayed_rows: FrozenSet[int] = frozenset()
+    cell_rows: Tuple[int, ...] = ()
 
     def edits_of(self, finding: Finding) -> Optional[Tuple[Edit, ...]]:
         return finding.fix.edits if finding.fix is not None else None

@@ -86,14 +86,29 @@ def common_suffix(a: str, b: str, limit: int) -> int:
     return lo
 
 
-def unified_diff(path: str, old: str, new: str) -> str:
-    """`old` -> `new` as a unified diff of `path` (`--diff`)."""
+def unified_diff(path: str, old: str, new: str, newline_hint: bool = True, label: Optional[str] = None) -> str:
+    """`old` -> `new` as a unified diff of `path` (`--diff`). A name with
+    whitespace is followed by a tab in the `---`/`+++` headers, the unified
+    diff convention (GNU diff writes the date there) by which `patch` finds
+    where the name ends; `label` replaces the header's name as it is.
+    `newline_hint`: mark a last line without a line break with
+    `\\ No newline at end of file` (else the line just ends)."""
     old_lines = old.splitlines(keepends=True)
     new_lines = new.splitlines(keepends=True)
+    label = diff_label(path) if label is None else label
     out = []
-    for line in difflib.unified_diff(old_lines, new_lines, fromfile=path, tofile=path):
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    for line in difflib.unified_diff(old_lines, new_lines, fromfile=label, tofile=label):
+        if line.endswith("\n"):
+            out.append(line)
+        else:
+            out.append(line + ("\n\\ No newline at end of file\n" if newline_hint else "\n"))
     return "".join(out)
+
+
+def diff_label(name: str) -> str:
+    """A file name as a unified diff's header shows it: a tab after a name
+    that holds whitespace, so that the name ends there."""
+    return name + "\t" if any(c.isspace() for c in name) else name
 
 
 def apply_edits(text: str, edits: Iterable[Edit]) -> Tuple[str, int]:

@@ -202,7 +202,9 @@ def _notebook(data: bytes, path: str, enabled: AbstractSet[str], project: Option
         return NoqaResult(None, 0)
     if cells is None:
         return NoqaResult(None, 0)
-    result = lint_text(cells.source, path, enabled, displayed=cells.displayed_rows, project=project)
+    result = lint_text(
+        cells.source, path, enabled, displayed=cells.displayed_rows, project=project, cells=cells.cell_rows
+    )
     if any(f.code == "TL000" for f in result.findings):
         return NoqaResult(None, 0)
 

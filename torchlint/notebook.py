@@ -38,7 +38,7 @@ from functools import cached_property
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from torchlint.findings import Edit, Finding, Fix
-from torchlint.fixes import apply_fix_groups
+from torchlint.fixes import apply_fix_groups, unified_diff
 
 _MAGIC_MARK = "# torchlint-ipython-"
 _PLACEHOLDER_RE = re.compile(r"^([ \t]*)pass  " + re.escape(_MAGIC_MARK) + r"(\d+)$")
@@ -236,6 +236,11 @@ class Cells:
             rows.add(self.starts[i] + last.lineno - 1)
         return frozenset(rows)
 
+    @property
+    def cell_rows(self) -> Tuple[int, ...]:
+        """Module rows where each code cell that has lines starts, in order."""
+        return tuple(self._nonempty_starts)
+
     def locate(self, row: int) -> Tuple[int, int]:
         """Module row -> (index into self.cells, 1-based row in the cell)."""
         k = bisect_right(self._nonempty_starts, row) - 1
@@ -361,6 +366,30 @@ def read(data: bytes) -> Optional[Cells]:
         return None
     cells = _cells(nb)
     return Cells(cells, _File(text, bom)) if cells else None
+
+
+def cell_diff(path: str, old: bytes, new: bytes) -> str:
+    """`--diff` of a notebook as Ruff prints it: for each code cell whose
+    source changed, a unified diff of that source headed `path:cell N` (N
+    counts every cell, 1-based), no `No newline at end of file` marks (a
+    cell's last line rarely has one), and a blank line after the notebook's
+    cells. Empty when no cell changed."""
+    _, a, _ = _read(old)
+    _, b, _ = _read(new)
+    out = []
+    for number, (x, y) in enumerate(zip(a["cells"], b["cells"]), 1):
+        if x.get("cell_type") != "code" or y.get("cell_type") != "code":
+            continue
+        before, after = _source_text(x), _source_text(y)
+        if before != after:
+            label = f"{path}:cell {number}"  # Ruff's header: no patch applies it
+            out.append(unified_diff(path, before, after, newline_hint=False, label=label))
+    return "".join(out) + "\n" if out else ""
+
+
+def _source_text(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
 
 
 def _read(data: bytes):

@@ -116,6 +116,7 @@ def lint_text(
     reuse: Reuse = COLD,
     displayed: AbstractSet[int] = frozenset(),
     project: Optional[ProjectIndex] = None,
+    cells: Sequence[int] = (),
 ) -> FileResult:
     """Findings (sorted, each with its fix) and problems for Python source text.
     A leading BOM is not part of the text (as for CPython): positions and edits
@@ -125,7 +126,8 @@ def lint_text(
     With `precheck` (torchlint/precheck.py), a file that mentions nothing any
     enabled rule looks for is only checked for syntax (TL000) by CPython's
     parser, falling back to the full parse for its message when that fails."""
-    return _lint(text[1:] if text.startswith(BOM) else text, path, enabled, precheck, reuse, displayed, project)[0]
+    text = text[1:] if text.startswith(BOM) else text
+    return _lint(text, path, enabled, precheck, reuse, displayed, project, cells)[0]
 
 
 def fix_text(
@@ -146,7 +148,13 @@ def fix_text(
 
 def _linter(path: str, enabled: AbstractSet[str], reuse: Reuse = COLD, project: Optional[ProjectIndex] = None):
     return lambda document: _lint(
-        document.source, path, enabled, reuse=reuse, displayed=document.displayed_rows, project=project
+        document.source,
+        path,
+        enabled,
+        reuse=reuse,
+        displayed=document.displayed_rows,
+        project=project,
+        cells=document.cell_rows,
     )
 
 
@@ -158,17 +166,20 @@ def _lint(
     reuse: Reuse = COLD,
     displayed: AbstractSet[int] = frozenset(),
     project: Optional[ProjectIndex] = None,
+    cells: Sequence[int] = (),
 ) -> Linted:
     """The lint of BOM-less `text`, and whether it parsed (with the cyclic
     garbage collector paused: see torchlint/gc_pause.py). `displayed`: rows
-    where a notebook cell's displayed last expression starts (a lint kept by
-    text alone cannot know them: notebooks are not answered from `reuse`)."""
-    kept = reuse.cached(text, precheck) if not displayed else None
+    where a notebook cell's displayed last expression starts; `cells`: rows
+    where its cells start (a lint kept by text alone cannot know them:
+    notebooks are not answered from `reuse`)."""
+    notebook_rows = bool(displayed or cells)
+    kept = reuse.cached(text, precheck) if not notebook_rows else None
     if kept is not None:
         return kept
     with gc_paused():
-        linted = _lint_unpaused(text, path, enabled, precheck, reuse, displayed, project)
-    if not displayed:
+        linted = _lint_unpaused(text, path, enabled, precheck, reuse, displayed, project, cells)
+    if not notebook_rows:
         reuse.store(text, precheck, linted)
     return linted
 
@@ -189,6 +200,7 @@ def _lint_unpaused(
     reuse: Reuse,
     displayed: AbstractSet[int],
     project: Optional[ProjectIndex] = None,
+    cells: Sequence[int] = (),
 ) -> Linted:
     if precheck and not could_matter(text, enabled_rules(enabled)):
         if cpython_error(text) is None:
@@ -206,6 +218,7 @@ def _lint_unpaused(
             reuse.checkpoint,
             displayed=displayed,
             project=project_view(project, path, text),
+            cells=cells,
         )
         reuse.checkpoint()
         findings = _findings(module, text, path, reports, problems, reuse) if reports else []
@@ -398,7 +411,15 @@ def _notebook(
 
     warnings = _suppression_warnings(cells.source, where)
     if mode == "lint":
-        result, _ = _lint(cells.source, path, enabled, reuse=reuse, displayed=cells.displayed_rows, project=project)
+        result, _ = _lint(
+            cells.source,
+            path,
+            enabled,
+            reuse=reuse,
+            displayed=cells.displayed_rows,
+            project=project,
+            cells=cells.cell_rows,
+        )
         fixed = Fixed(cells, result, 0, result.problems)
     else:
         fixed = fix_document(cells, _linter(path, enabled, reuse, project), path, unsafe)
@@ -416,7 +437,7 @@ def _notebook(
         return FileOutcome(path, findings, problems, lines=lines, warnings=warnings)
     diff = None
     if mode == "diff":
-        diff = unified_diff(path, data.decode("utf-8", "replace"), new_data.decode("utf-8", "replace"))
+        diff = notebook.cell_diff(path, data, new_data)
     return FileOutcome(
         path,
         findings,

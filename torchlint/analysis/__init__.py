@@ -11,7 +11,9 @@ the rest lazily, each part built at most once and shared by every rule:
 - `roles`: tests, smoke blocks, tooling, and what does real work;
 - `grad`: no-grad regions, inference contexts, gradients needed later;
 - `loaders`: DataLoader datasets, collate functions and use;
-- `cost`: how often code runs (once, or every step of real work).
+- `cost`: how often code runs (once, or every step of real work);
+- `consumers`: who reads a value, and whether each reader works with it on
+  a given device (the precondition of fixes that move a value).
 
 `project` is the project index as this file asks it (what classes, decorators
 and functions of other files are: torchlint/analysis/project/); without it
@@ -21,8 +23,9 @@ the file is read alone.
 from __future__ import annotations
 
 import sys
+from bisect import bisect_right
 from functools import cached_property
-from typing import TYPE_CHECKING, AbstractSet, Any, FrozenSet, Optional
+from typing import TYPE_CHECKING, AbstractSet, Any, Dict, FrozenSet, Optional, Sequence
 
 # The parts are imported when first used, not here: the project pass
 # (torchlint/analysis/project/) is imported by a run answered from the cache,
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, AbstractSet, Any, FrozenSet, Optional
 if TYPE_CHECKING:
     import libcst as cst
 
+    from torchlint.analysis.consumers import Consumers
     from torchlint.analysis.cost import Cost
     from torchlint.analysis.facts import Facts
     from torchlint.analysis.grad import Grad
@@ -42,6 +46,20 @@ if TYPE_CHECKING:
     from torchlint.analysis.values import Values
 
 __all__ = ["Analysis"]
+
+_PLACEHOLDER_MARK = "# torchlint-ipython-"  # torchlint.notebook's mark of a blanked IPython line
+
+
+def _placeholder(stmt: cst.BaseStatement) -> bool:
+    import libcst as cst
+
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Pass)
+        and stmt.trailing_whitespace.comment is not None
+        and stmt.trailing_whitespace.comment.value.startswith(_PLACEHOLDER_MARK)
+    )
 
 
 def __getattr__(name: str) -> Any:
@@ -64,6 +82,7 @@ class Analysis:
         source: str = "",
         project: Optional[FileView] = None,
         displayed_rows: AbstractSet[int] = frozenset(),
+        cell_rows: Sequence[int] = (),
     ) -> None:
         self.module = module
         self.path = path
@@ -72,8 +91,34 @@ class Analysis:
         self.project = project
         # Rows where a notebook cell's displayed last expression starts.
         self.displayed_rows = displayed_rows
+        # Rows where a notebook's cells start.
+        self.cell_rows = tuple(cell_rows)
         # Through the package's attribute (see `__getattr__`), which tests may replace.
         self.facts: Facts = sys.modules[__name__].collect_facts(module)
+
+    @cached_property
+    def _cell_heads(self) -> Dict[int, cst.BaseStatement]:
+        """id of each top-level statement -> the first statement of its notebook
+        cell that is not an IPython placeholder (a blanked magic or shell line)."""
+        if not self.cell_rows:
+            return {}
+        out: Dict[int, cst.BaseStatement] = {}
+        heads: Dict[int, cst.BaseStatement] = {}
+        row = 1 + len(self.module.header)
+        for stmt in self.module.body:
+            start = row + len(stmt.leading_lines)
+            cell = bisect_right(self.cell_rows, start) - 1
+            if cell not in heads and not _placeholder(stmt):
+                heads[cell] = stmt
+            out[id(stmt)] = heads.get(cell, stmt)
+            row += self.module.code_for_node(stmt).count("\n")
+        return out
+
+    def cell_head(self, stmt: cst.CSTNode) -> Optional[cst.BaseStatement]:
+        """In a notebook, for a top-level statement: the first statement of its
+        cell (IPython lines skipped), where code added for the cell goes; None
+        for a .py file."""
+        return self._cell_heads.get(id(stmt))
 
     @cached_property
     def _displayed(self) -> FrozenSet[int]:
@@ -143,3 +188,9 @@ class Analysis:
         from torchlint.analysis.cost import Cost
 
         return Cost(self.facts, self.values, self.helpers, self.loops, self.roles)
+
+    @cached_property
+    def consumers(self) -> Consumers:
+        from torchlint.analysis.consumers import Consumers
+
+        return Consumers(self.facts, self.values, self.helpers, self.places)

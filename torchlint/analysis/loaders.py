@@ -15,7 +15,7 @@ import libcst as cst
 from torchlint.analysis.facts import Binding, Call, Facts, Function, Loop, Site, dotted_name
 from torchlint.analysis.helpers import Helpers, is_move_call, root_name
 from torchlint.analysis.loops import Loops
-from torchlint.analysis.places import DEVICE, Places
+from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, Places
 from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import (
     DATA_ARGUMENT_NAME,
@@ -131,6 +131,9 @@ class LoaderInfo:
     copied_as_loaded: bool = False
     # `batch_size=len(dataset)`: one batch per pass.
     whole_dataset_batch: bool = False
+    # Its items are known to be host tensors where that can be told: no TensorDataset the dataset may
+    # be holds tensors whose place is not known to be the host (pinning a device tensor raises).
+    host_items: bool = True
 
 
 class Loaders:
@@ -180,6 +183,7 @@ class Loaders:
                 non_blocking=any(self._loop_moves(site, non_blocking=True) for site in loops),
                 copied_as_loaded=any(self._copied_as_loaded(site) for site in loops),
                 whole_dataset_batch=self._whole_dataset_batch(call),
+                host_items=self._host_items(call),
             )
         return self._info[key]
 
@@ -279,7 +283,10 @@ class Loaders:
         if any(self._device_argument(a) for a in ds.node.args):
             return PLACES, True  # `MyDataset(paths, device=device)`: items made on the device
         if ds.qualname in TENSOR_DATASET:
-            if any(self._places_value(a.value, ds.site) for a in ds.node.args):
+            if any(
+                self._places_value(a.value, ds.site) or self.data_place(a.value, ds.site) == DEVICE
+                for a in ds.node.args
+            ):
                 return PLACES, True
             sizes = [self._literal_size(a.value, ds.site) for a in ds.positional]
             if sizes and all(s is not None and s <= TINY_DATASET for s in sizes):
@@ -401,6 +408,88 @@ class Loaders:
                 inner = call.receiver if isinstance(call.receiver, cst.Call) else None
                 call = self.facts.call_for(inner) if inner is not None else None
         return False
+
+    # -- where a TensorDataset's tensors live ---------------------------------------------------
+
+    def data_place(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> Optional[str]:
+        """Where the tensors of `expr` (an argument of a TensorDataset) live:
+        DEVICE, CPU, or None when that cannot be told. Followed through the
+        bindings that reach `site` (`x = x.to(device)` counts from there on),
+        `torch.stack`/`torch.cat` of a sequence, list and tuple literals, list
+        repetition (`[x] * n`), slices and views, and moves; any part on the
+        device puts the whole on the device."""
+        if expr is None or depth > 8:
+            return None
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            if any(isinstance(e, cst.StarredElement) for e in expr.elements) or not expr.elements:
+                return None
+            return _join_places(self.data_place(e.value, site, depth + 1) for e in expr.elements)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+            for seq, count in ((expr.left, expr.right), (expr.right, expr.left)):
+                if isinstance(seq, (cst.List, cst.Tuple)) and self.places.tensor_place(count, site) is None:
+                    return self.data_place(seq, site, depth + 1)  # `[x] * n`: n times the same tensors
+        if isinstance(expr, cst.Subscript):
+            return self.data_place(expr.value, site, depth + 1)  # a slice of the same memory
+        if isinstance(expr, cst.Call):
+            call = self.facts.call_for(expr)
+            if call is None:
+                return None
+            if is_move_call(call) or (call.method == "cpu" and call.receiver is not None):
+                device = self.places.move_device(call)
+                return DEVICE if device == ACCEL else (CPU if device == HOST else None)
+            if call.qualname in _STACKERS and call.positional:
+                return self.data_place(call.positional[0].value, site, depth + 1)
+            if call.receiver is not None and call.method in _SAME_PLACE_METHODS:
+                return self.data_place(call.receiver, site, depth + 1)
+        if isinstance(expr, cst.Name):
+            reaching = self.places.reaching(expr.value, site)
+            if not reaching:
+                return None
+            found = []
+            for b in reaching:
+                if b.kind not in ("assign", "annassign") or b.value is None:
+                    found.append(self._place_of(expr, site))
+                elif b.index is None:
+                    found.append(self.data_place(b.value, b.site, depth + 1))
+                elif isinstance(b.value, (cst.Tuple, cst.List)) and b.index < len(b.value.elements):
+                    element = b.value.elements[b.index]
+                    found.append(
+                        None
+                        if isinstance(element, cst.StarredElement)
+                        else self.data_place(element.value, b.site, depth + 1)
+                    )
+                else:
+                    found.append(self._place_of(expr, site))
+            return _join_places(found)
+        return self._place_of(expr, site)
+
+    def _place_of(self, expr: cst.BaseExpression, site: Site) -> Optional[str]:
+        place = self.places.tensor_place(expr, site)
+        return place if place in (DEVICE, CPU) else None
+
+    def _host_items(self, call: Call) -> bool:
+        """No TensorDataset the loader's dataset may be holds tensors whose place
+        is not known to be the host: every binding of the dataset's name that
+        reaches the loader is looked at (`ds = TensorDataset(...)` in two branches),
+        and what `_resolve` finds through helpers and splits."""
+        raw = self.dataset_expr(call)
+        candidates: List[Tuple[cst.BaseExpression, Site]] = []
+        resolved = self._resolve(raw, call.site)
+        if resolved is not None:
+            candidates.append((resolved, call.site))
+        if isinstance(raw, cst.Name):
+            for b in self.places.reaching(raw.value, call.site):
+                if b.value is not None and b.index is None:
+                    candidates.append((self._split_of(b.value) or b.value, b.site))
+        for expr, _ in candidates:
+            ds = self.facts.call_for(expr) if isinstance(expr, cst.Call) else None
+            if ds is None or ds.qualname not in TENSOR_DATASET:
+                continue
+            if not ds.node.args or any(a.star for a in ds.node.args):
+                return False
+            if any(self.data_place(a.value, ds.site) != CPU for a in ds.node.args):
+                return False
+        return True
 
     def class_places(self, class_name: str) -> bool:
         """Code in the class moves tensors or creates them on a device: its items
@@ -756,6 +845,28 @@ def _as_loaded(expr: cst.BaseExpression, names) -> bool:
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name) and expr.value.value in names:
         return len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)
     return False
+
+
+# torch functions that join a sequence of tensors into one, where they are.
+_STACKERS = frozenset(
+    "torch.stack torch.cat torch.concat torch.concatenate torch.vstack torch.hstack torch.dstack torch.row_stack "
+    "torch.column_stack".split()
+)
+# Tensor methods whose result lives where the tensor does.
+_SAME_PLACE_METHODS = frozenset(
+    "float double half bfloat16 long int short bool byte char view view_as reshape reshape_as unsqueeze squeeze "
+    "flatten permute transpose contiguous detach clone type_as expand expand_as repeat narrow t".split()
+)
+
+
+def _join_places(places) -> Optional[str]:
+    """DEVICE if any part is on the device, CPU if every part is on the host, else None."""
+    found = list(places)
+    if DEVICE in found:
+        return DEVICE
+    if found and all(p == CPU for p in found):
+        return CPU
+    return None
 
 
 # Methods that return a view of the same memory (of a contiguous batch).

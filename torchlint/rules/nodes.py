@@ -10,6 +10,7 @@ import libcst as cst
 from torchlint.analysis.facts import dotted_name
 
 if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
     from torchlint.analysis.facts import Site
     from torchlint.rules.base import Replacement, RuleContext
 
@@ -21,7 +22,7 @@ def call_with_to(expr: cst.BaseExpression, device: str) -> cst.Call:
     return cst.Call(func=cst.Attribute(value=expr, attr=cst.Name("to")), args=[cst.Arg(cst.Name(device))])
 
 
-def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression, comment_after: bool = False) -> cst.Call:
     """`call` with `name=value` set, keeping its layout.
 
     An existing keyword of that name gets the new value. Otherwise the keyword
@@ -31,6 +32,12 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
     Comments stay on the lines they annotate (the last argument keeps its own),
     and no line gains trailing whitespace; a closing parenthesis on its own
     line stays there.
+
+    `comment_after`: a comment follows the call's `)` on its line (see
+    `comment_follows`). It annotates the last argument's line, so where the
+    new keyword would get a line of its own after that argument, it goes
+    before it instead (before a last keyword argument; on the last argument's
+    line after a positional one): the comment stays with what it annotates.
     """
     args = list(call.args)
     for i, a in enumerate(args):
@@ -46,6 +53,16 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Ca
     closing = last.comma.whitespace_after if isinstance(last.comma, cst.Comma) else last.whitespace_after_arg
     before_comma = last.comma.whitespace_before if isinstance(last.comma, cst.Comma) else _NONE
     between = _between(call, args)
+    if (
+        comment_after
+        and isinstance(between, cst.ParenthesizedWhitespace)
+        and not isinstance(closing, cst.ParenthesizedWhitespace)
+    ):
+        if last.keyword is not None and not last.star:
+            # `shuffle=True)  # why`: the new keyword on its own line before the last one.
+            new = new.with_changes(comma=cst.Comma(whitespace_before=_NONE, whitespace_after=between))
+            return call.with_changes(args=args[:-1] + [new, last])
+        between = cst.SimpleWhitespace(" ")  # `ds)  # why`: on the last argument's line
     if isinstance(closing, cst.ParenthesizedWhitespace):
         # `)` on a line of its own: the new argument gets a line of its own too;
         # the last argument keeps what followed it on its line (a comment).
@@ -92,6 +109,34 @@ def _between(call: cst.Call, args: Sequence[cst.Arg]) -> cst.BaseParenthesizable
     if isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
         return _clean(call.whitespace_before_args)
     return cst.SimpleWhitespace(" ")
+
+
+def comment_follows(ctx: "Union[RuleContext, Analysis]", node: cst.CSTNode) -> bool:
+    """A comment ends the line where `node` ends (`... shuffle=True)  # why`):
+    the trailing comment of the statement (or of a compound statement's
+    header) that holds `node`, on the line `node` ends on. `ctx`: a rule's
+    context or the analysis (anything with the module and its facts)."""
+    stmt: Optional[cst.CSTNode] = node
+    while stmt is not None and not isinstance(stmt, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        stmt = ctx.facts.parent_of(stmt)
+    if isinstance(stmt, cst.SimpleStatementLine):
+        comment = stmt.trailing_whitespace.comment
+    elif isinstance(stmt, cst.BaseCompoundStatement) and isinstance(getattr(stmt, "body", None), cst.IndentedBlock):
+        comment = stmt.body.header.comment  # type: ignore[attr-defined]
+    else:
+        return False
+    if comment is None or stmt is None:
+        return False
+    marker = cst.Name("_torchlint_node_end_")
+    try:
+        code = ctx.module.code_for_node(stmt.deep_replace(node, marker))
+    except Exception:  # a node that cannot be replaced by a name there
+        return False
+    if marker.value not in code:
+        return False
+    rest = code.split(marker.value, 1)[1]
+    line = rest.split("\n", 1)[0].rstrip("\r")
+    return line.endswith(comment.value)
 
 
 def keyword_value(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
@@ -156,14 +201,18 @@ def _dotted(module: str) -> Union[cst.Name, cst.Attribute]:
 
 
 def _cell_place(ctx: "RuleContext", site: "Site"):
-    """In a notebook: right before the top-level statement holding `site`, in
-    its cell (a fix may not span cells, and an earlier cell may not hold the
-    import when it runs)."""
+    """In a notebook: at the top of the cell holding `site` (a fix may not span
+    cells, and an earlier cell may not hold the import when it runs), after
+    its IPython lines. Every fix in that cell that needs the import inserts it
+    at the same place, so the fix loop applies one of them per pass (they
+    overlap) and the next pass finds the import already there: one import per
+    cell, however many statements it fixes."""
     node: Optional[cst.CSTNode] = site.stmt
     while node is not None:
         parent = ctx.facts.parent_of(node)
         if isinstance(parent, cst.Module):
-            return node, True
+            head = ctx.analysis.cell_head(node)
+            return (head if head is not None else node), True
         node = parent
     return None
 

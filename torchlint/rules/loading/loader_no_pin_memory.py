@@ -7,7 +7,7 @@ import libcst as cst
 from torchlint.analysis.loaders import CPU_COLLATE, NO_COLLATE, PIN_MEMORY_POSITION, PLACES, BatchUse
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
-from torchlint.rules.nodes import module_at, with_keyword
+from torchlint.rules.nodes import comment_follows, module_at, with_keyword
 
 
 class LoaderNoPinMemory(Rule):
@@ -93,9 +93,18 @@ class LoaderNoPinMemory(Rule):
     Safe: it adds `pin_memory=torch.cuda.is_available()` (or sets an explicit
     `pin_memory=False` to it), which pins where a GPU exists and changes
     nothing, without a warning, on a machine without one. Pinning changes
-    where host batches live, not their values. It needs `torch` imported as
-    a module (when it is imported only after the loader, in a later notebook
-    cell, the fix imports it before); otherwise no fix is offered.
+    where host batches live, not their values. Pinning a tensor that is
+    already on the device raises ("cannot pin 'torch.cuda.FloatTensor'") on
+    every batch, so the fix is offered only where the dataset's tensors are
+    known to be on the host: a `TensorDataset`'s tensors are followed
+    through assignments, `torch.stack`/`torch.cat`, list literals and
+    repetition (`[x] * n`), slices, views and moves; one that is on the device
+    (`x = x.to(device)` before `TensorDataset(torch.stack([x] * n))`) is not
+    reported at all, and one whose place is not known (a parameter,
+    `torch.load(...)`) is reported without a fix. It needs `torch` imported
+    as a module (when it is imported only after the loader, in a later
+    notebook cell, the fix imports it at the top of the loader's cell);
+    otherwise no fix is offered.
 
     ## References
     - [torch.utils.data: memory pinning](https://pytorch.org/docs/stable/data.html#memory-pinning)
@@ -192,7 +201,8 @@ class LoaderNoPinMemory(Rule):
                     continue  # the copies are of tensors made on the host first (sliced, converted): pinning buys nothing
             if info.collate not in (NO_COLLATE, CPU_COLLATE):
                 continue  # a collate_fn whose output device we cannot see, or that places batches
-            ctx.report(call.node, replacements=self._fix(ctx, call))
+            # Pinning needs host tensors: no fix where a TensorDataset's tensors may be on the device.
+            ctx.report(call.node, replacements=self._fix(ctx, call) if info.host_items else None)
 
     @staticmethod
     def _fix(ctx: RuleContext, call):
@@ -203,4 +213,4 @@ class LoaderNoPinMemory(Rule):
             return None
         torch, imports = found
         value = cst.parse_expression(f"{torch}.cuda.is_available()")
-        return {**imports, call.node: with_keyword(call.node, "pin_memory", value)}
+        return {**imports, call.node: with_keyword(call.node, "pin_memory", value, comment_follows(ctx, call.node))}

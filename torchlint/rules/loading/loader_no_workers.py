@@ -20,7 +20,7 @@ from torchlint.analysis.loaders import (
 )
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
-from torchlint.rules.nodes import module_at, with_keyword
+from torchlint.rules.nodes import comment_follows, module_at, with_keyword
 
 _WORKERS = "min(8, {os}.cpu_count() or 1)"
 
@@ -291,7 +291,10 @@ class LoaderNoWorkers(Rule):
             return None
         os_alias, replacements = found
         value = cst.parse_expression(_WORKERS.format(os=os_alias))
-        return {**replacements, call.node: with_keyword(call.node, "num_workers", value)}
+        return {
+            **replacements,
+            call.node: with_keyword(call.node, "num_workers", value, comment_follows(ctx, call.node)),
+        }
 
 
 def _lambda_in_dataset(ctx: RuleContext, call: Call) -> bool:

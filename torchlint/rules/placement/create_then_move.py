@@ -20,7 +20,7 @@ from torchlint.analysis.vocabulary import (
 )
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
-from torchlint.rules.nodes import with_keyword
+from torchlint.rules.nodes import comment_follows, with_keyword
 
 # `.to()` keywords that only matter for a copy; allocating in place makes them moot.
 _MOOT_KWARGS = frozenset({"non_blocking", "copy", "memory_format"})
@@ -426,7 +426,7 @@ class CreateThenMove(Rule):
             return None  # something we don't understand: no fix
         if move.method == "cuda" and move.positional and not isinstance(move.positional[0].value, cst.Integer):
             return None
-        new_factory = with_keyword(factory.node, "device", device)
+        new_factory = with_keyword(factory.node, "device", device, comment_follows(ctx, move.node))
         for arg in extra:
             new_factory = with_keyword(new_factory, "dtype", arg.value)
         if move.receiver is None or move.receiver is factory.node:

@@ -7,7 +7,6 @@ from typing import Dict, Optional
 import libcst as cst
 
 from torchlint.analysis.facts import dotted_name
-from torchlint.analysis.helpers import root_name
 from torchlint.analysis.values import TENSOR
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
@@ -66,9 +65,17 @@ class DiscardedMove(Rule):
     Safe: the fix assigns the result back to the moved name, which is what
     the statement was meant to do. It is offered only for a plain name (an
     attribute such as `self.weight` may be a registered `nn.Parameter`, which
-    refuses a plain tensor), and not for a move to the device when the name is
-    later handed to host-only code (`x.numpy()`, a NumPy function), which
-    the move would break.
+    refuses a plain tensor), and only when every later reader of the name
+    works with it where the move sends it: a model on that device (not one
+    built on the CPU and never moved, which `if cuda: x.cuda()` would feed a
+    device tensor), tensors it meets in arithmetic, comparisons and torch
+    functions that are there, place-indifferent code (`print`, `.shape`,
+    `.item()`, a condition), and host code (`.numpy()`, NumPy) only after
+    `.cpu()`. Values computed from the name are followed a few steps, and
+    same-file helpers it is handed to are read; a reader we cannot see (a
+    function from another module, a value stored on an object, returned or
+    put in a container) means no fix. A notebook cell's displayed last
+    expression (`y.cpu()` as a cell's output) is not a discarded move at all.
 
     ## References
     - [PyTorch: `Tensor.to`](https://pytorch.org/docs/stable/generated/torch.Tensor.to.html)
@@ -148,23 +155,13 @@ class DiscardedMove(Rule):
     def _assignable(ctx: RuleContext, call, site) -> bool:
         """`x = x.cuda()` keeps working code working: `x` is a plain name (an
         attribute may be a registered `nn.Parameter`, which refuses a plain
-        tensor), and a move to the device is not followed by host-only use of
-        `x` (`x.numpy()`, NumPy calls), which the move would break."""
+        tensor), and every later reader of `x` works with it where the move
+        sends it (a model on that device, tensors there, place-indifferent
+        code; host code after `.cpu()`): the shared consumers fact."""
         if not isinstance(call.receiver, cst.Name):
             return False
-        if call.method == "cpu":
-            return True
-        name = call.receiver.value
-        for other in ctx.analysis.helpers.calls_in_scope(site.scope):
-            if other.site.order <= site.order:
-                continue
-            if other.method == "numpy" and root_name(other.receiver) == name:
-                return False
-            if (other.qualname or "").split(".")[0] in ("numpy", "np") and any(
-                root_name(a.value) == name for a in other.node.args
-            ):
-                return False
-        return True
+        target = ctx.analysis.places.move_device(call)
+        return ctx.analysis.consumers.all_on(call.receiver.value, site, target)
 
     @staticmethod
     def _is_tensor(a, receiver: cst.BaseExpression, site) -> bool:

@@ -10,7 +10,7 @@ from torchlint.analysis.values import TOKENS
 from torchlint.analysis.vocabulary import ACCEPTS_DEVICE, NO_DEVICE_KWARG
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
-from torchlint.rules.nodes import call_with_to, with_keyword
+from torchlint.rules.nodes import call_with_to, comment_follows, with_keyword
 
 
 class InputNotMoved(Rule):
@@ -256,7 +256,7 @@ class InputNotMoved(Rule):
             and creation.positional
             and not isinstance(creation.positional[0].value, (cst.Integer, cst.Float))
         ):
-            return {node: with_keyword(node, "device", cst.Name(device))}
+            return {node: with_keyword(node, "device", cst.Name(device), comment_follows(a, node))}
         if q in NO_DEVICE_KWARG or a.values.is_tokenizer_call(creation):
             return {node: call_with_to(node, device)}
         return None

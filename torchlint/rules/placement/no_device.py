@@ -10,8 +10,8 @@ import libcst as cst
 from torchlint.analysis.facts import Loop, dotted_name
 from torchlint.analysis.vocabulary import ACCEPTS_DEVICE
 from torchlint.findings import Applicability
-from torchlint.rules.base import Invalid, Rule, RuleContext
-from torchlint.rules.nodes import call_with_to, with_keyword
+from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
+from torchlint.rules.nodes import call_with_to, comment_follows, with_keyword
 from torchlint.rules.placement.model_not_moved import ModelNotMoved
 
 
@@ -59,8 +59,9 @@ class NoDevice(Rule):
     Unsafe (it changes where the script runs), and offered only when it is
     complete: the fix adds
     `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`
-    after the last import before the model (with `import torch` when torch
-    is not imported by then), `.to(device)` to the model's construction,
+    after the last import before the model, below a blank line that ends the
+    import block (with `import torch` when torch is not imported by then),
+    `.to(device)` to the model's construction,
     `device=` to every tensor the script creates at that level, and a move
     of every loader batch it feeds the model, so nothing is left on the CPU
     to meet the model. It is not offered when the script feeds the model
@@ -110,7 +111,7 @@ class NoDevice(Rule):
     INVALID = (
         Invalid(
             "import torch\n\nmodel = torch.nn.Linear(10, 2)\nx = torch.randn(1, 10)\nout = model(x)\nprint(out.device)\n",
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n'
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "model = torch.nn.Linear(10, 2).to(device)\nx = torch.randn(1, 10, device=device)\nout = model(x)\n"
             "print(out.device)\n",
             line=3,
@@ -122,7 +123,7 @@ class NoDevice(Rule):
             "model = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
             "for x, y in DataLoader(ds, batch_size=8):\n    loss = torch.nn.functional.mse_loss(model(x), y)\n"
             "    loss.backward()\n    opt.step()\n",
-            fixed="import torch\nfrom torch.utils.data import DataLoader\n"
+            fixed="import torch\nfrom torch.utils.data import DataLoader\n\n"
             'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nprint(torch.cuda.is_available())\n'
             "model = torch.nn.Linear(4, 1).to(device)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
             "for x, y in DataLoader(ds, batch_size=8):\n    x, y = x.to(device), y.to(device)\n"
@@ -262,9 +263,25 @@ class NoDevice(Rule):
             lines.append("import torch\n")
         lines.append(f'device = {torch}.device("cuda" if {torch}.cuda.is_available() else "cpu")\n')
         new = [cst.parse_statement(line) for line in lines]
-        replacements = {anchor: cst.FlattenSentinel([anchor] + new), b.value: call_with_to(b.value, "device")}
+        replacements: Dict[cst.CSTNode, Replacement] = {b.value: call_with_to(b.value, "device")}
+        # A blank line between the imports and the device line (PEP 8's layout): the blank
+        # lines that already end the import block, or a new one.
+        follower = _follower(ctx.module, anchor)
+        lead = list(follower.leading_lines) if follower is not None else []
+        blank = 0
+        while blank < len(lead) and lead[blank].comment is None:
+            blank += 1
+        if follower is not None and blank:
+            device_line = new.pop().with_changes(leading_lines=lead[:blank])
+            replacements[follower] = cst.FlattenSentinel(
+                [device_line, follower.with_changes(leading_lines=lead[blank:])]
+            )
+        else:
+            new[-1] = new[-1].with_changes(leading_lines=[cst.EmptyLine()])
+        if new:
+            replacements[anchor] = cst.FlattenSentinel([anchor] + new)
         for c in creations:
-            replacements[c.node] = with_keyword(c.node, "device", cst.Name("device"))
+            replacements[c.node] = with_keyword(c.node, "device", cst.Name("device"), comment_follows(a, c.node))
         for loop, names in loops.items():
             body = loop.node.body
             if not isinstance(body, cst.IndentedBlock):
@@ -323,6 +340,15 @@ class NoDevice(Rule):
             ):
                 anchor = stmt
         return anchor
+
+
+def _follower(module: cst.Module, stmt):
+    """The top-level statement after `stmt`, if any."""
+    body = list(module.body)
+    for i, s in enumerate(body[:-1]):
+        if s is stmt:
+            return body[i + 1]
+    return None
 
 
 def _inside_creation(a, call) -> bool:

@@ -9,7 +9,9 @@ import libcst as cst
 from torchlint.analysis.facts import Call, dotted_name
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
-from torchlint.rules.nodes import module_at
+from torchlint.rules.nodes import comment_follows, module_at, with_keyword
+
+_EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
 
 LEGACY = frozenset({"torch.autograd.profiler.profile", "torch.autograd.profile"})
 # Keywords the new profiler accepts with the same meaning.
@@ -143,7 +145,7 @@ class LegacyProfiler(Rule):
             if not (self._profiles_cuda(call) or ctx.analysis.places.accelerator_in_play()):
                 continue  # CPU-only profiling: both profilers see the same CPU operators
             found = module_at(ctx, "torch", call.site, add_missing=False)
-            fixed = self._fixed(call, found[0]) if found else None
+            fixed = self._fixed(call, found[0], comment_follows(ctx, call.node)) if found else None
             uses, renamed = self._result_uses(ctx, call)
             if found is None or fixed is None or uses == "other":
                 ctx.report(call.node)  # the result is printed or read in ways the new profiler changes
@@ -165,10 +167,14 @@ class LegacyProfiler(Rule):
         return False
 
     @staticmethod
-    def _fixed(call: Call, torch: str) -> Optional[cst.Call]:
+    def _fixed(call: Call, torch: str, comment_after: bool = False) -> Optional[cst.Call]:
+        """The new profiler's call, laid out as the old one was: the carried
+        keywords keep their lines and comments, `use_cuda`/`use_device` go,
+        and `activities=` is added as `with_keyword` adds a keyword."""
         use_cuda = False
         kept: List[cst.Arg] = []
-        for arg in call.node.args:
+        args = list(call.node.args)
+        for arg in args:
             name = arg.keyword.value if arg.keyword else None
             if name == "use_cuda":
                 if not isinstance(arg.value, cst.Name) or arg.value.value not in ("True", "False"):
@@ -179,19 +185,21 @@ class LegacyProfiler(Rule):
                     return None
                 use_cuda = True
             elif name in _CARRIED:
-                kept.append(arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
+                kept.append(arg)
             else:
                 return None
+        if args and kept and kept[-1] is not args[-1]:
+            # The last argument went: the new last one ends the list as it did.
+            kept[-1] = kept[-1].with_changes(comma=args[-1].comma, whitespace_after_arg=args[-1].whitespace_after_arg)
         acts = ["CPU", "CUDA"] if use_cuda else ["CPU"]
         activities = cst.parse_expression("[" + ", ".join(f"{torch}.profiler.ProfilerActivity.{a}" for a in acts) + "]")
-        kept.append(
-            cst.Arg(
-                activities,
-                keyword=cst.Name("activities"),
-                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-            )
-        )
-        return call.node.with_changes(func=cst.parse_expression(f"{torch}.profiler.profile"), args=kept)
+        func = cst.parse_expression(f"{torch}.profiler.profile")
+        if not kept:
+            new = cst.Arg(activities, keyword=cst.Name("activities"), equal=_EQ)
+            if args:
+                new = new.with_changes(comma=args[-1].comma, whitespace_after_arg=args[-1].whitespace_after_arg)
+            return call.node.with_changes(func=func, args=[new])
+        return with_keyword(call.node.with_changes(func=func, args=kept), "activities", activities, comment_after)
 
     @staticmethod
     def _result_uses(ctx: RuleContext, call: Call) -> Tuple[str, Dict[cst.CSTNode, Replacement]]:
