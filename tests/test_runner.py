@@ -96,7 +96,7 @@ def test_read_only_file_is_a_problem_and_others_still_fixed(tmp_path):
     rw.write_text(TL104_SRC)
     os.chmod(ro, 0o444)
     try:
-        result = run([str(tmp_path)], Settings(root=str(tmp_path)), mode="fix")
+        result = run([str(tmp_path)], Settings(root=str(tmp_path), preview=True), mode="fix")
     finally:
         os.chmod(ro, 0o644)
     assert ro.read_text() == TL104_SRC and rw.read_text() == TL104_FIXED
@@ -121,7 +121,7 @@ def test_vanished_file_is_a_tl001_finding(tmp_path):
 def test_same_contents_at_two_paths_share_a_cache_entry(tmp_path):
     a, b = tmp_path / "a.py", tmp_path / "b.py"
     a.write_text(TL104_SRC)
-    settings = Settings(root=str(tmp_path))
+    settings = Settings(root=str(tmp_path), preview=True)
     run([str(a)], settings, cache_root=str(tmp_path))
     b.write_text(TL104_SRC)
 
@@ -175,7 +175,7 @@ def test_run_reports_tl000_and_still_lints_other_files(tmp_path):
     (tmp_path / "bad.py").write_text(BAD_SYNTAX)
     (tmp_path / "good.py").write_text(TL104_SRC)
     (tmp_path / "clean.py").write_text(CLEAN_SRC)
-    result = run([str(tmp_path)], Settings(root=str(tmp_path)))
+    result = run([str(tmp_path)], Settings(root=str(tmp_path), preview=True))
     assert [(os.path.basename(f.path), f.code) for f in result.findings] == [("bad.py", "TL000"), ("good.py", "TL104")]
     assert result.files == 3 and result.problems == ()
 
@@ -183,18 +183,18 @@ def test_run_reports_tl000_and_still_lints_other_files(tmp_path):
 def test_notebooks_are_linted_and_fixed_in_place(tmp_path):
     nb = tmp_path / "n.ipynb"
     nb.write_bytes(notebook(code("import torch\n"), code("device = 'cuda'\n"), code("x = torch.zeros(3).to(device)\n")))
-    result = run([str(tmp_path)], Settings(root=str(tmp_path)))
+    result = run([str(tmp_path)], Settings(root=str(tmp_path), preview=True))
     assert [(f.code, f.cell, f.row) for f in result.findings] == [("TL104", 3, 1)]
-    result = run([str(tmp_path)], Settings(root=str(tmp_path)), mode="fix")
+    result = run([str(tmp_path)], Settings(root=str(tmp_path), preview=True), mode="fix")
     assert result.fixes_applied == 1 and result.findings == ()
     assert "torch.zeros(3, device=device)" in nb.read_text()
 
 
 def test_lint_paths_api(tmp_path):
     (tmp_path / "a.py").write_text(TL104_SRC)
-    result = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)))
+    result = lint_paths([str(tmp_path)], Settings(root=str(tmp_path), preview=True))
     assert [f.code for f in result.findings] == ["TL104"]
-    result = lint_paths([str(tmp_path)], Settings(root=str(tmp_path)), fix=True)
+    result = lint_paths([str(tmp_path)], Settings(root=str(tmp_path), preview=True), fix=True)
     assert result.fixes_applied == 1 and result.findings == ()
 
 
@@ -207,7 +207,7 @@ def test_custom_mapper_receives_pure_jobs(tmp_path):
         seen.extend(items)
         return [fn(i) for i in reversed(items)]  # order must not matter
 
-    result = run([str(tmp_path)], Settings(root=str(tmp_path)), mapper=mapper)
+    result = run([str(tmp_path)], Settings(root=str(tmp_path), preview=True), mapper=mapper)
     # Lint mode hands over (job, contents read once by the parent); fix mode hands over jobs.
     assert all(isinstance(job, FileJob) and isinstance(data, bytes) for job, data in seen)
     assert [os.path.basename(f.path) for f in result.findings] == ["a.py", "b.py"]
@@ -247,7 +247,7 @@ def test_cache_answers_unchanged_files_and_relints_changed_ones(tmp_path):
     a, b = tmp_path / "a.py", tmp_path / "b.py"
     a.write_text(TL104_SRC)
     b.write_text(CLEAN_SRC)
-    settings = Settings(root=str(tmp_path))
+    settings = Settings(root=str(tmp_path), preview=True)
     cold = run([str(tmp_path)], settings, cache_root=str(tmp_path))
     assert (tmp_path / ".torchlint_cache" / "CACHEDIR.TAG").is_file()
 
@@ -269,7 +269,7 @@ def test_cache_answers_unchanged_files_and_relints_changed_ones(tmp_path):
 
 def test_no_cache_root_writes_no_cache(tmp_path):
     (tmp_path / "a.py").write_text(TL104_SRC)
-    run([str(tmp_path)], Settings(root=str(tmp_path)))
+    run([str(tmp_path)], Settings(root=str(tmp_path), preview=True))
     assert not (tmp_path / ".torchlint_cache").exists()
 
 
