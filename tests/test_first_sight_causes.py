@@ -271,3 +271,36 @@ def test_a_module_method_per_element_is_large_work():
     assert rule(src, "TL402") == []
     small = GPU + "ws = torch.randn(8, 512, device=device)\nfor w in ws:\n    s = w.sum().item()\n"
     assert rule(small, "TL402")
+
+
+# -- Round 3 causes (docs/accuracy/rounds/round-3/causes.tsv) ------------------------------------
+
+
+def test_a_flag_that_decides_whether_the_loop_goes_on_is_read_on_the_host():
+    src = GPU + "stop = torch.zeros(1, device=device)\nwhile True:\n    dist.all_reduce(stop)\n"
+    src += (
+        "    if stop.item() > 0:\n        break\n    out = model(next(batches).to(device))\n    out.sum().backward()\n"
+    )
+    assert rule(src, "TL401") == []
+    # A loss the iteration computes can be checked every N steps: still reported.
+    computed = GPU + "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n"
+    computed += "    if loss.item() < 0.01:\n        break\n"
+    assert rule(computed, "TL401")
+    # The flag read elsewhere than the exit test is a sync like any other.
+    logged = src.replace("    if stop.item() > 0:\n        break\n", "    print(stop.item())\n")
+    assert rule(logged, "TL401")
+
+
+def test_a_per_item_loop_that_runs_a_batched_forward_through_a_helper_is_not_element_work():
+    src = GPU + "def rank(net, row, texts):\n    scores = net(row.unsqueeze(0).expand(len(texts), -1), texts)\n"
+    src += "    return scores.log_softmax(-1).sum(1)\n"
+    src += (
+        "net = torch.load('n.pt').to(device)\nfor imgs, ys in loader:\n    imgs, ys = imgs.to(device), ys.to(device)\n"
+    )
+    src += "    for j in range(imgs.shape[0]):\n        s = rank(net, imgs[j], texts)\n        hits += int(s.argmax() == ys[j])\n"
+    assert rule(src, "TL402") == []
+    # A helper doing small tensor work per element is still element work.
+    small = src.replace(
+        "    scores = net(row.unsqueeze(0).expand(len(texts), -1), texts)\n", "    scores = row * texts\n"
+    )
+    assert rule(small, "TL402")

@@ -438,6 +438,29 @@ class Loops:
                 return True
         return False
 
+    def control_exit(self, node: cst.CSTNode, site: Site) -> bool:
+        """`node`, in the test of the statement at `site`, only decides whether
+        its loop goes on: the test of a `while`, or of an `if` directly in the
+        loop whose body leaves it (`if signal.item() == 0: break`), reading no
+        name the loop binds (a flag filled in place or broadcast, not a loss the
+        iteration computes). The host must read it every iteration to know
+        whether to run the next one."""
+        stmt = site.stmt
+        if isinstance(stmt, cst.While):
+            loop = self.loop_for(stmt)
+        elif isinstance(stmt, cst.If) and _exits(stmt.body) and stmt.orelse is None:
+            loop = site.loop
+        else:
+            return False
+        if loop is None or not contains(stmt.test, node):
+            return False
+        nodes = list(descendants(stmt.test))
+        attrs = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
+        read = {n.value for n in nodes if isinstance(n, cst.Name) and id(n) not in attrs}
+        if read & set(loop.targets):
+            return False
+        return not any(b.name in read and loop.contains(b.site.order) for b in self.facts.bindings_in(loop.scope))
+
     def is_training_loop(self, loop: Loop) -> bool:
         return self.trains(loop)
 

@@ -40,7 +40,9 @@ class SyncInLoop(Rule):
     runs once per epoch after the batch loop, the per-sample `.tolist()` of a
     generation loop, `.cpu()` of outputs collected per batch in an inference
     loop (the copy is the point there), reinforcement-learning acting loops
-    (`env.step(action)`), unit tests and benchmarks.
+    (`env.step(action)`), the test that decides whether the loop goes on when
+    it reads a flag the loop does not compute (`if signal.item() == 0: break`
+    after a broadcast), unit tests and benchmarks.
 
     ## Why is this bad?
     Reading a device value on the host waits for every queued kernel to
@@ -151,6 +153,9 @@ class SyncInLoop(Rule):
         # Synchronised on purpose every step (timing).
         _HEAD + "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n"
         "    torch.cuda.synchronize()\n    print(loss.item())\n",
+        # A flag broadcast every step decides whether the loop goes on: inherent.
+        _HEAD + "flag = torch.ones(1, device=device)\nwhile True:\n    dist.broadcast(flag, 0)\n"
+        "    if flag.item() == 0:\n        break\n    loss = model(next(it).to(device)).sum()\n",
         # One generate() per sample: decoding its output is inherent.
         _HEAD + "for k in range(4):\n    y = model.generate(x, 100)\n    print(decode(y[0].tolist()))\n",
     )
@@ -271,6 +276,8 @@ class SyncInLoop(Rule):
                 continue
             if a.loops.steps_environment(hot.loop) or self._in_decoding(a, call.site, hot.loop):
                 continue  # RL acting or step-by-step decoding: the next step needs the value on the host
+            if a.loops.control_exit(call.node, call.site):
+                continue  # `if signal.item() == 0: break`: whether the loop goes on is read on the host
             if hot.call is not None:
                 # Inside a same-file helper: report where the loop calls it, every iteration.
                 if id(hot.call.node) not in via_calls and not a.roles.excluded(hot.call.site):
@@ -300,7 +307,7 @@ class SyncInLoop(Rule):
                 add(hot, site.order, fstring, self._message("Formatting a tensor in an f-string", hot))
         for node, site in list(ctx.facts.ifs) + self._whiles(ctx):
             culprit = self._tensor_condition(a, node.test, site)
-            if culprit is None or a.roles.excluded(site):
+            if culprit is None or a.roles.excluded(site) or a.loops.control_exit(culprit, site):
                 continue
             hot = a.loops.hot_context(site)
             if hot is None and isinstance(node, cst.While):

@@ -42,9 +42,10 @@ class TensorPythonLoop(Rule):
     `t[i]` of a tensor, also through `label = labels[i]`) and comprehensions
     (`[int(i) for i in t]`, `[i for i, w in enumerate(t) if w != end]`).
 
-    Not flagged: loops whose body runs a model per element (stepping a
-    recurrence through time, or dispatching groups of rows to experts: the
-    per-element work is large), loops over lists or tuples of tensors,
+    Not flagged: loops whose body runs a model per element, itself or
+    through a same-file helper (stepping a recurrence through time,
+    dispatching groups of rows to experts, scoring one image against a
+    batch of captions: the per-element work is large), loops over lists or tuples of tensors,
     `parameters()`, `ModuleList`s, `split`/`chunk` pieces and dict items,
     elements used only to compute an index or slice into something else
     (host-side gathering from a NumPy array), unit tests and smoke blocks.
@@ -196,9 +197,13 @@ class TensorPythonLoop(Rule):
 
     @staticmethod
     def _runs_model(a, call) -> bool:
-        """A model's forward, or any method of a module (`G.synthesis(w)`,
-        `encoder.encode(x)`): large work per element, not a small op."""
+        """A model's forward, any method of a module (`G.synthesis(w)`,
+        `encoder.encode(x)`), or a same-file helper that runs one
+        (`score(model, x[i])`): large work per element, not a small op."""
         if a.values.model_call(call) is not None:
+            return True
+        fn = a.helpers.function(call)
+        if fn is not None and a.helpers.summary(fn).forwards:
             return True
         return call.receiver is not None and a.values.expr_kind(call.receiver, call.site) == "module"
 
