@@ -304,3 +304,22 @@ def test_a_per_item_loop_that_runs_a_batched_forward_through_a_helper_is_not_ele
         "    scores = net(row.unsqueeze(0).expand(len(texts), -1), texts)\n", "    scores = row * texts\n"
     )
     assert rule(small, "TL402")
+
+
+def test_a_helper_that_reads_its_argument_on_the_host_syncs_at_the_call():
+    src = (
+        "import torch\ndef hits(scores, y):\n    top = scores.argmax(1)\n    return top.eq(y).sum().item()\n"
+        "def check(net, xs, ys, device):\n    n = 0\n    with torch.no_grad():\n"
+        "        for k in range(0, xs.shape[0], 64):\n            out = net(xs[k:k + 64].to(device))\n"
+        "            n += hits(out, ys[k:k + 64].to(device))\n    return n\n"
+        "args = parser.parse_args()\nif not torch.cuda.is_available():\n    args.device = 'cpu'\n"
+        "device = torch.device(args.device)\nnet = Net().to(device)\ncheck(net, xs, ys, device)\n"
+    )
+    (finding,) = rule(src, "TL401")
+    assert finding.row == 10 and "`hits()`" in finding.message
+    # Handed a copy on the CPU, the helper's `.item()` is no device sync.
+    on_cpu = src.replace("hits(out, ys", "hits(out.cpu(), ys")
+    assert rule(on_cpu, "TL401") == []
+    # A CPU device chosen outright is the CPU.
+    cpu_only = src.replace("if not torch.cuda.is_available():\n    args.device = 'cpu'\n", "args.device = 'cpu'\n")
+    assert rule(cpu_only, "TL401") == []

@@ -293,6 +293,32 @@ class SyncInLoop(Rule):
                 continue
             fix = self._accumulation_fix(ctx, call, hot) if call.method == "item" else None
             add(hot, call.site.order, call.node, self._message(what[0], hot), fix)
+        for call in ctx.facts.calls:
+            # `acc = accuracy(logits, y)` whose body calls `.item()` on what it is handed: the
+            # call syncs when the argument is on the device here (the helper's own read may not know).
+            if id(call.node) in via_calls:
+                continue
+            what = self._helper_sync(a, call)
+            if what is None:
+                continue
+            hot = a.loops.hot_context(call.site)
+            if hot is None or a.roles.excluded(call.site) or a.loops.steps_environment(hot.loop):
+                continue
+            if self._in_decoding(a, call.site, hot.loop):
+                continue
+            outer = hot.call if hot.call is not None else call
+            if id(outer.node) in via_calls or a.roles.excluded(outer.site):
+                continue
+            via_calls.add(id(outer.node))
+            name = hot.via if hot.call is not None else dotted_name(call.node.func)
+            add(
+                hot,
+                outer.site.order,
+                outer.node,
+                f"`{name}()` reads a device tensor on the host ({what}) and "
+                "is called every iteration of the loop: each call syncs host and "
+                "device; keep values on the device and convert once after the loop",
+            )
         for fstring, site in ctx.facts.fstrings:
             # `pbar.set_description(f"loss {loss}")`, `log(f"{acc}")`: formatting a device tensor reads it.
             hot = a.loops.hot_context(site)
@@ -384,6 +410,19 @@ class SyncInLoop(Rule):
                 for arg in call.node.args:
                     if arg.keyword is None and _mentions_device_tensor(a, arg.value, call.site):
                         return "`print()` of a tensor", True
+        return None
+
+    @staticmethod
+    def _helper_sync(a, call: Call) -> Optional[str]:
+        """What a same-file helper reads on the host every call, when `call`
+        hands it a value on the accelerator for that parameter."""
+        fn = a.helpers.function(call)
+        if fn is None:
+            return None
+        for param, what in a.helpers.summary(fn).syncs:
+            arg = a.values.argument_for(call, fn, param)
+            if arg is not None and a.places.on_accelerator(arg, call.site):
+                return what
         return None
 
     @staticmethod
