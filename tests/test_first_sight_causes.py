@@ -323,3 +323,55 @@ def test_a_helper_that_reads_its_argument_on_the_host_syncs_at_the_call():
     # A CPU device chosen outright is the CPU.
     cpu_only = src.replace("if not torch.cuda.is_available():\n    args.device = 'cpu'\n", "args.device = 'cpu'\n")
     assert rule(cpu_only, "TL401") == []
+
+
+_WRAPPED = (
+    "import torch\nimport torch.nn as nn\ndevice = torch.device('cuda')\n"
+    "class NetAndCriterion(nn.Module):\n    def __init__(self, net, crit):\n        super().__init__()\n"
+    "        self.net, self.crit = net, crit\n    def forward(self, batch):\n        out = self.net(batch['x'])\n"
+    "        total, parts = self.crit(out, batch)\n        return out, total, parts\n"
+    "net_with_loss = NetAndCriterion(Net(), Crit()).to(device)\n"
+    "for batch in loader:\n    batch = {k: v.to(device) for k, v in batch.items()}\n"
+    "    out, total, parts = net_with_loss(batch)\n    total.mean().backward()\n    opt.step()\n"
+    "    for k in meters:\n        meters[k].update(parts[k].mean().item())\n"
+)
+
+
+def test_a_module_whose_forward_returns_a_tuple_is_a_model_not_a_loss():
+    (finding,) = rule(_WRAPPED, "TL401")
+    assert finding.row == 19
+    # Its stats read only every N steps: silent.
+    periodic = _WRAPPED.replace("    for k in meters:\n", "    if step % 50 == 0:\n      for k in meters:\n").replace(
+        "        meters[k]", "          meters[k]"
+    )
+    assert rule(periodic, "TL401") == []
+
+
+_MULTISCALE = (
+    "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+    "class Critic(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.heads = nn.ModuleList([Head() for _ in range(3)])\n"
+    "    def forward(self, x):\n        maps = []\n        for head in self.heads:\n"
+    "            maps.append(head(x))\n        return maps\n"
+    "critic = Critic().cuda()\nfor real, fake in loader:\n"
+    "    out_r, out_f = critic(real.cuda()), critic(fake.cuda())\n    feat = 0\n"
+    "    for s in range(3):\n        for k in range(len(out_f[s]) - 1):\n"
+    "            feat += F.l1_loss(out_f[s][k], out_r[s][k].detach())\n    feat.backward()\n"
+)
+
+
+def test_a_module_whose_forward_returns_a_list_yields_containers_not_tensors():
+    assert rule(_MULTISCALE, "TL402") == []
+    # A module whose forward returns a tensor: its rows walked one by one are element work.
+    tensor_out = _MULTISCALE.replace("        return maps\n", "        return torch.stack(maps)\n")
+    assert rule(tensor_out, "TL402")
+
+
+def test_a_project_module_whose_forward_returns_a_list(tmp_path):
+    (tmp_path / "nets.py").write_text(_MULTISCALE.split("critic = ")[0])
+    script = "from nets import Critic\n" + "critic = " + _MULTISCALE.split("critic = ")[1]
+    script = "import torch\nimport torch.nn.functional as F\n" + script
+    (tmp_path / "train.py").write_text(script)
+    index = api.project_index([str(tmp_path)])
+    assert [f for f in lint_source(script, str(tmp_path / "train.py"), project=index) if f.code == "TL402"] == []
+    assert [f for f in lint_source(script, str(tmp_path / "train.py")) if f.code == "TL402"]  # alone: not known

@@ -400,6 +400,8 @@ def _tensor_element(ctx: RuleContext, use) -> Optional[cst.Subscript]:
     element = ctx.facts.parent_of(index) if isinstance(index, cst.Index) else None
     sub = ctx.facts.parent_of(element) if isinstance(element, cst.SubscriptElement) else None
     if isinstance(sub, cst.Subscript) and len(sub.slice) == 1 and ctx.analysis.places.is_tensor(sub.value, use.site):
+        if ctx.analysis.values.forward_output_container(sub.value, use.site):
+            return None  # `feats[i]` of a module's list of feature maps: a container, not a tensor
         return sub
     return None
 
