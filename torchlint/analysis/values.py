@@ -489,7 +489,7 @@ class Values:
                 return True
             call = self.facts.call_for(expr)
             mc = self.model_call(call) if call is not None else None
-            if mc is not None and self.forward_returns_container(mc.model, call.site):
+            if mc is not None and self.forward_returns_container(mc.model, mc.call.site):
                 return True  # `feats = disc(x)` whose forward returns a list of feature maps
             fn = self.local_function(call) if call is not None and isinstance(func, cst.Name) else None
             if fn is None:
@@ -559,7 +559,7 @@ class Values:
             )
         call = self.facts.call_for(expr) if isinstance(expr, cst.Call) else None
         mc = self.model_call(call) if call is not None else None
-        return mc is not None and self.forward_returns_container(mc.model, call.site)
+        return mc is not None and self.forward_returns_container(mc.model, mc.call.site)
 
     def _forward_container(self, expr: cst.BaseExpression, site: Site, seen: Set[int]) -> object:
         """True, None where the class cannot be told (or its forward returns a

@@ -256,10 +256,9 @@ def _returns_container(fn: ast.AST) -> bool:
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     bound.setdefault(target.id, []).append(node.value)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With)):
-            target = getattr(node, "target", None)
-            if isinstance(target, ast.Name):
-                bound.setdefault(target.id, []).append(node)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+            if isinstance(node.target, ast.Name):
+                bound.setdefault(node.target.id, []).append(node)
 
     def container(value: Optional[ast.AST], depth: int = 0) -> bool:
         if isinstance(value, _CONTAINERS):
