@@ -375,3 +375,22 @@ def test_a_project_module_whose_forward_returns_a_list(tmp_path):
     index = api.project_index([str(tmp_path)])
     assert [f for f in lint_source(script, str(tmp_path / "train.py"), project=index) if f.code == "TL402"] == []
     assert [f for f in lint_source(script, str(tmp_path / "train.py")) if f.code == "TL402"]  # alone: not known
+
+
+_PEEK = (
+    GPU + _LOADER + "net = torch.load('net.pt').to(device)\ntrain_loader = DataLoader(ds, batch_size=64)\n"
+    "seen = 0\nfor k, (xb, yb) in enumerate(train_loader):\n    if seen == 1:\n        break\n"
+    "    xb = xb.to(device)\n    logits = net(xb)\n    print(xb.shape, logits.shape, logits.argmax(1))\n    seen += 1\n"
+)
+
+
+def test_a_loop_that_stops_on_a_count_of_one_runs_once():
+    for src in (_PEEK, _PEEK.replace("    if seen == 1:\n", "    if k >= 1:\n")):
+        (finding,) = rule(src, "TL201")  # one forward on one batch: no loop, no loop fix
+        assert "loop over data" not in finding.message and finding.fix is None
+    # Twenty batches: a pass over data.
+    (finding,) = rule(_PEEK.replace("if seen == 1", "if seen == 20"), "TL201")
+    assert "loop over data" in finding.message
+    # The counter reset inside the loop never stops it.
+    (finding,) = rule(_PEEK.replace("    seen += 1\n", "    seen = 0\n"), "TL201")
+    assert "loop over data" in finding.message
