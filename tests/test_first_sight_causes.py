@@ -394,3 +394,18 @@ def test_a_loop_that_stops_on_a_count_of_one_runs_once():
     # The counter reset inside the loop never stops it.
     (finding,) = rule(_PEEK.replace("    seen += 1\n", "    seen = 0\n"), "TL201")
     assert "loop over data" in finding.message
+
+
+def test_a_batch_size_config_whose_loaders_are_only_peeked_at():
+    src = (
+        GPU + _LOADER + "def make_loaders(cfg):\n    tr = DataLoader(train_ds, batch_size=cfg['batch_size'])\n"
+        "    va = DataLoader(val_ds, batch_size=cfg['batch_size'])\n    return tr, va\n"
+        "def fit(cfg):\n    tr, va = make_loaders(cfg)\n    for xb, yb in tr:\n"
+        "        loss = crit(net(xb.to(device)), yb.to(device))\n        loss.backward()\n"
+        "settings = {'name': 'graphs', 'batch_size': 1}\ntrain_loader, val_loader = make_loaders(settings)\n"
+        "xb, yb = next(iter(train_loader))\nprint(xb.shape, settings['name'])\n"
+    )
+    assert rule(src, "TL301") == []
+    # Its loaders iterated: the config feeds the work.
+    looped = src.replace("xb, yb = next(iter(train_loader))\n", "for xb, yb in train_loader:\n    show(xb)\n")
+    assert rule(looped, "TL301")

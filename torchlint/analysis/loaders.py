@@ -611,6 +611,38 @@ class Loaders:
             return True
         return False
 
+    def only_peeked(self, call: Call) -> bool:
+        """What `call` returns (a loader, or loaders from a builder, bound to a
+        name or unpacked into names) is only turned into an iterator to look at
+        a batch (`next(iter(loader))`): never looped over, handed on or
+        returned. Names nobody reads before they are rebound count as unused;
+        at least one must be peeked at."""
+        stmt = call.site.stmt
+        if not (isinstance(stmt, cst.Assign) and stmt.value is call.node and len(stmt.targets) == 1):
+            return False
+        target = stmt.targets[0].target
+        if not isinstance(target, (cst.Name, cst.Tuple, cst.List)):
+            return False
+        names = _target_names(target)
+        if not names or len(names) != len(target.elements if not isinstance(target, cst.Name) else [target]):
+            return False  # nested or starred targets
+        scope = call.site.scope
+        peeked = False
+        for name in names:
+            later = [b.site.order for b in self.facts.scoped_bindings(name, scope) if b.site.order > call.site.order]
+            end = min(later) if later else None
+            for use in self.facts.local_uses(name, scope):
+                if use.site.order <= call.site.order or (end is not None and use.site.order > end):
+                    continue
+                if not any(b.site.stmt is stmt for b in self.facts.visible_bindings(name, use.site.scope)):
+                    continue  # a local of the same name in another function
+                parent = use.site.parent
+                outer = self.facts.call_of_arg(parent) if isinstance(parent, cst.Arg) else None
+                if outer is None or dotted_name(outer.node.func) != "iter":
+                    return False
+                peeked = True
+        return peeked
+
     def _batches(self, call: Call) -> BatchUse:
         """How the loader's batches are used in this file (see LoaderInfo.batches)."""
         b = self.binding_of(call)
