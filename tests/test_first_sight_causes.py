@@ -409,3 +409,22 @@ def test_a_batch_size_config_whose_loaders_are_only_peeked_at():
     # Its loaders iterated: the config feeds the work.
     looped = src.replace("xb, yb = next(iter(train_loader))\n", "for xb, yb in train_loader:\n    show(xb)\n")
     assert rule(looped, "TL301")
+
+
+_MEMORY_HARNESS = (
+    "import argparse\nimport torch\n"
+    "def run(batch_size, steps):\n    model = build().to('cuda')\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "    base = torch.cuda.memory_allocated()\n    used = []\n    for step in range(steps):\n"
+    "        x = torch.randn(batch_size, 64, device='cuda')\n        loss = model(x).sum()\n        loss.backward()\n"
+    "        opt.step()\n        used.append(torch.cuda.memory_allocated() - base)\n        torch.cuda.empty_cache()\n"
+    "    print('peak', torch.cuda.max_memory_allocated() - base, 'mean', sum(used) / len(used))\n"
+    "parser = argparse.ArgumentParser()\nparser.add_argument('--batch-size', type=int, default=1)\n"
+    "args = parser.parse_args()\nrun(args.batch_size, 20)\n"
+)
+
+
+def test_a_memory_measurement_harness_is_a_benchmark():
+    assert rule(_MEMORY_HARNESS, "TL301") == []
+    # A training script that only logs memory (no per-step cache clearing) is not a harness.
+    logging = _MEMORY_HARNESS.replace("        torch.cuda.empty_cache()\n", "")
+    assert rule(logging, "TL301")
