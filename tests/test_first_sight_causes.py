@@ -428,3 +428,27 @@ def test_a_memory_measurement_harness_is_a_benchmark():
     # A training script that only logs memory (no per-step cache clearing) is not a harness.
     logging = _MEMORY_HARNESS.replace("        torch.cuda.empty_cache()\n", "")
     assert rule(logging, "TL301")
+
+
+_PADDED = (
+    GPU + _LOADER + "from datasets import load_dataset\ntok = AutoTokenizer.from_pretrained('m')\n"
+    "data = load_dataset('glue', 'sst2').map(lambda b: tok(b['sentence']), batched=True)\n"
+    "def collate(rows):\n    return tok.pad(rows, padding='longest', return_tensors='pt')\n"
+    "train_dl = DataLoader(data['train'], batch_size=32, shuffle=True, collate_fn=collate)\n"
+    "for batch in train_dl:\n    batch = {k: v.to(device) for k, v in batch.items()}\n"
+    "    model(**batch).loss.backward()\n"
+)
+
+
+def test_a_collate_that_pads_each_batch_is_work_for_workers():
+    (finding,) = rule(_PADDED, "TL302")
+    assert finding.row == 9
+    # The default collate over a dataset tokenized ahead: nothing for workers to do.
+    plain = _PADDED.replace(", collate_fn=collate", "")
+    assert rule(plain, "TL302") == []
+    # A collate that only stacks what it is handed: no per-batch work either.
+    stacking = _PADDED.replace(
+        "tok.pad(rows, padding='longest', return_tensors='pt')",
+        "{k: torch.stack([r[k] for r in rows]) for k in rows[0]}",
+    )
+    assert rule(stacking, "TL302") == []
