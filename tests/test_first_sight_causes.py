@@ -452,3 +452,22 @@ def test_a_collate_that_pads_each_batch_is_work_for_workers():
         "{k: torch.stack([r[k] for r in rows]) for k in rows[0]}",
     )
     assert rule(stacking, "TL302") == []
+
+
+def test_loaders_handed_to_a_timed_call_in_a_notebook_feed_the_device():
+    nb = notebook(
+        code("import torch\nX, Y = torch.rand(500, 8), torch.rand(500) > 0.5\n"),
+        code("tr = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X, Y), batch_size=32)\ndev = 'cuda'\n"),
+        code(
+            "def fit(net, opt, tr):\n    for xb, yb in tr:\n        xb, yb = xb.to(dev), yb.to(dev)\n"
+            "        loss = torch.nn.functional.cross_entropy(net(xb), yb.long())\n        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+        code("net = torch.nn.Linear(8, 2).to(dev)\nopt = torch.optim.SGD(net.parameters(), lr=0.1)\n"),
+        code("%time fit(net, opt, tr)\n"),
+    )
+    found = [(f.code, f.cell, f.row) for f in api.lint_bytes(nb, "n.ipynb").findings if f.code == "TL303"]
+    assert found == [("TL303", 2, 1)]
+    # The timed call never hands the loader over: nothing feeds the device.
+    other = nb.replace(b"%time fit(net, opt, tr)", b"%time print(len(tr))")
+    assert [f for f in api.lint_bytes(other, "n.ipynb").findings if f.code == "TL303"] == []
