@@ -271,3 +271,203 @@ def test_a_module_method_per_element_is_large_work():
     assert rule(src, "TL402") == []
     small = GPU + "ws = torch.randn(8, 512, device=device)\nfor w in ws:\n    s = w.sum().item()\n"
     assert rule(small, "TL402")
+
+
+# -- Round 3 causes (docs/accuracy/rounds/round-3/causes.tsv) ------------------------------------
+
+
+def test_a_flag_that_decides_whether_the_loop_goes_on_is_read_on_the_host():
+    src = GPU + "stop = torch.zeros(1, device=device)\nwhile True:\n    dist.all_reduce(stop)\n"
+    src += (
+        "    if stop.item() > 0:\n        break\n    out = model(next(batches).to(device))\n    out.sum().backward()\n"
+    )
+    assert rule(src, "TL401") == []
+    # A loss the iteration computes can be checked every N steps: still reported.
+    computed = GPU + "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n"
+    computed += "    if loss.item() < 0.01:\n        break\n"
+    assert rule(computed, "TL401")
+    # The flag read elsewhere than the exit test is a sync like any other.
+    logged = src.replace("    if stop.item() > 0:\n        break\n", "    print(stop.item())\n")
+    assert rule(logged, "TL401")
+
+
+def test_a_per_item_loop_that_runs_a_batched_forward_through_a_helper_is_not_element_work():
+    src = GPU + "def rank(net, row, texts):\n    scores = net(row.unsqueeze(0).expand(len(texts), -1), texts)\n"
+    src += "    return scores.log_softmax(-1).sum(1)\n"
+    src += (
+        "net = torch.load('n.pt').to(device)\nfor imgs, ys in loader:\n    imgs, ys = imgs.to(device), ys.to(device)\n"
+    )
+    src += "    for j in range(imgs.shape[0]):\n        s = rank(net, imgs[j], texts)\n        hits += int(s.argmax() == ys[j])\n"
+    assert rule(src, "TL402") == []
+    # A helper doing small tensor work per element is still element work.
+    small = src.replace(
+        "    scores = net(row.unsqueeze(0).expand(len(texts), -1), texts)\n", "    scores = row * texts\n"
+    )
+    assert rule(small, "TL402")
+
+
+def test_a_helper_that_reads_its_argument_on_the_host_syncs_at_the_call():
+    src = (
+        "import torch\ndef hits(scores, y):\n    top = scores.argmax(1)\n    return top.eq(y).sum().item()\n"
+        "def check(net, xs, ys, device):\n    n = 0\n    with torch.no_grad():\n"
+        "        for k in range(0, xs.shape[0], 64):\n            out = net(xs[k:k + 64].to(device))\n"
+        "            n += hits(out, ys[k:k + 64].to(device))\n    return n\n"
+        "args = parser.parse_args()\nif not torch.cuda.is_available():\n    args.device = 'cpu'\n"
+        "device = torch.device(args.device)\nnet = Net().to(device)\ncheck(net, xs, ys, device)\n"
+    )
+    (finding,) = rule(src, "TL401")
+    assert finding.row == 10 and "`hits()`" in finding.message
+    # Handed a copy on the CPU, the helper's `.item()` is no device sync.
+    on_cpu = src.replace("hits(out, ys", "hits(out.cpu(), ys")
+    assert rule(on_cpu, "TL401") == []
+    # A CPU device chosen outright is the CPU.
+    cpu_only = src.replace("if not torch.cuda.is_available():\n    args.device = 'cpu'\n", "args.device = 'cpu'\n")
+    assert rule(cpu_only, "TL401") == []
+
+
+_WRAPPED = (
+    "import torch\nimport torch.nn as nn\ndevice = torch.device('cuda')\n"
+    "class NetAndCriterion(nn.Module):\n    def __init__(self, net, crit):\n        super().__init__()\n"
+    "        self.net, self.crit = net, crit\n    def forward(self, batch):\n        out = self.net(batch['x'])\n"
+    "        total, parts = self.crit(out, batch)\n        return out, total, parts\n"
+    "net_with_loss = NetAndCriterion(Net(), Crit()).to(device)\n"
+    "for batch in loader:\n    batch = {k: v.to(device) for k, v in batch.items()}\n"
+    "    out, total, parts = net_with_loss(batch)\n    total.mean().backward()\n    opt.step()\n"
+    "    for k in meters:\n        meters[k].update(parts[k].mean().item())\n"
+)
+
+
+def test_a_module_whose_forward_returns_a_tuple_is_a_model_not_a_loss():
+    (finding,) = rule(_WRAPPED, "TL401")
+    assert finding.row == 19
+    # Its stats read only every N steps: silent.
+    periodic = _WRAPPED.replace("    for k in meters:\n", "    if step % 50 == 0:\n      for k in meters:\n").replace(
+        "        meters[k]", "          meters[k]"
+    )
+    assert rule(periodic, "TL401") == []
+
+
+_MULTISCALE = (
+    "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+    "class Critic(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.heads = nn.ModuleList([Head() for _ in range(3)])\n"
+    "    def forward(self, x):\n        maps = []\n        for head in self.heads:\n"
+    "            maps.append(head(x))\n        return maps\n"
+    "critic = Critic().cuda()\nfor real, fake in loader:\n"
+    "    out_r, out_f = critic(real.cuda()), critic(fake.cuda())\n    feat = 0\n"
+    "    for s in range(3):\n        for k in range(len(out_f[s]) - 1):\n"
+    "            feat += F.l1_loss(out_f[s][k], out_r[s][k].detach())\n    feat.backward()\n"
+)
+
+
+def test_a_module_whose_forward_returns_a_list_yields_containers_not_tensors():
+    assert rule(_MULTISCALE, "TL402") == []
+    # A module whose forward returns a tensor: its rows walked one by one are element work.
+    tensor_out = _MULTISCALE.replace("        return maps\n", "        return torch.stack(maps)\n")
+    assert rule(tensor_out, "TL402")
+
+
+def test_a_project_module_whose_forward_returns_a_list(tmp_path):
+    (tmp_path / "nets.py").write_text(_MULTISCALE.split("critic = ")[0])
+    script = "from nets import Critic\n" + "critic = " + _MULTISCALE.split("critic = ")[1]
+    script = "import torch\nimport torch.nn.functional as F\n" + script
+    (tmp_path / "train.py").write_text(script)
+    index = api.project_index([str(tmp_path)])
+    assert [f for f in lint_source(script, str(tmp_path / "train.py"), project=index) if f.code == "TL402"] == []
+    assert [f for f in lint_source(script, str(tmp_path / "train.py")) if f.code == "TL402"]  # alone: not known
+
+
+_PEEK = (
+    GPU + _LOADER + "net = torch.load('net.pt').to(device)\ntrain_loader = DataLoader(ds, batch_size=64)\n"
+    "seen = 0\nfor k, (xb, yb) in enumerate(train_loader):\n    if seen == 1:\n        break\n"
+    "    xb = xb.to(device)\n    logits = net(xb)\n    print(xb.shape, logits.shape, logits.argmax(1))\n    seen += 1\n"
+)
+
+
+def test_a_loop_that_stops_on_a_count_of_one_runs_once():
+    for src in (_PEEK, _PEEK.replace("    if seen == 1:\n", "    if k >= 1:\n")):
+        (finding,) = rule(src, "TL201")  # one forward on one batch: no loop, no loop fix
+        assert "loop over data" not in finding.message and finding.fix is None
+    # Twenty batches: a pass over data.
+    (finding,) = rule(_PEEK.replace("if seen == 1", "if seen == 20"), "TL201")
+    assert "loop over data" in finding.message
+    # The counter reset inside the loop never stops it.
+    (finding,) = rule(_PEEK.replace("    seen += 1\n", "    seen = 0\n"), "TL201")
+    assert "loop over data" in finding.message
+
+
+def test_a_batch_size_config_whose_loaders_are_only_peeked_at():
+    src = (
+        GPU + _LOADER + "def make_loaders(cfg):\n    tr = DataLoader(train_ds, batch_size=cfg['batch_size'])\n"
+        "    va = DataLoader(val_ds, batch_size=cfg['batch_size'])\n    return tr, va\n"
+        "def fit(cfg):\n    tr, va = make_loaders(cfg)\n    for xb, yb in tr:\n"
+        "        loss = crit(net(xb.to(device)), yb.to(device))\n        loss.backward()\n"
+        "settings = {'name': 'graphs', 'batch_size': 1}\ntrain_loader, val_loader = make_loaders(settings)\n"
+        "xb, yb = next(iter(train_loader))\nprint(xb.shape, settings['name'])\n"
+    )
+    assert rule(src, "TL301") == []
+    # Its loaders iterated: the config feeds the work.
+    looped = src.replace("xb, yb = next(iter(train_loader))\n", "for xb, yb in train_loader:\n    show(xb)\n")
+    assert rule(looped, "TL301")
+
+
+_MEMORY_HARNESS = (
+    "import argparse\nimport torch\n"
+    "def run(batch_size, steps):\n    model = build().to('cuda')\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "    base = torch.cuda.memory_allocated()\n    used = []\n    for step in range(steps):\n"
+    "        x = torch.randn(batch_size, 64, device='cuda')\n        loss = model(x).sum()\n        loss.backward()\n"
+    "        opt.step()\n        used.append(torch.cuda.memory_allocated() - base)\n        torch.cuda.empty_cache()\n"
+    "    print('peak', torch.cuda.max_memory_allocated() - base, 'mean', sum(used) / len(used))\n"
+    "parser = argparse.ArgumentParser()\nparser.add_argument('--batch-size', type=int, default=1)\n"
+    "args = parser.parse_args()\nrun(args.batch_size, 20)\n"
+)
+
+
+def test_a_memory_measurement_harness_is_a_benchmark():
+    assert rule(_MEMORY_HARNESS, "TL301") == []
+    # A training script that only logs memory (no per-step cache clearing) is not a harness.
+    logging = _MEMORY_HARNESS.replace("        torch.cuda.empty_cache()\n", "")
+    assert rule(logging, "TL301")
+
+
+_PADDED = (
+    GPU + _LOADER + "from datasets import load_dataset\ntok = AutoTokenizer.from_pretrained('m')\n"
+    "data = load_dataset('glue', 'sst2').map(lambda b: tok(b['sentence']), batched=True)\n"
+    "def collate(rows):\n    return tok.pad(rows, padding='longest', return_tensors='pt')\n"
+    "train_dl = DataLoader(data['train'], batch_size=32, shuffle=True, collate_fn=collate)\n"
+    "for batch in train_dl:\n    batch = {k: v.to(device) for k, v in batch.items()}\n"
+    "    model(**batch).loss.backward()\n"
+)
+
+
+def test_a_collate_that_pads_each_batch_is_work_for_workers():
+    (finding,) = rule(_PADDED, "TL302")
+    assert finding.row == 9
+    # The default collate over a dataset tokenized ahead: nothing for workers to do.
+    plain = _PADDED.replace(", collate_fn=collate", "")
+    assert rule(plain, "TL302") == []
+    # A collate that only stacks what it is handed: no per-batch work either.
+    stacking = _PADDED.replace(
+        "tok.pad(rows, padding='longest', return_tensors='pt')",
+        "{k: torch.stack([r[k] for r in rows]) for k in rows[0]}",
+    )
+    assert rule(stacking, "TL302") == []
+
+
+def test_loaders_handed_to_a_timed_call_in_a_notebook_feed_the_device():
+    nb = notebook(
+        code("import torch\nX, Y = torch.rand(500, 8), torch.rand(500) > 0.5\n"),
+        code("tr = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X, Y), batch_size=32)\ndev = 'cuda'\n"),
+        code(
+            "def fit(net, opt, tr):\n    for xb, yb in tr:\n        xb, yb = xb.to(dev), yb.to(dev)\n"
+            "        loss = torch.nn.functional.cross_entropy(net(xb), yb.long())\n        loss.backward()\n"
+            "        opt.step()\n"
+        ),
+        code("net = torch.nn.Linear(8, 2).to(dev)\nopt = torch.optim.SGD(net.parameters(), lr=0.1)\n"),
+        code("%time fit(net, opt, tr)\n"),
+    )
+    found = [(f.code, f.cell, f.row) for f in api.lint_bytes(nb, "n.ipynb").findings if f.code == "TL303"]
+    assert found == [("TL303", 2, 1)]
+    # The timed call never hands the loader over: nothing feeds the device.
+    other = nb.replace(b"%time fit(net, opt, tr)", b"%time print(len(tr))")
+    assert [f for f in api.lint_bytes(other, "n.ipynb").findings if f.code == "TL303"] == []

@@ -320,3 +320,18 @@ def test_cell_magic_names():
     assert notebook_mod.cell_magic("%time f()") is None
     assert notebook_mod.cell_magic("x = 1") is None
     assert notebook_mod.cell_magic("%%") == ""
+
+
+def test_a_timed_statement_is_linted_and_fixed_with_its_magic_kept():
+    """`%time <statement>` runs the statement in the notebook's namespace: it
+    is linted at its own columns, and a fix of it keeps the magic."""
+    data = notebook(
+        code(["import torch\n", "x = torch.tensor([1.0, 2.0])\n"]),
+        code(["%time x.cuda()\n", "%timeit -n 1 y = 1\n"]),
+    )
+    findings = api.lint_bytes(data, "n.ipynb").findings
+    assert [(f.code, f.cell, f.row, f.column) for f in findings] == [("TL105", 2, 1, 7)]
+    new, _ = api.fix_bytes(data, "n.ipynb")
+    assert json.loads(new)["cells"][1]["source"] == ["%time x = x.cuda()\n", "%timeit -n 1 y = 1\n"]
+    untouched = notebook(code(["import torch\n", "%time y = torch.ones(2)\n"]))
+    assert api.fix_bytes(untouched, "n.ipynb")[0] == untouched

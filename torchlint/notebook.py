@@ -42,6 +42,10 @@ from torchlint.fixes import apply_fix_groups, unified_diff
 
 _MAGIC_MARK = "# torchlint-ipython-"
 _PLACEHOLDER_RE = re.compile(r"^([ \t]*)pass  " + re.escape(_MAGIC_MARK) + r"(\d+)$")
+# `%time train(model)`: a line magic that runs its statement in the notebook's namespace.
+_RUNNING_MAGIC_RE = re.compile(r"^([ \t]*)(%time[ \t]+)(?=[^-\s])")
+# ... kept as `pass; train(model)  # torchlint-ipython-N`, the statement at its own columns.
+_KEPT_RE = re.compile(r"^([ \t]*)pass;( *)(.*)  " + re.escape(_MAGIC_MARK) + r"(\d+)$")
 # `x = !ls`, `a, b = %sx ls`, `self.out = !cmd`
 _ASSIGN_MAGIC_RE = re.compile(r"^[ \t]*[A-Za-z_][\w.]*([ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*[!%]")
 # `obj?`, `obj.attr??` (help); only a bare dotted name, so `x = a if b else c` is untouched.
@@ -55,6 +59,7 @@ class _Cell:
     ends_with_newline: bool  # the original source did
     as_list: bool  # "source" was a list of lines
     originals: Dict[int, str] = field(default_factory=dict)  # placeholder id -> original line
+    kept: Dict[int, str] = field(default_factory=dict)  # kept statement's id -> its magic (`%time `)
     original_source: str = ""
 
 
@@ -105,6 +110,13 @@ def _transform(source: str, number: int, counter: List[int]) -> _Cell:
             if starts_magic:
                 magic_indent = "" if whole_cell else body[: len(body) - len(body.lstrip())]
             cell.originals[ident] = body
+            kept = _kept_statement(body) if starts_magic and not whole_cell else None
+            if kept is not None:
+                indent, magic, statement = kept
+                cell.kept[ident] = magic
+                out.append(f"{indent}pass;{' ' * (len(magic) - 5)}{statement}  {_MAGIC_MARK}{ident}\n")
+                magic_indent = None
+                continue
             out.append(f"{magic_indent}pass  {_MAGIC_MARK}{ident}\n")
             # IPython joins a line ending in `\` with the next one: that line
             # belongs to the magic too (`!pip install a \` / `    b`).
@@ -163,12 +175,32 @@ class _LineState:
             i += 1
 
 
+def _kept_statement(body: str) -> Optional[Tuple[str, str, str]]:
+    """(indentation, magic, statement) for `%time <statement>` on one line
+    whose statement is Python: it runs in the notebook's namespace, so it is
+    linted (a training call is often timed so)."""
+    m = _RUNNING_MAGIC_RE.match(body)
+    if m is None or body.endswith("\\") or _MAGIC_MARK in body:
+        return None
+    statement = body[m.end() :]
+    try:
+        ast.parse(statement)
+    except (SyntaxError, ValueError):
+        return None
+    return m.group(1), m.group(2), statement
+
+
 def _restore(text: str, cell: _Cell) -> str:
     out = []
     for line in text.splitlines(keepends=True):
+        end = "\n" if line.endswith("\n") else ""
         m = _PLACEHOLDER_RE.match(line.rstrip("\r\n"))
         if m and int(m.group(2)) in cell.originals:
-            out.append(cell.originals[int(m.group(2))] + ("\n" if line.endswith("\n") else ""))
+            out.append(cell.originals[int(m.group(2))] + end)
+            continue
+        k = _KEPT_RE.match(line.rstrip("\r\n"))
+        if k and int(k.group(4)) in cell.kept:
+            out.append(f"{k.group(1)}{cell.kept[int(k.group(4))]}{k.group(3)}{end}")  # its magic back
         else:
             out.append(line)
     restored = "".join(out)

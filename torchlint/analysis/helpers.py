@@ -1,12 +1,12 @@
 """Same-file helpers, summarised once: which arguments a function moves to a
-device, whether it trains, runs a model, switches one to eval mode, or
-builds one. A helper from another module stays unknown (rules stay silent
+device or reads on the host, whether it trains, runs a model, switches one
+to eval mode, or builds one. A helper from another module stays unknown (rules stay silent
 about what it does)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, List, Optional, Set
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -24,6 +24,9 @@ class Summary:
     forwards: bool = False  # runs a model forward (itself or a helper)
     evals: bool = False  # calls `.eval()` on something
     returns_module: bool = False
+    # parameters read on the host every call (`.item()`, `.tolist()` of the parameter or
+    # a value computed from it), itself or in a helper: (parameter, what reads it)
+    syncs: Tuple[Tuple[str, str], ...] = ()
 
 
 def is_move_call(call: Call) -> bool:
@@ -92,12 +95,17 @@ class Helpers:
         params = set(fn.params)
         derived = self._derived(fn, params)
         moves: Set[str] = set()
+        syncs: Dict[str, str] = {}
         trains = forwards = evals = False
         for call in self.calls_in(fn):
             if is_move_call(call):
                 root = root_name(call.receiver)
                 if root in derived:
                     moves.add(derived[root])
+            if call.method in _HOST_READS and call.receiver is not None and not call.node.args:
+                root = root_name(call.receiver)
+                if root in derived and not self._occasional(call, fn):
+                    syncs.setdefault(derived[root], f"`.{call.method}()`")
             if self.values.is_train_call(call):
                 trains = True
             if call.method == "eval" and not call.node.args:
@@ -113,6 +121,10 @@ class Helpers:
                     root = root_name(arg)
                     if root in derived:
                         moves.add(derived[root])
+                for p, what in s.syncs:
+                    root = root_name(self.values.argument_for(call, inner, p))
+                    if root in derived and not self._occasional(call, fn):
+                        syncs.setdefault(derived[root], what)
             elif inner is None and _places_by_name(call):
                 for a in call.node.args:
                     root = root_name(a.value)
@@ -122,9 +134,15 @@ class Helpers:
         returns_module = bool(returns) and all(
             r.value is not None and self.values.expr_kind(r.value, s) == MODULE for r, s in returns
         )
-        result = Summary(frozenset(moves), trains, forwards, evals, returns_module)
+        result = Summary(frozenset(moves), trains, forwards, evals, returns_module, tuple(sorted(syncs.items())))
         self._summaries[key] = result
         return result
+
+    @staticmethod
+    def _occasional(call: Call, fn: Function) -> bool:
+        """`call` runs only on some calls of `fn`: under an `if`, or in a `try`
+        handler (a read on one branch is not a read every call)."""
+        return bool(call.site.ifs) or any(part != "body" for _, part in call.site.region)
 
     def _derived(self, fn: Function, params: Set[str]) -> Dict[str, str]:
         """Names in `fn` that hold a parameter or a part of it (`x, y = batch`,
@@ -153,6 +171,9 @@ class Helpers:
             if not changed:
                 break
         return derived
+
+
+_HOST_READS = frozenset({"item", "tolist"})
 
 
 def _places_by_name(call: Call) -> bool:

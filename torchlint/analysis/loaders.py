@@ -134,6 +134,9 @@ class LoaderInfo:
     # Its items are known to be host tensors where that can be told: no TensorDataset the dataset may
     # be holds tensors whose place is not known to be the host (pinning a device tensor raises).
     host_items: bool = True
+    # Its `collate_fn` is a same-file function that does per-batch work besides stacking (a
+    # tokenizer's `pad`, a processor, a transform): work for worker processes even over data in memory.
+    collate_works: bool = False
 
 
 class Loaders:
@@ -184,6 +187,7 @@ class Loaders:
                 copied_as_loaded=any(self._copied_as_loaded(site) for site in loops),
                 whole_dataset_batch=self._whole_dataset_batch(call),
                 host_items=self._host_items(call),
+                collate_works=self._collate_works(call),
             )
         return self._info[key]
 
@@ -579,6 +583,31 @@ class Loaders:
                 return CPU_COLLATE
         return UNKNOWN_COLLATE
 
+    def _collate_works(self, call: Call) -> bool:
+        """The loader's `collate_fn` is a same-file function whose body calls
+        something besides torch's own ops and builtins (`tokenizer.pad(...)`,
+        `processor(images)`, a transform): per-batch work in the process that
+        collates."""
+        arg = self.argument(call, "collate_fn", COLLATE_POSITION)
+        if arg is None or not isinstance(arg.value, cst.Name):
+            return False
+        bs = self.facts.visible_bindings(arg.value.value, call.site.scope)
+        fn = self.facts.function_for_def(bs[0].target) if len(bs) == 1 and bs[0].kind == "def" else None
+        if fn is None:
+            return False
+        for inner in self.helpers.calls_in(fn):
+            q = inner.qualname or ""
+            if q.startswith("torch.") or q in _COLLATE_PLAIN:
+                continue
+            if inner.qualname is None and isinstance(inner.node.func, cst.Name):
+                name = inner.node.func.value
+                if name in _BUILTIN_CALLS and not self.facts.bindings_of(name):
+                    continue
+            if inner.method in _TENSOR_METHODS or inner.method in _CONTAINER_METHODS:
+                continue
+            return True
+        return False
+
     def _is_device_name(self, expr: cst.BaseExpression) -> bool:
         name = dotted_name(expr)
         return bool(name and PLACING_NAME.search(name.rsplit(".", 1)[-1]))
@@ -610,6 +639,38 @@ class Loaders:
                 continue
             return True
         return False
+
+    def only_peeked(self, call: Call) -> bool:
+        """What `call` returns (a loader, or loaders from a builder, bound to a
+        name or unpacked into names) is only turned into an iterator to look at
+        a batch (`next(iter(loader))`): never looped over, handed on or
+        returned. Names nobody reads before they are rebound count as unused;
+        at least one must be peeked at."""
+        stmt = call.site.stmt
+        if not (isinstance(stmt, cst.Assign) and stmt.value is call.node and len(stmt.targets) == 1):
+            return False
+        target = stmt.targets[0].target
+        if not isinstance(target, (cst.Name, cst.Tuple, cst.List)):
+            return False
+        names = _target_names(target)
+        if not names or len(names) != len(target.elements if not isinstance(target, cst.Name) else [target]):
+            return False  # nested or starred targets
+        scope = call.site.scope
+        peeked = False
+        for name in names:
+            later = [b.site.order for b in self.facts.scoped_bindings(name, scope) if b.site.order > call.site.order]
+            end = min(later) if later else None
+            for use in self.facts.local_uses(name, scope):
+                if use.site.order <= call.site.order or (end is not None and use.site.order > end):
+                    continue
+                if not any(b.site.stmt is stmt for b in self.facts.visible_bindings(name, use.site.scope)):
+                    continue  # a local of the same name in another function
+                parent = use.site.parent
+                outer = self.facts.call_of_arg(parent) if isinstance(parent, cst.Arg) else None
+                if outer is None or dotted_name(outer.node.func) != "iter":
+                    return False
+                peeked = True
+        return peeked
 
     def _batches(self, call: Call) -> BatchUse:
         """How the loader's batches are used in this file (see LoaderInfo.batches)."""
@@ -815,6 +876,17 @@ class Loaders:
             if site is not None:
                 out.append(site)
         return out
+
+
+# Calls a collate function makes that only stack or arrange what it is handed.
+_COLLATE_PLAIN = frozenset({"torch.utils.data.default_collate", "torch.utils.data.dataloader.default_collate"})
+_BUILTIN_CALLS = frozenset(
+    "len zip list tuple dict set sorted max min sum range enumerate isinstance int float bool str map filter".split()
+)
+_TENSOR_METHODS = frozenset(
+    "stack cat float long int half bool view reshape unsqueeze squeeze permute transpose contiguous clone".split()
+)
+_CONTAINER_METHODS = frozenset("append extend items keys values get pop update".split())
 
 
 def _target_names(target: cst.BaseExpression) -> List[str]:

@@ -233,16 +233,22 @@ class Loops:
         return self._cached(("role", id(loop.node)), lambda: self._role(loop))
 
     def runs_once(self, loop: Loop) -> bool:
-        """The loop's body runs once: it ends with an unconditional `break` (a
-        look at the first batch), or it walks a loader built with
+        """The loop's body runs once: it holds an unconditional `break` (a look
+        at the first batch), it starts with `if <count> >= 1: break` on a count
+        of its iterations (the `enumerate` index, or a counter set to 0 before
+        the loop and incremented in it), or it walks a loader built with
         `batch_size=len(...)` (one batch holds the whole dataset)."""
         return self._cached(("once", id(loop.node)), lambda: self._runs_once(loop))
 
     def _runs_once(self, loop: Loop) -> bool:
         body = loop.node.body
         if isinstance(body, cst.IndentedBlock) and body.body:
-            last = body.body[-1]
-            if isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Break) for s in last.body):
+            if any(
+                isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Break) for s in stmt.body)
+                for stmt in body.body
+            ):
+                return True
+            if self._stops_after_first(loop, body.body[0]):
                 return True
         expr = loop.iter
         while isinstance(expr, cst.Call) and expr.args and (dotted_name(expr.func) or "") in ITER_WRAPPERS:
@@ -258,6 +264,58 @@ class Loops:
             return False
         arg = call.keyword("batch_size") or (call.positional[1] if len(call.positional) > 1 else None)
         return arg is not None and isinstance(arg.value, cst.Call) and dotted_name(arg.value.func) == "len"
+
+    def _stops_after_first(self, loop: Loop, first: cst.BaseStatement) -> bool:
+        """`first` (the body's first statement) is `if n == 1: break` (also `>= 1`,
+        `> 0`) where `n` counts the iterations from 0: the `enumerate` index of
+        the loop, or a name bound to 0 right before the loop whose only binding
+        in it is `n += 1` at the top of its body."""
+        if not (isinstance(first, cst.If) and first.orelse is None and _only_break(first.body)):
+            return False
+        test = first.test
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return False
+        op, bound = test.comparisons[0].operator, test.comparisons[0].comparator
+        if not (isinstance(test.left, cst.Name) and isinstance(bound, cst.Integer)):
+            return False
+        limit = int(bound.evaluated_value)
+        if not (
+            (isinstance(op, (cst.Equal, cst.GreaterThanEqual)) and limit == 1)
+            or (isinstance(op, cst.GreaterThan) and limit == 0)
+        ):
+            return False
+        name = test.left.value
+        node = loop.node
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Tuple) and node.target.elements:
+            index = node.target.elements[0].value
+            it = node.iter
+            if (
+                isinstance(index, cst.Name)
+                and index.value == name
+                and isinstance(it, cst.Call)
+                and dotted_name(it.func) == "enumerate"
+                and len(it.args) == 1
+            ):
+                return True
+        inside = [b for b in self.facts.scoped_bindings(name, loop.scope) if loop.contains(b.site.order)]
+        before = [b for b in self.facts.scoped_bindings(name, loop.scope) if b.site.order < loop.order]
+        if len(inside) != 1 or not before:
+            return False
+        step = inside[0]
+        stmt = step.site.stmt
+        parent = self.facts.parent_of(stmt) if stmt is not None else None
+        return (
+            before[-1].kind == "assign"
+            and isinstance(before[-1].value, cst.Integer)
+            and int(before[-1].value.evaluated_value) == 0
+            and step.kind == "augassign"
+            and isinstance(stmt, cst.AugAssign)
+            and isinstance(stmt.operator, cst.AddAssign)
+            and isinstance(stmt.value, cst.Integer)
+            and int(stmt.value.evaluated_value) == 1
+            and isinstance(parent, cst.SimpleStatementLine)
+            and self.facts.parent_of(parent) is node.body
+        )
 
     def _role(self, loop: Loop) -> Optional[str]:
         if self.runs_once(loop):
@@ -438,6 +496,29 @@ class Loops:
                 return True
         return False
 
+    def control_exit(self, node: cst.CSTNode, site: Site) -> bool:
+        """`node`, in the test of the statement at `site`, only decides whether
+        its loop goes on: the test of a `while`, or of an `if` directly in the
+        loop whose body leaves it (`if signal.item() == 0: break`), reading no
+        name the loop binds (a flag filled in place or broadcast, not a loss the
+        iteration computes). The host must read it every iteration to know
+        whether to run the next one."""
+        stmt = site.stmt
+        if isinstance(stmt, cst.While):
+            loop = self.loop_for(stmt)
+        elif isinstance(stmt, cst.If) and _exits(stmt.body) and stmt.orelse is None:
+            loop = site.loop
+        else:
+            return False
+        if loop is None or not contains(stmt.test, node):
+            return False
+        nodes = list(descendants(stmt.test))
+        attrs = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
+        read = {n.value for n in nodes if isinstance(n, cst.Name) and id(n) not in attrs}
+        if read & set(loop.targets):
+            return False
+        return not any(b.name in read and loop.contains(b.site.order) for b in self.facts.bindings_in(loop.scope))
+
     def is_training_loop(self, loop: Loop) -> bool:
         return self.trains(loop)
 
@@ -494,6 +575,19 @@ class Loops:
                         break
         self._helper[key] = result
         return result
+
+
+def _only_break(block: cst.BaseSuite) -> bool:
+    """The block is just `break`."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        return len(block.body) == 1 and isinstance(block.body[0], cst.Break)
+    body = block.body
+    return (
+        len(body) == 1
+        and isinstance(body[0], cst.SimpleStatementLine)
+        and len(body[0].body) == 1
+        and isinstance(body[0].body[0], cst.Break)
+    )
 
 
 def _breaks(body: cst.CSTNode) -> bool:

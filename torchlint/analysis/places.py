@@ -89,6 +89,7 @@ _OUTPUT_TENSOR_ATTR = re.compile(
 # Tensor methods that return a tuple of tensors (values, indices).
 _TUPLE_METHODS = frozenset({"max", "min", "sort", "topk", "kthvalue", "mode", "median", "aminmax"})
 _DEVICE_TEST = re.compile(r"cuda|gpu|device|mps|accelerat|xpu", re.I)
+_NOT_AVAILABLE = re.compile(r"\bnot\s+[\w.]*is_available\(\)")
 
 
 @dataclass(frozen=True)
@@ -213,7 +214,12 @@ class Places:
             if b.kind == "param":
                 found.add(self._param_device(b, depth))
             elif b.kind in ("assign", "annassign") and b.index is None and b.value is not None:
-                found.add(self.device_of(b.value, b.site, depth + 1))
+                device = self.device_of(b.value, b.site, depth + 1)
+                if device == HOST and "." in name and self._cpu_fallback(b.site):
+                    # `if not torch.cuda.is_available(): args.device = "cpu"`: the option's
+                    # own value (an argparse default, a config) is the one used where there is one.
+                    device = None
+                found.add(device)
             else:
                 found.add(None)
         if ACCEL in found:
@@ -678,6 +684,16 @@ class Places:
             r for r in first.region if not (isinstance(r[0], cst.If) and r[1] == "body" and self._is_device_test(r[0]))
         )
         return later.region[: len(kept)] == kept
+
+    def _cpu_fallback(self, s: Site) -> bool:
+        """Under `if not torch.cuda.is_available():` (also in an `and`), or in the
+        `else` of a device test: what runs where there is no accelerator."""
+        for owner, part in s.region:
+            if isinstance(owner, cst.If) and part == "body":
+                code = self.facts.module.code_for_node(owner.test)
+                if _NOT_AVAILABLE.search(code):
+                    return True
+        return self._in_device_else(s)
 
     def _in_device_else(self, s: Site) -> bool:
         """In the `else` of `if torch.cuda.is_available():` (the CPU fallback)."""

@@ -5,8 +5,9 @@ Speed advice matters only in code that trains (a loop that calls
 DataLoader, a dataset or batches, or a decoding loop). It does not matter in
 unit tests, in forward-only demonstrations (a model called once on a random
 tensor to show a shape), in the `if __name__ == "__main__":` smoke block of a
-module whose job is to define models, or in scripts that only export,
-benchmark latency or print a model summary.
+module whose job is to define models, in scripts that only export,
+benchmark latency or print a model summary, or in harnesses that measure
+memory step by step (their settings are what they measure).
 """
 
 from __future__ import annotations
@@ -130,8 +131,29 @@ class Roles:
             trains = any(self.values.is_train_call(c) for c in self.facts.calls)
             if module is not None and (tool_calls or self.benchmark_file) and not trains:
                 scopes.add(id(module.node))  # a script that only exports, benchmarks or profiles
+            measuring = [loop for loop in self.facts.loops if self._measures_memory(loop)]
+            for loop in measuring:
+                scopes.add(id(loop.scope.node))
+            if module is not None and measuring:
+                scopes.add(id(module.node))  # a memory-measurement harness: its settings are what it measures
             self._tooling_scopes = scopes
         return any(id(s.node) in self._tooling_scopes for s in site.scope.chain())
+
+    def _measures_memory(self, loop) -> bool:
+        """Every iteration of `loop` reads the accelerator's memory
+        (`memory_allocated()`, `max_memory_allocated()`...) and clears the
+        allocator's cache or resets the peak (`empty_cache()`,
+        `reset_peak_memory_stats()`): a harness measuring memory step by step."""
+        reads = resets = False
+        for call in self.loops.calls_in(loop):
+            name = call.method or (call.qualname or "").rsplit(".", 1)[-1]
+            if name not in _MEMORY_READS and name not in _MEMORY_RESETS:
+                continue
+            if self.loops.occasional_guard(call.site, loop):
+                continue
+            reads = reads or name in _MEMORY_READS
+            resets = resets or name in _MEMORY_RESETS
+        return reads and resets
 
     def _is_tool_call(self, call: Call) -> bool:
         q = call.qualname or ""
@@ -275,6 +297,13 @@ class Roles:
 
     def script_level(self, scope: Scope) -> bool:
         return scope.kind == "module"
+
+
+# The accelerator memory API (`torch.cuda.*`, `torch.xpu.*`, any device module's).
+_MEMORY_READS = frozenset(
+    {"memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats"}
+)
+_MEMORY_RESETS = frozenset({"empty_cache", "reset_peak_memory_stats", "reset_max_memory_allocated"})
 
 
 def _constant_truth(test: cst.BaseExpression) -> Optional[bool]:

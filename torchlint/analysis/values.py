@@ -61,6 +61,8 @@ MODULE, TENSOR, LOADER, DATASET, DEVICE, TOKENS, TOKENIZER, OPTIMIZER, LOSS_FN =
     "loss_fn",
 )
 # Methods that return a value of the receiver's kind.
+# `_forward_container`'s answer where only bindings already asked about answer.
+_CYCLE = object()
 _SAME_KIND_METHODS = frozenset(
     {
         "to",
@@ -470,7 +472,8 @@ class Values:
     def is_container(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> bool:
         """`expr` holds a list, tuple, dict or set (of tensors, typically), not a
         tensor: a literal or comprehension, `list(...)`/`tuple(...)`/`zip(...)`,
-        what a same-file function returns when every return is one, a name bound
+        what a same-file function returns when every return is one, the output
+        of a module whose forward returns one, a name bound
         only to such values, or a loader's whole batch (`for batch in loader`)."""
         if expr is None or depth > 4:
             return False
@@ -485,6 +488,9 @@ class Values:
             ):
                 return True
             call = self.facts.call_for(expr)
+            mc = self.model_call(call) if call is not None else None
+            if mc is not None and self.forward_returns_container(mc.model, mc.call.site):
+                return True  # `feats = disc(x)` whose forward returns a list of feature maps
             fn = self.local_function(call) if call is not None and isinstance(func, cst.Name) else None
             if fn is None:
                 return False
@@ -528,6 +534,87 @@ class Values:
         target = self.facts.parent_of(element) if element is not None else None
         loop = self.facts.parent_of(target) if target is not None else None
         return isinstance(loop, cst.For) and loop.target is target
+
+    # -- what a module's forward returns ------------------------------------------------
+
+    def forward_returns_container(self, model: cst.BaseExpression, site: Site) -> bool:
+        """`model` is an instance of a module class whose `forward` returns a
+        list, tuple or dict in every `return` (multi-scale feature maps, an
+        `(output, loss, stats)` triple), not a tensor: a same-file class (or one
+        of its same-file bases), or a class of another project file. Followed
+        through names, `.to()`/`.eval()`, `DataParallel(m)` and a wrapper's
+        `.module`."""
+        return self._forward_container(model, site, set()) is True
+
+    def forward_output_container(self, expr: cst.BaseExpression, site: Site) -> bool:
+        """`expr` is the output of such a module (`feats = disc(x)`), or an element
+        of one (`feats[i]`: it may be a container itself)."""
+        while isinstance(expr, cst.Subscript):
+            expr = expr.value
+        if isinstance(expr, cst.Name):
+            bindings = self.bindings_for(expr.value, site)
+            return bool(bindings) and all(
+                (value := _bound_value(b)) is not None and self.forward_output_container(value, b.site)
+                for b in bindings
+            )
+        call = self.facts.call_for(expr) if isinstance(expr, cst.Call) else None
+        mc = self.model_call(call) if call is not None else None
+        return mc is not None and self.forward_returns_container(mc.model, mc.call.site)
+
+    def _forward_container(self, expr: cst.BaseExpression, site: Site, seen: Set[int]) -> object:
+        """True, None where the class cannot be told (or its forward returns a
+        tensor), or `_CYCLE` where only bindings already asked about answer."""
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "module":
+            return self._forward_container(expr.value, site, seen)  # `ddp_model.module`: the wrapped module
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            name = dotted_name(expr)
+            bindings = self.bindings_for(name, site) if name else []
+            answers = []
+            for b in bindings:
+                if id(b) in seen:
+                    continue  # `self.m = DataParallel(self.m)`: the other bindings answer
+                seen.add(id(b))
+                if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+                    return None
+                answer = self._forward_container(b.value, b.site, seen)
+                if answer is not _CYCLE:
+                    answers.append(answer)
+            if not answers:
+                return _CYCLE if bindings else None
+            return True if all(a is True for a in answers) else None
+        if not isinstance(expr, cst.Call):
+            return None
+        call = self.facts.call_for(expr)
+        if call is None:
+            return None
+        func = expr.func
+        if call.method in _SAME_KIND_METHODS and call.receiver is not None:
+            return self._forward_container(call.receiver, call.site, seen)
+        if (call.qualname in PLACERS or _last(call) in WRAPPER_CLASSES) and call.positional:
+            return self._forward_container(call.positional[0].value, call.site, seen)
+        if isinstance(func, cst.Name) and func.value in self.module_classes():
+            if not self._shadowed_local(func.value, call.site):
+                return self._class_forward_container(func.value, set())
+        if call.qualname and self.project is not None and self.project.class_kind(call.qualname) is ClassKind.MODULE:
+            return self.project.forward_returns_container(call.qualname)
+        return None
+
+    def _class_forward_container(self, name: str, seen: Set[str]) -> Optional[bool]:
+        """The same-file class's `forward` (or its same-file base's) returns a container."""
+        info = self.facts.classes.get(name)
+        if info is None or name in seen:
+            return None
+        seen.add(name)
+        body = info.node.body.body if isinstance(info.node.body, cst.IndentedBlock) else ()
+        for stmt in body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "forward":
+                fn = self.facts.function_for_def(stmt)
+                returns = self.facts.returns_of(fn) if fn is not None else []
+                return bool(returns) and all(r.value is not None and self.is_container(r.value, s) for r, s in returns)
+        for base in info.bases:
+            if isinstance(base, cst.Name) and base.value in self.facts.classes:
+                return self._class_forward_container(base.value, seen)
+        return None
 
     # -- forwards and losses -------------------------------------------------------------
 
@@ -606,6 +693,8 @@ class Values:
             return False
         if self.local_function(call) is not None:
             return False  # a same-file helper (`calc_loss(batch, model)`) is read, not guessed from its name
+        if self.forward_returns_container(func, call.site):
+            return False  # `model_with_loss(batch)` returning `(outputs, loss, stats)`: a model, not a loss
         if LOSS_NAME.search(name.rsplit(".", 1)[-1]):
             return True
         return self.expr_kind(func, call.site) == LOSS_FN
@@ -661,6 +750,19 @@ class Values:
             if b.kind in ("assign", "annassign") and b.value is not None and b.index is None
         ]
         return any(b.value is not None and self.is_pretrained(b.value, b.site, depth + 1) for b in values)
+
+
+def _bound_value(b: Binding) -> Optional[cst.BaseExpression]:
+    """What an assignment binds to the name: its value, or its element of a
+    tuple assigned element by element (`a, b = f(x), f(y)`)."""
+    if b.kind not in ("assign", "annassign") or b.value is None:
+        return None
+    if b.index is None:
+        return b.value
+    if isinstance(b.value, (cst.Tuple, cst.List)) and b.index < len(b.value.elements):
+        element = b.value.elements[b.index]
+        return None if isinstance(element, cst.StarredElement) else element.value
+    return None
 
 
 def _in_same_loop(binding: Site, use: Site) -> bool:

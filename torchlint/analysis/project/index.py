@@ -412,6 +412,19 @@ class ProjectIndex:
                 return True
         return False
 
+    def _forward_container(self, target: Target, _: object) -> bool:
+        found = self._definition(target)
+        if not isinstance(found, ClassSummary):
+            return False
+        assert isinstance(target, Defined)
+        if found.forward_container is not None:
+            return found.forward_container
+        for base in found.bases:  # no `forward` of its own: its project base's
+            resolved = self._resolve_in(target.path, base)
+            if isinstance(resolved, Defined):
+                return bool(self._ask(Question.FORWARD_CONTAINER, resolved))
+        return False
+
 
 _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.CLASS_KIND: ProjectIndex._class_kind,
@@ -421,6 +434,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.MOVES_ARGUMENT: ProjectIndex._moves_argument,
     Question.TRAINS: ProjectIndex._trains,
     Question.PLACES_ITSELF: ProjectIndex._places_itself,
+    Question.FORWARD_CONTAINER: ProjectIndex._forward_container,
 }
 
 
@@ -468,6 +482,11 @@ class FileView:
         class the index knows."""
         answer = self.index._record(self.path, Question.PLACES_ITSELF, qualname, None)
         return answer if isinstance(answer, bool) else None
+
+    def forward_returns_container(self, qualname: str) -> bool:
+        """The `forward` of module class `qualname` (or of its project base)
+        returns a list, tuple or dict in every `return`."""
+        return bool(self.index._record(self.path, Question.FORWARD_CONTAINER, qualname, None))
 
     def trains(self, qualname: str) -> bool:
         """Function `qualname` calls `.backward()` or an optimizer step (itself or

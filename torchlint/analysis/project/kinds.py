@@ -49,6 +49,7 @@ class Question(enum.Enum):
     MOVES_ARGUMENT = "moves_argument"
     TRAINS = "trains"
     PLACES_ITSELF = "places_itself"
+    FORWARD_CONTAINER = "forward_container"
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,9 @@ class ClassSummary:
     bases: Tuple[str, ...]  # dotted names as written; `Dataset[int]` is `Dataset`; others skipped
     defines_init: bool  # its body defines `__init__` (its arguments may differ from its base's)
     places: bool = False  # code in its body moves something or passes `device=` (it may place itself)
+    # its body defines `forward`: True when every `return` of it hands back a list, tuple or dict
+    # (a literal, `list(...)`, or a name bound in it only to one), False otherwise; None: no `forward`
+    forward_container: Optional[bool] = None
 
 
 @dataclass(frozen=True)

@@ -213,7 +213,14 @@ class _Module:
             if name:
                 bases.append(name)
         defines_init = any(isinstance(s, _FUNCTIONS) and s.name == "__init__" for s in node.body)
-        return ClassSummary(node.name, tuple(bases), defines_init, self._places(node))
+        forward = next((s for s in node.body if isinstance(s, _FUNCTIONS) and s.name == "forward"), None)
+        return ClassSummary(
+            node.name,
+            tuple(bases),
+            defines_init,
+            self._places(node),
+            _returns_container(forward) if forward is not None else None,
+        )
 
     def _places(self, node: ast.ClassDef) -> bool:
         """Code in the class moves something or passes `device=` (walked only
@@ -234,6 +241,37 @@ class _Module:
             return
         for name in names:
             self.assigns.append(AssignSummary(name, options))
+
+
+_CONTAINERS = (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp)
+
+
+def _returns_container(fn: ast.AST) -> bool:
+    """Every `return` of `fn` hands back a list, tuple or dict: a literal, a
+    `list(...)`/`tuple(...)`/`dict(...)` call, or a name bound in `fn` only to one."""
+    nodes = list(own_nodes(fn))
+    bound: Dict[str, List[ast.AST]] = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+            if isinstance(node.target, ast.Name):
+                bound.setdefault(node.target.id, []).append(node)
+
+    def container(value: Optional[ast.AST], depth: int = 0) -> bool:
+        if isinstance(value, _CONTAINERS):
+            return True
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            return value.func.id in ("list", "tuple", "dict")
+        if isinstance(value, ast.Name) and depth < 2:
+            values = bound.get(value.id, [])
+            return bool(values) and all(container(v, depth + 1) for v in values)
+        return False
+
+    returns = [n for n in nodes if isinstance(n, ast.Return)]
+    return bool(returns) and all(container(r.value) for r in returns)
 
 
 def _places(node: ast.ClassDef) -> bool:

@@ -25,27 +25,40 @@ _CONFIG_CLASS = re.compile(r"(Config|Cfg|Args|Arguments|Params|Hparams|HParams|S
 
 
 def _only_sampled(ctx: RuleContext, call) -> bool:
-    """The call's result is bound to a name that is only ever turned into an
-    iterator (`next(iter(loader))`, `it = iter(loader)`), never looped over or
-    handed on."""
-    stmt = call.site.stmt
-    if not (
-        isinstance(stmt, cst.Assign)
-        and stmt.value is call.node
-        and len(stmt.targets) == 1
-        and isinstance(stmt.targets[0].target, cst.Name)
-    ):
+    """The call's result (a loader, or what a builder returns) is only turned
+    into an iterator (`next(iter(loader))`), never looped over or handed on."""
+    return ctx.analysis.loaders.only_peeked(call)
+
+
+def _config_only_peeked(ctx: RuleContext, element: cst.DictElement, site) -> bool:
+    """The configuration holding `element` (`config = {"batch_size": 1}`) is only
+    handed to calls whose loaders are only looked at (`a, b = load(config)`,
+    then `next(iter(a))`)."""
+    node: Optional[cst.CSTNode] = ctx.facts.parent_of(element)
+    binding = ctx.facts.binding_of_value(node) if isinstance(node, cst.Dict) else None
+    if binding is None or "." in binding.name or binding.kind not in ("assign", "annassign"):
         return False
-    name = stmt.targets[0].target.value
-    uses = [u for u in ctx.facts.uses_of(name) if u.site.scope is call.site.scope and u.site.order > call.site.order]
-    if not uses:
-        return False
-    for use in uses:
+    later = [
+        b.site.order for b in ctx.facts.scoped_bindings(binding.name, binding.site.scope) if b.site.order > site.order
+    ]
+    end = min(later) if later else None
+    calls = []
+    for use in ctx.facts.local_uses(binding.name, binding.site.scope):
+        if use.site.order <= binding.site.order or (end is not None and use.site.order > end):
+            continue
+        if binding not in ctx.facts.visible_bindings(binding.name, use.site.scope):
+            continue  # a parameter or local of the same name
         parent = use.site.parent
-        outer = ctx.facts.call_of_arg(parent) if isinstance(parent, cst.Arg) else None
-        if outer is None or dotted_name(outer.node.func) != "iter":
+        if isinstance(parent, cst.Subscript) and parent.value is use.node and len(parent.slice) == 1:
+            key = parent.slice[0].slice
+            if isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString):
+                if not _BATCH_KEY.match(str(key.value.evaluated_value)):
+                    continue  # `config["dataset_name"]`: another setting read
+        call = ctx.facts.call_of_arg(parent) if isinstance(parent, cst.Arg) else None
+        if call is None:
             return False
-    return True
+        calls.append(call)
+    return bool(calls) and all(_only_sampled(ctx, c) for c in calls)
 
 
 # DataLoader's own parameters besides the batch size.
@@ -438,7 +451,8 @@ class BatchSizeOne(Rule):
             if isinstance(parent, cst.DictElement) and parent.key is string and _is_one(parent.value):
                 name = string.evaluated_value
                 if isinstance(name, str) and _BATCH_KEY.match(name) and _is_configuration(ctx, parent):
-                    report(parent.value, "a config default", site)
+                    if not _config_only_peeked(ctx, parent, site):
+                        report(parent.value, "a config default", site)
         for call in ctx.facts.calls:
             if (
                 isinstance(call.node.func, cst.Name)

@@ -38,7 +38,9 @@ class LoaderNoWorkers(Rule):
 
     Not flagged: loaders whose dataset has nothing for workers to do (a
     `TensorDataset`, a same-file dataset whose `__getitem__` only indexes
-    tensors held in memory, a dataset of a few literal samples), datasets
+    tensors held in memory, a Hugging Face dataset tokenized ahead, a
+    dataset of a few literal samples; unless a same-file `collate_fn` does
+    work on each batch, such as `tokenizer.pad(...)`), datasets
     whose items are made on the GPU (workers cannot use CUDA), loaders that
     are never used or only drawn from with `next(iter(loader))` (every
     `iter()` would start the workers anew), calls passing `**kwargs` that
@@ -264,8 +266,10 @@ class LoaderNoWorkers(Rule):
             if a.roles.excluded(call.site) or a.places.xla:
                 continue
             info = a.loaders.info(call)
-            if not info.used or info.dataset in (IN_MEMORY, TINY, PLACES) or info.whole_dataset_batch:
-                continue  # nothing for workers to do, one batch a pass, or items built on the GPU
+            if not info.used or info.dataset in (TINY, PLACES) or info.whole_dataset_batch:
+                continue  # a few batches, one batch a pass, or items built on the GPU
+            if info.dataset == IN_MEMORY and not info.collate_works:
+                continue  # nothing for workers to do (a collate that pads or processes each batch is work)
             if info.batches is BatchUse.SAMPLED:
                 continue  # one `next(iter(loader))` at a time: each would start the workers anew
             msg = ("DataLoader has `num_workers=0`" if kw is not None else "DataLoader has no `num_workers`") + (

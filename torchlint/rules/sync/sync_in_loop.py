@@ -40,7 +40,9 @@ class SyncInLoop(Rule):
     runs once per epoch after the batch loop, the per-sample `.tolist()` of a
     generation loop, `.cpu()` of outputs collected per batch in an inference
     loop (the copy is the point there), reinforcement-learning acting loops
-    (`env.step(action)`), unit tests and benchmarks.
+    (`env.step(action)`), the test that decides whether the loop goes on when
+    it reads a flag the loop does not compute (`if signal.item() == 0: break`
+    after a broadcast), unit tests and benchmarks.
 
     ## Why is this bad?
     Reading a device value on the host waits for every queued kernel to
@@ -151,6 +153,9 @@ class SyncInLoop(Rule):
         # Synchronised on purpose every step (timing).
         _HEAD + "for x in loader:\n    loss = model(x.to(device)).sum()\n    loss.backward()\n"
         "    torch.cuda.synchronize()\n    print(loss.item())\n",
+        # A flag broadcast every step decides whether the loop goes on: inherent.
+        _HEAD + "flag = torch.ones(1, device=device)\nwhile True:\n    dist.broadcast(flag, 0)\n"
+        "    if flag.item() == 0:\n        break\n    loss = model(next(it).to(device)).sum()\n",
         # One generate() per sample: decoding its output is inherent.
         _HEAD + "for k in range(4):\n    y = model.generate(x, 100)\n    print(decode(y[0].tolist()))\n",
     )
@@ -271,6 +276,8 @@ class SyncInLoop(Rule):
                 continue
             if a.loops.steps_environment(hot.loop) or self._in_decoding(a, call.site, hot.loop):
                 continue  # RL acting or step-by-step decoding: the next step needs the value on the host
+            if a.loops.control_exit(call.node, call.site):
+                continue  # `if signal.item() == 0: break`: whether the loop goes on is read on the host
             if hot.call is not None:
                 # Inside a same-file helper: report where the loop calls it, every iteration.
                 if id(hot.call.node) not in via_calls and not a.roles.excluded(hot.call.site):
@@ -286,6 +293,32 @@ class SyncInLoop(Rule):
                 continue
             fix = self._accumulation_fix(ctx, call, hot) if call.method == "item" else None
             add(hot, call.site.order, call.node, self._message(what[0], hot), fix)
+        for call in ctx.facts.calls:
+            # `acc = accuracy(logits, y)` whose body calls `.item()` on what it is handed: the
+            # call syncs when the argument is on the device here (the helper's own read may not know).
+            if id(call.node) in via_calls:
+                continue
+            what = self._helper_sync(a, call)
+            if what is None:
+                continue
+            hot = a.loops.hot_context(call.site)
+            if hot is None or a.roles.excluded(call.site) or a.loops.steps_environment(hot.loop):
+                continue
+            if self._in_decoding(a, call.site, hot.loop):
+                continue
+            outer = hot.call if hot.call is not None else call
+            if id(outer.node) in via_calls or a.roles.excluded(outer.site):
+                continue
+            via_calls.add(id(outer.node))
+            name = hot.via if hot.call is not None else dotted_name(call.node.func)
+            add(
+                hot,
+                outer.site.order,
+                outer.node,
+                f"`{name}()` reads a device tensor on the host ({what}) and "
+                "is called every iteration of the loop: each call syncs host and "
+                "device; keep values on the device and convert once after the loop",
+            )
         for fstring, site in ctx.facts.fstrings:
             # `pbar.set_description(f"loss {loss}")`, `log(f"{acc}")`: formatting a device tensor reads it.
             hot = a.loops.hot_context(site)
@@ -300,7 +333,7 @@ class SyncInLoop(Rule):
                 add(hot, site.order, fstring, self._message("Formatting a tensor in an f-string", hot))
         for node, site in list(ctx.facts.ifs) + self._whiles(ctx):
             culprit = self._tensor_condition(a, node.test, site)
-            if culprit is None or a.roles.excluded(site):
+            if culprit is None or a.roles.excluded(site) or a.loops.control_exit(culprit, site):
                 continue
             hot = a.loops.hot_context(site)
             if hot is None and isinstance(node, cst.While):
@@ -377,6 +410,19 @@ class SyncInLoop(Rule):
                 for arg in call.node.args:
                     if arg.keyword is None and _mentions_device_tensor(a, arg.value, call.site):
                         return "`print()` of a tensor", True
+        return None
+
+    @staticmethod
+    def _helper_sync(a, call: Call) -> Optional[str]:
+        """What a same-file helper reads on the host every call, when `call`
+        hands it a value on the accelerator for that parameter."""
+        fn = a.helpers.function(call)
+        if fn is None:
+            return None
+        for param, what in a.helpers.summary(fn).syncs:
+            arg = a.values.argument_for(call, fn, param)
+            if arg is not None and a.places.on_accelerator(arg, call.site):
+                return what
         return None
 
     @staticmethod

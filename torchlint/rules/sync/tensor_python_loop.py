@@ -42,9 +42,10 @@ class TensorPythonLoop(Rule):
     `t[i]` of a tensor, also through `label = labels[i]`) and comprehensions
     (`[int(i) for i in t]`, `[i for i, w in enumerate(t) if w != end]`).
 
-    Not flagged: loops whose body runs a model per element (stepping a
-    recurrence through time, or dispatching groups of rows to experts: the
-    per-element work is large), loops over lists or tuples of tensors,
+    Not flagged: loops whose body runs a model per element, itself or
+    through a same-file helper (stepping a recurrence through time,
+    dispatching groups of rows to experts, scoring one image against a
+    batch of captions: the per-element work is large), loops over lists or tuples of tensors,
     `parameters()`, `ModuleList`s, `split`/`chunk` pieces and dict items,
     elements used only to compute an index or slice into something else
     (host-side gathering from a NumPy array), unit tests and smoke blocks.
@@ -196,9 +197,13 @@ class TensorPythonLoop(Rule):
 
     @staticmethod
     def _runs_model(a, call) -> bool:
-        """A model's forward, or any method of a module (`G.synthesis(w)`,
-        `encoder.encode(x)`): large work per element, not a small op."""
+        """A model's forward, any method of a module (`G.synthesis(w)`,
+        `encoder.encode(x)`), or a same-file helper that runs one
+        (`score(model, x[i])`): large work per element, not a small op."""
         if a.values.model_call(call) is not None:
+            return True
+        fn = a.helpers.function(call)
+        if fn is not None and a.helpers.summary(fn).forwards:
             return True
         return call.receiver is not None and a.values.expr_kind(call.receiver, call.site) == "module"
 
@@ -395,6 +400,8 @@ def _tensor_element(ctx: RuleContext, use) -> Optional[cst.Subscript]:
     element = ctx.facts.parent_of(index) if isinstance(index, cst.Index) else None
     sub = ctx.facts.parent_of(element) if isinstance(element, cst.SubscriptElement) else None
     if isinstance(sub, cst.Subscript) and len(sub.slice) == 1 and ctx.analysis.places.is_tensor(sub.value, use.site):
+        if ctx.analysis.values.forward_output_container(sub.value, use.site):
+            return None  # `feats[i]` of a module's list of feature maps: a container, not a tensor
         return sub
     return None
 
