@@ -161,6 +161,7 @@ async def test_fix_all_on_a_long_notebook(client: LanguageClient, tmp_path):
     """A notebook open as JSON: fix-all from the kept fixes of its cells; over
     400 lines the edit is one span, not a line diff; the same text as --fix."""
     from torchlint.api import fix_source
+    from torchlint.config import Settings
 
     from helpers import code, notebook
 
@@ -178,4 +179,4 @@ async def test_fix_all_on_a_long_notebook(client: LanguageClient, tmp_path):
     (action,) = await client.text_document_code_action_async(params)
     edits = edits_for(action, uri)
     assert len(edits) == 1
-    assert apply_text_edits(text, edits) == fix_source(text, str(tmp_path / "nb.ipynb"))[0]
+    assert apply_text_edits(text, edits) == fix_source(text, str(tmp_path / "nb.ipynb"), Settings(preview=True))[0]
