@@ -30,6 +30,7 @@ from torchlint.analysis.helpers import Helpers, is_move_call, root_name
 from torchlint.analysis.values import LOADER, MODULE, TOKENS, Values
 from torchlint.analysis.vocabulary import (
     CHAIN_METHODS,
+    COPIES,
     CPU_STRING,
     CPU_TENSOR_SOURCES,
     DEFAULT_DEVICE_SETTERS,
@@ -113,6 +114,11 @@ def _string_key(expr: cst.Subscript) -> Optional[str]:
 def _binds_after(b: Binding, site: Site) -> bool:
     """`x = f(x)`: the binding happens after its own right-hand side is read."""
     return b.kind in ("assign", "annassign", "augassign") and b.site.stmt is site.stmt
+
+
+def _always_runs(site: Site) -> bool:
+    """Runs whenever its scope does: in no `if`, loop or handler (a `try` body counts)."""
+    return all(isinstance(owner, cst.Try) and part == "body" for owner, part in site.region)
 
 
 def join(places) -> Optional[str]:
@@ -216,6 +222,10 @@ class Places:
                 found.add(self.device_of(b.value, b.site, depth + 1))
             else:
                 found.add(None)
+        if "." in name and bindings and not any(_always_runs(b.site) for b in bindings):
+            # `args.device = "cpu"` under an `if`: on the other path the attribute keeps
+            # the value it came with (a command-line option), which we cannot see.
+            found.add(None)
         if ACCEL in found:
             return ACCEL
         if found == {HOST}:
@@ -591,12 +601,15 @@ class Places:
         last = (ctor.qualname or dotted_name(ctor.node.func) or "").rsplit(".", 1)[-1]
         if ctor.qualname in PLACERS and ctor.qualname != "torch.compile" or last in WRAPPER_CLASSES:
             return WRAPPED
-        if ctor.qualname == "torch.compile" and ctor.positional:
+        if (ctor.qualname == "torch.compile" or ctor.qualname in COPIES) and ctor.positional:
             return self.model_place(ctor.positional[0].value, site)
         fn = self.helpers.function(ctor)
         if fn is not None:
             places = {self.model_place(r.value, s) for r, s in self.facts.returns_of(fn) if r.value is not None}
             return places.pop() if len(places) == 1 else UNKNOWN
+        wrapped = self._wrapped_place(ctor, site)
+        if wrapped is not None:
+            return wrapped
         if self.values.call_kind(ctor) != MODULE or self.values.opaque_call(ctor):
             return UNKNOWN
         func = ctor.node.func
@@ -617,6 +630,34 @@ class Places:
         if self.under_device_context(ctor.site):
             return DEVICE
         return CPU
+
+    def _wrapped_place(self, ctor: Call, site: Site) -> Optional[str]:
+        """A call of code we cannot read that is handed modules
+        (`PeftModel.from_pretrained(base, path)`, `get_lora_model(base, cfg)`,
+        `nn.Sequential(encoder, head)`): what it returns holds (or is) those
+        modules, so it is where they are: DEVICE when they all are, UNKNOWN
+        when any one's place is unknown or they differ. None when it is handed
+        no module, or only modules on the CPU (the caller decides: code we
+        cannot see may place them, but does not take them off the device)."""
+        func = ctor.node.func
+        if isinstance(func, cst.Name) and func.value in self.values.module_classes():
+            return None  # a same-file class: its `__init__` may build layers of its own
+        places = set()
+        for arg in ctor.node.args:
+            if arg.star:
+                return None
+            if arg.keyword is not None or isinstance(arg.value, (cst.Integer, cst.SimpleString)):
+                continue
+            kind = self.values.expr_kind(arg.value, site)
+            if kind not in (MODULE, None):
+                continue
+            place = self.model_place(arg.value, site)
+            if kind is None and place != DEVICE:
+                continue  # not known to be a module
+            places.add(place)
+        if not places or places == {CPU}:
+            return None
+        return DEVICE if places == {DEVICE} else UNKNOWN
 
     def _after_events(self, place: str, b: Binding, events: "_Events", site: Site) -> str:
         same_scope = site.scope is b.site.scope and "." not in b.name
@@ -859,7 +900,7 @@ class Places:
         if call is None:
             return None
         q = call.qualname
-        if q in VARIABLE and call.positional:
+        if (q in VARIABLE or q in COPIES) and call.positional:
             return self.tensor_place(call.positional[0].value, call.site)
         if q in CPU_TENSOR_SOURCES or (q and q.startswith("torch.") and q.rsplit(".", 1)[-1] in LEGACY_TENSOR_TYPES):
             if q and q.startswith("torch.cuda."):

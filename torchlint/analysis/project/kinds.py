@@ -49,6 +49,7 @@ class Question(enum.Enum):
     MOVES_ARGUMENT = "moves_argument"
     TRAINS = "trains"
     PLACES_ITSELF = "places_itself"
+    HAS_PARAMETERS = "has_parameters"
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,11 @@ class ClassSummary:
     bases: Tuple[str, ...]  # dotted names as written; `Dataset[int]` is `Dataset`; others skipped
     defines_init: bool  # its body defines `__init__` (its arguments may differ from its base's)
     places: bool = False  # code in its body moves something or passes `device=` (it may place itself)
+    # Its own code builds parameters (`nn.Parameter`, a torch.nn layer that has some):
+    # True; builds none but for `submodules` (and its bases): False; can't tell: None.
+    parameters: Optional[bool] = None
+    # Callees as written (not torch.nn) whose instances it keeps as called attributes.
+    submodules: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
