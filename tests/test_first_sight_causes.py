@@ -375,14 +375,14 @@ _EXTENSION_CHECK = (
 
 def test_a_gradient_check_script_is_test_code():
     # R3-016..019: a file that checks gradients numerically and does no work is a test script.
-    assert [f.row for f in rule(_EXTENSION_CHECK, "TL104", path="ext/check.py")] == []
-    assert rule(
-        _EXTENSION_CHECK.replace("print(gradcheck(Deform.apply, (x,)))", "print(x)"), "TL104", path="ext/check.py"
-    )
+    assert rule(_EXTENSION_CHECK, "TL104", path="ext/test.py") == []
     no_check = _EXTENSION_CHECK.replace("print(gradcheck(Deform.apply, (x,)))", "print(x)")
-    assert rule(no_check, "TL104", path="ext/test.py") == []  # named test.py, does no work
-    per_batch = "import torch\nfor x in loader:\n    h = torch.zeros(2, 3).cuda()\n    print(model(x.cuda(), h))\n"
-    assert rule(per_batch, "TL104", path="ext/test.py")  # a test.py that walks data is an evaluation
+    assert rule(no_check, "TL104", path="ext/check.py")
+    assert rule(no_check, "TL104", path="ext/test.py")  # `test.py` alone is no test: it often predicts
+    trains = "for x in loader:\n    h = torch.zeros(2, 3).cuda()\n    model(x.cuda(), h).sum().backward()\n"
+    found = [f.row for f in rule(_EXTENSION_CHECK + trains, "TL104", path="ext/train.py")]
+    assert found == [9, _EXTENSION_CHECK.count("\n") + 2]  # all but the function that calls gradcheck
+    assert rule("import pytest\n" + no_check, "TL104", path="ext/check.py") == []
 
 
 _BUFFER_MODULE = (

@@ -10,7 +10,7 @@ benchmark latency or print a model summary.
 
 Tests are known by path (pytest's rules) and by content: a file that imports
 pytest or runs `unittest.main()`, a file or function that checks gradients
-numerically (`gradcheck`), a `test.py` that does no real work, and test
+numerically (`gradcheck`) and does no real work, and test
 classes (`unittest.TestCase`, pytest's `Test*`) with every helper in them.
 Placement rules ask `quiet` (test code or a dead branch) once, for every
 report (`Rule.QUIET_IN_TESTS`).
@@ -36,7 +36,6 @@ from torchlint.analysis.vocabulary import (
     TEST_CLASS,
     TEST_FRAMEWORKS,
     TEST_FUNCTION,
-    TEST_SCRIPT_NAME,
 )
 from torchlint.path_roles import PathRole, path_role
 
@@ -64,8 +63,9 @@ class Roles:
     def test_file(self) -> bool:
         """A test file: by its path (pytest's rules), or by what it does: it
         imports pytest, runs `unittest.main()`, or, doing no real work (no loop
-        that trains or walks data), checks gradients numerically (`gradcheck`)
-        or is named `test.py` (a CUDA extension's check script)."""
+        that trains or walks data), checks gradients numerically (`gradcheck`:
+        a CUDA extension's check script). Not by the name `test.py` alone: a
+        script that predicts on a test image is often called so."""
         if self._test_file is None:
             self._test_file = self._test_path or self._tests_by_content()
         return self._test_file
@@ -75,8 +75,7 @@ class Roles:
             return True
         if any(c.qualname == "unittest.main" for c in self.facts.calls):
             return True
-        checks = any(c.qualname in GRADIENT_CHECKS for c in self.facts.calls)
-        if not checks and not TEST_SCRIPT_NAME.search(self.path):
+        if not any(c.qualname in GRADIENT_CHECKS for c in self.facts.calls):
             return False
         return not any(self.loops.role(loop) is not None for loop in self.facts.loops)
 

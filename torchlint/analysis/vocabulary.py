@@ -327,9 +327,6 @@ GRADIENT_CHECKS = frozenset(
 )
 TEST_FRAMEWORKS = ("pytest", "unittest")
 TEST_CLASS = re.compile(r"^Test[A-Z_0-9]")
-# A script named for testing (`test.py`, `tests.py`): a test unless it does real work
-# (a tutorial's `test.py` that evaluates a model on a test set is not a unit test).
-TEST_SCRIPT_NAME = re.compile(r"(^|[\\/])tests?\.(py|ipynb)$")
 INFERENCE_NAME = re.compile(
     r"^_*(eval|evaluate|evalute|test|predict|infer|inference|validate|validation|valid|"
     r"generate|sample|decode|translate|caption|beam_search)",
