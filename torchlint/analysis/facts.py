@@ -336,6 +336,16 @@ class Facts:
     def site_of_statement(self, stmt: cst.CSTNode) -> Optional[Site]:
         return self._site_by_stmt.get(id(stmt))
 
+    def site_of_node(self, node: cst.CSTNode) -> Optional[Site]:
+        """The site of the statement that holds `node` (any node the walk visits)."""
+        current: Optional[cst.CSTNode] = node
+        while current is not None:
+            site = self._site_by_stmt.get(id(current))
+            if site is not None:
+                return site
+            current = self.parent_of(current)
+        return None
+
     def function_of(self, scope: Scope) -> Optional[Function]:
         return self._function_by_scope_node.get(id(scope.node))
 

@@ -317,8 +317,8 @@ class Grad:
         site = call.site
         if self.roles.excluded(site) or self._checked(call):
             return None
-        if self.untrained(mc) or self.frozen(mc.model, site):
-            return None  # a demo model, or one whose parameters record no graph
+        if self.untrained(mc) or self.frozen(mc.model, site) or self.values.parameter_free(mc.model, site):
+            return None  # a demo model, or one whose parameters (or lack of them) record no graph
         return self._inference_reason(mc)
 
     def _pretrained_script(self, mc: ModelCall) -> bool:

@@ -30,6 +30,7 @@ from torchlint.analysis.helpers import Helpers, is_move_call, root_name
 from torchlint.analysis.values import LOADER, MODULE, TOKENS, Values
 from torchlint.analysis.vocabulary import (
     CHAIN_METHODS,
+    COPIES,
     CPU_STRING,
     CPU_TENSOR_SOURCES,
     DEFAULT_DEVICE_SETTERS,
@@ -89,7 +90,6 @@ _OUTPUT_TENSOR_ATTR = re.compile(
 # Tensor methods that return a tuple of tensors (values, indices).
 _TUPLE_METHODS = frozenset({"max", "min", "sort", "topk", "kthvalue", "mode", "median", "aminmax"})
 _DEVICE_TEST = re.compile(r"cuda|gpu|device|mps|accelerat|xpu", re.I)
-_NOT_AVAILABLE = re.compile(r"\bnot\s+[\w.]*is_available\(\)")
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,11 @@ def _string_key(expr: cst.Subscript) -> Optional[str]:
 def _binds_after(b: Binding, site: Site) -> bool:
     """`x = f(x)`: the binding happens after its own right-hand side is read."""
     return b.kind in ("assign", "annassign", "augassign") and b.site.stmt is site.stmt
+
+
+def _always_runs(site: Site) -> bool:
+    """Runs whenever its scope does: in no `if`, loop or handler (a `try` body counts)."""
+    return all(isinstance(owner, cst.Try) and part == "body" for owner, part in site.region)
 
 
 def join(places) -> Optional[str]:
@@ -214,14 +219,13 @@ class Places:
             if b.kind == "param":
                 found.add(self._param_device(b, depth))
             elif b.kind in ("assign", "annassign") and b.index is None and b.value is not None:
-                device = self.device_of(b.value, b.site, depth + 1)
-                if device == HOST and "." in name and self._cpu_fallback(b.site):
-                    # `if not torch.cuda.is_available(): args.device = "cpu"`: the option's
-                    # own value (an argparse default, a config) is the one used where there is one.
-                    device = None
-                found.add(device)
+                found.add(self.device_of(b.value, b.site, depth + 1))
             else:
                 found.add(None)
+        if "." in name and bindings and not any(_always_runs(b.site) for b in bindings):
+            # `args.device = "cpu"` under an `if`: on the other path the attribute keeps
+            # the value it came with (a command-line option), which we cannot see.
+            found.add(None)
         if ACCEL in found:
             return ACCEL
         if found == {HOST}:
@@ -597,12 +601,15 @@ class Places:
         last = (ctor.qualname or dotted_name(ctor.node.func) or "").rsplit(".", 1)[-1]
         if ctor.qualname in PLACERS and ctor.qualname != "torch.compile" or last in WRAPPER_CLASSES:
             return WRAPPED
-        if ctor.qualname == "torch.compile" and ctor.positional:
+        if (ctor.qualname == "torch.compile" or ctor.qualname in COPIES) and ctor.positional:
             return self.model_place(ctor.positional[0].value, site)
         fn = self.helpers.function(ctor)
         if fn is not None:
             places = {self.model_place(r.value, s) for r, s in self.facts.returns_of(fn) if r.value is not None}
             return places.pop() if len(places) == 1 else UNKNOWN
+        wrapped = self._wrapped_place(ctor, site)
+        if wrapped is not None:
+            return wrapped
         if self.values.call_kind(ctor) != MODULE or self.values.opaque_call(ctor):
             return UNKNOWN
         func = ctor.node.func
@@ -623,6 +630,34 @@ class Places:
         if self.under_device_context(ctor.site):
             return DEVICE
         return CPU
+
+    def _wrapped_place(self, ctor: Call, site: Site) -> Optional[str]:
+        """A call of code we cannot read that is handed modules
+        (`PeftModel.from_pretrained(base, path)`, `get_lora_model(base, cfg)`,
+        `nn.Sequential(encoder, head)`): what it returns holds (or is) those
+        modules, so it is where they are: DEVICE when they all are, UNKNOWN
+        when any one's place is unknown or they differ. None when it is handed
+        no module, or only modules on the CPU (the caller decides: code we
+        cannot see may place them, but does not take them off the device)."""
+        func = ctor.node.func
+        if isinstance(func, cst.Name) and func.value in self.values.module_classes():
+            return None  # a same-file class: its `__init__` may build layers of its own
+        places = set()
+        for arg in ctor.node.args:
+            if arg.star:
+                return None
+            if arg.keyword is not None or isinstance(arg.value, (cst.Integer, cst.SimpleString)):
+                continue
+            kind = self.values.expr_kind(arg.value, site)
+            if kind not in (MODULE, None):
+                continue
+            place = self.model_place(arg.value, site)
+            if kind is None and place != DEVICE:
+                continue  # not known to be a module
+            places.add(place)
+        if not places or places == {CPU}:
+            return None
+        return DEVICE if places == {DEVICE} else UNKNOWN
 
     def _after_events(self, place: str, b: Binding, events: "_Events", site: Site) -> str:
         same_scope = site.scope is b.site.scope and "." not in b.name
@@ -684,16 +719,6 @@ class Places:
             r for r in first.region if not (isinstance(r[0], cst.If) and r[1] == "body" and self._is_device_test(r[0]))
         )
         return later.region[: len(kept)] == kept
-
-    def _cpu_fallback(self, s: Site) -> bool:
-        """Under `if not torch.cuda.is_available():` (also in an `and`), or in the
-        `else` of a device test: what runs where there is no accelerator."""
-        for owner, part in s.region:
-            if isinstance(owner, cst.If) and part == "body":
-                code = self.facts.module.code_for_node(owner.test)
-                if _NOT_AVAILABLE.search(code):
-                    return True
-        return self._in_device_else(s)
 
     def _in_device_else(self, s: Site) -> bool:
         """In the `else` of `if torch.cuda.is_available():` (the CPU fallback)."""
@@ -875,7 +900,7 @@ class Places:
         if call is None:
             return None
         q = call.qualname
-        if q in VARIABLE and call.positional:
+        if (q in VARIABLE or q in COPIES) and call.positional:
             return self.tensor_place(call.positional[0].value, call.site)
         if q in CPU_TENSOR_SOURCES or (q and q.startswith("torch.") and q.rsplit(".", 1)[-1] in LEGACY_TENSOR_TYPES):
             if q and q.startswith("torch.cuda."):

@@ -8,6 +8,13 @@ tensor to show a shape), in the `if __name__ == "__main__":` smoke block of a
 module whose job is to define models, in scripts that only export,
 benchmark latency or print a model summary, or in harnesses that measure
 memory step by step (their settings are what they measure).
+
+Tests are known by path (pytest's rules) and by content: a file that imports
+pytest or runs `unittest.main()`, a file or function that checks gradients
+numerically (`gradcheck`) and does no real work, and test
+classes (`unittest.TestCase`, pytest's `Test*`) with every helper in them.
+Placement rules ask `quiet` (test code or a dead branch) once, for every
+report (`Rule.QUIET_IN_TESTS`).
 """
 
 from __future__ import annotations
@@ -25,7 +32,10 @@ from torchlint.analysis.vocabulary import (
     BENCHMARK_NAME,
     CLOCKS,
     EXPORT_CALLS,
+    GRADIENT_CHECKS,
     SUMMARY_CALLS,
+    TEST_CLASS,
+    TEST_FRAMEWORKS,
     TEST_FUNCTION,
 )
 from torchlint.path_roles import PathRole, path_role
@@ -39,8 +49,10 @@ class Roles:
         self.values = values
         self.helpers = helpers
         self.loops = loops
+        self.path = path
         role = path_role(path)
-        self.test_file = role is PathRole.TEST
+        self._test_path = role is PathRole.TEST
+        self._test_file: Optional[bool] = None
         self.benchmark_file = role is PathRole.BENCHMARK
         self._work_functions: Optional[Set[int]] = None
         self._tooling_scopes: Optional[Set[int]] = None
@@ -48,12 +60,50 @@ class Roles:
 
     # -- tests ------------------------------------------------------------------------
 
+    @property
+    def test_file(self) -> bool:
+        """A test file: by its path (pytest's rules), or by what it does: it
+        imports pytest, runs `unittest.main()`, or, doing no real work (no loop
+        that trains or walks data), checks gradients numerically (`gradcheck`:
+        a CUDA extension's check script). Not by the name `test.py` alone: a
+        script that predicts on a test image is often called so."""
+        if self._test_file is None:
+            self._test_file = self._test_path or self._tests_by_content()
+        return self._test_file
+
+    def _tests_by_content(self) -> bool:
+        if any(target.split(".")[0] == "pytest" for target in self.facts.aliases.values()):
+            return True
+        if any(c.qualname == "unittest.main" for c in self.facts.calls):
+            return True
+        if not any(c.qualname in GRADIENT_CHECKS for c in self.facts.calls):
+            return False
+        return not any(self.loops.role(loop) is not None for loop in self.facts.loops)
+
+    def is_test_class(self, scope: Scope) -> bool:
+        """A `unittest.TestCase` subclass, or a pytest class (`Test*` with `test*` methods)."""
+        info = self.facts.classes.get(scope.name)
+        if info is None:
+            return False
+        if any(
+            (self.facts.qualname(b) or dotted_name(b) or "").split(".")[-1] in ("TestCase", "IsolatedAsyncioTestCase")
+            or (self.facts.qualname(b) or "").split(".")[0] in TEST_FRAMEWORKS
+            for b in info.bases
+        ):
+            return True
+        return bool(TEST_CLASS.match(scope.name)) and any(
+            fn.scope.parent is scope and TEST_FUNCTION.match(fn.name) for fn in self.facts.functions
+        )
+
     def is_test_function(self, fn: Function) -> bool:
-        """A unit test: any `test*` function in a test file; elsewhere a
-        `test_*` function (or a `unittest.TestCase` method) with no loop over
-        data (a `test(model, loader)` that walks a test set is an evaluation)."""
+        """A unit test: any `test*` function in a test file, a function that
+        checks gradients numerically (`gradcheck`); elsewhere a `test_*`
+        function (or a `unittest.TestCase` method) with no loop over data (a
+        `test(model, loader)` that walks a test set is an evaluation)."""
         if fn.name == "<lambda>":
             return False
+        if any(c.qualname in GRADIENT_CHECKS for c in self.helpers.calls_in(fn)):
+            return True
         parent = fn.scope.parent
         if parent is not None and parent.kind == "class":
             info = self.facts.classes.get(parent.name)
@@ -70,6 +120,7 @@ class Roles:
         return not any(self.loops.is_data_loop(loop) for loop in self.facts.loops_in(fn.scope))
 
     def in_test(self, site: Site) -> bool:
+        """In a test file, a test function, or a test class (its helpers too)."""
         if self.test_file:
             return True
         for scope in site.scope.chain():
@@ -77,7 +128,14 @@ class Roles:
                 fn = self.facts.function_of(scope)
                 if fn is not None and self.is_test_function(fn):
                     return True
+            elif scope.kind == "class" and self.is_test_class(scope):
+                return True
         return False
+
+    def quiet(self, site: Site) -> bool:
+        """Test code or a branch that never runs: where rules that advise on
+        placement (and on speed) stay silent, whatever else the site does."""
+        return in_dead_branch(site) or self.in_test(site)
 
     # -- model modules and smoke blocks --------------------------------------------------
 
@@ -183,7 +241,7 @@ class Roles:
 
     def excluded(self, site: Site) -> bool:
         """Tests, smoke blocks, tooling and dead branches: speed advice does not apply here."""
-        return in_dead_branch(site) or self.in_test(site) or self.in_smoke_block(site) or self.in_tooling(site)
+        return self.quiet(site) or self.in_smoke_block(site) or self.in_tooling(site)
 
     def work_loop(self, site: Site, innermost: bool = False):
         """The outermost (or innermost) loop around `site` (in its scope) that

@@ -24,6 +24,7 @@ import libcst as cst
 from torchlint.analysis.facts import Binding, Call, Facts, Function, Site, dotted_name
 from torchlint.analysis.project.kinds import ClassKind, ValueKind
 from torchlint.analysis.vocabulary import (
+    COPIES,
     CPU_TENSOR_SOURCES,
     DATALOADER,
     DATASET_BASES,
@@ -226,7 +227,7 @@ class Values:
 
     def call_kind(self, call: Call) -> Optional[str]:
         q = call.qualname
-        if q in VARIABLE and call.positional:
+        if (q in VARIABLE or q in COPIES) and call.positional:
             return self.expr_kind(call.positional[0].value, call.site)
         if q:
             if q in CPU_TENSOR_SOURCES or q.rsplit(".", 1)[-1] in LEGACY_TENSOR_TYPES and q.startswith("torch."):
@@ -714,6 +715,37 @@ class Values:
             (call.method == "backward" and call.receiver is not None)
             or call.qualname in GRAD_USERS
             or self.is_optimizer_step(call)
+        )
+
+    def parameter_free(self, model: cst.BaseExpression, site: Site, depth: int = 0) -> bool:
+        """The module is an instance of a class (of this file or the project) that
+        certainly builds no parameters: buffers only (`register_buffer`),
+        parameter-free layers, plain values. Its forward records no graph of its own."""
+        if self.project is None or depth > 5:
+            return False
+        if isinstance(model, cst.Call):
+            c = self.facts.call_for(model)
+            if c is None:
+                return False
+            if c.method in _SAME_KIND_METHODS and c.receiver is not None:
+                return self.parameter_free(c.receiver, site, depth + 1)
+            func = c.node.func
+            q = c.qualname
+            if q is None and isinstance(func, cst.Name) and func.value in self.facts.classes:
+                if any(b.site.scope.kind != "module" for b in self.facts.bindings_of(func.value)):
+                    return False  # a class the index does not know by this file's summary
+                q = self.project.local(func.value)
+            return q is not None and self.project.has_parameters(q) is False
+        name = dotted_name(model)
+        if name is None:
+            return False
+        bindings = self.bindings_for(name, site)
+        return bool(bindings) and all(
+            b.kind in ("assign", "annassign")
+            and b.index is None
+            and b.value is not None
+            and self.parameter_free(b.value, b.site, depth + 1)
+            for b in bindings
         )
 
     def is_pretrained(self, model: cst.BaseExpression, site: Site, depth: int = 0) -> bool:

@@ -91,6 +91,8 @@ PLACERS = frozenset(
         "torch.compile",
     }
 )
+# Calls that return a copy of what they are handed: same kind, same device.
+COPIES = frozenset({"copy.deepcopy", "copy.copy"})
 # Calls that load a model object (weights included).
 MODEL_LOADERS = frozenset({"torch.load", "torch.hub.load", "torch.jit.load", "torch.jit.script", "torch.export.load"})
 MODEL_NAME = re.compile(r"(^|_)(model|net|network|module|encoder|decoder|classifier)$", re.I)
@@ -314,6 +316,17 @@ NON_PLACING = frozenset(
 # -- the code's role ------------------------------------------------------------------
 
 TEST_FUNCTION = re.compile(r"^_*test(_|$)", re.I)
+# What only tests do: check gradients numerically, run a test framework.
+GRADIENT_CHECKS = frozenset(
+    {
+        "torch.autograd.gradcheck",
+        "torch.autograd.gradgradcheck",
+        "torch.autograd.gradcheck.gradcheck",
+        "torch.autograd.gradcheck.gradgradcheck",
+    }
+)
+TEST_FRAMEWORKS = ("pytest", "unittest")
+TEST_CLASS = re.compile(r"^Test[A-Z_0-9]")
 INFERENCE_NAME = re.compile(
     r"^_*(eval|evaluate|evalute|test|predict|infer|inference|validate|validation|valid|"
     r"generate|sample|decode|translate|caption|beam_search)",

@@ -48,7 +48,7 @@ MAX_DEPTH = 8  # re-exports, aliases and helpers followed at most this deep
 
 Definition = Union[ClassSummary, FunctionSummary, AssignSummary]
 # Questions answered None when unknown (the others: False).
-_OPTIONAL = frozenset({Question.CLASS_KIND, Question.RETURNS, Question.PLACES_ITSELF})
+_OPTIONAL = frozenset({Question.CLASS_KIND, Question.RETURNS, Question.PLACES_ITSELF, Question.HAS_PARAMETERS})
 Answer = Union[None, bool, ClassKind, ValueKind]
 Arg = Union[None, int, str, bool]  # a question's argument besides the name
 
@@ -425,6 +425,29 @@ class ProjectIndex:
                 return bool(self._ask(Question.FORWARD_CONTAINER, resolved))
         return False
 
+    def _has_parameters(self, target: Target, _: object) -> Optional[bool]:
+        """True when class `target` builds parameters (its own code, a base's, a
+        submodule's), False when it certainly builds none (only buffers, plain
+        values and parameter-free layers), None when we can't tell."""
+        found = self._definition(target)
+        if not isinstance(found, ClassSummary):
+            return None
+        assert isinstance(target, Defined)
+        if found.parameters is not False:
+            return found.parameters
+        answers = set()
+        for base in found.bases:
+            resolved = self._resolve_in(target.path, base)
+            if isinstance(resolved, Library) and resolved.name == "torch.nn.Module":
+                continue
+            answers.add(self._ask(Question.HAS_PARAMETERS, resolved) if isinstance(resolved, Defined) else None)
+        for callee in found.submodules:
+            resolved = self._resolve_in(target.path, callee)
+            answers.add(self._ask(Question.HAS_PARAMETERS, resolved) if isinstance(resolved, Defined) else None)
+        if True in answers:
+            return True
+        return None if None in answers else False
+
 
 _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.CLASS_KIND: ProjectIndex._class_kind,
@@ -435,6 +458,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.TRAINS: ProjectIndex._trains,
     Question.PLACES_ITSELF: ProjectIndex._places_itself,
     Question.FORWARD_CONTAINER: ProjectIndex._forward_container,
+    Question.HAS_PARAMETERS: ProjectIndex._has_parameters,
 }
 
 
@@ -487,6 +511,12 @@ class FileView:
         """The `forward` of module class `qualname` (or of its project base)
         returns a list, tuple or dict in every `return`."""
         return bool(self.index._record(self.path, Question.FORWARD_CONTAINER, qualname, None))
+
+    def has_parameters(self, qualname: str) -> Optional[bool]:
+        """Class `qualname` builds parameters (True), certainly builds none (False:
+        a module of buffers only records no graph), or we can't tell (None)."""
+        answer = self.index._record(self.path, Question.HAS_PARAMETERS, qualname, None)
+        return answer if isinstance(answer, bool) else None
 
     def trains(self, qualname: str) -> bool:
         """Function `qualname` calls `.backward()` or an optimizer step (itself or

@@ -50,6 +50,7 @@ class Question(enum.Enum):
     TRAINS = "trains"
     PLACES_ITSELF = "places_itself"
     FORWARD_CONTAINER = "forward_container"
+    HAS_PARAMETERS = "has_parameters"
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,11 @@ class ClassSummary:
     # its body defines `forward`: True when every `return` of it hands back a list, tuple or dict
     # (a literal, `list(...)`, or a name bound in it only to one), False otherwise; None: no `forward`
     forward_container: Optional[bool] = None
+    # Its own code builds parameters (`nn.Parameter`, a torch.nn layer that has some):
+    # True; builds none but for `submodules` (and its bases): False; can't tell: None.
+    parameters: Optional[bool] = None
+    # Callees as written (not torch.nn) whose instances it keeps as called attributes.
+    submodules: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

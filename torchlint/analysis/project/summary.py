@@ -4,7 +4,8 @@
 What it records, syntax only, names as written (the index resolves them):
 
 - imports (absolute and relative, at any level, as the facts do) and star imports;
-- module-level classes: bases, whether they define `__init__`;
+- module-level classes: bases, whether they define `__init__`, whether they
+  place anything, whether their own code builds parameters;
 - module-level functions: how they guard grad (a decorator, a decorator
   factory, a `@contextmanager`, a function returning `torch.no_grad()`), what
   their returns evidently are (the callee of a returned call), which
@@ -31,7 +32,14 @@ from torchlint.analysis.project.kinds import (
     ModuleSummary,
     Pass,
 )
-from torchlint.analysis.vocabulary import GRAD_USERS, MOVE_METHODS, NO_GRAD_CONTEXTS, SET_GRAD_ENABLED
+from torchlint.analysis.vocabulary import (
+    GRAD_USERS,
+    MOVE_METHODS,
+    NN_NON_MODULES,
+    NO_GRAD_CONTEXTS,
+    SET_GRAD_ENABLED,
+    STATELESS_LAYER,
+)
 
 # Methods that hand back the receiver's kind (`Net().to(device)` is still a Net).
 SAME_KIND_METHODS = frozenset(
@@ -214,12 +222,15 @@ class _Module:
                 bases.append(name)
         defines_init = any(isinstance(s, _FUNCTIONS) and s.name == "__init__" for s in node.body)
         forward = next((s for s in node.body if isinstance(s, _FUNCTIONS) and s.name == "forward"), None)
+        parameters, submodules = _Parameters(node, self).result()
         return ClassSummary(
             node.name,
             tuple(bases),
             defines_init,
             self._places(node),
-            _returns_container(forward) if forward is not None else None,
+            forward_container=_returns_container(forward) if forward is not None else None,
+            parameters=parameters,
+            submodules=submodules,
         )
 
     def _places(self, node: ast.ClassDef) -> bool:
@@ -290,6 +301,93 @@ def _places(node: ast.ClassDef) -> bool:
         if any(kw.arg == "device" for kw in n.keywords):
             return True
     return False
+
+
+class _Parameters:
+    """Does a class's own code build parameters? `nn.Parameter(...)` or
+    `register_parameter` does, and so does a torch.nn layer other than a
+    parameter-free one (activations, pooling, dropout, losses); buffers and
+    tensors do not. An attribute the class calls (`self.block(x)`), iterates
+    or hands to code other than a torch op holds whatever it was given:
+    another class's instance is recorded for the index to ask about, anything
+    else makes the answer unknown."""
+
+    def __init__(self, node: ast.ClassDef, module: "_Module") -> None:
+        self.node = node
+        self.module = module
+        self.called: Set[str] = set()
+        self.submodules: List[str] = []
+
+    def result(self) -> Tuple[Optional[bool], Tuple[str, ...]]:
+        stores: List[Tuple[str, ast.AST]] = []
+        for n in ast.walk(self.node):
+            if isinstance(n, ast.Call):
+                callee = dotted(n.func) or ""
+                last = callee.rsplit(".", 1)[-1]
+                if last in ("Parameter", "UninitializedParameter", "register_parameter"):
+                    return True, ()
+                if last in ("add_module", "register_module", "setattr", "__setattr__"):
+                    return None, ()
+                self._note_called(n.func)
+                q = self.module.qualify(callee) or callee
+                if not q.startswith("torch.") or "checkpoint" in q:  # torch ops take tensors and sizes
+                    for arg in n.args:
+                        self._note_called(arg.value if isinstance(arg, ast.Starred) else arg)
+            elif isinstance(n, (ast.For, ast.comprehension)):
+                self._note_called(n.iter)
+            elif isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                for target in targets:
+                    for attr in _self_attributes(target):
+                        stores.append((attr, n.value))
+        unknown = False
+        for attr, value in stores:
+            answer = self._value(value, attr in self.called)
+            if answer is True:
+                return True, ()
+            unknown = unknown or answer is None
+        return (None, ()) if unknown else (False, tuple(self.submodules))
+
+    def _note_called(self, expr: ast.AST) -> None:
+        while isinstance(expr, (ast.Subscript, ast.Starred)):
+            expr = expr.value
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Attribute):
+            expr = expr.value  # `self.block.forward(x)`
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            self.called.add(expr.attr)
+
+    def _value(self, value: ast.AST, called: bool) -> Optional[bool]:
+        """True: a layer with parameters; False: none (or a value never called); None: unknown."""
+        if isinstance(value, ast.IfExp):
+            answers = {self._value(value.body, called), self._value(value.orelse, called)}
+            return True if True in answers else (None if None in answers else False)
+        while (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in SAME_KIND_METHODS
+        ):
+            value = value.func.value
+        if not isinstance(value, ast.Call):
+            return None if called else False
+        callee = dotted(value.func)
+        q = self.module.qualify(callee) or callee or ""
+        if q.startswith("torch.nn.") and not q.startswith(NN_NON_MODULES) and q.rsplit(".", 1)[-1][:1].isupper():
+            return False if STATELESS_LAYER.match(q.rsplit(".", 1)[-1]) else True
+        if q.startswith("torch.") or not called:
+            return False  # a tensor, or a value the class never calls
+        if callee is None:
+            return None
+        self.submodules.append(callee)
+        return False
+
+
+def _self_attributes(target: ast.AST) -> Iterator[str]:
+    """`x` for a `self.x = ...` target (also inside a tuple)."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        for el in target.elts:
+            yield from _self_attributes(el)
+    elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        yield target.attr
 
 
 def _value_options(expr: Optional[ast.AST]) -> Optional[Tuple[Tuple[str, bool], ...]]:

@@ -44,7 +44,9 @@ class MissingNoGrad(Rule):
     trains or loads), `__main__` smoke blocks of model modules, export and
     benchmark code; submodule calls inside a model's `forward`; Hugging
     Face-style `model.generate(...)`, which already runs without gradients;
-    Lightning `*_step` hooks.
+    Lightning `*_step` hooks; models whose parameters record no graph (frozen
+    with `requires_grad_(False)`, or a module class that builds none: buffers
+    and parameter-free layers only).
 
     ## Why is this bad?
     With autograd on, every forward records a graph and keeps the

@@ -31,7 +31,8 @@ class BatchNotMoved(Rule):
     or handed to code we cannot see (`to_device(batch)`), loaders with a
     custom `collate_fn` or a dataset that places its items, loaders prepared
     by `accelerator.prepare` / Lightning / Fabric, and models that are not on
-    the device at that point (a CPU check before the move, an RPC proxy).
+    the device at that point (a CPU check before the move, an RPC proxy);
+    nor test code (test files, test classes and their helpers).
 
     ## Why is this bad?
     A `DataLoader` yields CPU tensors. Fed to a model on the GPU (or combined
@@ -102,6 +103,7 @@ class BatchNotMoved(Rule):
     TITLE = "A batch from the loader reaches the model (or a tensor) on the device without being moved"
     FIX_TITLE = "Move the batch to the device at the top of the loop"
     APPLICABILITY = Applicability.SAFE
+    QUIET_IN_TESTS = True
     REQUIRES_DEVICE = True
 
     _PRE = (

@@ -135,6 +135,7 @@ class CreateThenMove(Rule):
     MESSAGE = "Tensor is created on the CPU and then moved; create it on the device directly"
     FIX_TITLE = "Pass `device=` to the factory"
     APPLICABILITY = Applicability.SAFE
+    QUIET_IN_TESTS = True
 
     VALID = (
         "import torch\nx = torch.zeros(3, device='cuda')\n",

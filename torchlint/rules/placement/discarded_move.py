@@ -18,7 +18,8 @@ class DiscardedMove(Rule):
     """
     ## What it does
     Flags a tensor move whose result is thrown away: `x.cuda()`,
-    `x.to(device)` or `x.cpu()` written as a statement of its own.
+    `x.to(device)` or `x.cpu()` written as a statement of its own (not in
+    test code: test files, test classes and their helpers).
 
     ## Why is this bad?
     `Tensor.to` and friends return a new tensor; they do not change `x`. The
@@ -87,6 +88,7 @@ class DiscardedMove(Rule):
     TITLE = "A tensor move (`x.to(...)`, `x.cuda()`) returns a copy that is thrown away; the tensor stays where it was"
     FIX_TITLE = "Assign the moved tensor back"
     APPLICABILITY = Applicability.SAFE
+    QUIET_IN_TESTS = True
 
     VALID = (
         "import torch\nx = torch.randn(3)\nx = x.cuda()\n",

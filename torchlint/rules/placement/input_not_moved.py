@@ -26,8 +26,9 @@ class InputNotMoved(Rule):
     order): a forward that runs before `model.to(device)` runs on the CPU with
     CPU inputs, on purpose, and is not flagged; neither is a model whose move
     happens only in one branch of an unrelated `if`, a model we cannot see
-    (a parameter nobody in the file passes), or an input handed first to a
-    helper that could move it.
+    (a parameter nobody in the file passes), an input handed first to a
+    helper that could move it, or test code (test files, test classes and
+    their helpers).
 
     ## Why is this bad?
     The model runs where its parameters are: an input left in host memory
@@ -82,6 +83,7 @@ class InputNotMoved(Rule):
     INLINE_MESSAGE = "This tensor is created on the CPU and passed to the model without being moved to the device"
     FIX_TITLE = "Create the input on the device"
     APPLICABILITY = Applicability.SAFE
+    QUIET_IN_TESTS = True
     REQUIRES_DEVICE = True
 
     VALID = (

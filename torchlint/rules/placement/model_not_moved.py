@@ -43,7 +43,10 @@ class ModelNotMoved(Rule):
     otherwise never moved (its constructor, which we cannot see, may place
     its own layers), a module whose constructor places its own layers, a
     module fed `x.cpu()` on purpose (an equivalence check against the CPU),
-    forward-only demos, unit tests and smoke blocks in the second case.
+    forward-only demos and smoke blocks in the second case, and test code
+    (test files, test classes and their helpers) in either. A model made by
+    `copy.deepcopy` or by a library wrapper handed a moved base model
+    (`PeftModel.from_pretrained(base, path)`) is where its base is.
 
     ## Why is this bad?
     The model's parameters stay in host memory: either the first forward on
@@ -95,6 +98,7 @@ class ModelNotMoved(Rule):
     TITLE = "A model is used without being moved to the device"
     FIX_TITLE = "Append `.to(device)` to the model's construction"
     APPLICABILITY = Applicability.SAFE
+    QUIET_IN_TESTS = True
     REQUIRES_DEVICE = True
 
     _LOOP = "for x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"

@@ -82,6 +82,7 @@ class NoDevice(Rule):
     TITLE = "A model runs on the CPU: the script looks at devices but never selects one"
     FIX_TITLE = "Select a device and move the model and its inputs to it"
     APPLICABILITY = Applicability.UNSAFE
+    QUIET_IN_TESTS = True
 
     _SHOW = "print(out.device)\n"
     VALID = (
