@@ -23,6 +23,7 @@ CATALOG = {
     "TL303": "loader-no-pin-memory",
     "TL401": "sync-in-loop",
     "TL402": "tensor-python-loop",
+    "TL403": "per-step-device-call",
     "TL501": "legacy-profiler",
 }
 
@@ -43,6 +44,7 @@ SEVERITIES = {
     "TL303": "warning",
     "TL401": "warning",
     "TL402": "warning",
+    "TL403": "warning",
     "TL501": "warning",
 }
 
@@ -63,5 +65,6 @@ STATUS = {
     "TL303": RuleStatus(Stability.PREVIEW, judged=20, tp=16, fixes_wrong=0, rounds=(2, 3)),
     "TL401": RuleStatus(Stability.STABLE, judged=20, tp=19, fixes_wrong=0, rounds=(2, 3)),
     "TL402": RuleStatus(Stability.PREVIEW, judged=20, tp=14, fixes_wrong=0, rounds=(2, 3)),
+    "TL403": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(2, 3)),
     "TL501": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(2, 3)),
 }
