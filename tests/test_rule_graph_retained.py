@@ -2,8 +2,7 @@
 
 import textwrap
 
-from helpers import fix_source, lint_source
-from new_rules_helpers import run_both
+from helpers import fix_source, lint_source, run_fixed_pair
 
 HEAD = """\
 import torch
@@ -131,7 +130,9 @@ def test_no_graph_no_finding():
 
 
 def test_tests_are_not_reported():
-    src = HEAD + "total = 0\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n    total += loss\n"
+    src = (
+        HEAD + "total = 0\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n    total += loss\n"
+    )
     assert [f for f in lint_source(src, "tests/test_train.py") if f.code == "TL202"] == []
 
 
@@ -186,7 +187,7 @@ def test_fixed_script_runs_and_prints_the_same_numbers(tmp_path):
         print(round(float(mean), 6), len(outs), tuple(outs[0].shape))
         """
     )
-    fixed, before, after = run_both(tmp_path, src)
+    fixed, before, after = run_fixed_pair(tmp_path, src)
     assert "total += loss.detach()" in fixed and "outs.append(out.detach())" in fixed
     assert before == after
     again, _ = fix_source(fixed, "script.py", unsafe=True)

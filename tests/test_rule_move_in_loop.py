@@ -2,8 +2,7 @@
 
 import textwrap
 
-from helpers import fix_source, lint_source
-from new_rules_helpers import run_both
+from helpers import fix_source, lint_source, run_fixed_pair
 
 HEAD = """\
 import torch
@@ -130,7 +129,7 @@ def test_fixed_script_runs_and_prints_the_same(tmp_path):
         print(round(train(), 5), weights.device)
         """
     )
-    fixed, before, after = run_both(tmp_path, src)
+    fixed, before, after = run_fixed_pair(tmp_path, src)
     assert "    model.to(device)\n    weights_on_device = weights.to(device)\n    for x, y" in fixed
     assert before == after
     again, _ = fix_source(fixed, "script.py", unsafe=True)

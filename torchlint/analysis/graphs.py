@@ -309,4 +309,3 @@ def _accumulates(b: Binding) -> bool:
         left = b.value.left
         return isinstance(left, cst.Name) and left.value == b.name
     return False
-

@@ -138,14 +138,18 @@ class GraphRetained(Rule):
     INVALID = (
         Invalid(
             _HEAD + "total = 0.0\nfor x, y in loader:\n" + _STEP + "    total += loss\nprint(total / 10)\n",
-            fixed=_HEAD + "total = 0.0\nfor x, y in loader:\n" + _STEP + "    total += loss.detach()\nprint(total / 10)\n",
+            fixed=_HEAD
+            + "total = 0.0\nfor x, y in loader:\n"
+            + _STEP
+            + "    total += loss.detach()\nprint(total / 10)\n",
             line=11,
         ),
         Invalid(
             _HEAD + "def train(loader):\n    losses = []\n    for x, y in loader:\n        out = model(x.to(device))\n"
             "        loss = crit(out, y.to(device))\n        loss.backward()\n        opt.step()\n"
             "        losses.append(loss)\n    return sum(losses) / len(losses)\n",
-            fixed=_HEAD + "def train(loader):\n    losses = []\n    for x, y in loader:\n        out = model(x.to(device))\n"
+            fixed=_HEAD
+            + "def train(loader):\n    losses = []\n    for x, y in loader:\n        out = model(x.to(device))\n"
             "        loss = crit(out, y.to(device))\n        loss.backward()\n        opt.step()\n"
             "        losses.append(loss.detach())\n    return sum(losses) / len(losses)\n",
             line=13,
@@ -155,7 +159,8 @@ class GraphRetained(Rule):
             _HEAD + "history = []\nfor epoch in range(3):\n    for x, y in loader:\n        out = model(x.to(device))\n"
             "        crit(out, y.to(device)).backward()\n        opt.step()\n        history.append(out)\n"
             "print(len(history))\n",
-            fixed=_HEAD + "history = []\nfor epoch in range(3):\n    for x, y in loader:\n        out = model(x.to(device))\n"
+            fixed=_HEAD
+            + "history = []\nfor epoch in range(3):\n    for x, y in loader:\n        out = model(x.to(device))\n"
             "        crit(out, y.to(device)).backward()\n        opt.step()\n        history.append(out.detach())\n"
             "print(len(history))\n",
             line=12,

@@ -101,7 +101,9 @@ class MoveInLoop(Rule):
 
     CODE = "TL106"
     NAME = "move-in-loop"
-    MESSAGE = "`{call}` runs every step on a value that does not change between iterations; move it once, before the loop"
+    MESSAGE = (
+        "`{call}` runs every step on a value that does not change between iterations; move it once, before the loop"
+    )
     TITLE = "A module or a loop-invariant tensor is moved to the device every step of the loop"
     FIX_TITLE = "Move it once, before the loop"
     APPLICABILITY = Applicability.UNSAFE
@@ -124,10 +126,13 @@ class MoveInLoop(Rule):
         # offloading on purpose: moved back every step
         _HEAD + "for x, y in loader:\n    model.to(device)\n" + _STEP + "    model.cpu()\n",
         # under an `if`: may run once
-        _HEAD + "moved = False\nfor x, y in loader:\n    if not moved:\n        model.to(device)\n        moved = True\n"
+        _HEAD
+        + "moved = False\nfor x, y in loader:\n    if not moved:\n        model.to(device)\n        moved = True\n"
         + _STEP,
         # once per epoch, not per step
-        _HEAD + "for epoch in range(3):\n    model.to(device)\n    for x, y in loader:\n" + _STEP.replace("    ", "        "),
+        _HEAD
+        + "for epoch in range(3):\n    model.to(device)\n    for x, y in loader:\n"
+        + _STEP.replace("    ", "        "),
         # a tensor already on the device: `.to()` returns it
         _HEAD + "m = torch.ones(2, device=device)\nfor x, y in loader:\n    md = m.to(device)\n" + _STEP,
     )
@@ -249,9 +254,7 @@ class MoveInLoop(Rule):
         new = f"{name}_on_device"
         if ctx.facts.bindings_of(new) or ctx.facts.uses_of(new):
             return None
-        assign = cst.SimpleStatementLine(
-            [cst.Assign(targets=[cst.AssignTarget(cst.Name(new))], value=call.node)]
-        )
+        assign = cst.SimpleStatementLine([cst.Assign(targets=[cst.AssignTarget(cst.Name(new))], value=call.node)])
         new_loop = loop.node.deep_replace(call.node, cst.Name(new))
         return {loop.node: cst.FlattenSentinel([assign, new_loop])}
 

@@ -111,10 +111,14 @@ class PerStepDeviceCall(Rule):
         _HEAD + "for step, (x, y) in enumerate(loader):\n" + _STEP + "    if step % 100 == 0:\n"
         "        torch.save(model.state_dict(), 'ck.pt')\n",
         # once per epoch
-        _HEAD + "for epoch in range(3):\n    for x, y in loader:\n" + _STEP.replace("    ", "        ")
+        _HEAD
+        + "for epoch in range(3):\n    for x, y in loader:\n"
+        + _STEP.replace("    ", "        ")
         + "    torch.cuda.empty_cache()\n    torch.save(model.state_dict(), 'ck.pt')\n",
         # timing code
-        _HEAD + "import time\nfor x, y in loader:\n    t0 = time.perf_counter()\n" + _STEP
+        _HEAD
+        + "import time\nfor x, y in loader:\n    t0 = time.perf_counter()\n"
+        + _STEP
         + "    torch.cuda.synchronize()\n    print(time.perf_counter() - t0)\n",
         # per-batch outputs saved in an inference pass: not a checkpoint
         _HEAD + "with torch.no_grad():\n    for i, (x, y) in enumerate(loader):\n"
@@ -132,7 +136,9 @@ class PerStepDeviceCall(Rule):
         ),
         # in a helper called every step
         Invalid(
-            _HEAD + "def checkpoint():\n    torch.save(model, 'model.pt')\nfor x, y in loader:\n" + _STEP
+            _HEAD
+            + "def checkpoint():\n    torch.save(model, 'model.pt')\nfor x, y in loader:\n"
+            + _STEP
             + "    checkpoint()\n",
             line=12,
         ),
