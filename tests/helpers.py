@@ -98,3 +98,23 @@ def repo_sources() -> List[Tuple[str, str]]:
         out += [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in sorted(folder.rglob("*.py"))]
     out.append(("training_script.py", training_script(120)))
     return out
+
+
+def run_fixed_pair(tmp_path: Path, source: str, name: str = "script.py"):
+    """(fixed text, stdout of the original, stdout of the fixed script): `source`
+    fixed with unsafe fixes on, then both run with torch on the CPU."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    fixed, _ = fix_source(source, name, unsafe=True)
+    outputs = []
+    for folder, text in (("before", source), ("after", fixed)):
+        path = tmp_path / folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode == 0, f"{path} failed:\n{proc.stderr[-3000:]}"
+        outputs.append("\n".join(line for line in proc.stdout.splitlines() if not line.startswith("USDT:")))
+    return fixed, outputs[0], outputs[1]

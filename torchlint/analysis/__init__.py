@@ -11,6 +11,7 @@ the rest lazily, each part built at most once and shared by every rule:
 - `roles`: tests, smoke blocks, tooling, and what does real work;
 - `grad`: no-grad regions, inference contexts, gradients needed later;
 - `loaders`: DataLoader datasets, collate functions and use;
+- `graphs`: values with an autograd graph accumulated across iterations;
 - `cost`: how often code runs (once, or every step of real work);
 - `consumers`: who reads a value, and whether each reader works with it on
   a given device (the precondition of fixes that move a value).
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from torchlint.analysis.cost import Cost
     from torchlint.analysis.facts import Facts
     from torchlint.analysis.grad import Grad
+    from torchlint.analysis.graphs import Graphs
     from torchlint.analysis.helpers import Helpers
     from torchlint.analysis.loaders import Loaders
     from torchlint.analysis.loops import Loops
@@ -182,6 +184,12 @@ class Analysis:
         from torchlint.analysis.loaders import Loaders
 
         return Loaders(self.facts, self.values, self.helpers, self.places, self.loops)
+
+    @cached_property
+    def graphs(self) -> Graphs:
+        from torchlint.analysis.graphs import Graphs
+
+        return Graphs(self.facts, self.values, self.places, self.loops, self.grad)
 
     @cached_property
     def cost(self) -> Cost:

@@ -519,6 +519,38 @@ class Loops:
             return False
         return not any(b.name in read and loop.contains(b.site.order) for b in self.facts.bindings_in(loop.scope))
 
+    def branches_in(self, site: Site, loop: Loop) -> List[cst.If]:
+        """The `if` statements inside `loop` that `site` sits under (in a branch
+        or after an early exit of one): code that may not run every iteration."""
+        out = []
+        for owner, _ in site.region:
+            if isinstance(owner, cst.If):
+                owner_site = self.facts.site_of_statement(owner)
+                if owner_site is not None and loop.contains(owner_site.order):
+                    out.append(owner)
+        return out
+
+    def invariant(self, name: str, loop: Loop, read_elsewhere: bool = False) -> bool:
+        """`name` holds the same object in every iteration of `loop`: bound
+        before the loop (in its scope, or in an enclosing one), never bound in
+        it nor through `global`/`nonlocal`, and (unless `read_elsewhere`) read
+        in no other function, which the loop might call to change it in place."""
+        scope = loop.scope
+        visible = self.facts.visible_bindings(name, scope)
+        if not visible or any(b.kind in ("global", "nonlocal") for b in self.facts.bindings_of(name)):
+            return False
+        own = [b for b in visible if b.site.scope is scope]
+        if any(loop.contains(b.site.order) for b in own):
+            return False
+        if own and not any(b.site.order < loop.order for b in own):
+            return False
+        if read_elsewhere:
+            return True
+        return all(
+            u.site.scope is scope or u.site.scope.kind == "module"
+            for u in self.facts.local_uses(name, visible[0].site.scope)
+        )
+
     def is_training_loop(self, loop: Loop) -> bool:
         return self.trains(loop)
 

@@ -704,6 +704,10 @@ class Places:
                 return UNKNOWN  # moved on some paths only
         return place
 
+    def device_test(self, node: cst.If) -> bool:
+        """`if torch.cuda.is_available():`, `if device == "cuda":`: a test of the device in play."""
+        return self._is_device_test(node)
+
     def _is_device_test(self, node: cst.If) -> bool:
         test = node.test
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
