@@ -302,7 +302,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     rf.add_argument("--group", action="append", required=True, help="owner/name,owner/name,... (one per judge)")
     rf.add_argument("--per-group", type=int, action="append", default=[], help="files for each group (default 5)")
     rf.add_argument("--pool", type=Path, default=rounds.DEFAULT_POOL)
-    sub.add_parser("first-sight", help="per round and rule: judged, tp, fp, unclear, precision, fixes, recall")
+    fs = sub.add_parser("first-sight", help="per round and rule: judged, tp, fp, unclear, precision, fixes, recall")
+    fs.add_argument(
+        "--markdown", action="store_true", help="one Markdown table of every judged round (docs/accuracy.md)"
+    )
     rc = sub.add_parser("recall", help="mark a round's recall instances found or missed from its findings")
     rc.add_argument("number", type=int)
     rc.add_argument("--pool", type=Path, default=rounds.DEFAULT_POOL)
@@ -344,7 +347,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(json.dumps({chr(ord("A") + i): files for i, files in enumerate(drawn)}, indent=1))
         return 0
     if args.command == "first-sight":
-        print(rounds.first_sight_table(rounds.load_rounds()))
+        loaded = rounds.load_rounds()
+        print(rounds.first_sight_markdown(loaded) if args.markdown else rounds.first_sight_table(loaded))
         return 0
     if args.command == "score":
         result = score(args.corpus, args.labels, args.torchlint, args.verbose)

@@ -682,6 +682,42 @@ def first_sight_table(rounds: Sequence[Round]) -> str:
     return "\n".join(out)
 
 
+def first_sight_markdown(rounds: Sequence[Round]) -> str:
+    """The judged first-sight rounds as one Markdown table: per rule and round,
+    true findings of judged (precision); then all rules, recall and fixes."""
+    judged = [r for r in rounds if r.first_sight and r.verdicts]
+    tallies = [Round(r.number, True, r.meta, _with_rules(r.meta, r.verdicts), r.recall).tallies() for r in judged]
+    head = ["rule"] + [
+        f"round {r.number} (rows {r.meta['pool_rows'][0]}-{r.meta['pool_rows'][1]}, guide {r.meta.get('guide', 'v1')})"
+        for r in judged
+    ]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def cell(t: Optional[RuleTally]) -> str:
+        if t is None or not t.judged:
+            return "–"
+        return f"{t.tp}/{t.judged} ({t.tp / t.judged:.2f})"
+
+    for code in sorted({c for t in tallies for c in t}):
+        out.append("| " + " | ".join([code] + [cell(t.get(code)) for t in tallies]) + " |")
+    totals = []
+    for t in tallies:
+        total = RuleTally()
+        for one in t.values():
+            for k in vars(total):
+                setattr(total, k, getattr(total, k) + getattr(one, k))
+        totals.append(total)
+    out.append("| " + " | ".join(["**all**"] + [f"**{cell(t)}**" for t in totals]) + " |")
+    recall = []
+    for r in judged:
+        files, inst, found = r.recall_counts()
+        recall.append(f"{found}/{inst} ({found / inst:.2f}) in {files} files" if inst else "–")
+    out.append("| " + " | ".join(["recall"] + recall) + " |")
+    fixes = [f"{t.fix_correct} correct, {t.fix_no_benefit} no-benefit, {t.fix_wrong} wrong" for t in totals]
+    out.append("| " + " | ".join(["offered fixes"] + fixes) + " |")
+    return "\n".join(out)
+
+
 def _tally_line(code: str, t: RuleTally) -> str:
     p = f"{t.precision:.2f}" if t.precision is not None else "  -"
     return (
