@@ -25,6 +25,7 @@ CATALOG = {
     "TL402": "tensor-python-loop",
     "TL403": "per-step-device-call",
     "TL501": "legacy-profiler",
+    "TL601": "data-parallel",
 }
 
 SEVERITIES = {
@@ -46,6 +47,7 @@ SEVERITIES = {
     "TL402": "warning",
     "TL403": "warning",
     "TL501": "warning",
+    "TL601": "warning",
 }
 
 STATUS = {
@@ -67,4 +69,5 @@ STATUS = {
     "TL402": RuleStatus(Stability.PREVIEW, judged=20, tp=14, fixes_wrong=0, rounds=(2, 3)),
     "TL403": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(2, 3)),
     "TL501": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(2, 3)),
+    "TL601": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(2, 3)),
 }
