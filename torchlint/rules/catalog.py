@@ -24,6 +24,7 @@ CATALOG = {
     "TL401": "sync-in-loop",
     "TL402": "tensor-python-loop",
     "TL403": "per-step-device-call",
+    "TL404": "compile-in-loop",
     "TL501": "legacy-profiler",
     "TL601": "data-parallel",
 }
@@ -46,6 +47,7 @@ SEVERITIES = {
     "TL401": "warning",
     "TL402": "warning",
     "TL403": "warning",
+    "TL404": "warning",
     "TL501": "warning",
     "TL601": "warning",
 }
@@ -68,6 +70,7 @@ STATUS = {
     "TL401": RuleStatus(Stability.STABLE, judged=20, tp=19, fixes_wrong=0, rounds=(2, 3)),
     "TL402": RuleStatus(Stability.PREVIEW, judged=20, tp=14, fixes_wrong=0, rounds=(2, 3)),
     "TL403": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(2, 3)),
+    "TL404": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(2, 3)),
     "TL501": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(2, 3)),
     "TL601": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(2, 3)),
 }
