@@ -80,7 +80,9 @@ def test_once_lazily_or_per_config_is_left_alone():
     # the helper is called once, not per step
     assert not rows("def setup():\n    return torch.compile(model)\nfast = setup()\nfor x, y in loader:\n    fast(x)\n")
     # decorators and tests
-    assert not rows("@torch.compile\ndef f(x):\n    return x * 2\nfor x, y in loader:\n    f(model(x)).sum().backward()\n")
+    assert not rows(
+        "@torch.compile\ndef f(x):\n    return x * 2\nfor x, y in loader:\n    f(model(x)).sum().backward()\n"
+    )
     assert not rows(
         "for x, y in loader:\n    fast = torch.compile(model)\n    fast(x).sum().backward()\n", "tests/test_compile.py"
     )

@@ -21,7 +21,7 @@ def test_parts_go_least_certain_first_with_their_repeats():
     parts = session.parts(runner.discover(runner.default_fixtures_dir()))
     assert [(p.name, p.repeats) for p in parts] == [("part1-low", 3), ("part2-medium", 2), ("part3-high", 1)]
     assert parts[0].rules == "TL401,TL402,TL501"
-    assert parts[1].rules == "TL104,TL106,TL201,TL202,TL301,TL302,TL303,TL403"
+    assert parts[1].rules == "TL104,TL106,TL201,TL202,TL301,TL302,TL303,TL403,TL404"
     assert parts[2].rules == "TL100,TL101,TL102,TL103,TL105"
     assert [p.repeats for p in session.parts(runner.discover(runner.default_fixtures_dir()), 7)] == [7, 7, 7]
 

@@ -92,7 +92,8 @@ class CompileInLoop(Rule):
         "import torch\nfor cfg in configs:\n    fast = torch.compile(build(cfg))\n    print(bench(fast))\n",
         "import torch\nfor m in models:\n    fast = torch.compile(m)\n    print(bench(fast))\n",
         # different options each iteration
-        _HEAD + "for mode in ('default', 'max-autotune'):\n    fast = torch.compile(model, mode=mode)\n    print(fast(x))\n",
+        _HEAD
+        + "for mode in ('default', 'max-autotune'):\n    fast = torch.compile(model, mode=mode)\n    print(fast(x))\n",
         # a loop that runs once
         _HEAD + "for x in loader:\n    fast = torch.compile(model)\n" + _STEP + "    break\n",
     )
@@ -143,8 +144,10 @@ class CompileInLoop(Rule):
             if isinstance(value, (cst.Lambda, cst.Call)) and arg.keyword is None:
                 return False  # a target built in the loop: a new object each time
             for node in [value, *descendants(value)]:
-                if isinstance(node, cst.Name) and not _constant(node) and not a.loops.invariant(
-                    node.value, loop, read_elsewhere=True
+                if (
+                    isinstance(node, cst.Name)
+                    and not _constant(node)
+                    and not a.loops.invariant(node.value, loop, read_elsewhere=True)
                 ):
                     if _attribute_name(node, value):
                         continue

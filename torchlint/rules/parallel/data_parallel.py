@@ -95,7 +95,9 @@ class DataParallel(Rule):
     )
     TITLE = "`nn.DataParallel` in a training script: `DistributedDataParallel` is faster on the same GPUs"
 
-    _HEAD = "import torch\nimport torch.nn as nn\nnet = nn.Linear(2, 2)\nopt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+    _HEAD = (
+        "import torch\nimport torch.nn as nn\nnet = nn.Linear(2, 2)\nopt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+    )
     _TRAIN = "for x, y in loader:\n    loss = model(x.cuda()).sum()\n    loss.backward()\n    opt.step()\n"
     VALID = (
         # a file that never trains: inference over data
@@ -106,7 +108,8 @@ class DataParallel(Rule):
         # an isinstance check
         _HEAD + "model = net.cuda()\nif isinstance(model, nn.DataParallel):\n    model = model.module\n" + _TRAIN,
         # a local class named DataParallel
-        _HEAD + "class DataParallel:\n    def __init__(self, m):\n        self.m = m\nmodel = DataParallel(net)\n"
+        _HEAD
+        + "class DataParallel:\n    def __init__(self, m):\n        self.m = m\nmodel = DataParallel(net)\n"
         + _TRAIN,
     )
     INVALID = (
