@@ -21,7 +21,7 @@ def test_parts_go_least_certain_first_with_their_repeats():
     parts = session.parts(runner.discover(runner.default_fixtures_dir()))
     assert [(p.name, p.repeats) for p in parts] == [("part1-low", 3), ("part2-medium", 2), ("part3-high", 1)]
     assert parts[0].rules == "TL401,TL402,TL501"
-    assert parts[1].rules == "TL104,TL106,TL201,TL202,TL301,TL302,TL303,TL403,TL404"
+    assert parts[1].rules == "TL104,TL106,TL201,TL202,TL301,TL302,TL303,TL403"
     assert parts[2].rules == "TL100,TL101,TL102,TL103,TL105"
     assert [p.repeats for p in session.parts(runner.discover(runner.default_fixtures_dir()), 7)] == [7, 7, 7]
 
@@ -93,6 +93,18 @@ def test_the_shared_deadline_cuts_the_least_certain_part_and_leaves_the_rest_not
     assert not (out / "part2-medium.json").exists()
 
 
+def _by_rule(fixtures, code):
+    return next(fx for fx in fixtures if fx.rule == code)
+
+
+def test_a_fixture_with_a_session_of_its_own_is_in_no_part_but_verify_still_runs_it():
+    fixtures = runner.discover(runner.default_fixtures_dir())
+    tl404 = _by_rule(fixtures, "TL404")
+    assert "compile time" in tl404.own_session
+    assert all("TL404" not in p.rules for p in session.parts(fixtures))
+    assert [fx.rule for fx in runner.discover(runner.default_fixtures_dir(), ["TL404"])] == ["TL404"]
+
+
 def test_fixtures_needing_more_gpus_are_in_no_part_and_skipped_with_why(tmp_path):
     fixtures = runner.discover(runner.default_fixtures_dir())
     tl601 = [fx for fx in fixtures if fx.rule == "TL601"]
@@ -100,7 +112,11 @@ def test_fixtures_needing_more_gpus_are_in_no_part_and_skipped_with_why(tmp_path
     assert all("TL601" not in p.rules for p in session.parts(fixtures))
     assert "TL601" in session.parts(fixtures, gpus=2)[1].rules
     assert [(fx.rule, why) for fx, why in session.unmeasured(fixtures)] == [
-        ("TL601", "not measured on 1 GPU(s): the fixture needs 2 (meta.toml min_gpus)")
+        (
+            "TL404",
+            "in a session of its own (torchlint verify --rules TL404): " + _by_rule(fixtures, "TL404").own_session,
+        ),
+        ("TL601", "not measured on 1 GPU(s): the fixture needs 2 (meta.toml min_gpus)"),
     ]
     assert runner.too_few_gpus(tl601[0], 2) is None
     # a GPU run on a one-GPU machine reports it skipped, with the reason, and runs nothing

@@ -129,6 +129,10 @@ class Fixture:
     # GPUs the effect needs (meta.toml `min_gpus`): on a machine with fewer, verify reports
     # the rule as skipped with that reason instead of running it (see `too_few_gpus`).
     min_gpus: int = 1
+    # Why the fixture is measured in a GPU session of its own, outside the one-call session
+    # (meta.toml `own_session`): a cost the CPU-measured plan cannot estimate, such as
+    # compiling on the GPU machine. Empty: it is in the session.
+    own_session: str = ""
 
     @property
     def metric_pass(self) -> str:
@@ -217,6 +221,9 @@ def load_fixture(path: Path) -> Fixture:
     min_gpus = meta.get("min_gpus", 1)
     if isinstance(min_gpus, bool) or not isinstance(min_gpus, int) or min_gpus < 1:
         raise FixtureError(f"{meta_path}: min_gpus must be a whole number of GPUs, 1 or more")
+    own_session = meta.get("own_session", "")
+    if not isinstance(own_session, str):
+        raise FixtureError(f"{meta_path}: own_session must say why the fixture needs a session of its own")
     return Fixture(
         str(meta["rule"]),
         str(meta["name"]),
@@ -233,6 +240,7 @@ def load_fixture(path: Path) -> Fixture:
         certainty,
         bad_error.strip(),
         min_gpus,
+        own_session.strip(),
     )
 
 

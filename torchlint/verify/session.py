@@ -46,8 +46,17 @@ class Part:
 
 
 def unmeasured(fixtures: Sequence[Fixture], gpus: int = GPUS) -> List[Tuple[Fixture, str]]:
-    """The fixtures a session on `gpus` GPUs leaves out, with why (too few GPUs)."""
-    return [(fx, why) for fx in run_order(fixtures) if (why := too_few_gpus(fx, gpus)) is not None]
+    """The fixtures a session on `gpus` GPUs leaves out, with why: too few GPUs, or
+    a cost the plan cannot estimate (meta.toml `own_session`: measure it with
+    `torchlint verify --rules CODE` in a session of its own)."""
+    out = []
+    for fx in run_order(fixtures):
+        why = too_few_gpus(fx, gpus)
+        if why is None and fx.own_session:
+            why = f"in a session of its own (torchlint verify --rules {fx.rule}): {fx.own_session}"
+        if why is not None:
+            out.append((fx, why))
+    return out
 
 
 def parts(fixtures: Sequence[Fixture], repeats: Optional[int] = None, gpus: int = GPUS) -> List[Part]:
