@@ -91,3 +91,54 @@ def test_the_shared_deadline_cuts_the_least_certain_part_and_leaves_the_rest_not
     assert merged["complete"] is False and merged["rules_not_run"] == ["TL910", "TL911", "TL912"]
     assert "**Partial report**: not run: TL910, TL911, TL912" in proc.stdout
     assert not (out / "part2-medium.json").exists()
+
+
+def _by_rule(fixtures, code):
+    return next(fx for fx in fixtures if fx.rule == code)
+
+
+def test_a_fixture_with_a_session_of_its_own_is_in_no_part_but_verify_still_runs_it():
+    fixtures = runner.discover(runner.default_fixtures_dir())
+    tl404 = _by_rule(fixtures, "TL404")
+    assert "compile time" in tl404.own_session
+    assert all("TL404" not in p.rules for p in session.parts(fixtures))
+    assert [fx.rule for fx in runner.discover(runner.default_fixtures_dir(), ["TL404"])] == ["TL404"]
+
+
+def test_fixtures_needing_more_gpus_are_in_no_part_and_skipped_with_why(tmp_path):
+    fixtures = runner.discover(runner.default_fixtures_dir())
+    tl601 = [fx for fx in fixtures if fx.rule == "TL601"]
+    assert tl601 and tl601[0].min_gpus == 2
+    assert all("TL601" not in p.rules for p in session.parts(fixtures))
+    assert "TL601" in session.parts(fixtures, gpus=2)[1].rules
+    assert [(fx.rule, why) for fx, why in session.unmeasured(fixtures)] == [
+        (
+            "TL404",
+            "in a session of its own (torchlint verify --rules TL404): " + _by_rule(fixtures, "TL404").own_session,
+        ),
+        ("TL601", "not measured on 1 GPU(s): the fixture needs 2 (meta.toml min_gpus)"),
+    ]
+    assert runner.too_few_gpus(tl601[0], 2) is None
+    # a GPU run on a one-GPU machine reports it skipped, with the reason, and runs nothing
+    import json
+
+    from torchlint.verify import cli
+
+    out = tmp_path / "report.json"
+    code = cli._measure(tl601, 1, {"device_count": 1}, out, None, None, None, 60.0, None, tmp_path)
+    result = json.loads(out.read_text())["rules"][0]
+    assert code == cli.EXIT_OK
+    assert result["verdict"] == "skipped" and "needs 2" in result["reason"] and not result.get("runs")
+
+
+def test_min_gpus_must_be_a_count(tmp_path):
+    import shutil
+
+    import pytest
+
+    folder = tmp_path / "TL601-data-parallel"
+    shutil.copytree(runner.default_fixtures_dir() / "TL601-data-parallel", folder)
+    meta = folder / "meta.toml"
+    meta.write_text(meta.read_text().replace("min_gpus = 2", "min_gpus = 0"))
+    with pytest.raises(runner.FixtureError, match="min_gpus"):
+        runner.load_fixture(folder)

@@ -24,7 +24,9 @@ CATALOG = {
     "TL401": "sync-in-loop",
     "TL402": "tensor-python-loop",
     "TL403": "per-step-device-call",
+    "TL404": "compile-in-loop",
     "TL501": "legacy-profiler",
+    "TL601": "data-parallel",
 }
 
 SEVERITIES = {
@@ -45,7 +47,9 @@ SEVERITIES = {
     "TL401": "warning",
     "TL402": "warning",
     "TL403": "warning",
+    "TL404": "warning",
     "TL501": "warning",
+    "TL601": "warning",
 }
 
 STATUS = {
@@ -66,5 +70,7 @@ STATUS = {
     "TL401": RuleStatus(Stability.STABLE, judged=20, tp=18, fixes_wrong=0, rounds=(3, 4)),
     "TL402": RuleStatus(Stability.PREVIEW, judged=20, tp=9, fixes_wrong=0, rounds=(3, 4)),
     "TL403": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(3, 4)),
+    "TL404": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(3, 4)),
     "TL501": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(3, 4)),
+    "TL601": RuleStatus(Stability.PREVIEW, judged=0, tp=0, fixes_wrong=0, rounds=(3, 4)),
 }

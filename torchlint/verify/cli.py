@@ -296,6 +296,13 @@ def _measure(
         str(fx.path): runner.not_run_result(fx, "not run yet: the run was stopped before this rule", root=root)
         for fx in fixtures
     }
+    measured = list(fixtures)
+    if not dry_run:  # a dry run checks every script on the CPU; a GPU run measures what the machine can show
+        for fx in fixtures:
+            why = runner.too_few_gpus(fx, int(environment.get("device_count") or 0))
+            if why is not None:
+                results[str(fx.path)] = runner.skipped_result(fx, why, root)
+                measured.remove(fx)
 
     def write() -> Dict[str, Any]:
         rep = report_mod.build(
@@ -325,7 +332,7 @@ def _measure(
     write()
     if output is not None:
         _err(f"writing {output} after every rule")
-    total = len(runner.plan(fixtures, repeats))
+    total = len(runner.plan(measured, repeats))
 
     def stop(signum: int, frame: Any) -> None:
         raise Stopped()
@@ -335,7 +342,7 @@ def _measure(
     try:
         with _progress(total, "verify", _run_label) as bar:
             runner.measure(
-                runner.run_order(fixtures),
+                runner.run_order(measured),
                 repeats,
                 progress=lambda run: bar.update(1, run),
                 nvml=sampler,

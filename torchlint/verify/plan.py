@@ -234,6 +234,10 @@ def render(
     for part in parts:
         seconds = sum(p.seconds for q, p in plans if q is part)
         lines.append(f"  {part.name}: --rules {part.rules} --repeats {part.repeats}   ({_fmt_s(seconds)})")
+    left_out = session.unmeasured(fixtures)
+    if left_out:
+        lines += ["", f"Not in this session on {session.GPUS} GPU (in no part):"]
+        lines += [f"  {fx.rule}: {why}" for fx, why in left_out]
     return "\n".join(lines) + "\n", total
 
 

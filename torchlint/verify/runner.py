@@ -126,6 +126,13 @@ class Fixture:
     # The error bad.py stops with on a GPU (meta.toml `bad_error`): the verdict is
     # then "bad crashes, fixed runs" instead of a comparison of the metric.
     bad_error: str = ""
+    # GPUs the effect needs (meta.toml `min_gpus`): on a machine with fewer, verify reports
+    # the rule as skipped with that reason instead of running it (see `too_few_gpus`).
+    min_gpus: int = 1
+    # Why the fixture is measured in a GPU session of its own, outside the one-call session
+    # (meta.toml `own_session`): a cost the CPU-measured plan cannot estimate, such as
+    # compiling on the GPU machine. Empty: it is in the session.
+    own_session: str = ""
 
     @property
     def metric_pass(self) -> str:
@@ -211,6 +218,12 @@ def load_fixture(path: Path) -> Fixture:
         certainty = Certainty(meta.get("certainty", Certainty.MEDIUM.value))
     except ValueError:
         raise FixtureError(f"{meta_path}: certainty must be one of {', '.join(c.value for c in Certainty)}") from None
+    min_gpus = meta.get("min_gpus", 1)
+    if isinstance(min_gpus, bool) or not isinstance(min_gpus, int) or min_gpus < 1:
+        raise FixtureError(f"{meta_path}: min_gpus must be a whole number of GPUs, 1 or more")
+    own_session = meta.get("own_session", "")
+    if not isinstance(own_session, str):
+        raise FixtureError(f"{meta_path}: own_session must say why the fixture needs a session of its own")
     return Fixture(
         str(meta["rule"]),
         str(meta["name"]),
@@ -226,6 +239,8 @@ def load_fixture(path: Path) -> Fixture:
         tuple(sorted(windows.items())),
         certainty,
         bad_error.strip(),
+        min_gpus,
+        own_session.strip(),
     )
 
 
@@ -256,6 +271,13 @@ def discover(fixtures_dir: Path, rules: Sequence[str] = ()) -> List[Fixture]:
             raise FixtureError(f"no fixture for {', '.join(unknown)} in {fixtures_dir}")
         found = [f for f in found if f.rule.upper() in wanted]
     return sorted(found, key=lambda f: (f.rule, f.name))
+
+
+def too_few_gpus(fx: Fixture, gpus: int) -> Optional[str]:
+    """Why `fx` is not measured on a machine with `gpus` GPUs, or None when it can be."""
+    if fx.min_gpus <= gpus:
+        return None
+    return f"not measured on {gpus} GPU(s): the fixture needs {fx.min_gpus} (meta.toml min_gpus)"
 
 
 def run_order(fixtures: Sequence[Fixture]) -> List[Fixture]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from torchlint.verify.runner import Certainty, Fixture, default_fixtures_dir, discover, run_order
+from torchlint.verify.runner import Certainty, Fixture, default_fixtures_dir, discover, run_order, too_few_gpus
 
 LIMIT_S = 540  # the whole call: 9 of the device command's 10 minutes
 RULES_BUDGET_S = 480  # the parts' shared budget: the limit less environment capture (~30 s) and the merge
@@ -26,6 +26,7 @@ RULES_BUDGET_S = 480  # the parts' shared budget: the limit less environment cap
 # pair for the placement family, whose effects (a step on the CPU vs the GPU, or a crash)
 # need no spread to be read.
 REPEATS: Dict[Certainty, int] = {Certainty.LOW: 3, Certainty.MEDIUM: 2, Certainty.HIGH: 1}
+GPUS = 1  # the session's machine: fixtures that need more (meta.toml min_gpus) are in no part
 
 
 @dataclass(frozen=True)
@@ -44,11 +45,27 @@ class Part:
         return ",".join(fx.rule for fx in self.fixtures)
 
 
-def parts(fixtures: Sequence[Fixture], repeats: Optional[int] = None) -> List[Part]:
-    """One part per certainty level, least certain first; `repeats` overrides REPEATS."""
+def unmeasured(fixtures: Sequence[Fixture], gpus: int = GPUS) -> List[Tuple[Fixture, str]]:
+    """The fixtures a session on `gpus` GPUs leaves out, with why: too few GPUs, or
+    a cost the plan cannot estimate (meta.toml `own_session`: measure it with
+    `torchlint verify --rules CODE` in a session of its own)."""
+    out = []
+    for fx in run_order(fixtures):
+        why = too_few_gpus(fx, gpus)
+        if why is None and fx.own_session:
+            why = f"in a session of its own (torchlint verify --rules {fx.rule}): {fx.own_session}"
+        if why is not None:
+            out.append((fx, why))
+    return out
+
+
+def parts(fixtures: Sequence[Fixture], repeats: Optional[int] = None, gpus: int = GPUS) -> List[Part]:
+    """One part per certainty level, least certain first; `repeats` overrides REPEATS.
+    Fixtures that need more than `gpus` GPUs are in none (see `unmeasured`)."""
     out: List[Part] = []
+    left_out = {id(fx) for fx, _ in unmeasured(fixtures, gpus)}
     for level in Certainty:
-        group = tuple(fx for fx in run_order(fixtures) if fx.certainty is level)
+        group = tuple(fx for fx in run_order(fixtures) if fx.certainty is level and id(fx) not in left_out)
         if group:
             out.append(Part(len(out) + 1, level, repeats or REPEATS[level], group))
     return out

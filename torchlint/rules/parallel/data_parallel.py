@@ -1,0 +1,144 @@
+"""TL601 data-parallel."""
+
+from __future__ import annotations
+
+from torchlint.rules.base import Invalid, Rule, RuleContext
+
+_DATA_PARALLEL = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.data_parallel.DataParallel",
+    }
+)
+_DDP_RECIPE = "https://pytorch.org/tutorials/intermediate/ddp_tutorial.html"
+
+
+class DataParallel(Rule):
+    """
+    ## What it does
+    Flags `nn.DataParallel(model)` (`torch.nn.DataParallel`,
+    `torch.nn.parallel.DataParallel`) in a file that trains: a loop in it
+    calls `.backward()` or `optimizer.step()` (directly or through a
+    same-file helper).
+
+    Not flagged: files that do not train (a library that only builds or
+    wraps models, an inference script), tests, smoke blocks, benchmarks and
+    other tooling, and `isinstance(m, nn.DataParallel)` checks.
+
+    ## Why is this bad?
+    `DataParallel` runs in one process: every step it scatters the batch from
+    the first GPU, copies the model's parameters and buffers to every other
+    GPU again, runs the replicas in Python threads that share one GIL,
+    gathers the outputs back on the first GPU and reduces the gradients
+    there. The first GPU does more work and holds more memory than the
+    others, and the threads contend for the interpreter.
+    `DistributedDataParallel` runs one process per GPU, replicates the model
+    once, and overlaps the gradient all-reduce with the backward pass; the
+    PyTorch documentation recommends it even on a single machine, and it is
+    typically several times faster on the same GPUs.
+
+    ## Example
+    ```python
+    import torch
+    import torch.nn as nn
+
+    device = torch.device("cuda")
+    model = nn.DataParallel(nn.Linear(20, 2)).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x.to(device)), y.to(device))
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    import os
+
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    # launched with: torchrun --nproc_per_node=<GPUs> train.py
+    dist.init_process_group("nccl")
+    rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(rank)
+    model = DDP(nn.Linear(20, 2).to(rank), device_ids=[rank])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    for x, y in loader:  # a DataLoader with a DistributedSampler
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x.to(rank)), y.to(rank))
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Fix safety
+    No fix: moving to `DistributedDataParallel` changes how the script is
+    launched (`torchrun`), how data is split (`DistributedSampler`) and where
+    logging and checkpoints happen (rank 0). The message links the recipe.
+
+    ## References
+    - [Getting started with DistributedDataParallel](https://pytorch.org/tutorials/intermediate/ddp_tutorial.html)
+    - [CUDA semantics: use DistributedDataParallel instead of DataParallel](https://pytorch.org/docs/stable/notes/cuda.html#cuda-nn-ddp-instead)
+    """
+
+    CODE = "TL601"
+    NAME = "data-parallel"
+    MESSAGE = (
+        "`{call}` replicates the model in one process every step (threads sharing one GIL, gathers on the first "
+        "GPU): use `DistributedDataParallel`, one process per GPU ({recipe})"
+    )
+    TITLE = "`nn.DataParallel` in a training script: `DistributedDataParallel` is faster on the same GPUs"
+
+    _HEAD = (
+        "import torch\nimport torch.nn as nn\nnet = nn.Linear(2, 2)\nopt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+    )
+    _TRAIN = "for x, y in loader:\n    loss = model(x.cuda()).sum()\n    loss.backward()\n    opt.step()\n"
+    VALID = (
+        # a file that never trains: inference over data
+        _HEAD + "model = nn.DataParallel(net).cuda()\nwith torch.no_grad():\n"
+        "    for x, y in loader:\n        out = model(x.cuda())\n",
+        # a library function that wraps a model
+        "import torch.nn as nn\ndef wrap(model):\n    return nn.DataParallel(model)\n",
+        # an isinstance check
+        _HEAD + "model = net.cuda()\nif isinstance(model, nn.DataParallel):\n    model = model.module\n" + _TRAIN,
+        # a local class named DataParallel
+        _HEAD
+        + "class DataParallel:\n    def __init__(self, m):\n        self.m = m\nmodel = DataParallel(net)\n"
+        + _TRAIN,
+    )
+    INVALID = (
+        Invalid(_HEAD + "model = nn.DataParallel(net).cuda()\n" + _TRAIN, line=5),
+        Invalid(
+            "import torch\nfrom torch.nn.parallel import DataParallel as DP\nnet = torch.nn.Linear(2, 2)\n"
+            "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+            "if torch.cuda.device_count() > 1:\n    net = DP(net)\nmodel = net.cuda()\n" + _TRAIN,
+            line=6,
+        ),
+    )
+
+    def check(self, ctx: RuleContext) -> None:
+        a = ctx.analysis
+        calls = [c for c in ctx.facts.calls if c.qualname in _DATA_PARALLEL]
+        if not calls or not self._trains(ctx):
+            return
+        for call in calls:
+            if a.roles.excluded(call.site) or a.roles.benchmark_file:
+                continue
+            ctx.report(call.node, self.MESSAGE.format(call=ctx.code(call.node.func), recipe=_DDP_RECIPE))
+
+    @staticmethod
+    def _trains(ctx: RuleContext) -> bool:
+        """A loop in the file trains (`.backward()`, `optimizer.step()`, a same-file
+        helper that does) outside tests and tooling: the file is a training script."""
+        a = ctx.analysis
+        for loop in ctx.facts.loops:
+            site = ctx.facts.site_of_statement(loop.node)
+            if site is not None and a.loops.trains(loop) and not a.roles.excluded(site):
+                return True
+        return False
