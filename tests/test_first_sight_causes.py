@@ -623,3 +623,42 @@ def test_a_module_of_buffers_from_another_file_records_no_graph(tmp_path):
         index = build_index([(p, open(p, "rb").read()) for p in paths], [str(tmp_path)])
         found = api.lint_source(script, str(tmp_path / "dump.py"), project=index)
         assert [f.code for f in found if f.code == "TL201"] == expected
+
+
+# -- Round 4 causes -----------------------------------------------------------------------------
+
+_ENCODER = (
+    GPU
+    + "from transformers import AutoProcessor, AutoModelForTokenClassification\n"
+    + "proc = AutoProcessor.from_pretrained('p')\nnet = AutoModelForTokenClassification.from_pretrained('p').to(device)\n"
+)
+
+
+def test_a_mapping_moved_key_by_key_is_on_the_device():
+    # R4-003..006: `for k, v in enc.items(): enc[k] = v.to(device)`, in an earlier notebook cell.
+    made = "feats = proc(page, words, return_tensors='pt')\n"
+    moves = "for key, val in feats.items():\n    feats[key] = val.to(device)\n"
+    nb = notebook(code(_ENCODER), code(made), code(moves), code("logits = net(**feats).logits\n"))
+    assert [f for f in api.lint_bytes(nb, "n.ipynb").findings if f.code == "TL102"] == []
+    printed = notebook(
+        code(_ENCODER),
+        code(made),
+        code(moves.replace("feats[key] = val.to(device)", "print(key)")),
+        code("net(**feats)"),
+    )
+    assert [f.code for f in api.lint_bytes(printed, "n.ipynb").findings if f.code == "TL102"] == ["TL102"]
+    # one key moved (not in a loop over the mapping) moves nothing else
+    one = _ENCODER + made + "feats['bbox'] = feats['bbox'].to(device)\nnet(**feats)\n"
+    assert [f.code for f in rule(one, "TL102")] == ["TL102"]
+
+
+def test_a_batch_moved_key_by_key_in_the_loop_is_on_the_device():
+    # R4-013: the loader's batch dict moved key by key before the forward.
+    src = (
+        _ENCODER
+        + _LOADER
+        + "loader = DataLoader(ds, batch_size=4)\nfor batch in loader:\n"
+        + "    for name, t in batch.items():\n        batch[name] = t.to(device)\n    net(**batch).loss.backward()\n"
+    )
+    assert rule(src, "TL103") == []
+    assert [f.code for f in rule(src.replace("batch[name] = t.to(device)", "print(name)"), "TL103")] == ["TL103"]

@@ -1038,8 +1038,37 @@ class Places:
             bindings = self.reaching(name, site)
         if not bindings:
             return None
-        places = [self._binding_tensor_place(b) for b in bindings]
-        return join(places)
+        place = join([self._binding_tensor_place(b) for b in bindings])
+        if place == CPU and "." not in name:
+            moved = self.moved_by_key(name, max(b.site.order for b in bindings), site)
+            if moved is not None:
+                return moved
+        return place
+
+    def moved_by_key(self, name: str, after: int, site: Site) -> Optional[str]:
+        """Where `name`'s entries were all moved, key by key, between order `after` and
+        `site` in its scope: `for k, v in name.items(): name[k] = v.to(dev)` (also over
+        `name.keys()` / `name`). DEVICE or CPU; None when nothing moved them."""
+        for call in self.helpers.calls_in_scope(site.scope):
+            if not (after < call.site.order < site.order) or call.method not in ("to", "cuda"):
+                continue
+            stmt = call.site.stmt
+            if not (
+                isinstance(stmt, cst.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0].target, cst.Subscript)
+                and isinstance(stmt.targets[0].target.value, cst.Name)
+                and stmt.targets[0].target.value.value == name
+                and _outermost_call(stmt.value) is call.node
+            ):
+                continue
+            loop = call.site.loop
+            if loop is None or loop.end_order >= site.order or not _iterates_keys_of(loop.iter, name):
+                continue
+            where = self.move_device(call)
+            if where is not None:
+                return DEVICE if where == ACCEL else CPU
+        return None
 
     def next_batch(self, value: Optional[cst.BaseExpression], site: Site) -> bool:
         """`next(iter(loader))` / `next(it)` with `it = iter(loader)`: a CPU batch."""
@@ -1266,6 +1295,24 @@ class Places:
             if self.tensor_place(arg.value, loader.site) == DEVICE:
                 return True
         return False
+
+
+def _outermost_call(expr: cst.BaseExpression) -> Optional[cst.Call]:
+    """The move call of `v.to(dev)` or of `v.to(dev) if cond else v`."""
+    if isinstance(expr, cst.IfExp):
+        expr = expr.body
+    return expr if isinstance(expr, cst.Call) else None
+
+
+def _iterates_keys_of(it: Optional[cst.BaseExpression], name: str) -> bool:
+    """`name.items()`, `name.keys()` or `name` itself (a mapping's keys)."""
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and not it.args:
+        return (
+            it.func.attr.value in ("items", "keys")
+            and isinstance(it.func.value, cst.Name)
+            and it.func.value.value == name
+        )
+    return isinstance(it, cst.Name) and it.value == name
 
 
 # Parents of a name's use that neither store nor hand on the value.
