@@ -662,3 +662,18 @@ def test_a_batch_moved_key_by_key_in_the_loop_is_on_the_device():
     )
     assert rule(src, "TL103") == []
     assert [f.code for f in rule(src.replace("batch[name] = t.to(device)", "print(name)"), "TL103")] == ["TL103"]
+
+
+def test_a_quantized_load_places_the_model_itself():
+    # R4-001/002: `from_pretrained(..., load_in_4bit=True)` loads the weights onto the GPU.
+    src = (
+        GPU
+        + "from transformers import AutoProcessor, AutoModelForVision2Seq\nproc = AutoProcessor.from_pretrained('v')\n"
+        + "vlm = AutoModelForVision2Seq.from_pretrained('v'{kw})\n"
+        + "prompt = proc(images=photo, text='What is shown?', return_tensors='pt').to(device)\n"
+        + "ids = vlm.generate(**prompt, max_new_tokens=20)\n"
+    )
+    for kw in (", load_in_4bit=True", ", load_in_8bit=True", ", quantization_config=BitsAndBytesConfig(True)"):
+        assert rule(src.format(kw=kw), "TL101") == []
+    assert [f.code for f in rule(src.format(kw=""), "TL101")] == ["TL101"]
+    assert [f.code for f in rule(src.format(kw=", load_in_8bit=False"), "TL101")] == ["TL101"]

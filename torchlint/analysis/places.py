@@ -621,6 +621,8 @@ class Places:
             if arg.keyword is not None and arg.keyword.value in ("device", "device_map", "map_location"):
                 device = self.device_of(arg.value, site)
                 return DEVICE if device == ACCEL else (CPU if device == HOST else UNKNOWN)
+            if arg.keyword is not None and _quantizes(arg):
+                return UNKNOWN  # bitsandbytes & co. load the weights onto the GPU (or as configured)
             if (
                 arg.keyword is None
                 and not isinstance(arg.value, cst.Integer)
@@ -1295,6 +1297,16 @@ class Places:
             if self.tensor_place(arg.value, loader.site) == DEVICE:
                 return True
         return False
+
+
+def _quantizes(arg: cst.Arg) -> bool:
+    """`load_in_4bit=True`, `load_in_8bit=True`, `quantization_config=...` (not `None`/`False`):
+    a quantized load places the model itself."""
+    assert arg.keyword is not None
+    key = arg.keyword.value
+    if key in ("load_in_4bit", "load_in_8bit"):
+        return not (isinstance(arg.value, cst.Name) and arg.value.value in ("False", "None"))
+    return key == "quantization_config" and not (isinstance(arg.value, cst.Name) and arg.value.value == "None")
 
 
 def _outermost_call(expr: cst.BaseExpression) -> Optional[cst.Call]:
