@@ -677,3 +677,17 @@ def test_a_quantized_load_places_the_model_itself():
         assert rule(src.format(kw=kw), "TL101") == []
     assert [f.code for f in rule(src.format(kw=""), "TL101")] == ["TL101"]
     assert [f.code for f in rule(src.format(kw=", load_in_8bit=False"), "TL101")] == ["TL101"]
+
+
+def test_a_dataset_formatted_on_the_device_yields_device_batches():
+    # R4-011/012: `ds.set_format(type="torch", device="cuda")` (or `with_format`): the loader's batches are there.
+    src = (
+        GPU
+        + _LOADER
+        + "clf = torch.nn.Linear(8, 2).to(device)\n{fmt}feed = DataLoader({ds}, shuffle=True)\n"
+        + "for step in feed:\n    clf(**step).loss.backward()\n"
+    )
+    assert rule(src.format(fmt="pages.set_format(type='torch', device='cuda')\n", ds="pages"), "TL103") == []
+    assert rule(src.format(fmt="", ds="pages.with_format('torch', device=device)"), "TL103") == []
+    for fmt in ("pages.set_format(type='torch')\n", "pages.set_format('torch', device='cpu')\n"):
+        assert [f.code for f in rule(src.format(fmt=fmt, ds="pages"), "TL103")] == ["TL103"]

@@ -1274,6 +1274,18 @@ class Places:
             return False
         return not self._dataset_places(call)
 
+    def _format_call_places(self, node: cst.Call) -> bool:
+        device = _format_device(node)
+        call = self.facts.call_for(node)
+        return device is not None and call is not None and self.device_of(device, call.site) == ACCEL
+
+    def _formatted_on_device(self, name: str) -> bool:
+        """`name.set_format(type="torch", device="cuda")`: the dataset's items are on the device."""
+        return any(
+            c.method == "set_format" and dotted_name(c.receiver) == name and self._format_call_places(c.node)
+            for c in self.facts.calls
+        )
+
     def _dataset_places(self, loader: Call) -> bool:
         """The loader's dataset may hand out device tensors: a TensorDataset of
         moved tensors, a same-file dataset class that moves or creates on a device."""
@@ -1281,8 +1293,12 @@ class Places:
         expr = ds.value if ds is not None else (loader.positional[0].value if loader.positional else None)
         for _ in range(3):
             if isinstance(expr, cst.Name):
+                if self._formatted_on_device(expr.value):
+                    return True
                 bs = [b for b in self.facts.visible_bindings(expr.value, loader.site.scope) if b.kind != "param"]
                 expr = bs[0].value if len(bs) == 1 else None
+            elif isinstance(expr, cst.Call) and self._format_call_places(expr):
+                return True
         if not isinstance(expr, cst.Call):
             return False
         func = expr.func
@@ -1325,6 +1341,16 @@ def _iterates_keys_of(it: Optional[cst.BaseExpression], name: str) -> bool:
             and it.func.value.value == name
         )
     return isinstance(it, cst.Name) and it.value == name
+
+
+def _format_device(node: cst.Call) -> Optional[cst.BaseExpression]:
+    """The `device=` of `ds.set_format(...)` / `ds.with_format(...)` (Hugging Face datasets)."""
+    if not (isinstance(node.func, cst.Attribute) and node.func.attr.value in ("set_format", "with_format")):
+        return None
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == "device":
+            return arg.value
+    return None
 
 
 # Parents of a name's use that neither store nor hand on the value.
