@@ -691,3 +691,20 @@ def test_a_dataset_formatted_on_the_device_yields_device_batches():
     assert rule(src.format(fmt="", ds="pages.with_format('torch', device=device)"), "TL103") == []
     for fmt in ("pages.set_format(type='torch')\n", "pages.set_format('torch', device='cpu')\n"):
         assert [f.code for f in rule(src.format(fmt=fmt, ds="pages"), "TL103")] == ["TL103"]
+
+
+_SCORER = (
+    "import torch\nfrom torch import nn\nfrom transformers import AutoModel, AutoTokenizer\n"
+    "def score(path, pairs, cpu_only):\n    enc_model = AutoModel.from_pretrained(path)\n"
+    "    if not cpu_only and torch.cuda.is_available():\n        enc_model = {wrap}\n"
+    "    tok = AutoTokenizer.from_pretrained(path)\n    for i in range(0, len(pairs), 16):\n"
+    "        feats = tok(pairs[i : i + 16], padding=True, return_tensors='pt')\n"
+    "        yield enc_model(**feats).last_hidden_state\n"
+)
+
+
+def test_a_data_parallel_model_scatters_its_inputs():
+    # R4-010: `nn.DataParallel` moves (scatters) CPU inputs to its GPUs itself.
+    for wrap in ("nn.DataParallel(enc_model.cuda())", "torch.nn.parallel.DataParallel(enc_model).cuda()"):
+        assert rule(_SCORER.format(wrap=wrap), "TL102") == []
+    assert [f.code for f in rule(_SCORER.format(wrap="enc_model.cuda()"), "TL102")] == ["TL102"]

@@ -594,11 +594,12 @@ class Places:
         if isinstance(value, (cst.Name, cst.Attribute)):
             return self.model_place(value, site)
         ctor, moved = self.unwrap(value)
+        last = ((ctor.qualname or dotted_name(ctor.node.func) or "") if ctor is not None else "").rsplit(".", 1)[-1]
         if moved is not None:
-            return moved
+            # `DataParallel(m).cuda()`: still a wrapper that moves (scatters) its inputs itself.
+            return WRAPPED if moved == DEVICE and last in WRAPPER_CLASSES else moved
         if ctor is None:
             return UNKNOWN
-        last = (ctor.qualname or dotted_name(ctor.node.func) or "").rsplit(".", 1)[-1]
         if ctor.qualname in PLACERS and ctor.qualname != "torch.compile" or last in WRAPPER_CLASSES:
             return WRAPPED
         if (ctor.qualname == "torch.compile" or ctor.qualname in COPIES) and ctor.positional:
@@ -669,7 +670,8 @@ class Places:
             if same_scope and b.site.scope.kind == "function"
             else events.get(b.name, [])
         )
-        later = [e for e in pool if e.site.order > b.site.order]
+        # A move inside the binding's own value (`m = DataParallel(m.cuda())`) is part of that value.
+        later = [e for e in pool if e.site.order > b.site.order and e.site.stmt is not b.site.stmt]
         if not same_scope:
             # Read in another function (or an attribute): it runs later, after any of the moves.
             # Handing a model to code we cannot see may place it, but does not take it off
