@@ -708,3 +708,17 @@ def test_a_data_parallel_model_scatters_its_inputs():
     for wrap in ("nn.DataParallel(enc_model.cuda())", "torch.nn.parallel.DataParallel(enc_model).cuda()"):
         assert rule(_SCORER.format(wrap=wrap), "TL102") == []
     assert [f.code for f in rule(_SCORER.format(wrap="enc_model.cuda()"), "TL102")] == ["TL102"]
+
+
+def test_a_periodic_guard_through_a_helper_is_periodic():
+    # R4-066: `if divisible_by(i, every):` with a helper that returns `a % b == 0`.
+    src = (
+        GPU
+        + "def {name}(num, den):\n    return {body}\n"
+        + "net = torch.nn.Linear(4, 1).to(device)\nopt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+        + "for i in range(10000):\n    loss = net(torch.randn(8, 4, device=device)).pow(2).mean()\n"
+        + "    loss.backward()\n    opt.step()\n    opt.zero_grad()\n"
+        + "    if {name}(i, 250):\n        print(loss.item())\n"
+    )
+    assert rule(src.format(name="divisible_by", body="(num % den) == 0"), "TL401") == []
+    assert [f.code for f in rule(src.format(name="bigger", body="num > den"), "TL401")] == ["TL401"]
