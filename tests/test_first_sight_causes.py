@@ -722,3 +722,17 @@ def test_a_periodic_guard_through_a_helper_is_periodic():
     )
     assert rule(src.format(name="divisible_by", body="(num % den) == 0"), "TL401") == []
     assert [f.code for f in rule(src.format(name="bigger", body="num > den"), "TL401")] == ["TL401"]
+
+
+def test_batch_one_with_gradient_accumulation_is_a_memory_choice():
+    # R4-034..036, R4-039: batch 1 in a script that accumulates gradients over several batches.
+    head = _LOADER + "import torch\nfeed = DataLoader(pages, batch_size=1, shuffle=True)\n"
+    loop = "for i, (x, y) in enumerate(feed):\n    crit(big(x.cuda()), y.cuda()).backward()\n{step}"
+    plain = head + loop.format(step="    opt.step()\n    opt.zero_grad()\n")
+    assert [f.code for f in rule(plain, "TL301")] == ["TL301"]
+    stepped = head + loop.format(step="    if (i + 1) % 8 == 0:\n        opt.step()\n        opt.zero_grad()\n")
+    assert rule(stepped, "TL301") == []
+    configured = "cfg = {'accumulate_grad_batches': 8}\n" + plain
+    assert rule(configured, "TL301") == []
+    assert rule("trainer = Trainer(gradient_accumulation_steps=4)\n" + plain, "TL301") == []
+    assert [f.code for f in rule("trainer = Trainer(gradient_accumulation_steps=1)\n" + plain, "TL301")] == ["TL301"]
