@@ -623,3 +623,116 @@ def test_a_module_of_buffers_from_another_file_records_no_graph(tmp_path):
         index = build_index([(p, open(p, "rb").read()) for p in paths], [str(tmp_path)])
         found = api.lint_source(script, str(tmp_path / "dump.py"), project=index)
         assert [f.code for f in found if f.code == "TL201"] == expected
+
+
+# -- Round 4 causes -----------------------------------------------------------------------------
+
+_ENCODER = (
+    GPU
+    + "from transformers import AutoProcessor, AutoModelForTokenClassification\n"
+    + "proc = AutoProcessor.from_pretrained('p')\nnet = AutoModelForTokenClassification.from_pretrained('p').to(device)\n"
+)
+
+
+def test_a_mapping_moved_key_by_key_is_on_the_device():
+    # R4-003..006: `for k, v in enc.items(): enc[k] = v.to(device)`, in an earlier notebook cell.
+    made = "feats = proc(page, words, return_tensors='pt')\n"
+    moves = "for key, val in feats.items():\n    feats[key] = val.to(device)\n"
+    nb = notebook(code(_ENCODER), code(made), code(moves), code("logits = net(**feats).logits\n"))
+    assert [f for f in api.lint_bytes(nb, "n.ipynb").findings if f.code == "TL102"] == []
+    printed = notebook(
+        code(_ENCODER),
+        code(made),
+        code(moves.replace("feats[key] = val.to(device)", "print(key)")),
+        code("net(**feats)"),
+    )
+    assert [f.code for f in api.lint_bytes(printed, "n.ipynb").findings if f.code == "TL102"] == ["TL102"]
+    # one key moved (not in a loop over the mapping) moves nothing else
+    one = _ENCODER + made + "feats['bbox'] = feats['bbox'].to(device)\nnet(**feats)\n"
+    assert [f.code for f in rule(one, "TL102")] == ["TL102"]
+
+
+def test_a_batch_moved_key_by_key_in_the_loop_is_on_the_device():
+    # R4-013: the loader's batch dict moved key by key before the forward.
+    src = (
+        _ENCODER
+        + _LOADER
+        + "loader = DataLoader(ds, batch_size=4)\nfor batch in loader:\n"
+        + "    for name, t in batch.items():\n        batch[name] = t.to(device)\n    net(**batch).loss.backward()\n"
+    )
+    assert rule(src, "TL103") == []
+    assert [f.code for f in rule(src.replace("batch[name] = t.to(device)", "print(name)"), "TL103")] == ["TL103"]
+
+
+def test_a_quantized_load_places_the_model_itself():
+    # R4-001/002: `from_pretrained(..., load_in_4bit=True)` loads the weights onto the GPU.
+    src = (
+        GPU
+        + "from transformers import AutoProcessor, AutoModelForVision2Seq\nproc = AutoProcessor.from_pretrained('v')\n"
+        + "vlm = AutoModelForVision2Seq.from_pretrained('v'{kw})\n"
+        + "prompt = proc(images=photo, text='What is shown?', return_tensors='pt').to(device)\n"
+        + "ids = vlm.generate(**prompt, max_new_tokens=20)\n"
+    )
+    for kw in (", load_in_4bit=True", ", load_in_8bit=True", ", quantization_config=BitsAndBytesConfig(True)"):
+        assert rule(src.format(kw=kw), "TL101") == []
+    assert [f.code for f in rule(src.format(kw=""), "TL101")] == ["TL101"]
+    assert [f.code for f in rule(src.format(kw=", load_in_8bit=False"), "TL101")] == ["TL101"]
+
+
+def test_a_dataset_formatted_on_the_device_yields_device_batches():
+    # R4-011/012: `ds.set_format(type="torch", device="cuda")` (or `with_format`): the loader's batches are there.
+    src = (
+        GPU
+        + _LOADER
+        + "clf = torch.nn.Linear(8, 2).to(device)\n{fmt}feed = DataLoader({ds}, shuffle=True)\n"
+        + "for step in feed:\n    clf(**step).loss.backward()\n"
+    )
+    assert rule(src.format(fmt="pages.set_format(type='torch', device='cuda')\n", ds="pages"), "TL103") == []
+    assert rule(src.format(fmt="", ds="pages.with_format('torch', device=device)"), "TL103") == []
+    for fmt in ("pages.set_format(type='torch')\n", "pages.set_format('torch', device='cpu')\n"):
+        assert [f.code for f in rule(src.format(fmt=fmt, ds="pages"), "TL103")] == ["TL103"]
+
+
+_SCORER = (
+    "import torch\nfrom torch import nn\nfrom transformers import AutoModel, AutoTokenizer\n"
+    "def score(path, pairs, cpu_only):\n    enc_model = AutoModel.from_pretrained(path)\n"
+    "    if not cpu_only and torch.cuda.is_available():\n        enc_model = {wrap}\n"
+    "    tok = AutoTokenizer.from_pretrained(path)\n    for i in range(0, len(pairs), 16):\n"
+    "        feats = tok(pairs[i : i + 16], padding=True, return_tensors='pt')\n"
+    "        yield enc_model(**feats).last_hidden_state\n"
+)
+
+
+def test_a_data_parallel_model_scatters_its_inputs():
+    # R4-010: `nn.DataParallel` moves (scatters) CPU inputs to its GPUs itself.
+    for wrap in ("nn.DataParallel(enc_model.cuda())", "torch.nn.parallel.DataParallel(enc_model).cuda()"):
+        assert rule(_SCORER.format(wrap=wrap), "TL102") == []
+    assert [f.code for f in rule(_SCORER.format(wrap="enc_model.cuda()"), "TL102")] == ["TL102"]
+
+
+def test_a_periodic_guard_through_a_helper_is_periodic():
+    # R4-066: `if divisible_by(i, every):` with a helper that returns `a % b == 0`.
+    src = (
+        GPU
+        + "def {name}(num, den):\n    return {body}\n"
+        + "net = torch.nn.Linear(4, 1).to(device)\nopt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+        + "for i in range(10000):\n    loss = net(torch.randn(8, 4, device=device)).pow(2).mean()\n"
+        + "    loss.backward()\n    opt.step()\n    opt.zero_grad()\n"
+        + "    if {name}(i, 250):\n        print(loss.item())\n"
+    )
+    assert rule(src.format(name="divisible_by", body="(num % den) == 0"), "TL401") == []
+    assert [f.code for f in rule(src.format(name="bigger", body="num > den"), "TL401")] == ["TL401"]
+
+
+def test_batch_one_with_gradient_accumulation_is_a_memory_choice():
+    # R4-034..036, R4-039: batch 1 in a script that accumulates gradients over several batches.
+    head = _LOADER + "import torch\nfeed = DataLoader(pages, batch_size=1, shuffle=True)\n"
+    loop = "for i, (x, y) in enumerate(feed):\n    crit(big(x.cuda()), y.cuda()).backward()\n{step}"
+    plain = head + loop.format(step="    opt.step()\n    opt.zero_grad()\n")
+    assert [f.code for f in rule(plain, "TL301")] == ["TL301"]
+    stepped = head + loop.format(step="    if (i + 1) % 8 == 0:\n        opt.step()\n        opt.zero_grad()\n")
+    assert rule(stepped, "TL301") == []
+    configured = "cfg = {'accumulate_grad_batches': 8}\n" + plain
+    assert rule(configured, "TL301") == []
+    assert rule("trainer = Trainer(gradient_accumulation_steps=4)\n" + plain, "TL301") == []
+    assert [f.code for f in rule("trainer = Trainer(gradient_accumulation_steps=1)\n" + plain, "TL301")] == ["TL301"]

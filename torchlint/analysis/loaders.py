@@ -7,6 +7,7 @@ training loop iterates it, and how its batches are moved."""
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -139,6 +140,9 @@ class LoaderInfo:
     collate_works: bool = False
 
 
+_ACCUMULATION = re.compile(r"grad\w*accum|accumulate_grad|accum\w*_(steps?|iters?|batches)$", re.I)
+
+
 class Loaders:
     def __init__(self, facts: Facts, values: Values, helpers: Helpers, places: Places, loops: Loops) -> None:
         self.facts = facts
@@ -148,6 +152,31 @@ class Loaders:
         self.loops = loops
         self._info: Dict[int, LoaderInfo] = {}
         self._loops_by_name: Optional[Dict[str, List[Loop]]] = None
+        self._accumulates: Optional[bool] = None
+
+    def accumulates_gradients(self) -> bool:
+        """The file configures gradient accumulation: a setting named like
+        `gradient_accumulation_steps` / `accumulate_grad_batches` (keyword,
+        assignment or dict key) of a value other than 1, or an optimizer step
+        under a periodic guard (`if (i + 1) % accum == 0: opt.step()`). A batch
+        size of 1 there is a memory choice, the effective batch is larger."""
+        if self._accumulates is None:
+            self._accumulates = self._find_accumulation()
+        return self._accumulates
+
+    def _find_accumulation(self) -> bool:
+        for node in descendants(self.facts.module):
+            key: Optional[str] = None
+            value: Optional[cst.BaseExpression] = None
+            if isinstance(node, cst.Arg) and node.keyword is not None:
+                key, value = node.keyword.value, node.value
+            elif isinstance(node, cst.Assign) and len(node.targets) == 1:
+                key, value = (dotted_name(node.targets[0].target) or "").rsplit(".", 1)[-1], node.value
+            elif isinstance(node, cst.DictElement) and isinstance(node.key, cst.SimpleString):
+                key, value = node.key.raw_value, node.value
+            if key and _ACCUMULATION.search(key) and not (isinstance(value, cst.Integer) and value.value in ("0", "1")):
+                return True
+        return any(self.values.is_optimizer_step(c) and self.loops.periodic_guard(c.site) for c in self.facts.calls)
 
     def calls(self) -> Iterator[Call]:
         """`DataLoader(...)` calls that resolve to torch's DataLoader, or to a

@@ -448,6 +448,21 @@ class Loops:
             current = current.parent
         return None
 
+    def periodic_test(self, test: cst.BaseExpression) -> bool:
+        """The test uses `%` (`step % 100 == 0`), directly or through a same-file
+        helper every `return` of which does (`def divisible_by(n, d): return n % d == 0`)."""
+        if _has_modulo(test):
+            return True
+        for node in descendants(test):
+            call = self.facts.call_for(node) if isinstance(node, cst.Call) else None
+            fn = self.helpers.function(call) if call is not None else None
+            if fn is None:
+                continue
+            returns = self.facts.returns_of(fn)
+            if returns and all(r.value is not None and _has_modulo(r.value) for r, _ in returns):
+                return True
+        return False
+
     def periodic_guard(self, site: Site, loop: Optional[Loop] = None) -> bool:
         """Under an `if` whose test uses `%` (`if step % 100 == 0:`) inside the loop,
         or after one that leaves otherwise (`if epoch % n != 0: return`)."""
@@ -455,7 +470,7 @@ class Loops:
             if_site = self.facts.site_of_statement(if_node)
             if loop is not None and if_site is not None and not loop.contains(if_site.order):
                 continue
-            if _has_modulo(if_node.test):
+            if self.periodic_test(if_node.test):
                 return True
         return self._after_periodic_exit(site, loop)
 
@@ -469,7 +484,7 @@ class Loops:
                 for sibling in parent.body:
                     if sibling is node:
                         break
-                    if isinstance(sibling, cst.If) and _has_modulo(sibling.test) and _leaves(sibling.body):
+                    if isinstance(sibling, cst.If) and self.periodic_test(sibling.test) and _leaves(sibling.body):
                         if_site = self.facts.site_of_statement(sibling)
                         if loop is None or (if_site is not None and loop.contains(if_site.order)):
                             return True

@@ -594,11 +594,12 @@ class Places:
         if isinstance(value, (cst.Name, cst.Attribute)):
             return self.model_place(value, site)
         ctor, moved = self.unwrap(value)
+        last = ((ctor.qualname or dotted_name(ctor.node.func) or "") if ctor is not None else "").rsplit(".", 1)[-1]
         if moved is not None:
-            return moved
+            # `DataParallel(m).cuda()`: still a wrapper that moves (scatters) its inputs itself.
+            return WRAPPED if moved == DEVICE and last in WRAPPER_CLASSES else moved
         if ctor is None:
             return UNKNOWN
-        last = (ctor.qualname or dotted_name(ctor.node.func) or "").rsplit(".", 1)[-1]
         if ctor.qualname in PLACERS and ctor.qualname != "torch.compile" or last in WRAPPER_CLASSES:
             return WRAPPED
         if (ctor.qualname == "torch.compile" or ctor.qualname in COPIES) and ctor.positional:
@@ -621,6 +622,8 @@ class Places:
             if arg.keyword is not None and arg.keyword.value in ("device", "device_map", "map_location"):
                 device = self.device_of(arg.value, site)
                 return DEVICE if device == ACCEL else (CPU if device == HOST else UNKNOWN)
+            if arg.keyword is not None and _quantizes(arg):
+                return UNKNOWN  # bitsandbytes & co. load the weights onto the GPU (or as configured)
             if (
                 arg.keyword is None
                 and not isinstance(arg.value, cst.Integer)
@@ -667,7 +670,8 @@ class Places:
             if same_scope and b.site.scope.kind == "function"
             else events.get(b.name, [])
         )
-        later = [e for e in pool if e.site.order > b.site.order]
+        # A move inside the binding's own value (`m = DataParallel(m.cuda())`) is part of that value.
+        later = [e for e in pool if e.site.order > b.site.order and e.site.stmt is not b.site.stmt]
         if not same_scope:
             # Read in another function (or an attribute): it runs later, after any of the moves.
             # Handing a model to code we cannot see may place it, but does not take it off
@@ -1038,8 +1042,37 @@ class Places:
             bindings = self.reaching(name, site)
         if not bindings:
             return None
-        places = [self._binding_tensor_place(b) for b in bindings]
-        return join(places)
+        place = join([self._binding_tensor_place(b) for b in bindings])
+        if place == CPU and "." not in name:
+            moved = self.moved_by_key(name, max(b.site.order for b in bindings), site)
+            if moved is not None:
+                return moved
+        return place
+
+    def moved_by_key(self, name: str, after: int, site: Site) -> Optional[str]:
+        """Where `name`'s entries were all moved, key by key, between order `after` and
+        `site` in its scope: `for k, v in name.items(): name[k] = v.to(dev)` (also over
+        `name.keys()` / `name`). DEVICE or CPU; None when nothing moved them."""
+        for call in self.helpers.calls_in_scope(site.scope):
+            if not (after < call.site.order < site.order) or call.method not in ("to", "cuda"):
+                continue
+            stmt = call.site.stmt
+            if not (
+                isinstance(stmt, cst.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0].target, cst.Subscript)
+                and isinstance(stmt.targets[0].target.value, cst.Name)
+                and stmt.targets[0].target.value.value == name
+                and _outermost_call(stmt.value) is call.node
+            ):
+                continue
+            loop = call.site.loop
+            if loop is None or loop.end_order >= site.order or not _iterates_keys_of(loop.iter, name):
+                continue
+            where = self.move_device(call)
+            if where is not None:
+                return DEVICE if where == ACCEL else CPU
+        return None
 
     def next_batch(self, value: Optional[cst.BaseExpression], site: Site) -> bool:
         """`next(iter(loader))` / `next(it)` with `it = iter(loader)`: a CPU batch."""
@@ -1243,6 +1276,18 @@ class Places:
             return False
         return not self._dataset_places(call)
 
+    def _format_call_places(self, node: cst.Call) -> bool:
+        device = _format_device(node)
+        call = self.facts.call_for(node)
+        return device is not None and call is not None and self.device_of(device, call.site) == ACCEL
+
+    def _formatted_on_device(self, name: str) -> bool:
+        """`name.set_format(type="torch", device="cuda")`: the dataset's items are on the device."""
+        return any(
+            c.method == "set_format" and dotted_name(c.receiver) == name and self._format_call_places(c.node)
+            for c in self.facts.calls
+        )
+
     def _dataset_places(self, loader: Call) -> bool:
         """The loader's dataset may hand out device tensors: a TensorDataset of
         moved tensors, a same-file dataset class that moves or creates on a device."""
@@ -1250,8 +1295,12 @@ class Places:
         expr = ds.value if ds is not None else (loader.positional[0].value if loader.positional else None)
         for _ in range(3):
             if isinstance(expr, cst.Name):
+                if self._formatted_on_device(expr.value):
+                    return True
                 bs = [b for b in self.facts.visible_bindings(expr.value, loader.site.scope) if b.kind != "param"]
                 expr = bs[0].value if len(bs) == 1 else None
+            elif isinstance(expr, cst.Call) and self._format_call_places(expr):
+                return True
         if not isinstance(expr, cst.Call):
             return False
         func = expr.func
@@ -1266,6 +1315,44 @@ class Places:
             if self.tensor_place(arg.value, loader.site) == DEVICE:
                 return True
         return False
+
+
+def _quantizes(arg: cst.Arg) -> bool:
+    """`load_in_4bit=True`, `load_in_8bit=True`, `quantization_config=...` (not `None`/`False`):
+    a quantized load places the model itself."""
+    assert arg.keyword is not None
+    key = arg.keyword.value
+    if key in ("load_in_4bit", "load_in_8bit"):
+        return not (isinstance(arg.value, cst.Name) and arg.value.value in ("False", "None"))
+    return key == "quantization_config" and not (isinstance(arg.value, cst.Name) and arg.value.value == "None")
+
+
+def _outermost_call(expr: cst.BaseExpression) -> Optional[cst.Call]:
+    """The move call of `v.to(dev)` or of `v.to(dev) if cond else v`."""
+    if isinstance(expr, cst.IfExp):
+        expr = expr.body
+    return expr if isinstance(expr, cst.Call) else None
+
+
+def _iterates_keys_of(it: Optional[cst.BaseExpression], name: str) -> bool:
+    """`name.items()`, `name.keys()` or `name` itself (a mapping's keys)."""
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and not it.args:
+        return (
+            it.func.attr.value in ("items", "keys")
+            and isinstance(it.func.value, cst.Name)
+            and it.func.value.value == name
+        )
+    return isinstance(it, cst.Name) and it.value == name
+
+
+def _format_device(node: cst.Call) -> Optional[cst.BaseExpression]:
+    """The `device=` of `ds.set_format(...)` / `ds.with_format(...)` (Hugging Face datasets)."""
+    if not (isinstance(node.func, cst.Attribute) and node.func.attr.value in ("set_format", "with_format")):
+        return None
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == "device":
+            return arg.value
+    return None
 
 
 # Parents of a name's use that neither store nor hand on the value.

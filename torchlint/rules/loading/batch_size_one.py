@@ -275,6 +275,8 @@ class BatchSizeOne(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         a = ctx.analysis
+        if a.loaders.accumulates_gradients():
+            return  # batch 1 with gradient accumulation: a memory choice, the effective batch is larger
         reported = set()
         online = any(v.split(".")[0] in ONLINE_PACKAGES for v in ctx.facts.aliases.values())
 

@@ -226,6 +226,8 @@ class InputNotMoved(Rule):
             for c in a.helpers.calls_in_scope(site.scope)
         ):
             return None  # tokenizer output moves in place: `inputs.to(device)`
+        if a.places.moved_by_key(expr.value, b.site.order, site) is not None:
+            return None  # `for k, v in inputs.items(): inputs[k] = v.to(device)`
         creation = a.places.cpu_creation(b.value)
         return (creation, expr.value) if creation is not None else None
 
