@@ -736,3 +736,41 @@ def test_batch_one_with_gradient_accumulation_is_a_memory_choice():
     assert rule(configured, "TL301") == []
     assert rule("trainer = Trainer(gradient_accumulation_steps=4)\n" + plain, "TL301") == []
     assert [f.code for f in rule("trainer = Trainer(gradient_accumulation_steps=1)\n" + plain, "TL301")] == ["TL301"]
+
+
+def test_a_name_is_what_its_reaching_binding_makes_it_not_what_an_earlier_loop_bound():
+    # The evaluation loop's `batch` is a loader's whole batch (a list): the training
+    # loop's `batch`, bound from an iterator we cannot see, does not reach it.
+    src = GPU + "from torch.utils.data import DataLoader\nval_loader = DataLoader(val_set, batch_size=8)\n"
+    src += "for step, batch in enumerate(progress):\n    opt.zero_grad()\n    model(batch[0].to(device)).sum().backward()\n"
+    src += "    opt.step()\nwith torch.no_grad():\n    for batch in val_loader:\n"
+    src += "        sizes = [t.sum() for t in batch]\n        model(batch[0].to(device))\n"
+    assert rule(src, "TL402") == []
+    walked = GPU + "scores = torch.randn(64, 10, device=device)\nfor step in range(100):\n"
+    walked += "    best = [row.max() for row in scores]\n    opt.step()\n"
+    assert rule(walked, "TL402")
+
+
+def test_moving_each_piece_of_a_batch_is_not_walking_a_tensor():
+    # a dataset whose items hold a list of tensors: the collated `xs` is a list
+    body = "def train(model, loader, optimizer, device):\n    for xs, y in loader:\n"
+    body += (
+        "        {line}\n        loss = model(xs, y.to(device))\n        loss.backward()\n        optimizer.step()\n"
+    )
+    assert rule(GPU + body.format(line="xs = [x.to(device) for x in xs]"), "TL402") == []
+    assert rule(GPU + body.format(line="xs = [x.sum().item() for x in xs.to(device)]"), "TL402")
+
+
+def test_a_library_trainer_run_trains_the_file():
+    head = "import torch\nfrom transformers import AutoModelForSequenceClassification, Trainer\n"
+    head += "model = AutoModelForSequenceClassification.from_pretrained('bert-base-uncased')\n"
+    head += "out = model(input_ids=torch.tensor([[1, 2, 3]]), labels=torch.tensor([0]))\nprint(out.loss)\n"
+    assert rule(head + "trainer = Trainer(model=model, train_dataset=ds)\ntrainer.train()\n", "TL201") == []
+    assert rule(head, "TL201")  # a pretrained model in a script that never trains
+    # the file's own `Trainer` class may do anything: not a library trainer
+    own = head.replace(
+        "from transformers import AutoModelForSequenceClassification, Trainer\n",
+        "from transformers import AutoModelForSequenceClassification\n",
+    )
+    own += "class Trainer:\n    def train(self):\n        pass\nTrainer().train()\n"
+    assert rule(own, "TL201")

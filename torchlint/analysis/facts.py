@@ -356,6 +356,45 @@ class Facts:
     def function_for_def(self, node: cst.CSTNode) -> Optional["Function"]:
         return self._function_by_scope_node.get(id(node))
 
+    def reaching(self, name: str, site: Site) -> List[Binding]:
+        """Bindings of `name` that may reach `site`: in the same scope the latest
+        ones back to the nearest that runs on every path (plus later ones in a
+        loop around the site, which reach it on the next iteration); in an
+        enclosing scope, all of its bindings."""
+        visible = self.visible_bindings(name, site.scope)
+        if not visible:
+            return []
+        if visible[0].site.scope is not site.scope:
+            return list(visible)
+        before = sorted(
+            (
+                b
+                for b in visible
+                if (b.site.order < site.order and not _binds_after(b, site))
+                or b.kind == "for"
+                and b.site.loop is not None
+                and b.site.loop.contains(site.order)
+                and b.site.order <= site.order
+            ),
+            key=lambda b: b.site.order,
+            reverse=True,
+        )
+        out: List[Binding] = []
+        killed_in_loop = False
+        for b in before:
+            out.append(b)
+            if dominates(b.site, site) or b.site.order == site.order:
+                killed_in_loop = site.loop is not None and site.loop.contains(b.site.order)
+                break
+        if site.loop is not None and not killed_in_loop:
+            for loop in site.loop.chain():
+                if loop.scope is not site.scope:
+                    break
+                out.extend(
+                    b for b in visible if b.site.order > site.order and loop.contains(b.site.order) and b not in out
+                )
+        return out
+
     def visible_bindings(self, name: str, scope: Scope) -> List[Binding]:
         """Bindings of `name` in `scope` or, if it binds none there, the nearest
         enclosing scope that does (Python's lexical rule, class bodies skipped)."""
@@ -419,6 +458,11 @@ def is_main_guard(node: cst.If) -> bool:
     names = [s for s in sides if isinstance(s, cst.Name) and s.value == "__name__"]
     strings = [s for s in sides if isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__"]
     return len(names) == 1 and len(strings) == 1
+
+
+def _binds_after(b: Binding, site: Site) -> bool:
+    """`x = f(x)`: the binding happens after its own right-hand side is read."""
+    return b.kind in ("assign", "annassign", "augassign") and b.site.stmt is site.stmt
 
 
 def dominates(first: Site, later: Site) -> bool:

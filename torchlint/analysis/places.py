@@ -111,11 +111,6 @@ def _string_key(expr: cst.Subscript) -> Optional[str]:
     return None
 
 
-def _binds_after(b: Binding, site: Site) -> bool:
-    """`x = f(x)`: the binding happens after its own right-hand side is read."""
-    return b.kind in ("assign", "annassign", "augassign") and b.site.stmt is site.stmt
-
-
 def _always_runs(site: Site) -> bool:
     """Runs whenever its scope does: in no `if`, loop or handler (a `try` body counts)."""
     return all(isinstance(owner, cst.Try) and part == "body" for owner, part in site.region)
@@ -989,43 +984,8 @@ class Places:
         return reaching[0].value, reaching[0].site
 
     def reaching(self, name: str, site: Site) -> List[Binding]:
-        """Bindings of `name` that may reach `site`: in the same scope the latest
-        ones back to the nearest that runs on every path (plus later ones in a
-        loop around the site, which reach it on the next iteration); in an
-        enclosing scope, all of its bindings."""
-        visible = self.facts.visible_bindings(name, site.scope)
-        if not visible:
-            return []
-        if visible[0].site.scope is not site.scope:
-            return list(visible)
-        before = sorted(
-            (
-                b
-                for b in visible
-                if (b.site.order < site.order and not _binds_after(b, site))
-                or b.kind == "for"
-                and b.site.loop is not None
-                and b.site.loop.contains(site.order)
-                and b.site.order <= site.order
-            ),
-            key=lambda b: b.site.order,
-            reverse=True,
-        )
-        out: List[Binding] = []
-        killed_in_loop = False
-        for b in before:
-            out.append(b)
-            if dominates(b.site, site) or b.site.order == site.order:
-                killed_in_loop = site.loop is not None and site.loop.contains(b.site.order)
-                break
-        if site.loop is not None and not killed_in_loop:
-            for loop in site.loop.chain():
-                if loop.scope is not site.scope:
-                    break
-                out.extend(
-                    b for b in visible if b.site.order > site.order and loop.contains(b.site.order) and b not in out
-                )
-        return out
+        """Bindings of `name` that may reach `site` (`Facts.reaching`)."""
+        return self.facts.reaching(name, site)
 
     def _called_names(self) -> Set[str]:
         """Names (and dotted names) the file calls: callables, never tensors."""

@@ -501,7 +501,9 @@ class Values:
                 for value, (_, s) in zip(returns, self.facts.returns_of(fn))
             )
         if isinstance(expr, cst.Name):
-            bindings = self.bindings_for(expr.value, site)
+            # The bindings that reach this read (flow order), not every earlier one: a
+            # training loop's `batch` must not decide what an evaluation loop's is.
+            bindings = self.facts.reaching(expr.value, site)
             return bool(bindings) and all(self._binds_container(b, depth) for b in bindings)
         return False
 
@@ -710,12 +712,25 @@ class Values:
         return self.expr_kind(call.receiver, call.site) == OPTIMIZER
 
     def is_train_call(self, call: Call) -> bool:
-        """`.backward()`, `torch.autograd.grad`/`backward`, or an optimizer step."""
+        """`.backward()`, `torch.autograd.grad`/`backward`, an optimizer step, or a
+        library trainer's loop (`trainer.train()` / `trainer.fit(...)` of an
+        imported `...Trainer` class: Hugging Face's, Lightning's)."""
         return (
             (call.method == "backward" and call.receiver is not None)
             or call.qualname in GRAD_USERS
             or self.is_optimizer_step(call)
+            or self._library_trainer_run(call)
         )
+
+    def _library_trainer_run(self, call: Call) -> bool:
+        if call.method not in ("train", "fit") or not isinstance(call.receiver, cst.Name):
+            return False
+        for b in self.facts.bindings_of(call.receiver.value):
+            built = self.facts.call_for(b.value) if isinstance(b.value, cst.Call) else None
+            qualname = built.qualname if built is not None else None
+            if qualname and "." in qualname and qualname.rsplit(".", 1)[1].endswith("Trainer"):
+                return True  # an imported class: the file's own `Trainer` may do anything
+        return False
 
     def parameter_free(self, model: cst.BaseExpression, site: Site, depth: int = 0) -> bool:
         """The module is an instance of a class (of this file or the project) that
