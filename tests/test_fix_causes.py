@@ -219,7 +219,7 @@ DATASET_ON_DEVICE = HEAD + (
     "ds = TensorDataset(torch.stack([x] * 8))\n"
     "loader = DataLoader(ds, batch_size=4)\n"
     "for (xb,) in loader:\n"
-    "    model(xb.to(device)).sum().backward()\n"
+    "    model(xb.to(device, non_blocking=True)).sum().backward()\n"
     "print(len(loader))\n"
 )
 
@@ -336,7 +336,7 @@ LAYOUT = HEAD + (
     "    batch_size=4,\n"
     "    shuffle=True)  # shuffle?\n"
     "for x, y in loader:\n"
-    "    x, y = x.to(device), y.to(device)\n"
+    "    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n"
     "    loss = nn.functional.mse_loss(model(x), y)\n"
     "    opt.zero_grad()\n"
     "    loss.backward()\n"
@@ -394,8 +394,8 @@ def test_cause6_one_import_per_notebook_cell(tmp_path):
             "%matplotlib inline\n"
             "a = DataLoader(TensorDataset(randn(8, 4)), batch_size=2)\n"
             "b = DataLoader(TensorDataset(randn(8, 4)), batch_size=4)\n"
-            "for (x,) in a:\n    model(x.to(device)).sum().backward()\n"
-            "for (x,) in b:\n    model(x.to(device)).sum().backward()\n"
+            "for (x,) in a:\n    model(x.to(device, non_blocking=True)).sum().backward()\n"
+            "for (x,) in b:\n    model(x.to(device, non_blocking=True)).sum().backward()\n"
             "len(a), len(b)"
         ),
         code("import torch\ntorch.cuda.is_available()"),

@@ -4,10 +4,29 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.loaders import CPU_COLLATE, NO_COLLATE, PIN_MEMORY_POSITION, PLACES, BatchUse
+from torchlint.analysis.loaders import (
+    CPU_COLLATE,
+    NO_COLLATE,
+    NUM_WORKERS_POSITION,
+    PIN_MEMORY_POSITION,
+    PLACES,
+    BatchUse,
+)
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 from torchlint.rules.nodes import comment_follows, module_at, with_keyword
+
+_NO_BENEFIT_YET = (
+    "; pinning pays off with worker processes (`num_workers`) or `non_blocking=True` copies, so add one of them with it"
+)
+
+
+def _has_workers(call) -> bool:
+    """`num_workers` given and not a literal 0 (an expression counts as workers)."""
+    kw = call.keyword("num_workers")
+    if kw is None:
+        return len(call.positional) > NUM_WORKERS_POSITION
+    return not (isinstance(kw.value, cst.Integer) and kw.value.evaluated_value == 0)
 
 
 class LoaderNoPinMemory(Rule):
@@ -90,6 +109,13 @@ class LoaderNoPinMemory(Rule):
     ```
 
     ## Fix safety
+    Offered only where pinning pays off: the loader has worker processes
+    (the pinning runs in its pin thread, beside the step) or some batch is
+    copied with `non_blocking=True`. Loading and pinning in the main process
+    before a blocking copy is one more copy, not a faster one: such a loader
+    is reported with that advice (add workers or `non_blocking=True` with
+    the pinning) and no fix.
+
     Safe: it adds `pin_memory=torch.cuda.is_available()` (or sets an explicit
     `pin_memory=False` to it), which pins where a GPU exists and changes
     nothing, without a warning, on a machine without one. Pinning changes
@@ -161,12 +187,19 @@ class LoaderNoPinMemory(Rule):
             "loader = DataLoader(ds, pin_memory=torch.cuda.is_available())\n" + _LOOP,
             line=3,
         ),
-        # an evaluation pass with blocking copies
+        # an evaluation pass with blocking copies, loaded by workers
+        Invalid(
+            "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\n"
+            "with torch.no_grad():\n    for x, y in loader:\n        out = model(x.cuda())\n",
+            fixed="import torch\nfrom torch.utils.data import DataLoader\n"
+            "loader = DataLoader(ds, num_workers=4, pin_memory=torch.cuda.is_available())\nwith torch.no_grad():\n"
+            "    for x, y in loader:\n        out = model(x.cuda())\n",
+            line=3,
+        ),
+        # blocking copies of batches loaded in the main process: pinning alone gains nothing,
+        # reported with that advice and no fix
         Invalid(
             "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds)\nwith torch.no_grad():\n"
-            "    for x, y in loader:\n        out = model(x.cuda())\n",
-            fixed="import torch\nfrom torch.utils.data import DataLoader\n"
-            "loader = DataLoader(ds, pin_memory=torch.cuda.is_available())\nwith torch.no_grad():\n"
             "    for x, y in loader:\n        out = model(x.cuda())\n",
             line=3,
         ),
@@ -202,6 +235,12 @@ class LoaderNoPinMemory(Rule):
             if info.collate not in (NO_COLLATE, CPU_COLLATE):
                 continue  # a collate_fn whose output device we cannot see, or that places batches
             # Pinning needs host tensors: no fix where a TensorDataset's tensors may be on the device.
+            # It pays off where the pinning runs beside the step (worker processes: the loader's pin
+            # thread) or the copies are asynchronous (`non_blocking=True`); in the main process before
+            # a blocking copy it is one more copy: reported, with that advice and no fix.
+            if not (info.non_blocking or _has_workers(call)):
+                ctx.report(call.node, self.MESSAGE + _NO_BENEFIT_YET)
+                continue
             ctx.report(call.node, replacements=self._fix(ctx, call) if info.host_items else None)
 
     @staticmethod
