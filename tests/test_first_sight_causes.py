@@ -774,3 +774,20 @@ def test_a_library_trainer_run_trains_the_file():
     )
     own += "class Trainer:\n    def train(self):\n        pass\nTrainer().train()\n"
     assert rule(own, "TL201")
+
+
+def test_no_accumulation_fix_where_the_iteration_copies_to_the_host_anyway():
+    src = (
+        GPU
+        + "model = torch.nn.Linear(4, 2).to(device)\ndef evaluate(loader):\n    eval_loss = 0.0\n    steps = 0\n    preds = []\n"
+    )
+    src += "    for x, y in loader:\n        with torch.no_grad():\n            logits = model(x.to(device))\n"
+    src += "            loss = torch.nn.functional.cross_entropy(logits, y.to(device))\n"
+    src += (
+        "            eval_loss += loss.mean().item()\n        steps += 1\n{copy}    return eval_loss / steps, preds\n"
+    )
+    (alone,) = rule(src.format(copy=""), "TL401")
+    assert alone.fix is not None
+    # predictions copied to the host every batch for a metric: the iteration syncs anyway
+    (copied,) = rule(src.format(copy="        preds.append(logits.detach().cpu().numpy())\n"), "TL401")
+    assert copied.fix is None

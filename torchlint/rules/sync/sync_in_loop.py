@@ -112,8 +112,9 @@ class SyncInLoop(Rule):
     to a number literal before the loop (and, in an epoch loop, reset for
     each epoch), only accumulated inside it, read only after it, and, for an
     int start, the value is known to be a count or a float; and not when
-    the same iteration syncs elsewhere (removing one sync of several gains
-    nothing). Other cases get a suggestion: log every N steps, or keep
+    the same iteration syncs elsewhere, through another reported sync or a
+    copy of a device tensor to the host (`logits.cpu().numpy()` for a
+    metric): removing one sync of several gains nothing. Other cases get a suggestion: log every N steps, or keep
     values on the device and convert once after the loop.
 
     ## References
@@ -346,9 +347,12 @@ class SyncInLoop(Rule):
         for key, items in found.items():
             if _syncs_on_purpose(a, loops[key]):
                 continue  # `torch.cuda.synchronize()` every step (timing): the iteration waits anyway
+            copies = _host_copies(a, loops[key])
             for _, node, message, fix in sorted(items, key=lambda item: item[0]):
-                if len(items) > 1:
-                    fix = None  # another sync stays in the same iteration: removing this one gains nothing
+                if len(items) > 1 or copies:
+                    # another sync stays in the same iteration (a second read, or a copy of a device
+                    # tensor to the host: `logits.cpu().numpy()` for a metric): removing this one gains nothing
+                    fix = None
                 ctx.report(node, message, replacements=fix)
 
     @staticmethod
@@ -592,6 +596,18 @@ def _exits_block(block: cst.BaseSuite) -> bool:
         else ()
     )
     return any(isinstance(small, (cst.Break, cst.Return, cst.Raise)) for small in smalls)
+
+
+def _host_copies(a, loop: Loop) -> bool:
+    """The loop copies a device tensor to the host every iteration (`.cpu()`,
+    `.numpy()`, `.tolist()` on the accelerator): a sync TL401 does not report."""
+    return any(
+        c.method in ("cpu", "numpy", "tolist")
+        and c.receiver is not None
+        and a.places.on_accelerator(c.receiver, c.site)
+        and not a.loops.occasional_guard(c.site, loop)
+        for c in a.loops.calls_in(loop)
+    )
 
 
 def _syncs_on_purpose(a, loop: Loop) -> bool:
