@@ -79,7 +79,7 @@ TRAIN = (
     "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
     "loader = DataLoader(TensorDataset(torch.randn(16, 3), torch.randn(16, 1)), batch_size=4)\n"
     "for x, y in loader:\n"
-    "    x, y = x.to(device), y.to(device)\n"
+    "    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n"
     "    loss = nn.functional.mse_loss(model(x), y)\n"
     "    opt.zero_grad()\n"
     "    loss.backward()\n"
@@ -138,7 +138,7 @@ def test_a_run_that_changes_is_a_wrong_edit(tmp_path):
     src = TRAIN.replace("x.to(device)\n", "").replace(
         "model = nn.Linear(3, 1).to(device)\n", "model = nn.Linear(3, 1)\n"
     )
-    src = src.replace("    x, y = x.to(device), y.to(device)\n", "")
+    src = src.replace("    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n", "")
     (before / "a.py").write_text(src)
     (after / "a.py").write_text(src.replace("x = torch.ones(2, 3)\n", "x = torch.ones(2, 3).to(device)\n"))
     recorded = {"r/a.py": {"fixes": [{"rule": "TL105"}]}}
