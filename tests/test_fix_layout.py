@@ -45,7 +45,7 @@ def test_a_keyword_goes_before_the_last_one_when_a_comment_follows_the_call():
 
 
 GPU = "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\ndevice = torch.device('cuda')\n"
-LOOP = "for (x,) in loader:\n    model(x.to(device)).sum().backward()\n"
+LOOP = "for (x,) in loader:\n    model(x.to(device, non_blocking=True)).sum().backward()\n"
 
 
 def test_the_comment_after_a_loader_stays_with_its_argument():
@@ -86,9 +86,9 @@ def test_an_import_a_fix_needs_is_added_once_per_notebook_cell():
     loaders = (
         "from torch.utils.data import DataLoader\n"
         "a = DataLoader(ds1, batch_size=2)\nb = DataLoader(ds2, batch_size=2)\nc = DataLoader(ds3)\n"
-        "for (x,) in a:\n    model(x.to(device)).sum().backward()\n"
-        "for (x,) in b:\n    model(x.to(device)).sum().backward()\n"
-        "for (x,) in c:\n    model(x.to(device)).sum().backward()\n"
+        "for (x,) in a:\n    model(x.to(device, non_blocking=True)).sum().backward()\n"
+        "for (x,) in b:\n    model(x.to(device, non_blocking=True)).sum().backward()\n"
+        "for (x,) in c:\n    model(x.to(device, non_blocking=True)).sum().backward()\n"
     )
     later = "import torch\ndevice = torch.device('cuda')\nmodel = torch.nn.Linear(3, 1).to(device)\n"
     nb = notebook(code("# data\n%load_ext autoreload\n" + loaders), code(later))
