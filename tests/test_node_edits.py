@@ -93,7 +93,9 @@ def test_a_big_file_gets_every_fix_locally(monkeypatch):
     source = training_script(1500)
     monkeypatch.setattr(pipeline, "replace_nodes", lambda *a: (_ for _ in ()).throw(AssertionError("transform")))
     result = pipeline.lint_text(source, "big.py", ALL)
-    assert result.problems == () and sum(f.fix is not None for f in result.findings) >= 30
+    # (at least 15 fixes: the generated script's loaders load in the main process and copy
+    # blocking, where TL303 gives no fix)
+    assert result.problems == () and sum(f.fix is not None for f in result.findings) >= 15
 
 
 def test_context_kwargs_cover_every_node_type():
