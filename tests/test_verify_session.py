@@ -113,6 +113,10 @@ def test_fixtures_needing_more_gpus_are_in_no_part_and_skipped_with_why(tmp_path
     assert "TL601" in session.parts(fixtures, gpus=2)[1].rules
     assert [(fx.rule, why) for fx, why in session.unmeasured(fixtures)] == [
         (
+            "TL304",
+            "in a session of its own (torchlint verify --rules TL304): " + _by_rule(fixtures, "TL304").own_session,
+        ),
+        (
             "TL404",
             "in a session of its own (torchlint verify --rules TL404): " + _by_rule(fixtures, "TL404").own_session,
         ),

@@ -84,6 +84,14 @@ class CollateKind(enum.Enum):
     UNKNOWN = "unknown"
 
 
+class Workers(enum.Enum):
+    """What a loader's `num_workers` says."""
+
+    NONE = "none"  # not given, or a literal 0 (also through a name bound once to 0)
+    SOME = "some"  # a literal above 0 (also through a name bound once to one)
+    MAYBE = "maybe"  # an expression: workers where it is above 0
+
+
 class BatchUse(enum.Enum):
     """How a loader's batches are used in this file."""
 
@@ -219,6 +227,22 @@ class Loaders:
                 collate_works=self._collate_works(call),
             )
         return self._info[key]
+
+    def workers(self, call: Call) -> Workers:
+        """What the loader's `num_workers` (keyword or positional) says; a name
+        whose only binding reaching the call is an integer literal counts as
+        that literal."""
+        arg = self.argument(call, "num_workers", NUM_WORKERS_POSITION)
+        if arg is None:
+            return Workers.NONE
+        value = arg.value
+        if isinstance(value, cst.Name):
+            reaching = self.facts.reaching(value.value, call.site)
+            if len(reaching) == 1 and isinstance(reaching[0].value, cst.Integer):
+                value = reaching[0].value
+        if isinstance(value, cst.Integer):
+            return Workers.SOME if value.evaluated_value > 0 else Workers.NONE
+        return Workers.SOME if _positive(value) else Workers.MAYBE
 
     @staticmethod
     def argument(call: Call, name: str, position: int) -> Optional[cst.Arg]:
@@ -849,17 +873,22 @@ class Loaders:
         is bound to is visible as that binding, and in same-file functions it is
         passed to, over the parameter that receives it (not a same-named
         parameter that receives something else)."""
+        return [site for site, _ in self._passes(call)]
+
+    def _passes(self, call: Call) -> List[Tuple[Site, Optional[Call]]]:
+        """`loops_over`, each with the call of the same-file function that holds
+        the loop and receives the loader (None: the loop reads the loader's own name)."""
         b = self.binding_of(call)
         if b is None:
             return []
         if "." in b.name:
-            return self.iterated_in(call)
-        out: List[Site] = []
+            return [(site, None) for site in self.iterated_in(call)]
+        out: List[Tuple[Site, Optional[Call]]] = []
         for loop in self._loops_over().get(b.name, []):
             if b in self.facts.visible_bindings(b.name, loop.scope):
                 site = self.facts.site_of_statement(loop.node)
                 if site is not None:
-                    out.append(site)
+                    out.append((site, None))
         for use in self.facts.local_uses(b.name, b.site.scope):
             parent = use.site.parent
             if not isinstance(parent, cst.Arg) or parent.value is not use.node:
@@ -873,9 +902,42 @@ class Loaders:
                     for loop in self._loops_over().get(param, []):
                         if loop.scope is fn.scope:
                             site = self.facts.site_of_statement(loop.node)
-                            if site is not None and site not in out:
-                                out.append(site)
+                            if site is not None and all(site is not s for s, _ in out):
+                                out.append((site, outer))
         return out
+
+    def restarted_each_pass(self, call: Call) -> Optional[Site]:
+        """A `for` over the loader `call` builds that runs again and again: in a
+        loop (in the same function, or around a call of the function holding the
+        `for`: `for epoch in ...: train_one_epoch(loader)`, `self.train_epoch()`)
+        that does not build the loader anew, not only now and then (`if epoch %
+        10 == 0: evaluate(...)`). Each such pass starts the loader's worker
+        processes again. Returns that `for`'s site."""
+        for site, via in self._passes(call):
+            loop = self.loops.loop_for(site.stmt) if site.stmt is not None else None
+            if loop is None or self.loops.runs_once(loop):
+                continue
+            if via is None and self._repeats(site, call.site, 0):
+                return site
+            if via is not None and (self._repeats(site, call.site, 3) or self._repeats(via.site, call.site, 0)):
+                return site
+        return None
+
+    def _repeats(self, site: Site, built: Site, depth: int) -> bool:
+        """`site` runs in every iteration of a loop that does not hold `built`,
+        directly or through the same-file callers of its function."""
+        loop = site.loop
+        while loop is not None and loop.scope is site.scope:
+            if loop.scope is built.scope and loop.contains(built.order):
+                return False  # the loader is built anew each pass
+            if not self.loops.runs_once(loop) and not self.loops.occasional_guard(site, loop):
+                return True
+            loop = loop.parent
+        fn_scope = site.scope.function
+        if depth >= 3 or fn_scope is None or site.scope is not fn_scope or self.loops.occasional_guard(site):
+            return False
+        fn = self.facts.function_of(fn_scope)
+        return fn is not None and any(self._repeats(c.site, built, depth + 1) for c in self.values.callers(fn))
 
     def _loops_over(self) -> Dict[str, List[Loop]]:
         """`for` loops by the dotted name they iterate (through enumerate/tqdm)."""
@@ -916,6 +978,24 @@ _TENSOR_METHODS = frozenset(
     "stack cat float long int half bool view reshape unsqueeze squeeze permute transpose contiguous clone".split()
 )
 _CONTAINER_METHODS = frozenset("append extend items keys values get pop update".split())
+
+
+def _positive(expr: cst.BaseExpression) -> bool:
+    """An expression known to be an integer above 0: a positive literal, `x or
+    N` with N known positive (`os.cpu_count() or 1`), `min(...)` of known
+    positive values, `max(...)` with a known positive one."""
+    if isinstance(expr, cst.Integer):
+        return expr.evaluated_value > 0
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
+        return _positive(expr.right)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.args:
+        if any(a.star or a.keyword is not None for a in expr.args):
+            return False
+        if expr.func.value == "min":
+            return all(_positive(a.value) for a in expr.args)
+        if expr.func.value == "max":
+            return any(_positive(a.value) for a in expr.args)
+    return False
 
 
 def _target_names(target: cst.BaseExpression) -> List[str]:

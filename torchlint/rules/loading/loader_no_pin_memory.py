@@ -7,10 +7,10 @@ import libcst as cst
 from torchlint.analysis.loaders import (
     CPU_COLLATE,
     NO_COLLATE,
-    NUM_WORKERS_POSITION,
     PIN_MEMORY_POSITION,
     PLACES,
     BatchUse,
+    Workers,
 )
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
@@ -19,14 +19,6 @@ from torchlint.rules.nodes import comment_follows, module_at, with_keyword
 _NO_BENEFIT_YET = (
     "; pinning pays off with worker processes (`num_workers`) or `non_blocking=True` copies, so add one of them with it"
 )
-
-
-def _has_workers(call) -> bool:
-    """`num_workers` given and not a literal 0 (an expression counts as workers)."""
-    kw = call.keyword("num_workers")
-    if kw is None:
-        return len(call.positional) > NUM_WORKERS_POSITION
-    return not (isinstance(kw.value, cst.Integer) and kw.value.evaluated_value == 0)
 
 
 class LoaderNoPinMemory(Rule):
@@ -238,7 +230,7 @@ class LoaderNoPinMemory(Rule):
             # It pays off where the pinning runs beside the step (worker processes: the loader's pin
             # thread) or the copies are asynchronous (`non_blocking=True`); in the main process before
             # a blocking copy it is one more copy: reported, with that advice and no fix.
-            if not (info.non_blocking or _has_workers(call)):
+            if not (info.non_blocking or a.loaders.workers(call) is not Workers.NONE):
                 ctx.report(call.node, self.MESSAGE + _NO_BENEFIT_YET)
                 continue
             ctx.report(call.node, replacements=self._fix(ctx, call) if info.host_items else None)

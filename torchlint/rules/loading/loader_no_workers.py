@@ -17,6 +17,7 @@ from torchlint.analysis.loaders import (
     TINY,
     UNKNOWN_COLLATE,
     BatchUse,
+    Workers,
 )
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
@@ -260,9 +261,9 @@ class LoaderNoWorkers(Rule):
         for call in a.loaders.calls():
             if call.has_star_kwargs or _starred(call) or len(call.positional) > NUM_WORKERS_POSITION:
                 continue
-            kw = call.keyword("num_workers")
-            if kw is not None and not (isinstance(kw.value, cst.Integer) and kw.value.evaluated_value == 0):
+            if a.loaders.workers(call) is not Workers.NONE:
                 continue
+            kw = call.keyword("num_workers")
             if a.roles.excluded(call.site) or a.places.xla:
                 continue
             info = a.loaders.info(call)
