@@ -791,3 +791,24 @@ def test_no_accumulation_fix_where_the_iteration_copies_to_the_host_anyway():
     # predictions copied to the host every batch for a metric: the iteration syncs anyway
     (copied,) = rule(src.format(copy="        preds.append(logits.detach().cpu().numpy())\n"), "TL401")
     assert copied.fix is None
+
+
+# -- Round 5 causes: TL201 constructions, dead branches, project guards; TL104 debug code; TL102 fix -----
+
+
+def test_calling_a_class_handed_in_as_a_parameter_builds_a_module():
+    # `Net: nn.Module` is a class handed in: `agent = Net(env, ...)` builds the module
+    # that is then loaded and used; the construction is no forward.
+    src = (
+        "import torch\n\n\ndef evaluate(path, Net: torch.nn.Module, episodes, device='cpu'):\n"
+        "    state = torch.load(path, map_location='cpu')\n"
+        "    agent = Net(state['env'], width=state['width'])\n"
+        "    agent.load_state_dict(state['weights'])\n    agent.eval()\n    total = []\n"
+        "    while len(total) < episodes:\n        total.append(agent.act(torch.zeros(1, 4)))\n    return total\n\n\n"
+        "if __name__ == '__main__':\n    from agents import Policy\n\n    evaluate('a.pt', Policy, 5)\n"
+    )
+    assert rule(src, "TL201") == []
+    # an instance handed in and called: a forward, still reported
+    inst = src.replace("agent = Net(state['env'], width=state['width'])", "agent = Net")
+    inst = inst.replace("agent.act(torch.zeros(1, 4))", "Net(torch.zeros(1, 4))")
+    assert [f.row for f in rule(inst, "TL201")] == [11]
