@@ -812,3 +812,31 @@ def test_calling_a_class_handed_in_as_a_parameter_builds_a_module():
     inst = src.replace("agent = Net(state['env'], width=state['width'])", "agent = Net")
     inst = inst.replace("agent.act(torch.zeros(1, 4))", "Net(torch.zeros(1, 4))")
     assert [f.row for f in rule(inst, "TL201")] == [11]
+
+
+_DEBUG_CHECK = (
+    "import pdb\nimport torch\nimport torch.nn.functional as F\n\n\ndef check_warp():\n"
+    "    img = torch.randn(3, 2, 5, 4).cuda().requires_grad_()\n"
+    "    flow = torch.randn(3, 5, 4, 2).cuda().requires_grad_()\n    out = F.grid_sample(img, flow)\n"
+    "    grads = torch.autograd.grad(out, (img, flow), torch.rand(out.size()).cuda())\n"
+    "    {stop}\n    return grads\n"
+)
+
+
+def test_an_uncalled_function_that_stops_in_the_debugger_is_debug_code():
+    for stop in ("pdb.set_trace()", "breakpoint()"):
+        assert rule(_DEBUG_CHECK.format(stop=stop), "TL104") == []
+    # no debugger stop: still reported
+    assert [f.row for f in rule(_DEBUG_CHECK.format(stop="print(grads)"), "TL104")] == [7, 8, 10]
+    # called by the file: it runs, still reported
+    called = _DEBUG_CHECK.format(stop="pdb.set_trace()") + "\n\ncheck_warp()\n"
+    assert [f.row for f in rule(called, "TL104")] == [7, 8, 10]
+
+
+def test_a_debugger_stopping_function_imported_by_another_project_file_is_not_debug_code(tmp_path):
+    from test_project import findings, write
+
+    write(tmp_path, {"utils/checks.py": _DEBUG_CHECK.format(stop="pdb.set_trace()")})
+    assert [f for f in findings(tmp_path) if f[2] == "TL104"] == []
+    write(tmp_path, {"run.py": "from utils.checks import check_warp\n\ncheck_warp()\n"})
+    assert [f[1] for f in findings(tmp_path) if f[2] == "TL104"] == [7, 8, 10]

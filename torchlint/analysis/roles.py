@@ -31,6 +31,7 @@ from torchlint.analysis.vocabulary import (
     BENCHMARK_CALLS,
     BENCHMARK_NAME,
     CLOCKS,
+    DEBUGGER_BREAKS,
     EXPORT_CALLS,
     GRADIENT_CHECKS,
     SUMMARY_CALLS,
@@ -104,6 +105,8 @@ class Roles:
             return False
         if any(c.qualname in GRADIENT_CHECKS for c in self.helpers.calls_in(fn)):
             return True
+        if self.is_debug_function(fn):
+            return True
         parent = fn.scope.parent
         if parent is not None and parent.kind == "class":
             info = self.facts.classes.get(parent.name)
@@ -118,6 +121,25 @@ class Roles:
         if fn.name.lower().strip("_") == "test":
             return False
         return not any(self.loops.is_data_loop(loop) for loop in self.facts.loops_in(fn.scope))
+
+    def is_debug_function(self, fn: Function) -> bool:
+        """A debugging routine: a top-level function that stops in a debugger
+        (`pdb.set_trace()`, `breakpoint()`), holds no loop that trains or walks
+        data, and that nothing calls (in its file) or imports (in the project)."""
+        if fn.scope.parent is None or fn.scope.parent.kind != "module":
+            return False
+        if not any(self._debugger_break(c) for c in self.helpers.calls_in(fn)):
+            return False
+        if self.values.callers(fn) or any(self.loops.role(lp) is not None for lp in self.facts.loops_in(fn.scope)):
+            return False
+        project = self.values.project
+        return project is None or not project.imported(project.local(fn.name))
+
+    def _debugger_break(self, call: Call) -> bool:
+        func = call.node.func
+        if isinstance(func, cst.Name) and func.value == "breakpoint":
+            return not self.facts.bindings_of("breakpoint")  # the builtin
+        return call.qualname in DEBUGGER_BREAKS
 
     def in_test(self, site: Site) -> bool:
         """In a test file, a test function, or a test class (its helpers too)."""
