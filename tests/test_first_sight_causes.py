@@ -840,3 +840,19 @@ def test_a_debugger_stopping_function_imported_by_another_project_file_is_not_de
     assert [f for f in findings(tmp_path) if f[2] == "TL104"] == []
     write(tmp_path, {"run.py": "from utils.checks import check_warp\n\ncheck_warp()\n"})
     assert [f[1] for f in findings(tmp_path) if f[2] == "TL104"] == [7, 8, 10]
+
+
+def test_a_branch_a_constant_loop_variable_never_takes_never_runs():
+    src = (
+        "import torch\ncoarse = torch.load('coarse.pt').cuda()\nfine = torch.load('fine.pt').cuda()\n"
+        "coarse.eval()\nfine.eval()\nfor a, b in loader:\n    for stage in range({bounds}):\n"
+        "        if stage == 0: x = a.cuda()\n        if stage == 1: x = b.cuda()\n"
+        "        if stage == 0: out = coarse(x)\n        if stage == 1: out = fine(x)\n"
+    )
+    # `range(0, 1)` only yields 0: the `stage == 1` forward never runs
+    assert [f.row for f in rule(src.format(bounds="0, 1"), "TL201")] == [10]
+    # `range(2)` yields both: both forwards run
+    assert [f.row for f in rule(src.format(bounds="2"), "TL201")] == [10, 11]
+    # the loop variable rebound inside the loop: can't tell
+    rebound = src.format(bounds="0, 1").replace("        if stage == 0: x", "        stage = pick()\n        if stage == 0: x")
+    assert [f.row for f in rule(rebound, "TL201")] == [11, 12]
