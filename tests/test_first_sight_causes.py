@@ -854,5 +854,7 @@ def test_a_branch_a_constant_loop_variable_never_takes_never_runs():
     # `range(2)` yields both: both forwards run
     assert [f.row for f in rule(src.format(bounds="2"), "TL201")] == [10, 11]
     # the loop variable rebound inside the loop: can't tell
-    rebound = src.format(bounds="0, 1").replace("        if stage == 0: x", "        stage = pick()\n        if stage == 0: x")
+    rebound = src.format(bounds="0, 1").replace(
+        "        if stage == 0: x", "        stage = pick()\n        if stage == 0: x"
+    )
     assert [f.row for f in rule(rebound, "TL201")] == [11, 12]
