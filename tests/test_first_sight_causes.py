@@ -791,3 +791,70 @@ def test_no_accumulation_fix_where_the_iteration_copies_to_the_host_anyway():
     # predictions copied to the host every batch for a metric: the iteration syncs anyway
     (copied,) = rule(src.format(copy="        preds.append(logits.detach().cpu().numpy())\n"), "TL401")
     assert copied.fix is None
+
+
+# -- Round 5 causes: TL201 constructions, dead branches, project guards; TL104 debug code; TL102 fix -----
+
+
+def test_calling_a_class_handed_in_as_a_parameter_builds_a_module():
+    # `Net: nn.Module` is a class handed in: `agent = Net(env, ...)` builds the module
+    # that is then loaded and used; the construction is no forward.
+    src = (
+        "import torch\n\n\ndef evaluate(path, Net: torch.nn.Module, episodes, device='cpu'):\n"
+        "    state = torch.load(path, map_location='cpu')\n"
+        "    agent = Net(state['env'], width=state['width'])\n"
+        "    agent.load_state_dict(state['weights'])\n    agent.eval()\n    total = []\n"
+        "    while len(total) < episodes:\n        total.append(agent.act(torch.zeros(1, 4)))\n    return total\n\n\n"
+        "if __name__ == '__main__':\n    from agents import Policy\n\n    evaluate('a.pt', Policy, 5)\n"
+    )
+    assert rule(src, "TL201") == []
+    # an instance handed in and called: a forward, still reported
+    inst = src.replace("agent = Net(state['env'], width=state['width'])", "agent = Net")
+    inst = inst.replace("agent.act(torch.zeros(1, 4))", "Net(torch.zeros(1, 4))")
+    assert [f.row for f in rule(inst, "TL201")] == [11]
+
+
+_DEBUG_CHECK = (
+    "import pdb\nimport torch\nimport torch.nn.functional as F\n\n\ndef check_warp():\n"
+    "    img = torch.randn(3, 2, 5, 4).cuda().requires_grad_()\n"
+    "    flow = torch.randn(3, 5, 4, 2).cuda().requires_grad_()\n    out = F.grid_sample(img, flow)\n"
+    "    grads = torch.autograd.grad(out, (img, flow), torch.rand(out.size()).cuda())\n"
+    "    {stop}\n    return grads\n"
+)
+
+
+def test_an_uncalled_function_that_stops_in_the_debugger_is_debug_code():
+    for stop in ("pdb.set_trace()", "breakpoint()"):
+        assert rule(_DEBUG_CHECK.format(stop=stop), "TL104") == []
+    # no debugger stop: still reported
+    assert [f.row for f in rule(_DEBUG_CHECK.format(stop="print(grads)"), "TL104")] == [7, 8, 10]
+    # called by the file: it runs, still reported
+    called = _DEBUG_CHECK.format(stop="pdb.set_trace()") + "\n\ncheck_warp()\n"
+    assert [f.row for f in rule(called, "TL104")] == [7, 8, 10]
+
+
+def test_a_debugger_stopping_function_imported_by_another_project_file_is_not_debug_code(tmp_path):
+    from test_project import findings, write
+
+    write(tmp_path, {"utils/checks.py": _DEBUG_CHECK.format(stop="pdb.set_trace()")})
+    assert [f for f in findings(tmp_path) if f[2] == "TL104"] == []
+    write(tmp_path, {"run.py": "from utils.checks import check_warp\n\ncheck_warp()\n"})
+    assert [f[1] for f in findings(tmp_path) if f[2] == "TL104"] == [7, 8, 10]
+
+
+def test_a_branch_a_constant_loop_variable_never_takes_never_runs():
+    src = (
+        "import torch\ncoarse = torch.load('coarse.pt').cuda()\nfine = torch.load('fine.pt').cuda()\n"
+        "coarse.eval()\nfine.eval()\nfor a, b in loader:\n    for stage in range({bounds}):\n"
+        "        if stage == 0: x = a.cuda()\n        if stage == 1: x = b.cuda()\n"
+        "        if stage == 0: out = coarse(x)\n        if stage == 1: out = fine(x)\n"
+    )
+    # `range(0, 1)` only yields 0: the `stage == 1` forward never runs
+    assert [f.row for f in rule(src.format(bounds="0, 1"), "TL201")] == [10]
+    # `range(2)` yields both: both forwards run
+    assert [f.row for f in rule(src.format(bounds="2"), "TL201")] == [10, 11]
+    # the loop variable rebound inside the loop: can't tell
+    rebound = src.format(bounds="0, 1").replace(
+        "        if stage == 0: x", "        stage = pick()\n        if stage == 0: x"
+    )
+    assert [f.row for f in rule(rebound, "TL201")] == [11, 12]

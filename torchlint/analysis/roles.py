@@ -31,6 +31,7 @@ from torchlint.analysis.vocabulary import (
     BENCHMARK_CALLS,
     BENCHMARK_NAME,
     CLOCKS,
+    DEBUGGER_BREAKS,
     EXPORT_CALLS,
     GRADIENT_CHECKS,
     SUMMARY_CALLS,
@@ -104,6 +105,8 @@ class Roles:
             return False
         if any(c.qualname in GRADIENT_CHECKS for c in self.helpers.calls_in(fn)):
             return True
+        if self.is_debug_function(fn):
+            return True
         parent = fn.scope.parent
         if parent is not None and parent.kind == "class":
             info = self.facts.classes.get(parent.name)
@@ -118,6 +121,25 @@ class Roles:
         if fn.name.lower().strip("_") == "test":
             return False
         return not any(self.loops.is_data_loop(loop) for loop in self.facts.loops_in(fn.scope))
+
+    def is_debug_function(self, fn: Function) -> bool:
+        """A debugging routine: a top-level function that stops in a debugger
+        (`pdb.set_trace()`, `breakpoint()`), holds no loop that trains or walks
+        data, and that nothing calls (in its file) or imports (in the project)."""
+        if fn.scope.parent is None or fn.scope.parent.kind != "module":
+            return False
+        if not any(self._debugger_break(c) for c in self.helpers.calls_in(fn)):
+            return False
+        if self.values.callers(fn) or any(self.loops.role(lp) is not None for lp in self.facts.loops_in(fn.scope)):
+            return False
+        project = self.values.project
+        return project is None or not project.imported(project.local(fn.name))
+
+    def _debugger_break(self, call: Call) -> bool:
+        func = call.node.func
+        if isinstance(func, cst.Name) and func.value == "breakpoint":
+            return not self.facts.bindings_of("breakpoint")  # the builtin
+        return call.qualname in DEBUGGER_BREAKS
 
     def in_test(self, site: Site) -> bool:
         """In a test file, a test function, or a test class (its helpers too)."""
@@ -135,7 +157,7 @@ class Roles:
     def quiet(self, site: Site) -> bool:
         """Test code or a branch that never runs: where rules that advise on
         placement (and on speed) stay silent, whatever else the site does."""
-        return in_dead_branch(site) or self.in_test(site)
+        return in_dead_branch(site, self.facts) or self.in_test(site)
 
     # -- model modules and smoke blocks --------------------------------------------------
 
@@ -373,18 +395,74 @@ def _constant_truth(test: cst.BaseExpression) -> Optional[bool]:
     return None
 
 
-def in_dead_branch(site: Site) -> bool:
+def in_dead_branch(site: Site, facts: Optional[Facts] = None) -> bool:
     """`site` sits in a branch that never runs: the body of `if 0:`/`if False:`,
-    or the `else` of `if 1:`/`if True:` (a switch left in the code)."""
+    or the `else` of `if 1:`/`if True:` (a switch left in the code), or a branch
+    on `i == k` that a constant loop `for i in range(...)` around it never (or
+    always) takes (with `facts`: `i` is not rebound inside that loop)."""
+    ranges: Dict[str, Set[int]] = {}
     for owner, part in site.region:
+        if isinstance(owner, cst.For) and part == "body" and facts is not None:
+            found = _constant_range(owner, facts)
+            if found is not None:
+                ranges[found[0]] = found[1]
+            continue
         if not isinstance(owner, cst.If):
             continue
         truth = _constant_truth(owner.test)
+        if truth is None:
+            truth = _range_truth(owner.test, ranges)
         if truth is None:
             continue
         if (part == "body" and not truth) or (part == "else" and truth):
             return True
     return False
+
+
+_MAX_RANGE = 64
+
+
+def _constant_range(loop: cst.For, facts: Facts):
+    """(`i`, its values) for `for i in range(a[, b[, c]])` with integer literals,
+    when nothing else binds `i` inside the loop; else None."""
+    if not isinstance(loop.target, cst.Name) or not isinstance(loop.iter, cst.Call):
+        return None
+    func = loop.iter.func
+    if not isinstance(func, cst.Name) or func.value != "range" or facts.bindings_of("range"):
+        return None
+    bounds = []
+    for arg in loop.iter.args:
+        if arg.keyword is not None or arg.star or not isinstance(arg.value, cst.Integer):
+            return None
+        bounds.append(int(arg.value.evaluated_value))
+    if not 1 <= len(bounds) <= 3 or (len(bounds) == 3 and bounds[2] == 0):
+        return None
+    values = range(*bounds)
+    if len(values) > _MAX_RANGE:
+        return None
+    name = loop.target.value
+    for b in facts.bindings_of(name):
+        if b.target is not loop.target and (loop, "body") in b.site.region:
+            return None  # rebound inside the loop
+    return name, set(values)
+
+
+def _range_truth(test: cst.BaseExpression, ranges: Dict[str, Set[int]]) -> Optional[bool]:
+    """The truth of `i == k` / `i != k` for a loop variable `i` of known values."""
+    if not ranges or not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    left, target = test.left, test.comparisons[0]
+    right = target.comparator
+    if isinstance(left, cst.Integer) and isinstance(right, cst.Name):
+        left, right = right, left
+    if not (isinstance(left, cst.Name) and isinstance(right, cst.Integer)) or left.value not in ranges:
+        return None
+    values, k = ranges[left.value], int(right.evaluated_value)
+    if isinstance(target.operator, cst.Equal):
+        return False if k not in values else (True if values == {k} else None)
+    if isinstance(target.operator, cst.NotEqual):
+        return True if k not in values else (False if values == {k} else None)
+    return None
 
 
 def is_expression_statement(site: Site) -> bool:

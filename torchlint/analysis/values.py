@@ -368,8 +368,33 @@ class Values:
             for b in self.facts.bindings:
                 if self._annotated_module(b):
                     found.add(id(b))
+            found -= self._constructors(found)
             self._used_as_module = found
         return self._used_as_module
+
+    def _constructors(self, modules: Set[int]) -> Set[int]:
+        """ids of bindings whose call builds a module: `model = Net(envs)` (or
+        `Net(envs).to(device)`) where `model` is then used as a module. `Net` is a
+        class (or factory) handed in, even when annotated `nn.Module`: calling it
+        is a construction, not a forward."""
+        built: Set[int] = set()
+        for b in self.facts.bindings:
+            if b.kind != "assign" or b.index is not None or id(b) not in modules:
+                continue
+            value = b.value
+            while (
+                isinstance(value, cst.Call)
+                and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value in _SAME_KIND_METHODS
+            ):
+                value = value.func.value
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+                built.add(id(value))
+        out: Set[int] = set()
+        for call in self.facts.calls:
+            if id(call.node) in built and isinstance(call.node.func, cst.Name):
+                out.update(id(c) for c in self.bindings_for(call.node.func.value, call.site))
+        return out
 
     def _annotated_module(self, b: Binding) -> bool:
         """`model: nn.Module` (or a same-file module class) as a parameter or an

@@ -325,6 +325,8 @@ GRADIENT_CHECKS = frozenset(
         "torch.autograd.gradcheck.gradgradcheck",
     }
 )
+# What only debugging code does: stop in a debugger.
+DEBUGGER_BREAKS = frozenset({"pdb.set_trace", "ipdb.set_trace", "pudb.set_trace", "breakpoint"})
 TEST_FRAMEWORKS = ("pytest", "unittest")
 TEST_CLASS = re.compile(r"^Test[A-Z_0-9]")
 INFERENCE_NAME = re.compile(

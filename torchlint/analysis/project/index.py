@@ -425,6 +425,28 @@ class ProjectIndex:
                 return bool(self._ask(Question.FORWARD_CONTAINER, resolved))
         return False
 
+    def _imported(self, target: Target, _: object) -> bool:
+        """Another project file imports the definition, or its whole module (by
+        name or `*`): it may be used there. A library name: True (can't tell)."""
+        if not isinstance(target, Defined):
+            return True
+        module = self.module_name(target.path) or ""
+        for path in self.summaries():
+            if path == target.path:
+                continue
+            s = self.summary(path) or ModuleSummary()
+            if not s.parsed:
+                return True
+            self._definitions(path)
+            if any(self._star_module(path, star) == target.path for star in s.star_imports):
+                return True
+            for _local, imported in s.imports:
+                if (module + ".").startswith(imported + "."):
+                    return True  # `import pkg`: `pkg.sub.fn` may be reached through it
+                if self._star_module(path, imported) == target.path or self._lookup(path, imported) == target:
+                    return True
+        return False
+
     def _has_parameters(self, target: Target, _: object) -> Optional[bool]:
         """True when class `target` builds parameters (its own code, a base's, a
         submodule's), False when it certainly builds none (only buffers, plain
@@ -459,6 +481,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.PLACES_ITSELF: ProjectIndex._places_itself,
     Question.FORWARD_CONTAINER: ProjectIndex._forward_container,
     Question.HAS_PARAMETERS: ProjectIndex._has_parameters,
+    Question.IMPORTED: ProjectIndex._imported,
 }
 
 
@@ -517,6 +540,10 @@ class FileView:
         a module of buffers only records no graph), or we can't tell (None)."""
         answer = self.index._record(self.path, Question.HAS_PARAMETERS, qualname, None)
         return answer if isinstance(answer, bool) else None
+
+    def imported(self, qualname: str) -> bool:
+        """Another project file imports `qualname` (or its module): it may be used there."""
+        return bool(self.index._record(self.path, Question.IMPORTED, qualname, None))
 
     def trains(self, qualname: str) -> bool:
         """Function `qualname` calls `.backward()` or an optimizer step (itself or

@@ -51,6 +51,7 @@ class Question(enum.Enum):
     PLACES_ITSELF = "places_itself"
     FORWARD_CONTAINER = "forward_container"
     HAS_PARAMETERS = "has_parameters"
+    IMPORTED = "imported"
 
 
 @dataclass(frozen=True)
