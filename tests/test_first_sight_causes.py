@@ -791,3 +791,27 @@ def test_no_accumulation_fix_where_the_iteration_copies_to_the_host_anyway():
     # predictions copied to the host every batch for a metric: the iteration syncs anyway
     (copied,) = rule(src.format(copy="        preds.append(logits.detach().cpu().numpy())\n"), "TL401")
     assert copied.fix is None
+
+
+# -- Round 5 causes: TL402, what a walked value is ---------------------------------------------
+
+
+_ROPE = (
+    "import torch\nfrom transformers.models.mistral.modeling_mistral import MistralAttention\n"
+    "def gather_rope(q, pair, pos):\n"
+    "    idx = pos[:, :, None, None].repeat(1, 1, pair[0].shape[1], pair[0].shape[3])\n"
+    "    c, s = (torch.gather(t.transpose(1, 2), 1, idx) for t in pair)\n"
+    "    return q * c + q.flip(-1) * s\n"
+    "def patched_forward(self, h, pos):\n"
+    "    q = self.q_proj(h)\n    pair = {pair}\n    return gather_rope(q, pair, pos)\n"
+    "device = torch.device('cuda')\nblock = MistralAttention(cfg).to(device).half()\n"
+    "h = torch.rand(2, 16, 64, device=device)\npos = torch.arange(16, device=device)[None]\n"
+    "ref = block.forward(h, position_ids=pos)\nout = patched_forward(block, h, pos)\n"
+)
+
+
+def test_a_module_driven_through_its_forward_is_no_tensor():
+    # `block.forward(h)`: `block` is a module, so `self.rotary(v)` in the patched forward
+    # is a submodule's output (a `(cos, sin)` pair), not a method of a tensor
+    assert rule(_ROPE.format(pair="self.rotary(q, seq_len=16)"), "TL402") == []
+    assert rule(_ROPE.format(pair="torch.randn(2, 1, 16, 1, 64, device=device)"), "TL402")
