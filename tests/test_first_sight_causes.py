@@ -815,3 +815,15 @@ def test_a_module_driven_through_its_forward_is_no_tensor():
     # is a submodule's output (a `(cos, sin)` pair), not a method of a tensor
     assert rule(_ROPE.format(pair="self.rotary(q, seq_len=16)"), "TL402") == []
     assert rule(_ROPE.format(pair="torch.randn(2, 1, 16, 1, 64, device=device)"), "TL402")
+
+
+def test_casting_each_output_of_a_head_walks_a_list():
+    # a detector's second output is its per-level maps (a list): casting each piece
+    src = (
+        GPU + "def evaluate(net, loader, criterion):\n    total = torch.zeros(3, device=device)\n"
+        "    for images, boxes in loader:\n        with torch.no_grad():\n"
+        "            dets, levels = net(images.to(device))\n"
+        "            total += criterion({elt}, boxes.to(device))\n    return total\n"
+    )
+    assert rule(src.format(elt="[p.float() for p in levels]"), "TL402") == []
+    assert rule(src.format(elt="[p.float().sum() for p in levels]"), "TL402")

@@ -94,6 +94,10 @@ _PROJECT_KINDS = {
 }
 
 
+# Methods that move or cast a tensor whole: the per-piece conversions of a list of tensors.
+_CONVERSIONS = frozenset({"to", "cuda", "float", "half", "double", "bfloat16", "long", "int", "contiguous"})
+
+
 @dataclass(frozen=True)
 class ModelCall:
     """A model forward: `model(x)`, `model.forward(x)`, `model.generate(...)`."""
@@ -506,6 +510,21 @@ class Values:
             bindings = self.facts.reaching(expr.value, site)
             return bool(bindings) and all(self._binds_container(b, depth) for b in bindings)
         return False
+
+    @staticmethod
+    def converts_each(comp: cst.BaseComp, names: Set[str]) -> bool:
+        """The comprehension's element only moves or casts its loop variable
+        (`[x.to(device) for x in xs]`, `[p.float() for p in preds]`): code that
+        converts each piece one by one holds a list of tensors (a collated batch,
+        a detection head's per-level outputs), not a tensor whose rows it walks."""
+        elt = getattr(comp, "elt", None)
+        return (
+            isinstance(elt, cst.Call)
+            and isinstance(elt.func, cst.Attribute)
+            and elt.func.attr.value in _CONVERSIONS
+            and isinstance(elt.func.value, cst.Name)
+            and elt.func.value.value in names
+        )
 
     def _binds_container(self, b: Binding, depth: int) -> bool:
         if b.kind in ("assign", "annassign") and b.index is None:

@@ -46,8 +46,8 @@ class TensorPythonLoop(Rule):
     through a same-file helper (stepping a recurrence through time,
     dispatching groups of rows to experts, scoring one image against a
     batch of captions: the per-element work is large), loops over lists or tuples of tensors,
-    comprehensions that only move each element (`[x.to(device) for x in xs]`: the
-    pieces of a collated batch),
+    comprehensions that only move or cast each element (`[x.to(device) for x in xs]`,
+    `[p.float() for p in preds]`: the pieces of a collated batch, a head's per-level outputs),
     `parameters()`, `ModuleList`s, `split`/`chunk` pieces and dict items,
     elements used only to compute an index or slice into something else
     (host-side gathering from a NumPy array), unit tests and smoke blocks.
@@ -244,7 +244,7 @@ class TensorPythonLoop(Rule):
             if found is None or b.name not in found[1] or _handful(a, comp_for.iter, b.site):
                 continue
             tensor, names, _ = found
-            if _moves_each(comp.elt, names):
+            if a.values.converts_each(comp, names):
                 continue  # `[x.to(device) for x in xs]`: moving the pieces of a batch, which is a list
             uses = [u for u in ctx.facts.uses if u.node.value in names and _inside(ctx, u.node, comp)]
             if self._small_work(ctx, uses, None):
@@ -391,19 +391,6 @@ def _handful(a, expr: cst.BaseExpression, site, depth: int = 0) -> bool:
     if name in ("tensor", "enumerate", "unique") and args:
         return _handful(a, args[0], site, depth + 1)
     return False
-
-
-def _moves_each(elt: cst.BaseExpression, names) -> bool:
-    """The comprehension's element is only a move of the loop variable
-    (`x.to(device)`, `x.cuda()`): code that moves each piece treats the value as
-    a list of tensors (a collated batch of lists), not a tensor to walk."""
-    return (
-        isinstance(elt, cst.Call)
-        and isinstance(elt.func, cst.Attribute)
-        and elt.func.attr.value in ("to", "cuda")
-        and isinstance(elt.func.value, cst.Name)
-        and elt.func.value.value in names
-    )
 
 
 def _elements_read(ctx: RuleContext, uses) -> List[cst.Subscript]:
