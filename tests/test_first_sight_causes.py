@@ -827,3 +827,24 @@ def test_casting_each_output_of_a_head_walks_a_list():
     )
     assert rule(src.format(elt="[p.float() for p in levels]"), "TL402") == []
     assert rule(src.format(elt="[p.float().sum() for p in levels]"), "TL402")
+
+
+def test_rows_copied_to_the_host_once_build_ragged_lists():
+    src = (
+        GPU + "def trim(ids, stop):\n    ids = ids.to(device)\n"
+        "    keep = torch.cumsum(ids == stop, dim=1) == 0\n"
+        "    return [r[k].tolist() for r, k in zip({rows}, {mask})]\n"
+    )
+    assert rule(src.format(rows="ids.cpu()", mask="keep.cpu()"), "TL402") == []
+    # rows left on the device: a masked select and a host copy per row
+    assert rule(src.format(rows="ids", mask="keep"), "TL402")
+
+
+def test_modules_picked_by_a_small_host_mask():
+    src = (
+        "import torch\ndef sample_blocks(blocks, keep_prob):\n"
+        "    drop = torch.rand(len(blocks){where}) > keep_prob\n"
+        "    return [blk for blk, d in zip(blocks, drop) if not d]\n"
+    )
+    assert rule(src.format(where=""), "TL402") == []
+    assert rule(src.format(where=", device='cuda'"), "TL402")  # a host read of a device mask per block

@@ -526,6 +526,25 @@ class Values:
             and elt.func.value.value in names
         )
 
+    @staticmethod
+    def yields_python(comp: cst.BaseComp, tensor_elements: Set[str]) -> bool:
+        """Each value the comprehension builds is Python data, never a tensor: a
+        row's selection copied out (`[r[k].tolist() for r, k in zip(ids, keep)]`,
+        ragged token lists) or the partner of a zip that is not one of the walked
+        tensor's elements (`[layer for layer, m in zip(layers, mask) if not m]`:
+        modules picked by a mask). No tensor op produces such a list."""
+        elt = getattr(comp, "elt", None)
+        if isinstance(elt, cst.Call) and isinstance(elt.func, cst.Attribute) and elt.func.attr.value == "tolist":
+            return not elt.args
+        if not isinstance(elt, cst.Name) or elt.value in tensor_elements:
+            return False
+        comp_for = comp.for_in
+        return (
+            comp_for.inner_for_in is None
+            and isinstance(comp_for.target, cst.Tuple)
+            and any(isinstance(el.value, cst.Name) and el.value.value == elt.value for el in comp_for.target.elements)
+        )
+
     def _binds_container(self, b: Binding, depth: int) -> bool:
         if b.kind in ("assign", "annassign") and b.index is None:
             return self.is_container(b.value, b.site, depth + 1)

@@ -7,6 +7,7 @@ from typing import List, Optional
 import libcst as cst
 
 from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.places import CPU
 from torchlint.analysis.vocabulary import HOST_OUTPUT_PACKAGES
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
@@ -246,6 +247,8 @@ class TensorPythonLoop(Rule):
             tensor, names, _ = found
             if a.values.converts_each(comp, names):
                 continue  # `[x.to(device) for x in xs]`: moving the pieces of a batch, which is a list
+            if a.values.yields_python(comp, names) and _on_host(a, comp_for.iter, b.site):
+                continue  # ragged token lists, modules picked by a mask: from rows already on the host
             uses = [u for u in ctx.facts.uses if u.node.value in names and _inside(ctx, u.node, comp)]
             if self._small_work(ctx, uses, None):
                 seen.add(id(comp))
@@ -391,6 +394,16 @@ def _handful(a, expr: cst.BaseExpression, site, depth: int = 0) -> bool:
     if name in ("tensor", "enumerate", "unique") and args:
         return _handful(a, args[0], site, depth + 1)
     return False
+
+
+def _on_host(a, it: cst.BaseExpression, site) -> bool:
+    """Every tensor the comprehension walks (the zip's tensors) lives on the host:
+    copied there once before it (`ids.cpu()`) or made there: no device work per row."""
+    walked = [it]
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("zip", "enumerate"):
+        walked = [x.value for x in it.args if x.keyword is None and not x.star]
+    tensors = [e for e in walked if a.places.is_tensor(e, site)]
+    return bool(tensors) and all(a.places.tensor_place(e, site) == CPU for e in tensors)
 
 
 def _elements_read(ctx: RuleContext, uses) -> List[cst.Subscript]:
