@@ -858,3 +858,60 @@ def test_a_branch_a_constant_loop_variable_never_takes_never_runs():
         "        if stage == 0: x", "        stage = pick()\n        if stage == 0: x"
     )
     assert [f.row for f in rule(rebound, "TL201")] == [11, 12]
+
+
+# -- Round 5 causes: TL402, what a walked value is ---------------------------------------------
+
+
+_ROPE = (
+    "import torch\nfrom transformers.models.mistral.modeling_mistral import MistralAttention\n"
+    "def gather_rope(q, pair, pos):\n"
+    "    idx = pos[:, :, None, None].repeat(1, 1, pair[0].shape[1], pair[0].shape[3])\n"
+    "    c, s = (torch.gather(t.transpose(1, 2), 1, idx) for t in pair)\n"
+    "    return q * c + q.flip(-1) * s\n"
+    "def patched_forward(self, h, pos):\n"
+    "    q = self.q_proj(h)\n    pair = {pair}\n    return gather_rope(q, pair, pos)\n"
+    "device = torch.device('cuda')\nblock = MistralAttention(cfg).to(device).half()\n"
+    "h = torch.rand(2, 16, 64, device=device)\npos = torch.arange(16, device=device)[None]\n"
+    "ref = block.forward(h, position_ids=pos)\nout = patched_forward(block, h, pos)\n"
+)
+
+
+def test_a_module_driven_through_its_forward_is_no_tensor():
+    # `block.forward(h)`: `block` is a module, so `self.rotary(v)` in the patched forward
+    # is a submodule's output (a `(cos, sin)` pair), not a method of a tensor
+    assert rule(_ROPE.format(pair="self.rotary(q, seq_len=16)"), "TL402") == []
+    assert rule(_ROPE.format(pair="torch.randn(2, 1, 16, 1, 64, device=device)"), "TL402")
+
+
+def test_casting_each_output_of_a_head_walks_a_list():
+    # a detector's second output is its per-level maps (a list): casting each piece
+    src = (
+        GPU + "def evaluate(net, loader, criterion):\n    total = torch.zeros(3, device=device)\n"
+        "    for images, boxes in loader:\n        with torch.no_grad():\n"
+        "            dets, levels = net(images.to(device))\n"
+        "            total += criterion({elt}, boxes.to(device))\n    return total\n"
+    )
+    assert rule(src.format(elt="[p.float() for p in levels]"), "TL402") == []
+    assert rule(src.format(elt="[p.float().sum() for p in levels]"), "TL402")
+
+
+def test_rows_copied_to_the_host_once_build_ragged_lists():
+    src = (
+        GPU + "def trim(ids, stop):\n    ids = ids.to(device)\n"
+        "    keep = torch.cumsum(ids == stop, dim=1) == 0\n"
+        "    return [r[k].tolist() for r, k in zip({rows}, {mask})]\n"
+    )
+    assert rule(src.format(rows="ids.cpu()", mask="keep.cpu()"), "TL402") == []
+    # rows left on the device: a masked select and a host copy per row
+    assert rule(src.format(rows="ids", mask="keep"), "TL402")
+
+
+def test_modules_picked_by_a_small_host_mask():
+    src = (
+        "import torch\ndef sample_blocks(blocks, keep_prob):\n"
+        "    drop = torch.rand(len(blocks){where}) > keep_prob\n"
+        "    return [blk for blk, d in zip(blocks, drop) if not d]\n"
+    )
+    assert rule(src.format(where=""), "TL402") == []
+    assert rule(src.format(where=", device='cuda'"), "TL402")  # a host read of a device mask per block

@@ -988,9 +988,12 @@ class Places:
         return self.facts.reaching(name, site)
 
     def _called_names(self) -> Set[str]:
-        """Names (and dotted names) the file calls: callables, never tensors."""
+        """Names (and dotted names) the file calls, directly or through their
+        `.forward(...)` (`attn.forward(h)`: a module): callables, never tensors."""
         if self._called is None:
-            self._called = {n for n in (dotted_name(c.node.func) for c in self.facts.calls) if n}
+            called = {dotted_name(c.node.func) for c in self.facts.calls}
+            called |= {dotted_name(c.receiver) for c in self.facts.calls if c.method == "forward" and c.receiver}
+            self._called = {n for n in called if n}
         return self._called
 
     def _name_place(self, name: str, site: Site) -> Optional[str]:

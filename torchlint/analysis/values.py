@@ -94,6 +94,10 @@ _PROJECT_KINDS = {
 }
 
 
+# Methods that move or cast a tensor whole: the per-piece conversions of a list of tensors.
+_CONVERSIONS = frozenset({"to", "cuda", "float", "half", "double", "bfloat16", "long", "int", "contiguous"})
+
+
 @dataclass(frozen=True)
 class ModelCall:
     """A model forward: `model(x)`, `model.forward(x)`, `model.generate(...)`."""
@@ -531,6 +535,40 @@ class Values:
             bindings = self.facts.reaching(expr.value, site)
             return bool(bindings) and all(self._binds_container(b, depth) for b in bindings)
         return False
+
+    @staticmethod
+    def converts_each(comp: cst.BaseComp, names: Set[str]) -> bool:
+        """The comprehension's element only moves or casts its loop variable
+        (`[x.to(device) for x in xs]`, `[p.float() for p in preds]`): code that
+        converts each piece one by one holds a list of tensors (a collated batch,
+        a detection head's per-level outputs), not a tensor whose rows it walks."""
+        elt = getattr(comp, "elt", None)
+        return (
+            isinstance(elt, cst.Call)
+            and isinstance(elt.func, cst.Attribute)
+            and elt.func.attr.value in _CONVERSIONS
+            and isinstance(elt.func.value, cst.Name)
+            and elt.func.value.value in names
+        )
+
+    @staticmethod
+    def yields_python(comp: cst.BaseComp, tensor_elements: Set[str]) -> bool:
+        """Each value the comprehension builds is Python data, never a tensor: a
+        row's selection copied out (`[r[k].tolist() for r, k in zip(ids, keep)]`,
+        ragged token lists) or the partner of a zip that is not one of the walked
+        tensor's elements (`[layer for layer, m in zip(layers, mask) if not m]`:
+        modules picked by a mask). No tensor op produces such a list."""
+        elt = getattr(comp, "elt", None)
+        if isinstance(elt, cst.Call) and isinstance(elt.func, cst.Attribute) and elt.func.attr.value == "tolist":
+            return not elt.args
+        if not isinstance(elt, cst.Name) or elt.value in tensor_elements:
+            return False
+        comp_for = comp.for_in
+        return (
+            comp_for.inner_for_in is None
+            and isinstance(comp_for.target, cst.Tuple)
+            and any(isinstance(el.value, cst.Name) and el.value.value == elt.value for el in comp_for.target.elements)
+        )
 
     def _binds_container(self, b: Binding, depth: int) -> bool:
         if b.kind in ("assign", "annassign") and b.index is None:

@@ -7,6 +7,7 @@ from typing import List, Optional
 import libcst as cst
 
 from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.places import CPU
 from torchlint.analysis.vocabulary import HOST_OUTPUT_PACKAGES
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
@@ -46,8 +47,8 @@ class TensorPythonLoop(Rule):
     through a same-file helper (stepping a recurrence through time,
     dispatching groups of rows to experts, scoring one image against a
     batch of captions: the per-element work is large), loops over lists or tuples of tensors,
-    comprehensions that only move each element (`[x.to(device) for x in xs]`: the
-    pieces of a collated batch),
+    comprehensions that only move or cast each element (`[x.to(device) for x in xs]`,
+    `[p.float() for p in preds]`: the pieces of a collated batch, a head's per-level outputs),
     `parameters()`, `ModuleList`s, `split`/`chunk` pieces and dict items,
     elements used only to compute an index or slice into something else
     (host-side gathering from a NumPy array), unit tests and smoke blocks.
@@ -244,8 +245,10 @@ class TensorPythonLoop(Rule):
             if found is None or b.name not in found[1] or _handful(a, comp_for.iter, b.site):
                 continue
             tensor, names, _ = found
-            if _moves_each(comp.elt, names):
+            if a.values.converts_each(comp, names):
                 continue  # `[x.to(device) for x in xs]`: moving the pieces of a batch, which is a list
+            if a.values.yields_python(comp, names) and _on_host(a, comp_for.iter, b.site):
+                continue  # ragged token lists, modules picked by a mask: from rows already on the host
             uses = [u for u in ctx.facts.uses if u.node.value in names and _inside(ctx, u.node, comp)]
             if self._small_work(ctx, uses, None):
                 seen.add(id(comp))
@@ -393,17 +396,14 @@ def _handful(a, expr: cst.BaseExpression, site, depth: int = 0) -> bool:
     return False
 
 
-def _moves_each(elt: cst.BaseExpression, names) -> bool:
-    """The comprehension's element is only a move of the loop variable
-    (`x.to(device)`, `x.cuda()`): code that moves each piece treats the value as
-    a list of tensors (a collated batch of lists), not a tensor to walk."""
-    return (
-        isinstance(elt, cst.Call)
-        and isinstance(elt.func, cst.Attribute)
-        and elt.func.attr.value in ("to", "cuda")
-        and isinstance(elt.func.value, cst.Name)
-        and elt.func.value.value in names
-    )
+def _on_host(a, it: cst.BaseExpression, site) -> bool:
+    """Every tensor the comprehension walks (the zip's tensors) lives on the host:
+    copied there once before it (`ids.cpu()`) or made there: no device work per row."""
+    walked = [it]
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("zip", "enumerate"):
+        walked = [x.value for x in it.args if x.keyword is None and not x.star]
+    tensors = [e for e in walked if a.places.is_tensor(e, site)]
+    return bool(tensors) and all(a.places.tensor_place(e, site) == CPU for e in tensors)
 
 
 def _elements_read(ctx: RuleContext, uses) -> List[cst.Subscript]:
