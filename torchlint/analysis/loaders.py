@@ -161,6 +161,7 @@ class Loaders:
         self._info: Dict[int, LoaderInfo] = {}
         self._loops_by_name: Optional[Dict[str, List[Loop]]] = None
         self._accumulates: Optional[bool] = None
+        self._items: Optional[Dict[str, List[str]]] = None
 
     def accumulates_gradients(self) -> bool:
         """The file configures gradient accumulation: a setting named like
@@ -355,7 +356,7 @@ class Loaders:
         if q.startswith("torchvision.datasets."):
             return UNKNOWN_DS, True
         func = expr.func
-        if isinstance(func, cst.Name) and func.value in self.facts.classes and self.class_places(func.value):
+        if isinstance(func, cst.Name) and func.value in self.facts.classes and self.places.class_places(func.value):
             return PLACES, True  # a same-file class that makes its items on a device
         if isinstance(func, cst.Name) and func.value in self.values.dataset_classes():
             cls = func.value
@@ -547,16 +548,6 @@ class Loaders:
             if any(self.data_place(a.value, ds.site) != CPU for a in ds.node.args):
                 return False
         return True
-
-    def class_places(self, class_name: str) -> bool:
-        """Code in the class moves tensors or creates them on a device: its items
-        may already live on the GPU."""
-        for call in self.facts.calls:
-            if not any(s.kind == "class" and s.name == class_name for s in call.site.scope.chain()):
-                continue
-            if is_move_call(call) or call.keyword("device") is not None:
-                return True
-        return False
 
     def _getitem(self, class_name: str) -> Optional[Function]:
         for fn in self.facts.functions:
@@ -828,14 +819,9 @@ class Loaders:
         if loop is None or not isinstance(node, cst.For):
             return False
         names = set(_target_names(node.target))
+        items = self._comprehension_items()
         names |= {
-            b.name
-            for b in self.facts.bindings
-            if b.kind == "comprehension"
-            and isinstance(b.value, cst.Call)
-            and isinstance(b.value.func, cst.Attribute)
-            and b.value.func.attr.value in ("items", "values")
-            and dotted_name(b.value.func.value) in names
+            b for name in list(names) for b in items.get(name, ())
         }  # `{k: v.to(device) for k, v in batch.items()}`
         direct = derived = 0
         for call in self.loops.calls_in(loop):
@@ -857,6 +843,23 @@ class Loaders:
             elif fn is None and self._project_moves(call, names):
                 direct += 1  # ... or to a function of another project file that moves it
         return direct > 0 and direct >= derived
+
+    def _comprehension_items(self) -> Dict[str, List[str]]:
+        """Names a comprehension binds from `<name>.items()` / `.values()`, by that name."""
+        if self._items is None:
+            self._items = {}
+            for b in self.facts.bindings:
+                value = b.value
+                if (
+                    b.kind == "comprehension"
+                    and isinstance(value, cst.Call)
+                    and isinstance(value.func, cst.Attribute)
+                    and value.func.attr.value in ("items", "values")
+                ):
+                    receiver = dotted_name(value.func.value)
+                    if receiver:
+                        self._items.setdefault(receiver, []).append(b.name)
+        return self._items
 
     def _loop_trains(self, site: Site) -> bool:
         loop = self.loops.loop_for(site.stmt) if site.stmt is not None else None

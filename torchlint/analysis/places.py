@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -141,6 +141,7 @@ class Places:
         self._device_names: Optional[List[str]] = None
         self._accelerator: Optional[bool] = None
         self._called: Optional[Set[str]] = None
+        self._placing_classes: Optional[Tuple[FrozenSet[str], FrozenSet[str]]] = None
         roots = {q.split(".", 1)[0] for q in facts.aliases.values()}
         self.framework = bool(roots & FRAMEWORKS)
         self.xla = bool(roots & XLA_PACKAGES)
@@ -555,20 +556,22 @@ class Places:
                 return scope.name in self.values.module_classes()
         return False
 
-    def _class_places(self, class_name: str) -> bool:
-        """The class's `__init__` moves something or creates it on a device."""
-        for call in self.facts.calls:
-            scope = call.site.scope
-            if (
-                scope.kind == "function"
-                and scope.name == "__init__"
-                and scope.parent is not None
-                and scope.parent.kind == "class"
-                and scope.parent.name == class_name
-            ):
-                if is_move_call(call) or call.keyword("device") is not None:
-                    return True
-        return False
+    def class_places(self, class_name: str, init_only: bool = False) -> bool:
+        """Code in the same-file class `class_name` (only its `__init__` where
+        `init_only`) moves a tensor or creates one on a device."""
+        if self._placing_classes is None:
+            anywhere: Set[str] = set()
+            init: Set[str] = set()
+            for call in self.facts.calls:
+                if not (is_move_call(call) or call.keyword("device") is not None):
+                    continue
+                scope = call.site.scope
+                if scope.kind == "function" and scope.name == "__init__" and scope.parent is not None:
+                    if scope.parent.kind == "class":
+                        init.add(scope.parent.name)
+                anywhere.update(s.name for s in scope.chain() if s.kind == "class")
+            self._placing_classes = (frozenset(anywhere), frozenset(init))
+        return class_name in self._placing_classes[1 if init_only else 0]
 
     def _binding_place(self, b: Binding) -> str:
         if b.kind == "param":
@@ -609,7 +612,11 @@ class Places:
         if self.values.call_kind(ctor) != MODULE or self.values.opaque_call(ctor):
             return UNKNOWN
         func = ctor.node.func
-        if isinstance(func, cst.Name) and func.value in self.values.module_classes() and self._class_places(func.value):
+        if (
+            isinstance(func, cst.Name)
+            and func.value in self.values.module_classes()
+            and self.class_places(func.value, init_only=True)
+        ):
             return UNKNOWN  # its constructor places its own layers
         for arg in ctor.node.args:
             if arg.star:
@@ -1268,12 +1275,7 @@ class Places:
             return False
         func = expr.func
         if isinstance(func, cst.Name) and func.value in self.facts.classes:
-            for call in self.facts.calls:
-                if any(s.kind == "class" and s.name == func.value for s in call.site.scope.chain()) and (
-                    is_move_call(call) or call.keyword("device") is not None
-                ):
-                    return True
-            return False
+            return self.class_places(func.value)
         for arg in expr.args:
             if self.tensor_place(arg.value, loader.site) == DEVICE:
                 return True

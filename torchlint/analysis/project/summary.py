@@ -287,7 +287,7 @@ def _returns_container(fn: ast.AST) -> bool:
 
 def _places(node: ast.ClassDef) -> bool:
     """Code in the class moves something (`.to(d)`, `.cuda()`) or passes
-    `device=` (as loaders.class_places asks of a same-file class)."""
+    `device=` (as places.class_places asks of a same-file class)."""
     for n in ast.walk(node):
         if not isinstance(n, ast.Call):
             continue
