@@ -791,3 +791,20 @@ def test_no_accumulation_fix_where_the_iteration_copies_to_the_host_anyway():
     # predictions copied to the host every batch for a metric: the iteration syncs anyway
     (copied,) = rule(src.format(copy="        preds.append(logits.detach().cpu().numpy())\n"), "TL401")
     assert copied.fix is None
+
+
+# -- Round 5 causes: loaders, notebook places, batch size one ------------------------------------
+
+
+def test_a_loader_over_an_index_range_loads_nothing_per_item():
+    # batches of indices gathered by the caller from tensors already in memory
+    body = "def score(model, h, pairs, bs):\n    pairs = pairs.to(device)\n    out = []\n"
+    body += "    for idx in DataLoader({ds}, bs):\n        p = pairs[idx].t()\n        out.append(model(h[p[0]], h[p[1]]).cpu())\n"
+    body += "    return out\n"
+    for ds in ("range(pairs.size(0))", "torch.randperm(len(pairs))", "list(range(len(pairs)))"):
+        assert rule(GPU + _LOADER + body.format(ds=ds), "TL302", path="eval.py") == [], ds
+    named = GPU + _LOADER + body.replace("    out = []\n", "    order = torch.arange(pairs.size(0))\n    out = []\n")
+    assert rule(named.format(ds="order[:1000]"), "TL302", path="eval.py") == []
+    # a dataset of images read per item: still reported
+    read = GPU + _LOADER + "from torchvision.datasets import ImageFolder\n" + body.format(ds="ImageFolder('val')")
+    assert rule(read, "TL302", path="eval.py")

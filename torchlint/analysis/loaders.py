@@ -22,6 +22,7 @@ from torchlint.analysis.vocabulary import (
     DATA_ARGUMENT_NAME,
     DATALOADER,
     FILE_READERS,
+    INDEX_FACTORIES,
     NON_PLACING,
     PLACING_NAME,
     TENSOR_DATASET,
@@ -308,6 +309,8 @@ class Loaders:
         if self._hugging_face_dataset(raw, call.site):
             return IN_MEMORY, True  # an Arrow table in memory, tokenized ahead: nothing for workers to do
         expr = self._resolve(raw, call.site)
+        if self.index_sequence(expr, call.site):
+            return IN_MEMORY, True  # batches of indices: nothing to load per item
         if not isinstance(expr, cst.Call):
             return UNKNOWN_DS, False
         ds = self.facts.call_for(expr)
@@ -352,6 +355,32 @@ class Loaders:
             # its items are read or transformed; it may only index memory. Can't tell.
             return IN_MEMORY, True
         return UNKNOWN_DS, name.rsplit(".", 1)[-1][:1].isupper()
+
+    def index_sequence(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> bool:
+        """`expr` is a sequence of integer indices held on the host: the builtin
+        `range(...)`, `torch.arange`/`torch.randperm`/`np.arange`/
+        `np.random.permutation` without a device, a slice of one, or `list`/
+        `tuple` of one (also through names bound once). A loader over it yields
+        index batches for the caller to gather with: it loads nothing per item."""
+        if expr is None or depth > 6:
+            return False
+        if isinstance(expr, (cst.Name, cst.Attribute)) and depth:
+            expr = self._resolve(expr, site)
+            return expr is not None and not isinstance(expr, (cst.Name, cst.Attribute)) and self.index_sequence(
+                expr, site, depth + 1
+            )
+        if isinstance(expr, cst.Subscript):
+            return self.index_sequence(expr.value, site, depth + 1)
+        call = self.facts.call_for(expr) if isinstance(expr, cst.Call) else None
+        if call is None:
+            return False
+        func = call.node.func
+        builtin = isinstance(func, cst.Name) and not self.facts.bindings_of(func.value) and call.qualname is None
+        if builtin and func.value == "range":
+            return True
+        if builtin and func.value in ("list", "tuple") and len(call.positional) == 1:
+            return self.index_sequence(call.positional[0].value, site, depth + 1)
+        return call.qualname in INDEX_FACTORIES and call.keyword("device") is None
 
     def _hugging_face_dataset(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> bool:
         """A Hugging Face `datasets` dataset: `load_dataset(...)`, `Dataset.from_*`,

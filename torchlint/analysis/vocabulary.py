@@ -218,6 +218,8 @@ LOSS_NAME = re.compile(r"loss|crit", re.I)
 
 # -- data loading --------------------------------------------------------------------
 
+# Calls that make a sequence of integer indices (a loader over one yields batches of indices).
+INDEX_FACTORIES = frozenset({"torch.arange", "torch.randperm", "numpy.arange", "numpy.random.permutation"})
 DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 # Calls that read or decode a file: a dataset calling one per item gives worker processes real work.
 FILE_READERS = frozenset(
