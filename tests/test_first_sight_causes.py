@@ -808,3 +808,32 @@ def test_a_loader_over_an_index_range_loads_nothing_per_item():
     # a dataset of images read per item: still reported
     read = GPU + _LOADER + "from torchvision.datasets import ImageFolder\n" + body.format(ds="ImageFolder('val')")
     assert rule(read, "TL302", path="eval.py")
+
+
+def test_no_workers_fix_where_a_seeded_run_draws_random_augmentations():
+    head = "import torch\nfrom torch.utils.data import DataLoader\nfrom torchvision import datasets, transforms as T\n"
+    aug = "aug = T.Compose([T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), T.ToTensor()])\n"
+    body = "train_set = datasets.ImageFolder('train', transform=aug)\nloader = DataLoader(train_set, batch_size=128)\n"
+    body += "def main():\n    for x, y in loader:\n        model(x.cuda()).sum().backward()\n"
+    body += "if __name__ == '__main__':\n    main()\n"
+    seeded = head + "torch.manual_seed(0)\n" + aug + body
+    (found,) = rule(seeded, "TL302")
+    assert found.fix is None  # reported, but workers' own random streams would change the run
+    (unseeded,) = rule(head + aug + body, "TL302")
+    assert unseeded.fix is not None
+    plain = head + "torch.manual_seed(0)\n" + aug.replace("T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), ", "")
+    (fixed,) = rule(plain + body, "TL302")
+    assert fixed.fix is not None  # deterministic transforms: the seeded run is the same with workers
+    # a same-file dataset that draws random numbers per item, in a file seeded through a helper
+    own = "import random\nimport numpy as np\nimport torch\nfrom PIL import Image\nfrom torch.utils.data import DataLoader, Dataset\n"
+    own += "def seed_everything(s):\n    random.seed(s)\n    np.random.seed(s)\nseed_everything(7)\n"
+    own += "class Tiles(Dataset):\n    def __init__(self, paths):\n        self.paths = paths\n"
+    own += "    def __len__(self):\n        return len(self.paths)\n    def __getitem__(self, i):\n"
+    own += "        img = Image.open(self.paths[i])\n        return to_tensor(img), {draw}\n"
+    own += "loader = DataLoader(Tiles(paths), batch_size=64)\n"
+    own += "def main():\n    for x, y in loader:\n        model(x.cuda()).sum().backward()\n"
+    own += "if __name__ == '__main__':\n    main()\n"
+    (drawn,) = rule(own.format(draw="random.random()"), "TL302")
+    assert drawn.fix is None
+    (steady,) = rule(own.format(draw="len(self.paths)"), "TL302")
+    assert steady.fix is not None

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import enum
 import re
+from collections import deque
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Deque, Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
@@ -23,6 +24,9 @@ from torchlint.analysis.vocabulary import (
     DATALOADER,
     FILE_READERS,
     INDEX_FACTORIES,
+    RANDOM_FACTORIES,
+    RNG_SEEDERS,
+    SEEDING_NAMES,
     NON_PLACING,
     PLACING_NAME,
     TENSOR_DATASET,
@@ -381,6 +385,75 @@ class Loaders:
         if builtin and func.value in ("list", "tuple") and len(call.positional) == 1:
             return self.index_sequence(call.positional[0].value, site, depth + 1)
         return call.qualname in INDEX_FACTORIES and call.keyword("device") is None
+
+    # -- random items in a seeded run ------------------------------------------------------
+
+    def seeds_rngs(self) -> bool:
+        """The file seeds its random number generators (`torch.manual_seed`,
+        `random.seed`, `np.random.seed`, a `seed_everything`/`set_seed`): its
+        runs are meant to be repeatable."""
+        for call in self.facts.calls:
+            if call.qualname in RNG_SEEDERS:
+                return True
+            name = call.qualname or dotted_name(call.node.func) or ""
+            if name.rsplit(".", 1)[-1] in SEEDING_NAMES:
+                return True
+        return False
+
+    def random_items(self, call: Call) -> bool:
+        """The loader's dataset draws random numbers per item: its construction
+        holds a random transform (`RandomResizedCrop`, `T.RandomHorizontalFlip()`;
+        through names bound before the loader), or it is a same-file class whose
+        `__getitem__` (or a function it calls, two deep) calls `random.*`,
+        `np.random.*` or a `torch.rand*` factory. Worker processes draw from
+        streams of their own: a seeded run's items change with `num_workers`."""
+        expr = self._resolve(self.dataset_expr(call), call.site)
+        if expr is None:
+            return False
+        for node in self._construction(expr, call.site):
+            if not isinstance(node, cst.Call):
+                continue
+            name = (dotted_name(node.func) or "").rsplit(".", 1)[-1]
+            if name.startswith("Random") and name[6:7].isupper():
+                return True
+            if isinstance(node.func, cst.Name) and node.func.value in self.values.dataset_classes():
+                if self._draws_per_item(node.func.value):
+                    return True
+        return False
+
+    def _construction(self, expr: cst.BaseExpression, site: Site) -> Iterator[cst.CSTNode]:
+        """The nodes of `expr`, breadth first, and of the values its names were
+        bound to before `site` (at most 300 nodes)."""
+        todo: Deque[cst.CSTNode] = deque([expr])
+        seen = 0
+        while todo and seen < 300:
+            node = todo.popleft()
+            seen += 1
+            yield node
+            if isinstance(node, cst.Name):
+                for b in self.facts.visible_bindings(node.value, site.scope):
+                    if b.value is not None and b.kind in ("assign", "annassign") and b.site.order < site.order:
+                        todo.append(b.value)
+                continue
+            todo.extend(node.children)
+
+    def _draws_per_item(self, class_name: str) -> bool:
+        fn = self._getitem(class_name)
+        todo = [(fn, 0)] if fn is not None else []
+        seen = set()
+        while todo:
+            current, depth = todo.pop()
+            if current is None or id(current.node) in seen:
+                continue
+            seen.add(id(current.node))
+            for c in self.helpers.calls_in(current):
+                q = c.qualname or ""
+                if q.startswith(("random.", "numpy.random.")) or q in RANDOM_FACTORIES:
+                    return True
+                inner = self.helpers.function(c)
+                if inner is not None and depth < 2:
+                    todo.append((inner, depth + 1))
+        return False
 
     def _hugging_face_dataset(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> bool:
         """A Hugging Face `datasets` dataset: `load_dataset(...)`, `Dataset.from_*`,
