@@ -837,3 +837,21 @@ def test_no_workers_fix_where_a_seeded_run_draws_random_augmentations():
     assert drawn.fix is None
     (steady,) = rule(own.format(draw="len(self.paths)"), "TL302")
     assert steady.fix is not None
+
+
+def test_a_later_cell_that_rebinds_the_device_to_the_cpu_keeps_the_loop_on_the_host():
+    setup = "import torch\nimport torch.nn as nn\ndevice = torch.device('cuda')\n"
+    helpers = "def fit(net, opt, obs, device):\n    x = torch.as_tensor(obs).float().to(device)\n"
+    helpers += "    outs = [net(x[i]) for i in range(4)]\n    loss = torch.stack(outs).pow(2).mean()\n"
+    helpers += "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n    return loss.item()\n"
+    run = "{rebind}for trial in range(3):\n    net = nn.Linear(8, 2).to(device)\n"
+    run += "    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n    for step in range(500):\n"
+    run += "        score = fit(net, opt, sample(), device)\n"
+
+    def found(rebind: str):
+        nb = notebook(code(setup), code(helpers), code(run.format(rebind=rebind)))
+        return [(f.cell, f.row) for f in api.lint_bytes(nb, "n.ipynb").findings if f.code == "TL401"]
+
+    assert found("device = torch.device('cpu')\n") == []  # the cuda device of cell 1 is never used
+    assert found("") == [(3, 5)]
+    assert found("device = torch.device('cuda:0')\n") == [(3, 6)]
