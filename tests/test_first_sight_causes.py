@@ -855,3 +855,19 @@ def test_a_later_cell_that_rebinds_the_device_to_the_cpu_keeps_the_loop_on_the_h
     assert found("device = torch.device('cpu')\n") == []  # the cuda device of cell 1 is never used
     assert found("") == [(3, 5)]
     assert found("device = torch.device('cuda:0')\n") == [(3, 6)]
+
+
+def test_a_batch_size_the_script_requires_to_be_one_is_a_constraint():
+    parser = "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
+    parser += "p.add_argument('--early_exit', action='store_true')\n"
+    parser += "p.add_argument('--per_device_infer_bs', type=int, default=1)\nargs = p.parse_args()\n"
+    guard = "if args.early_exit and args.per_device_infer_bs != 1:\n    raise ValueError('per-sample exits need one sample')\n"
+    assert rule(parser + guard, "TL301") == []
+    assert rule(parser + "assert args.per_device_infer_bs == 1, 'one sample at a time'\n", "TL301") == []
+    # a check of another option, or one that allows larger values: still reported
+    assert rule(parser + guard.replace("per_device_infer_bs != 1", "early_exit != 1"), "TL301")
+    assert rule(parser + "if args.per_device_infer_bs < 1:\n    raise ValueError('positive')\n", "TL301")
+    loop = "from torch.utils.data import DataLoader\nbatch_size = 1\nloader = DataLoader(ds, batch_size=batch_size)\n"
+    loop += "for x, y in loader:\n    crit(model(x), y).backward()\n"
+    assert rule(loop, "TL301")
+    assert rule(loop.replace("batch_size = 1\n", "batch_size = 1\nassert batch_size == 1\n"), "TL301") == []

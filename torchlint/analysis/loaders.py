@@ -10,7 +10,7 @@ import enum
 import re
 from collections import deque
 from dataclasses import dataclass
-from typing import Deque, Dict, Iterator, List, Optional, Tuple
+from typing import Deque, Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
@@ -158,6 +158,7 @@ class Loaders:
         self._info: Dict[int, LoaderInfo] = {}
         self._loops_by_name: Optional[Dict[str, List[Loop]]] = None
         self._accumulates: Optional[bool] = None
+        self._required_one: Optional[FrozenSet[str]] = None
 
     def accumulates_gradients(self) -> bool:
         """The file configures gradient accumulation: a setting named like
@@ -182,6 +183,26 @@ class Loaders:
             if key and _ACCUMULATION.search(key) and not (isinstance(value, cst.Integer) and value.value in ("0", "1")):
                 return True
         return any(self.values.is_optimizer_step(c) and self.loops.periodic_guard(c.site) for c in self.facts.calls)
+
+    def required_one(self) -> FrozenSet[str]:
+        """Names (the last part of a dotted name) that the file requires to be 1:
+        `assert bs == 1`, or `if args.eval_batch_size != 1: raise ...` (also as a
+        part of an `and`). A value the code rejects otherwise is a constraint of
+        the method (per-sample inference), not a choice."""
+        if self._required_one is None:
+            found = set()
+            for node in descendants(self.facts.module):
+                if isinstance(node, cst.Assert):
+                    found.update(_compared_to_one(node.test, equal=True))
+                elif isinstance(node, cst.If) and isinstance(node.body, cst.IndentedBlock):
+                    raises = any(
+                        isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(x, cst.Raise) for x in stmt.body)
+                        for stmt in node.body.body
+                    )
+                    if raises:
+                        found.update(_compared_to_one(node.test, equal=False))
+            self._required_one = frozenset(found)
+        return self._required_one
 
     def calls(self) -> Iterator[Call]:
         """`DataLoader(...)` calls that resolve to torch's DataLoader, or to a
@@ -1018,6 +1039,28 @@ _TENSOR_METHODS = frozenset(
     "stack cat float long int half bool view reshape unsqueeze squeeze permute transpose contiguous clone".split()
 )
 _CONTAINER_METHODS = frozenset("append extend items keys values get pop update".split())
+
+
+def _compared_to_one(test: cst.BaseExpression, equal: bool) -> List[str]:
+    """The names `test` requires to be 1 when it holds (`equal`: `x == 1`) or when
+    it fails (`x != 1`, `x > 1`), looking into `and` (for `equal`) or `and`/`or`
+    parts that must each hold for the guard to fire."""
+    if isinstance(test, cst.BooleanOperation):
+        if equal and not isinstance(test.operator, cst.And):
+            return []
+        return _compared_to_one(test.left, equal) + _compared_to_one(test.right, equal)
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return []
+    op = test.comparisons[0].operator
+    left, right = test.left, test.comparisons[0].comparator
+    wanted: Tuple[type, ...] = (cst.Equal, cst.Is) if equal else (cst.NotEqual, cst.IsNot, cst.GreaterThan)
+    if isinstance(left, cst.Integer) and left.value == "1":
+        left, right = right, left
+        wanted = tuple(w for w in wanted if w is not cst.GreaterThan)  # `1 > x` is not `x > 1`
+    if not (isinstance(right, cst.Integer) and right.value == "1"):
+        return []
+    name = dotted_name(left)
+    return [name.rsplit(".", 1)[-1]] if name and isinstance(op, wanted) else []
 
 
 def _target_names(target: cst.BaseExpression) -> List[str]:
