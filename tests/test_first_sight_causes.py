@@ -871,3 +871,12 @@ def test_a_batch_size_the_script_requires_to_be_one_is_a_constraint():
     loop += "for x, y in loader:\n    crit(model(x), y).backward()\n"
     assert rule(loop, "TL301")
     assert rule(loop.replace("batch_size = 1\n", "batch_size = 1\nassert batch_size == 1\n"), "TL301") == []
+
+
+def test_accumulation_set_as_a_dataclass_field_default():
+    src = "from dataclasses import dataclass, field\nfrom trl import SFTConfig\n@dataclass\n"
+    src += "class RecipeConfig(SFTConfig):\n    learning_rate: float = 2e-5\n    per_device_train_batch_size: int = 1\n"
+    src += "    grad_accum_steps: int = {accum}\n"
+    assert rule(src.format(accum="16"), "TL301") == []
+    assert rule(src.format(accum="field(default=16, metadata={'help': 'steps'})"), "TL301") == []
+    assert [f.row for f in rule(src.format(accum="1"), "TL301")] == [6]

@@ -178,6 +178,11 @@ class Loaders:
                 key, value = node.keyword.value, node.value
             elif isinstance(node, cst.Assign) and len(node.targets) == 1:
                 key, value = (dotted_name(node.targets[0].target) or "").rsplit(".", 1)[-1], node.value
+            elif isinstance(node, cst.AnnAssign) and node.value is not None:
+                # a dataclass field: `gradient_accumulation_steps: int = 8`, `... = field(default=8)`
+                key, value = (dotted_name(node.target) or "").rsplit(".", 1)[-1], _field_default(node.value)
+                if value is None:
+                    continue
             elif isinstance(node, cst.DictElement) and isinstance(node.key, cst.SimpleString):
                 key, value = node.key.raw_value, node.value
             if key and _ACCUMULATION.search(key) and not (isinstance(value, cst.Integer) and value.value in ("0", "1")):
@@ -1039,6 +1044,17 @@ _TENSOR_METHODS = frozenset(
     "stack cat float long int half bool view reshape unsqueeze squeeze permute transpose contiguous clone".split()
 )
 _CONTAINER_METHODS = frozenset("append extend items keys values get pop update".split())
+
+
+def _field_default(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """A dataclass field's default: the value, or `default=` of `field(...)`
+    (None when it has none, as with `default_factory`)."""
+    if isinstance(value, cst.Call) and (dotted_name(value.func) or "").rsplit(".", 1)[-1] == "field":
+        for arg in value.args:
+            if arg.keyword is not None and arg.keyword.value == "default":
+                return arg.value
+        return None
+    return value
 
 
 def _compared_to_one(test: cst.BaseExpression, equal: bool) -> List[str]:
