@@ -880,3 +880,13 @@ def test_accumulation_set_as_a_dataclass_field_default():
     assert rule(src.format(accum="16"), "TL301") == []
     assert rule(src.format(accum="field(default=16, metadata={'help': 'steps'})"), "TL301") == []
     assert [f.row for f in rule(src.format(accum="1"), "TL301")] == [6]
+
+
+def test_an_evaluation_that_drops_the_batch_dimension_of_its_outputs_takes_one_sample():
+    src = GPU + "from torch.utils.data import DataLoader\nnet = torch.load('g.pt').to(device)\nnet.eval()\n"
+    src += "for name in ['a', 'b']:\n    loader = DataLoader(Photos(name, crop=None), batch_size=1)\n"
+    src += "    with torch.no_grad():\n        for low, high in loader:\n            up = net(low.to(device))\n"
+    src += "            lum = to_luma(up){take}\n            score.update(metric(lum.cpu().numpy(), high))\n"
+    assert rule(src.format(take=".squeeze(0)"), "TL301") == []
+    assert rule(src.format(take=""), "TL301")
+    assert rule(src.format(take=".squeeze(1)"), "TL301")

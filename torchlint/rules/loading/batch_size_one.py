@@ -9,6 +9,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import Loop, dotted_name
 from torchlint.analysis.helpers import root_name
+from torchlint.analysis.walk import descendants
 from torchlint.analysis.vocabulary import (
     ALLOCATING_FACTORIES,
     BENCHMARK_NAME,
@@ -362,6 +363,7 @@ class BatchSizeOne(Rule):
     @staticmethod
     def _per_sample(ctx: RuleContext, loop) -> bool:
         names = set(loop.targets)
+        derived = _derived_in_loop(ctx, loop, names)
         for call in ctx.analysis.loops.calls_in(loop):
             recv = root_name(call.receiver) if call.receiver is not None else None
             if (
@@ -370,6 +372,11 @@ class BatchSizeOne(Rule):
                 and (call.method != "squeeze" or call.node.args)
             ):
                 return True
+            if call.method == "squeeze" and _first_dim(call) and call.receiver is not None:
+                # `convert(model(x)).squeeze(0)`: the batch dimension of a value made from the
+                # batch dropped: the code takes each batch as one sample
+                if any(isinstance(n, cst.Name) and n.value in derived for n in descendants(call.receiver)):
+                    return True
         for use in ctx.facts.uses:
             if use.node.value in names and loop.contains(use.site.order) and isinstance(use.site.parent, cst.Subscript):
                 sub = use.site.parent
@@ -487,3 +494,31 @@ class BatchSizeOne(Rule):
                 long = [o for o in options if o.startswith("--")]
                 name = (long or options)[0].lstrip("-").replace("-", "_")  # argparse's dest
             report(kw.value, "an argparse default", call.site, name)
+
+
+def _first_dim(call) -> bool:
+    """`.squeeze(0)` / `.squeeze(dim=0)`."""
+    args = call.node.args
+    return len(args) == 1 and isinstance(args[0].value, cst.Integer) and args[0].value.value == "0"
+
+
+def _derived_in_loop(ctx: RuleContext, loop, names) -> set:
+    """`names` and the names bound in `loop` from values that mention them (`out =
+    model(x)`, `y = convert(out)`), a few steps deep."""
+    found = set(names)
+    bindings = [
+        b
+        for b in ctx.facts.bindings
+        if b.kind in ("assign", "annassign") and b.value is not None and loop.contains(b.site.order)
+    ]
+    for _ in range(4):
+        grown = {
+            b.name
+            for b in bindings
+            if b.name not in found
+            and any(isinstance(n, cst.Name) and n.value in found for n in descendants(b.value))
+        }
+        if not grown:
+            break
+        found |= grown
+    return found
