@@ -24,11 +24,11 @@ from torchlint.analysis.vocabulary import (
     DATALOADER,
     FILE_READERS,
     INDEX_FACTORIES,
+    NON_PLACING,
+    PLACING_NAME,
     RANDOM_FACTORIES,
     RNG_SEEDERS,
     SEEDING_NAMES,
-    NON_PLACING,
-    PLACING_NAME,
     TENSOR_DATASET,
     TORCHVISION_FILE_DATASETS,
 )
@@ -396,8 +396,10 @@ class Loaders:
             return False
         if isinstance(expr, (cst.Name, cst.Attribute)) and depth:
             expr = self._resolve(expr, site)
-            return expr is not None and not isinstance(expr, (cst.Name, cst.Attribute)) and self.index_sequence(
-                expr, site, depth + 1
+            return (
+                expr is not None
+                and not isinstance(expr, (cst.Name, cst.Attribute))
+                and self.index_sequence(expr, site, depth + 1)
             )
         if isinstance(expr, cst.Subscript):
             return self.index_sequence(expr.value, site, depth + 1)
@@ -405,10 +407,14 @@ class Loaders:
         if call is None:
             return False
         func = call.node.func
-        builtin = isinstance(func, cst.Name) and not self.facts.bindings_of(func.value) and call.qualname is None
-        if builtin and func.value == "range":
+        builtin = (
+            func.value
+            if isinstance(func, cst.Name) and not self.facts.bindings_of(func.value) and call.qualname is None
+            else None
+        )
+        if builtin == "range":
             return True
-        if builtin and func.value in ("list", "tuple") and len(call.positional) == 1:
+        if builtin in ("list", "tuple") and len(call.positional) == 1:
             return self.index_sequence(call.positional[0].value, site, depth + 1)
         return call.qualname in INDEX_FACTORIES and call.keyword("device") is None
 

@@ -9,7 +9,6 @@ import libcst as cst
 
 from torchlint.analysis.facts import Loop, dotted_name
 from torchlint.analysis.helpers import root_name
-from torchlint.analysis.walk import descendants
 from torchlint.analysis.vocabulary import (
     ALLOCATING_FACTORIES,
     BENCHMARK_NAME,
@@ -17,6 +16,7 @@ from torchlint.analysis.vocabulary import (
     GRAPH_PACKAGES,
     ONLINE_PACKAGES,
 )
+from torchlint.analysis.walk import descendants
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
 _BATCH_NAME = re.compile(r"^(.*_)?(batch_?size|bs|batch)$", re.I)
@@ -302,7 +302,12 @@ class BatchSizeOne(Rule):
             elif isinstance(kw.value, cst.Name):
                 one = self._bound_to_one(ctx, kw.value, call.site)
                 if one is not None and self._feeds_work(ctx, call, trains_batched):
-                    report(kw.value, f"`{kw.value.value} = 1` fed to `DataLoader(batch_size=...)`", call.site, kw.value.value)
+                    report(
+                        kw.value,
+                        f"`{kw.value.value} = 1` fed to `DataLoader(batch_size=...)`",
+                        call.site,
+                        kw.value.value,
+                    )
         for call in ctx.facts.calls:
             if call.method == "add_argument":
                 self._argparse(call, report)
@@ -516,6 +521,7 @@ def _derived_in_loop(ctx: RuleContext, loop, names) -> set:
             b.name
             for b in bindings
             if b.name not in found
+            and b.value is not None
             and any(isinstance(n, cst.Name) and n.value in found for n in descendants(b.value))
         }
         if not grown:
