@@ -915,3 +915,102 @@ def test_modules_picked_by_a_small_host_mask():
     )
     assert rule(src.format(where=""), "TL402") == []
     assert rule(src.format(where=", device='cuda'"), "TL402")  # a host read of a device mask per block
+
+
+# -- Round 5 causes: loaders, notebook places, batch size one ------------------------------------
+
+
+def test_a_loader_over_an_index_range_loads_nothing_per_item():
+    # batches of indices gathered by the caller from tensors already in memory
+    body = "def score(model, h, pairs, bs):\n    pairs = pairs.to(device)\n    out = []\n"
+    body += "    for idx in DataLoader({ds}, bs):\n        p = pairs[idx].t()\n        out.append(model(h[p[0]], h[p[1]]).cpu())\n"
+    body += "    return out\n"
+    for ds in ("range(pairs.size(0))", "torch.randperm(len(pairs))", "list(range(len(pairs)))"):
+        assert rule(GPU + _LOADER + body.format(ds=ds), "TL302", path="eval.py") == [], ds
+    named = GPU + _LOADER + body.replace("    out = []\n", "    order = torch.arange(pairs.size(0))\n    out = []\n")
+    assert rule(named.format(ds="order[:1000]"), "TL302", path="eval.py") == []
+    # a dataset of images read per item: still reported
+    read = GPU + _LOADER + "from torchvision.datasets import ImageFolder\n" + body.format(ds="ImageFolder('val')")
+    assert rule(read, "TL302", path="eval.py")
+
+
+def test_no_workers_fix_where_a_seeded_run_draws_random_augmentations():
+    head = "import torch\nfrom torch.utils.data import DataLoader\nfrom torchvision import datasets, transforms as T\n"
+    aug = "aug = T.Compose([T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), T.ToTensor()])\n"
+    body = "train_set = datasets.ImageFolder('train', transform=aug)\nloader = DataLoader(train_set, batch_size=128)\n"
+    body += "def main():\n    for x, y in loader:\n        model(x.cuda()).sum().backward()\n"
+    body += "if __name__ == '__main__':\n    main()\n"
+    seeded = head + "torch.manual_seed(0)\n" + aug + body
+    (found,) = rule(seeded, "TL302")
+    assert found.fix is None  # reported, but workers' own random streams would change the run
+    (unseeded,) = rule(head + aug + body, "TL302")
+    assert unseeded.fix is not None
+    plain = head + "torch.manual_seed(0)\n" + aug.replace("T.RandomCrop(32, padding=4), T.RandomHorizontalFlip(), ", "")
+    (fixed,) = rule(plain + body, "TL302")
+    assert fixed.fix is not None  # deterministic transforms: the seeded run is the same with workers
+    # a same-file dataset that draws random numbers per item, in a file seeded through a helper
+    own = "import random\nimport numpy as np\nimport torch\nfrom PIL import Image\nfrom torch.utils.data import DataLoader, Dataset\n"
+    own += "def seed_everything(s):\n    random.seed(s)\n    np.random.seed(s)\nseed_everything(7)\n"
+    own += "class Tiles(Dataset):\n    def __init__(self, paths):\n        self.paths = paths\n"
+    own += "    def __len__(self):\n        return len(self.paths)\n    def __getitem__(self, i):\n"
+    own += "        img = Image.open(self.paths[i])\n        return to_tensor(img), {draw}\n"
+    own += "loader = DataLoader(Tiles(paths), batch_size=64)\n"
+    own += "def main():\n    for x, y in loader:\n        model(x.cuda()).sum().backward()\n"
+    own += "if __name__ == '__main__':\n    main()\n"
+    (drawn,) = rule(own.format(draw="random.random()"), "TL302")
+    assert drawn.fix is None
+    (steady,) = rule(own.format(draw="len(self.paths)"), "TL302")
+    assert steady.fix is not None
+
+
+def test_a_later_cell_that_rebinds_the_device_to_the_cpu_keeps_the_loop_on_the_host():
+    setup = "import torch\nimport torch.nn as nn\ndevice = torch.device('cuda')\n"
+    helpers = "def fit(net, opt, obs, device):\n    x = torch.as_tensor(obs).float().to(device)\n"
+    helpers += "    outs = [net(x[i]) for i in range(4)]\n    loss = torch.stack(outs).pow(2).mean()\n"
+    helpers += "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n    return loss.item()\n"
+    run = "{rebind}for trial in range(3):\n    net = nn.Linear(8, 2).to(device)\n"
+    run += "    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n    for step in range(500):\n"
+    run += "        score = fit(net, opt, sample(), device)\n"
+
+    def found(rebind: str):
+        nb = notebook(code(setup), code(helpers), code(run.format(rebind=rebind)))
+        return [(f.cell, f.row) for f in api.lint_bytes(nb, "n.ipynb").findings if f.code == "TL401"]
+
+    assert found("device = torch.device('cpu')\n") == []  # the cuda device of cell 1 is never used
+    assert found("") == [(3, 5)]
+    assert found("device = torch.device('cuda:0')\n") == [(3, 6)]
+
+
+def test_a_batch_size_the_script_requires_to_be_one_is_a_constraint():
+    parser = "import argparse\nimport torch\np = argparse.ArgumentParser()\n"
+    parser += "p.add_argument('--early_exit', action='store_true')\n"
+    parser += "p.add_argument('--per_device_infer_bs', type=int, default=1)\nargs = p.parse_args()\n"
+    guard = "if args.early_exit and args.per_device_infer_bs != 1:\n    raise ValueError('per-sample exits need one sample')\n"
+    assert rule(parser + guard, "TL301") == []
+    assert rule(parser + "assert args.per_device_infer_bs == 1, 'one sample at a time'\n", "TL301") == []
+    # a check of another option, or one that allows larger values: still reported
+    assert rule(parser + guard.replace("per_device_infer_bs != 1", "early_exit != 1"), "TL301")
+    assert rule(parser + "if args.per_device_infer_bs < 1:\n    raise ValueError('positive')\n", "TL301")
+    loop = "from torch.utils.data import DataLoader\nbatch_size = 1\nloader = DataLoader(ds, batch_size=batch_size)\n"
+    loop += "for x, y in loader:\n    crit(model(x), y).backward()\n"
+    assert rule(loop, "TL301")
+    assert rule(loop.replace("batch_size = 1\n", "batch_size = 1\nassert batch_size == 1\n"), "TL301") == []
+
+
+def test_accumulation_set_as_a_dataclass_field_default():
+    src = "from dataclasses import dataclass, field\nfrom trl import SFTConfig\n@dataclass\n"
+    src += "class RecipeConfig(SFTConfig):\n    learning_rate: float = 2e-5\n    per_device_train_batch_size: int = 1\n"
+    src += "    grad_accum_steps: int = {accum}\n"
+    assert rule(src.format(accum="16"), "TL301") == []
+    assert rule(src.format(accum="field(default=16, metadata={'help': 'steps'})"), "TL301") == []
+    assert [f.row for f in rule(src.format(accum="1"), "TL301")] == [6]
+
+
+def test_an_evaluation_that_drops_the_batch_dimension_of_its_outputs_takes_one_sample():
+    src = GPU + "from torch.utils.data import DataLoader\nnet = torch.load('g.pt').to(device)\nnet.eval()\n"
+    src += "for name in ['a', 'b']:\n    loader = DataLoader(Photos(name, crop=None), batch_size=1)\n"
+    src += "    with torch.no_grad():\n        for low, high in loader:\n            up = net(low.to(device))\n"
+    src += "            lum = to_luma(up){take}\n            score.update(metric(lum.cpu().numpy(), high))\n"
+    assert rule(src.format(take=".squeeze(0)"), "TL301") == []
+    assert rule(src.format(take=""), "TL301")
+    assert rule(src.format(take=".squeeze(1)"), "TL301")

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import enum
 import re
+from collections import deque
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Deque, Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
@@ -22,8 +23,12 @@ from torchlint.analysis.vocabulary import (
     DATA_ARGUMENT_NAME,
     DATALOADER,
     FILE_READERS,
+    INDEX_FACTORIES,
     NON_PLACING,
     PLACING_NAME,
+    RANDOM_FACTORIES,
+    RNG_SEEDERS,
+    SEEDING_NAMES,
     TENSOR_DATASET,
     TORCHVISION_FILE_DATASETS,
 )
@@ -162,6 +167,7 @@ class Loaders:
         self._loops_by_name: Optional[Dict[str, List[Loop]]] = None
         self._accumulates: Optional[bool] = None
         self._items: Optional[Dict[str, List[str]]] = None
+        self._required_one: Optional[FrozenSet[str]] = None
 
     def accumulates_gradients(self) -> bool:
         """The file configures gradient accumulation: a setting named like
@@ -181,11 +187,36 @@ class Loaders:
                 key, value = node.keyword.value, node.value
             elif isinstance(node, cst.Assign) and len(node.targets) == 1:
                 key, value = (dotted_name(node.targets[0].target) or "").rsplit(".", 1)[-1], node.value
+            elif isinstance(node, cst.AnnAssign) and node.value is not None:
+                # a dataclass field: `gradient_accumulation_steps: int = 8`, `... = field(default=8)`
+                key, value = (dotted_name(node.target) or "").rsplit(".", 1)[-1], _field_default(node.value)
+                if value is None:
+                    continue
             elif isinstance(node, cst.DictElement) and isinstance(node.key, cst.SimpleString):
                 key, value = node.key.raw_value, node.value
             if key and _ACCUMULATION.search(key) and not (isinstance(value, cst.Integer) and value.value in ("0", "1")):
                 return True
         return any(self.values.is_optimizer_step(c) and self.loops.periodic_guard(c.site) for c in self.facts.calls)
+
+    def required_one(self) -> FrozenSet[str]:
+        """Names (the last part of a dotted name) that the file requires to be 1:
+        `assert bs == 1`, or `if args.eval_batch_size != 1: raise ...` (also as a
+        part of an `and`). A value the code rejects otherwise is a constraint of
+        the method (per-sample inference), not a choice."""
+        if self._required_one is None:
+            found = set()
+            for node in descendants(self.facts.module):
+                if isinstance(node, cst.Assert):
+                    found.update(_compared_to_one(node.test, equal=True))
+                elif isinstance(node, cst.If) and isinstance(node.body, cst.IndentedBlock):
+                    raises = any(
+                        isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(x, cst.Raise) for x in stmt.body)
+                        for stmt in node.body.body
+                    )
+                    if raises:
+                        found.update(_compared_to_one(node.test, equal=False))
+            self._required_one = frozenset(found)
+        return self._required_one
 
     def calls(self) -> Iterator[Call]:
         """`DataLoader(...)` calls that resolve to torch's DataLoader, or to a
@@ -333,6 +364,8 @@ class Loaders:
         if self._hugging_face_dataset(raw, call.site):
             return IN_MEMORY, True  # an Arrow table in memory, tokenized ahead: nothing for workers to do
         expr = self._resolve(raw, call.site)
+        if self.index_sequence(expr, call.site):
+            return IN_MEMORY, True  # batches of indices: nothing to load per item
         if not isinstance(expr, cst.Call):
             return UNKNOWN_DS, False
         ds = self.facts.call_for(expr)
@@ -377,6 +410,107 @@ class Loaders:
             # its items are read or transformed; it may only index memory. Can't tell.
             return IN_MEMORY, True
         return UNKNOWN_DS, name.rsplit(".", 1)[-1][:1].isupper()
+
+    def index_sequence(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> bool:
+        """`expr` is a sequence of integer indices held on the host: the builtin
+        `range(...)`, `torch.arange`/`torch.randperm`/`np.arange`/
+        `np.random.permutation` without a device, a slice of one, or `list`/
+        `tuple` of one (also through names bound once). A loader over it yields
+        index batches for the caller to gather with: it loads nothing per item."""
+        if expr is None or depth > 6:
+            return False
+        if isinstance(expr, (cst.Name, cst.Attribute)) and depth:
+            expr = self._resolve(expr, site)
+            return (
+                expr is not None
+                and not isinstance(expr, (cst.Name, cst.Attribute))
+                and self.index_sequence(expr, site, depth + 1)
+            )
+        if isinstance(expr, cst.Subscript):
+            return self.index_sequence(expr.value, site, depth + 1)
+        call = self.facts.call_for(expr) if isinstance(expr, cst.Call) else None
+        if call is None:
+            return False
+        func = call.node.func
+        builtin = (
+            func.value
+            if isinstance(func, cst.Name) and not self.facts.bindings_of(func.value) and call.qualname is None
+            else None
+        )
+        if builtin == "range":
+            return True
+        if builtin in ("list", "tuple") and len(call.positional) == 1:
+            return self.index_sequence(call.positional[0].value, site, depth + 1)
+        return call.qualname in INDEX_FACTORIES and call.keyword("device") is None
+
+    # -- random items in a seeded run ------------------------------------------------------
+
+    def seeds_rngs(self) -> bool:
+        """The file seeds its random number generators (`torch.manual_seed`,
+        `random.seed`, `np.random.seed`, a `seed_everything`/`set_seed`): its
+        runs are meant to be repeatable."""
+        for call in self.facts.calls:
+            if call.qualname in RNG_SEEDERS:
+                return True
+            name = call.qualname or dotted_name(call.node.func) or ""
+            if name.rsplit(".", 1)[-1] in SEEDING_NAMES:
+                return True
+        return False
+
+    def random_items(self, call: Call) -> bool:
+        """The loader's dataset draws random numbers per item: its construction
+        holds a random transform (`RandomResizedCrop`, `T.RandomHorizontalFlip()`;
+        through names bound before the loader), or it is a same-file class whose
+        `__getitem__` (or a function it calls, two deep) calls `random.*`,
+        `np.random.*` or a `torch.rand*` factory. Worker processes draw from
+        streams of their own: a seeded run's items change with `num_workers`."""
+        expr = self._resolve(self.dataset_expr(call), call.site)
+        if expr is None:
+            return False
+        for node in self._construction(expr, call.site):
+            if not isinstance(node, cst.Call):
+                continue
+            name = (dotted_name(node.func) or "").rsplit(".", 1)[-1]
+            if name.startswith("Random") and name[6:7].isupper():
+                return True
+            if isinstance(node.func, cst.Name) and node.func.value in self.values.dataset_classes():
+                if self._draws_per_item(node.func.value):
+                    return True
+        return False
+
+    def _construction(self, expr: cst.BaseExpression, site: Site) -> Iterator[cst.CSTNode]:
+        """The nodes of `expr`, breadth first, and of the values its names were
+        bound to before `site` (at most 300 nodes)."""
+        todo: Deque[cst.CSTNode] = deque([expr])
+        seen = 0
+        while todo and seen < 300:
+            node = todo.popleft()
+            seen += 1
+            yield node
+            if isinstance(node, cst.Name):
+                for b in self.facts.visible_bindings(node.value, site.scope):
+                    if b.value is not None and b.kind in ("assign", "annassign") and b.site.order < site.order:
+                        todo.append(b.value)
+                continue
+            todo.extend(node.children)
+
+    def _draws_per_item(self, class_name: str) -> bool:
+        fn = self._getitem(class_name)
+        todo = [(fn, 0)] if fn is not None else []
+        seen = set()
+        while todo:
+            current, depth = todo.pop()
+            if current is None or id(current.node) in seen:
+                continue
+            seen.add(id(current.node))
+            for c in self.helpers.calls_in(current):
+                q = c.qualname or ""
+                if q.startswith(("random.", "numpy.random.")) or q in RANDOM_FACTORIES:
+                    return True
+                inner = self.helpers.function(c)
+                if inner is not None and depth < 2:
+                    todo.append((inner, depth + 1))
+        return False
 
     def _hugging_face_dataset(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> bool:
         """A Hugging Face `datasets` dataset: `load_dataset(...)`, `Dataset.from_*`,
@@ -999,6 +1133,39 @@ def _positive(expr: cst.BaseExpression) -> bool:
         if expr.func.value == "max":
             return any(_positive(a.value) for a in expr.args)
     return False
+
+
+def _field_default(value: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """A dataclass field's default: the value, or `default=` of `field(...)`
+    (None when it has none, as with `default_factory`)."""
+    if isinstance(value, cst.Call) and (dotted_name(value.func) or "").rsplit(".", 1)[-1] == "field":
+        for arg in value.args:
+            if arg.keyword is not None and arg.keyword.value == "default":
+                return arg.value
+        return None
+    return value
+
+
+def _compared_to_one(test: cst.BaseExpression, equal: bool) -> List[str]:
+    """The names `test` requires to be 1 when it holds (`equal`: `x == 1`) or when
+    it fails (`x != 1`, `x > 1`), looking into `and` (for `equal`) or `and`/`or`
+    parts that must each hold for the guard to fire."""
+    if isinstance(test, cst.BooleanOperation):
+        if equal and not isinstance(test.operator, cst.And):
+            return []
+        return _compared_to_one(test.left, equal) + _compared_to_one(test.right, equal)
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return []
+    op = test.comparisons[0].operator
+    left, right = test.left, test.comparisons[0].comparator
+    wanted: Tuple[type, ...] = (cst.Equal, cst.Is) if equal else (cst.NotEqual, cst.IsNot, cst.GreaterThan)
+    if isinstance(left, cst.Integer) and left.value == "1":
+        left, right = right, left
+        wanted = tuple(w for w in wanted if w is not cst.GreaterThan)  # `1 > x` is not `x > 1`
+    if not (isinstance(right, cst.Integer) and right.value == "1"):
+        return []
+    name = dotted_name(left)
+    return [name.rsplit(".", 1)[-1]] if name and isinstance(op, wanted) else []
 
 
 def _target_names(target: cst.BaseExpression) -> List[str]:

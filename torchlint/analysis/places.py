@@ -209,7 +209,9 @@ class Places:
         name = dotted_name(expr)
         if name is None:
             return None
-        bindings = self.values.bindings_for(name, site)
+        # A plain name: the bindings that reach `site` (a later `device = "cpu"`, in a
+        # later notebook cell too, replaces an earlier CUDA device); an attribute: all.
+        bindings = self.values.bindings_for(name, site) if "." in name else self.facts.reaching(name, site)
         found = set()
         for b in bindings:
             if b.kind == "param":
@@ -337,11 +339,21 @@ class Places:
             ):
                 return True
         return any(
-            self.device_of(b.value, b.site) == ACCEL
+            self.device_of(b.value, b.site) == ACCEL and self._read(b)
             for name in self.device_names()
             for b in self.facts.bindings_of(name)
             if b.value is not None
         )
+
+    def _read(self, b: Binding) -> bool:
+        """Some read of `b.name` may see binding `b`: a device chosen and then
+        replaced before any use (`device = "cpu"` in a later notebook cell) is
+        never used. A module-level name read by no one still counts (another
+        module may import it)."""
+        uses = self.facts.local_uses(b.name, b.site.scope)
+        if not uses:
+            return b.site.scope.kind == "module"
+        return any(b in self.facts.reaching(b.name, u.site) for u in uses)
 
     def _follows_a_tensor(self, expr: cst.BaseExpression, site: Site) -> bool:
         """`x.device` of a tensor, or of a parameter of a same-file module's

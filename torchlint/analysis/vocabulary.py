@@ -218,6 +218,20 @@ LOSS_NAME = re.compile(r"loss|crit", re.I)
 
 # -- data loading --------------------------------------------------------------------
 
+# Calls that seed the random number generators of a run (a same-file `seed_everything` calls these).
+RNG_SEEDERS = frozenset(
+    {
+        "torch.manual_seed",
+        "torch.random.manual_seed",
+        "torch.cuda.manual_seed",
+        "torch.cuda.manual_seed_all",
+        "random.seed",
+        "numpy.random.seed",
+    }
+)
+SEEDING_NAMES = frozenset({"seed_everything", "set_seed", "set_random_seed"})
+# Calls that make a sequence of integer indices (a loader over one yields batches of indices).
+INDEX_FACTORIES = frozenset({"torch.arange", "torch.randperm", "numpy.arange", "numpy.random.permutation"})
 DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 # Calls that read or decode a file: a dataset calling one per item gives worker processes real work.
 FILE_READERS = frozenset(

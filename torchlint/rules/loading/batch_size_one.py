@@ -16,6 +16,7 @@ from torchlint.analysis.vocabulary import (
     GRAPH_PACKAGES,
     ONLINE_PACKAGES,
 )
+from torchlint.analysis.walk import descendants
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
 _BATCH_NAME = re.compile(r"^(.*_)?(batch_?size|bs|batch)$", re.I)
@@ -280,9 +281,13 @@ class BatchSizeOne(Rule):
         reported = set()
         online = any(v.split(".")[0] in ONLINE_PACKAGES for v in ctx.facts.aliases.values())
 
-        def report(node: Optional[cst.CSTNode], how: str, site) -> None:
+        required = a.loaders.required_one()
+
+        def report(node: Optional[cst.CSTNode], how: str, site, name: Optional[str] = None) -> None:
             if node is None or id(node) in reported or a.roles.excluded(site):
                 return
+            if name is not None and name.rsplit(".", 1)[-1] in required:
+                return  # the code raises or asserts unless it is 1: a constraint, not a choice
             reported.add(id(node))
             ctx.report(node, f"Batch size of 1 ({how}) leaves the GPU mostly idle; use a larger batch (e.g. 32-256)")
 
@@ -297,7 +302,12 @@ class BatchSizeOne(Rule):
             elif isinstance(kw.value, cst.Name):
                 one = self._bound_to_one(ctx, kw.value, call.site)
                 if one is not None and self._feeds_work(ctx, call, trains_batched):
-                    report(kw.value, f"`{kw.value.value} = 1` fed to `DataLoader(batch_size=...)`", call.site)
+                    report(
+                        kw.value,
+                        f"`{kw.value.value} = 1` fed to `DataLoader(batch_size=...)`",
+                        call.site,
+                        kw.value.value,
+                    )
         for call in ctx.facts.calls:
             if call.method == "add_argument":
                 self._argparse(call, report)
@@ -312,14 +322,14 @@ class BatchSizeOne(Rule):
                 continue
             if b.site.scope.kind == "class":
                 if _CONFIG_CLASS.search(b.site.scope.name):
-                    report(b.value, "a config default", b.site)
+                    report(b.value, "a config default", b.site, b.name)
                 continue
             if len(ctx.facts.visible_bindings(b.name, b.site.scope)) != 1:
                 continue  # rebound somewhere: can't tell which value reaches
             if not online and self._leads_hot_tensors(ctx, b):
-                report(b.value, "the leading dimension of tensors built in a training loop", b.site)
+                report(b.value, "the leading dimension of tensors built in a training loop", b.site, b.name)
             elif self._passed_to_loader_builder(ctx, b):
-                report(b.value, "passed to a data loader builder", b.site)
+                report(b.value, "passed to a data loader builder", b.site, b.name)
 
     # -- where the batch size goes ---------------------------------------------------------
 
@@ -358,6 +368,7 @@ class BatchSizeOne(Rule):
     @staticmethod
     def _per_sample(ctx: RuleContext, loop) -> bool:
         names = set(loop.targets)
+        derived = _derived_in_loop(ctx, loop, names)
         for call in ctx.analysis.loops.calls_in(loop):
             recv = root_name(call.receiver) if call.receiver is not None else None
             if (
@@ -366,6 +377,11 @@ class BatchSizeOne(Rule):
                 and (call.method != "squeeze" or call.node.args)
             ):
                 return True
+            if call.method == "squeeze" and _first_dim(call) and call.receiver is not None:
+                # `convert(model(x)).squeeze(0)`: the batch dimension of a value made from the
+                # batch dropped: the code takes each batch as one sample
+                if any(isinstance(n, cst.Name) and n.value in derived for n in descendants(call.receiver)):
+                    return True
         for use in ctx.facts.uses:
             if use.node.value in names and loop.contains(use.site.order) and isinstance(use.site.parent, cst.Subscript):
                 sub = use.site.parent
@@ -443,7 +459,7 @@ class BatchSizeOne(Rule):
             return  # `first = next(iter(make_loader(..., batch_size=1)))`: one batch looked at
         for arg in call.node.args:
             if arg.keyword is not None and _BATCH_KEY.match(arg.keyword.value) and _is_one(arg.value):
-                report(arg.value, f"`{arg.keyword.value}=1`", call.site)
+                report(arg.value, f"`{arg.keyword.value}=1`", call.site, arg.keyword.value)
 
     @staticmethod
     def _config_dicts(ctx: RuleContext, report) -> None:
@@ -454,7 +470,7 @@ class BatchSizeOne(Rule):
                 name = string.evaluated_value
                 if isinstance(name, str) and _BATCH_KEY.match(name) and _is_configuration(ctx, parent):
                     if not _config_only_peeked(ctx, parent, site):
-                        report(parent.value, "a config default", site)
+                        report(parent.value, "a config default", site, name)
         for call in ctx.facts.calls:
             if (
                 isinstance(call.node.func, cst.Name)
@@ -466,7 +482,7 @@ class BatchSizeOne(Rule):
                     continue  # a dict that is data (a result record), not a configuration
                 for arg in call.node.args:
                     if arg.keyword is not None and _BATCH_KEY.match(arg.keyword.value) and _is_one(arg.value):
-                        report(arg.value, "a config default", call.site)
+                        report(arg.value, "a config default", call.site, arg.keyword.value)
 
     @staticmethod
     def _argparse(call, report) -> None:
@@ -475,4 +491,40 @@ class BatchSizeOne(Rule):
             return
         kw = call.keyword("default")
         if kw is not None and _is_one(kw.value):
-            report(kw.value, "an argparse default", call.site)
+            dest = call.keyword("dest")
+            if dest is not None and isinstance(dest.value, cst.SimpleString):
+                name = str(dest.value.evaluated_value)
+            else:
+                options = [str(n.evaluated_value) for n in names]
+                long = [o for o in options if o.startswith("--")]
+                name = (long or options)[0].lstrip("-").replace("-", "_")  # argparse's dest
+            report(kw.value, "an argparse default", call.site, name)
+
+
+def _first_dim(call) -> bool:
+    """`.squeeze(0)` / `.squeeze(dim=0)`."""
+    args = call.node.args
+    return len(args) == 1 and isinstance(args[0].value, cst.Integer) and args[0].value.value == "0"
+
+
+def _derived_in_loop(ctx: RuleContext, loop, names) -> set:
+    """`names` and the names bound in `loop` from values that mention them (`out =
+    model(x)`, `y = convert(out)`), a few steps deep."""
+    found = set(names)
+    bindings = [
+        b
+        for b in ctx.facts.bindings
+        if b.kind in ("assign", "annassign") and b.value is not None and loop.contains(b.site.order)
+    ]
+    for _ in range(4):
+        grown = {
+            b.name
+            for b in bindings
+            if b.name not in found
+            and b.value is not None
+            and any(isinstance(n, cst.Name) and n.value in found for n in descendants(b.value))
+        }
+        if not grown:
+            break
+        found |= grown
+    return found

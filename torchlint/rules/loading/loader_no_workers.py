@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List, Union
+from collections import deque
+from typing import Deque, Iterator, Union
 
 import libcst as cst
 
@@ -128,8 +129,13 @@ class LoaderNoWorkers(Rule):
     on import (module level outside `if __name__ == "__main__":`, or a
     function such code calls: each worker imports the script again), or a
     notebook that hands workers a class or function defined in the notebook
-    (a spawned worker cannot unpickle it). Datasets made with a `device=`
-    argument are not reported at all (workers cannot use CUDA).
+    (a spawned worker cannot unpickle it). Nor in a file that seeds its
+    random number generators (`torch.manual_seed`, `seed_everything`) when
+    the dataset draws random numbers per item (a `Random*` transform, or a
+    `__getitem__` that calls `random`): each worker draws from a stream of
+    its own, so the seeded run's augmentations and numbers would change.
+    Datasets made with a `device=` argument are not reported at all
+    (workers cannot use CUDA).
 
     ## References
     - [torch.utils.data: single- and multi-process data loading](https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading)
@@ -291,6 +297,8 @@ class LoaderNoWorkers(Rule):
             return None
         if not _spawn_safe(ctx, call, info):
             return None
+        if ctx.analysis.loaders.seeds_rngs() and ctx.analysis.loaders.random_items(call):
+            return None  # a seeded run: workers' own random streams would change its augmentations
         found = module_at(ctx, "os", call.site)
         if found is None:
             return None
@@ -319,10 +327,10 @@ def _lambda_in_dataset(ctx: RuleContext, call: Call) -> bool:
 def _parts(ctx: RuleContext, expr: cst.BaseExpression, site) -> Iterator[Union[cst.CSTNode, Binding]]:
     """The nodes of `expr` and, for each name in it, the name's bindings and the
     nodes of the values it was bound to before `site` (at most 200 nodes)."""
-    stack: List[cst.CSTNode] = [expr]
+    stack: Deque[cst.CSTNode] = deque([expr])  # breadth first: a dataset's class before its arguments' values
     seen = 0
     while stack and seen < 200:
-        node = stack.pop()
+        node = stack.popleft()
         seen += 1
         yield node
         if isinstance(node, cst.Name):
