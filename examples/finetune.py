@@ -8,6 +8,7 @@ examples/finetune.py` reports:
   TL404  `torch.compile` wraps the model again every step
   TL202  `running` keeps every step's autograd graph alive until the report
   TL403  `torch.cuda.empty_cache()` every step
+  TL304  the loader's two workers are shut down and started again every epoch
 """
 import torch
 import torch.nn as nn
