@@ -915,3 +915,40 @@ def test_modules_picked_by_a_small_host_mask():
     )
     assert rule(src.format(where=""), "TL402") == []
     assert rule(src.format(where=", device='cuda'"), "TL402")  # a host read of a device mask per block
+
+
+# -- Labelled-corpus recall: host reads and accumulators -------------------------------------
+
+
+def test_a_helper_that_casts_a_value_computed_from_its_arguments_syncs_at_each_call():
+    # a metric helper compares its arguments and returns `float(...)` of the count; it is
+    # called from two loops, and each call reads a device tensor on the host
+    src = (
+        GPU + "def hits(pred, gold):\n    same = pred.argmax(1) == gold\n    return float(same.sum())\n"
+        "def train_pass(net, loader, opt):\n    n = 0\n    for xb, yb in loader:\n"
+        "        xb, yb = xb.to(device), yb.to(device)\n        out = net(xb)\n"
+        "        torch.nn.functional.cross_entropy(out, yb).backward()\n        opt.step()\n"
+        "        n += hits(out, yb)\n    return n\n"
+        "def val_pass(net, loader):\n    n = 0\n    for xb, yb in loader:\n"
+        "        xb, yb = xb.to(device), yb.to(device)\n        n += hits(net(xb), yb)\n    return n\n"
+    )
+    assert sorted(f.row for f in rule(src, "TL401")) == [13, 19]
+    # a cast of something that is not computed from the tensors (a count of rows): no sync
+    assert rule(src.replace("float(same.sum())", "float(len(gold))"), "TL401") == []
+
+
+def test_an_accumulated_loss_scaled_by_a_number_stays_on_the_device():
+    src = (
+        GPU + "def fit(net, loader, opt, targets, w):\n    seen = 0.\n    for xb in loader:\n"
+        "        feats = net(xb.to(device))\n        part = {start}\n"
+        "        for f, t in zip(feats, targets):\n            part += torch.nn.functional.mse_loss(f, t)\n"
+        "        part *= w\n        part.backward()\n        opt.step()\n        seen += part.item()\n"
+        "    return seen\n"
+    )
+    assert [f.row for f in rule(src.format(start="0."), "TL401")] == [13]
+    # a number that was never a tensor: `.item()` is not reached on a device value
+    plain = src.format(start="0.").replace("part += torch.nn.functional.mse_loss(f, t)", "pass")
+    assert (
+        rule(plain.replace("part.backward()", "feats.sum().backward()").replace("part.item()", "float(part)"), "TL401")
+        == []
+    )

@@ -141,6 +141,7 @@ class Places:
         self._device_names: Optional[List[str]] = None
         self._accelerator: Optional[bool] = None
         self._called: Optional[Set[str]] = None
+        self._accumulating: Set[int] = set()
         roots = {q.split(".", 1)[0] for q in facts.aliases.values()}
         self.framework = bool(roots & FRAMEWORKS)
         self.xla = bool(roots & XLA_PACKAGES)
@@ -1106,7 +1107,8 @@ class Places:
                 return None
             return self.tensor_place(b.value, b.site)
         if b.kind == "augassign":
-            return self.tensor_place(b.value, b.site) if b.value is not None else None
+            rhs = self.tensor_place(b.value, b.site) if b.value is not None else None
+            return rhs if rhs is not None else self._accumulated_place(b)
         if b.kind in ("for", "comprehension"):
             if b.value is None:
                 return None
@@ -1140,6 +1142,25 @@ class Places:
         if b.kind == "param":
             return self._param_tensor_place(b)
         return None
+
+    def _accumulated_place(self, b: Binding) -> Optional[str]:
+        """`total *= weight` with a non-tensor operand: `total` stays where the
+        tensor it held was (its number start, `total = 0.`, left out once a
+        tensor was added to it)."""
+        key = id(b)
+        if key in self._accumulating:
+            return None  # cycle guard: `total *= w` in a loop reaches itself
+        self._accumulating.add(key)
+        try:
+            prior = [
+                x
+                for x in self.reaching(b.name, b.site)
+                if x is not b and not (x.kind in ("assign", "annassign") and _number(x.value) and x.index is None)
+            ]
+            places = [self._binding_tensor_place(x) for x in prior]
+            return join(places) if places and all(p is not None for p in places) else None
+        finally:
+            self._accumulating.discard(key)
 
     def _returned_part(self, fn, index: int) -> Optional[str]:
         places = []
@@ -1278,6 +1299,13 @@ class Places:
             if self.tensor_place(arg.value, loader.site) == DEVICE:
                 return True
         return False
+
+
+def _number(expr: Optional[cst.BaseExpression]) -> bool:
+    """A number literal: `0`, `0.`, `-1.0`."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        expr = expr.expression
+    return isinstance(expr, (cst.Integer, cst.Float))
 
 
 def _quantizes(arg: cst.Arg) -> bool:
