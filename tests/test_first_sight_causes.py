@@ -952,3 +952,17 @@ def test_an_accumulated_loss_scaled_by_a_number_stays_on_the_device():
         rule(plain.replace("part.backward()", "feats.sum().backward()").replace("part.item()", "float(part)"), "TL401")
         == []
     )
+
+
+def test_a_value_backpropagated_from_an_unknown_callee_is_a_tensor_where_its_inputs_are():
+    # `dice` comes from a star import: its result, backpropagated, is a loss on the device
+    src = (
+        "import torch\nfrom metrics import *\ndevice = torch.device('cuda')\n"
+        "def fit(net, loader, opt):\n    total = 0\n    for xb, yb in loader:\n"
+        "        xb, yb = xb.to(device), yb.to(device)\n        step = dice(net(xb), yb)\n"
+        "        opt.zero_grad()\n        {back}\n        opt.step()\n        total += float(step)\n"
+        "    return total\n"
+    )
+    assert [f.row for f in rule(src.format(back="step.backward()"), "TL401")] == [12]
+    # never backpropagated: what `dice` returns (a float, an array) is unknown
+    assert rule(src.format(back="net(xb).sum().backward()"), "TL401") == []

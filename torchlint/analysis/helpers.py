@@ -189,7 +189,7 @@ class Helpers:
         for _ in range(MAX_DEPTH):
             changed = False
             for b in bindings:
-                if b.name in computed:
+                if b.name in computed or b.value is None:
                     continue
                 for name in _operand_roots(b.value):
                     if name in computed:

@@ -972,7 +972,31 @@ class Places:
             places = [self.tensor_place(r.value, s) for r, s in self.facts.returns_of(fn) if r.value is not None]
             if places and all(p is not None for p in places):
                 return join(places)
+            return None
+        if call.method is None and self._backpropagated(call):
+            # `loss = dice(out, y)` then `loss.backward()`: whatever the callee, a tensor with
+            # a graph, computed from its tensor arguments (where they are).
+            places = [self.tensor_place(a.value, call.site) for a in node.args if not a.star]
+            known = [p for p in places if p is not None]
+            return join(known) if known else TENSOR
         return None
+
+    def _backpropagated(self, call: Call) -> bool:
+        """`call`'s result is bound to a name and that very value reaches `.backward()`
+        in the same scope."""
+        b = self.facts.binding_of_value(call.node)
+        if b is None or b.kind not in ("assign", "annassign") or b.index is not None or "." in b.name:
+            return False
+        for c in self.helpers.calls_in_scope(b.site.scope):
+            if (
+                c.method == "backward"
+                and c.site.order > b.site.order
+                and isinstance(c.receiver, cst.Name)
+                and c.receiver.value == b.name
+                and self.reaching(b.name, c.site) == [b]
+            ):
+                return True
+        return False
 
     # -- names ------------------------------------------------------------------------------
 
