@@ -1014,3 +1014,54 @@ def test_an_evaluation_that_drops_the_batch_dimension_of_its_outputs_takes_one_s
     assert rule(src.format(take=".squeeze(0)"), "TL301") == []
     assert rule(src.format(take=""), "TL301")
     assert rule(src.format(take=".squeeze(1)"), "TL301")
+
+
+# -- Labelled-corpus recall: host reads and accumulators -------------------------------------
+
+
+def test_a_helper_that_casts_a_value_computed_from_its_arguments_syncs_at_each_call():
+    # a metric helper compares its arguments and returns `float(...)` of the count; it is
+    # called from two loops, and each call reads a device tensor on the host
+    src = (
+        GPU + "def hits(pred, gold):\n    same = pred.argmax(1) == gold\n    return float(same.sum())\n"
+        "def train_pass(net, loader, opt):\n    n = 0\n    for xb, yb in loader:\n"
+        "        xb, yb = xb.to(device), yb.to(device)\n        out = net(xb)\n"
+        "        torch.nn.functional.cross_entropy(out, yb).backward()\n        opt.step()\n"
+        "        n += hits(out, yb)\n    return n\n"
+        "def val_pass(net, loader):\n    n = 0\n    for xb, yb in loader:\n"
+        "        xb, yb = xb.to(device), yb.to(device)\n        n += hits(net(xb), yb)\n    return n\n"
+    )
+    assert sorted(f.row for f in rule(src, "TL401")) == [13, 19]
+    # a cast of something that is not computed from the tensors (a count of rows): no sync
+    assert rule(src.replace("float(same.sum())", "float(len(gold))"), "TL401") == []
+
+
+def test_an_accumulated_loss_scaled_by_a_number_stays_on_the_device():
+    src = (
+        GPU + "def fit(net, loader, opt, targets, w):\n    seen = 0.\n    for xb in loader:\n"
+        "        feats = net(xb.to(device))\n        part = {start}\n"
+        "        for f, t in zip(feats, targets):\n            part += torch.nn.functional.mse_loss(f, t)\n"
+        "        part *= w\n        part.backward()\n        opt.step()\n        seen += part.item()\n"
+        "    return seen\n"
+    )
+    assert [f.row for f in rule(src.format(start="0."), "TL401")] == [13]
+    # a number that was never a tensor: `.item()` is not reached on a device value
+    plain = src.format(start="0.").replace("part += torch.nn.functional.mse_loss(f, t)", "pass")
+    assert (
+        rule(plain.replace("part.backward()", "feats.sum().backward()").replace("part.item()", "float(part)"), "TL401")
+        == []
+    )
+
+
+def test_a_value_backpropagated_from_an_unknown_callee_is_a_tensor_where_its_inputs_are():
+    # `dice` comes from a star import: its result, backpropagated, is a loss on the device
+    src = (
+        "import torch\nfrom metrics import *\ndevice = torch.device('cuda')\n"
+        "def fit(net, loader, opt):\n    total = 0\n    for xb, yb in loader:\n"
+        "        xb, yb = xb.to(device), yb.to(device)\n        step = dice(net(xb), yb)\n"
+        "        opt.zero_grad()\n        {back}\n        opt.step()\n        total += float(step)\n"
+        "    return total\n"
+    )
+    assert [f.row for f in rule(src.format(back="step.backward()"), "TL401")] == [12]
+    # never backpropagated: what `dice` returns (a float, an array) is unknown
+    assert rule(src.format(back="net(xb).sum().backward()"), "TL401") == []

@@ -94,6 +94,7 @@ class Helpers:
             return self._summaries[key]
         params = set(fn.params)
         derived = self._derived(fn, params)
+        computed = self._computed(fn, derived)
         moves: Set[str] = set()
         syncs: Dict[str, str] = {}
         trains = forwards = evals = False
@@ -102,10 +103,12 @@ class Helpers:
                 root = root_name(call.receiver)
                 if root in derived:
                     moves.add(derived[root])
-            if call.method in _HOST_READS and call.receiver is not None and not call.node.args:
-                root = root_name(call.receiver)
-                if root in derived and not self._occasional(call, fn):
-                    syncs.setdefault(derived[root], f"`.{call.method}()`")
+            read = _host_read(call, self.facts)
+            if read is not None and not self._occasional(call, fn):
+                for name in _operand_roots(read[0]):
+                    if name in computed:
+                        syncs.setdefault(computed[name], read[1])
+                        break
             if self.values.is_train_call(call):
                 trains = True
             if call.method == "eval" and not call.node.args:
@@ -172,8 +175,72 @@ class Helpers:
                 break
         return derived
 
+    def _computed(self, fn: Function, derived: Dict[str, str]) -> Dict[str, str]:
+        """`derived`, plus names computed from those by arithmetic or a comparison
+        (`hit = pred == y`, `err = (a - b).abs()`): name -> the parameter. Only for
+        host reads: a value computed from an argument is not the argument, so a
+        move of it moves nothing."""
+        computed = dict(derived)
+        bindings = [
+            b
+            for b in self.facts.bindings_under(fn.scope)
+            if b.value is not None and b.kind in ("assign", "annassign") and b.index is None and "." not in b.name
+        ]
+        for _ in range(MAX_DEPTH):
+            changed = False
+            for b in bindings:
+                if b.name in computed or b.value is None:
+                    continue
+                for name in _operand_roots(b.value):
+                    if name in computed:
+                        computed[b.name] = computed[name]
+                        changed = True
+                        break
+            if not changed:
+                break
+        return computed
+
 
 _HOST_READS = frozenset({"item", "tolist"})
+_HOST_CASTS = frozenset({"float", "int", "bool"})
+
+
+def _host_read(call: Call, facts: Facts) -> Optional[Tuple[cst.BaseExpression, str]]:
+    """(what is read, how) for `t.item()`, `t.tolist()` and `float(t)` / `int(t)` /
+    `bool(t)` (the builtins, not rebound)."""
+    if call.method in _HOST_READS and call.receiver is not None and not call.node.args:
+        return call.receiver, f"`.{call.method}()`"
+    func = call.node.func
+    if (
+        isinstance(func, cst.Name)
+        and func.value in _HOST_CASTS
+        and not facts.bindings_of(func.value)
+        and len(call.node.args) == 1
+        and not call.node.args[0].star
+        and call.node.args[0].keyword is None
+    ):
+        return call.node.args[0].value, f"`{func.value}()` of a tensor"
+    return None
+
+
+def _operand_roots(expr: cst.BaseExpression) -> List[str]:
+    """The names at the bottom of an expression's tensor operands: `x` for
+    `x.sum()`, `x[0]`; `a`, `b` for `(a == b).float()`, `a - b`, `-a`."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        expr = expr.func.value
+    if isinstance(expr, cst.BinaryOperation):
+        return _operand_roots(expr.left) + _operand_roots(expr.right)
+    if isinstance(expr, cst.Comparison):
+        if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+            return []
+        out = _operand_roots(expr.left)
+        for c in expr.comparisons:
+            out += _operand_roots(c.comparator)
+        return out
+    if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
+        return _operand_roots(expr.expression)
+    root = root_name(expr)
+    return [root] if root is not None else []
 
 
 def _places_by_name(call: Call) -> bool:

@@ -142,6 +142,7 @@ class Places:
         self._accelerator: Optional[bool] = None
         self._called: Optional[Set[str]] = None
         self._placing_classes: Optional[Tuple[FrozenSet[str], FrozenSet[str]]] = None
+        self._accumulating: Set[int] = set()
         roots = {q.split(".", 1)[0] for q in facts.aliases.values()}
         self.framework = bool(roots & FRAMEWORKS)
         self.xla = bool(roots & XLA_PACKAGES)
@@ -990,7 +991,31 @@ class Places:
             places = [self.tensor_place(r.value, s) for r, s in self.facts.returns_of(fn) if r.value is not None]
             if places and all(p is not None for p in places):
                 return join(places)
+            return None
+        if call.method is None and self._backpropagated(call):
+            # `loss = dice(out, y)` then `loss.backward()`: whatever the callee, a tensor with
+            # a graph, computed from its tensor arguments (where they are).
+            places = [self.tensor_place(a.value, call.site) for a in node.args if not a.star]
+            known = [p for p in places if p is not None]
+            return join(known) if known else TENSOR
         return None
+
+    def _backpropagated(self, call: Call) -> bool:
+        """`call`'s result is bound to a name and that very value reaches `.backward()`
+        in the same scope."""
+        b = self.facts.binding_of_value(call.node)
+        if b is None or b.kind not in ("assign", "annassign") or b.index is not None or "." in b.name:
+            return False
+        for c in self.helpers.calls_in_scope(b.site.scope):
+            if (
+                c.method == "backward"
+                and c.site.order > b.site.order
+                and isinstance(c.receiver, cst.Name)
+                and c.receiver.value == b.name
+                and self.reaching(b.name, c.site) == [b]
+            ):
+                return True
+        return False
 
     # -- names ------------------------------------------------------------------------------
 
@@ -1125,7 +1150,8 @@ class Places:
                 return None
             return self.tensor_place(b.value, b.site)
         if b.kind == "augassign":
-            return self.tensor_place(b.value, b.site) if b.value is not None else None
+            rhs = self.tensor_place(b.value, b.site) if b.value is not None else None
+            return rhs if rhs is not None else self._accumulated_place(b)
         if b.kind in ("for", "comprehension"):
             if b.value is None:
                 return None
@@ -1159,6 +1185,25 @@ class Places:
         if b.kind == "param":
             return self._param_tensor_place(b)
         return None
+
+    def _accumulated_place(self, b: Binding) -> Optional[str]:
+        """`total *= weight` with a non-tensor operand: `total` stays where the
+        tensor it held was (its number start, `total = 0.`, left out once a
+        tensor was added to it)."""
+        key = id(b)
+        if key in self._accumulating:
+            return None  # cycle guard: `total *= w` in a loop reaches itself
+        self._accumulating.add(key)
+        try:
+            prior = [
+                x
+                for x in self.reaching(b.name, b.site)
+                if x is not b and not (x.kind in ("assign", "annassign") and _number(x.value) and x.index is None)
+            ]
+            places = [self._binding_tensor_place(x) for x in prior]
+            return join(places) if places and all(p is not None for p in places) else None
+        finally:
+            self._accumulating.discard(key)
 
     def _returned_part(self, fn, index: int) -> Optional[str]:
         places = []
@@ -1292,6 +1337,13 @@ class Places:
             if self.tensor_place(arg.value, loader.site) == DEVICE:
                 return True
         return False
+
+
+def _number(expr: Optional[cst.BaseExpression]) -> bool:
+    """A number literal: `0`, `0.`, `-1.0`."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        expr = expr.expression
+    return isinstance(expr, (cst.Integer, cst.Float))
 
 
 def _quantizes(arg: cst.Arg) -> bool:
