@@ -1065,3 +1065,26 @@ def test_a_value_backpropagated_from_an_unknown_callee_is_a_tensor_where_its_inp
     assert [f.row for f in rule(src.format(back="step.backward()"), "TL401")] == [12]
     # never backpropagated: what `dice` returns (a float, an array) is unknown
     assert rule(src.format(back="net(xb).sum().backward()"), "TL401") == []
+
+
+# -- Round 6 causes: TL104 legacy constructors of sampled data ----------------------------------
+
+
+def test_a_legacy_typed_constructor_of_values_unpacked_from_a_call_converts_data():
+    # `torch.FloatTensor(obs_batch)`: a batch sampled from a buffer is host data, not a size
+    src = (
+        GPU + "class Agent:\n    def update(self, buffer, batch_size):\n"
+        "        obs_batch, act_batch = buffer.draw(batch_size)\n"
+        "        obs = torch.FloatTensor(obs_batch).to(device)\n"
+        "        act = torch.FloatTensor(act_batch).to(device)\n"
+        "        noise = torch.FloatTensor({size}, 3).to(device)\n"
+        "        return obs, act, noise\n"
+    )
+    # a size: reported (the noise tensor); the sampled batches are not
+    assert [f.row for f in rule(src.format(size="batch_size"), "TL104")] == [8]
+    assert [f.row for f in rule(src.format(size="len(obs_batch)"), "TL104")] == [8]
+    # a name bound from an unpacked call result is not a size, whatever it is called
+    unpacked = src.replace(
+        "obs_batch, act_batch = buffer.draw(batch_size)", "n_obs, act_batch = buffer.draw(batch_size)"
+    )
+    assert rule(unpacked.format(size="n_obs"), "TL104") == []

@@ -152,6 +152,13 @@ def test_fix_and_when_it_is_withheld():
     )
     assert [f.code for f in lint_source(changing, "train.py") if f.code == "TL304"] == ["TL304"]
     assert "persistent_workers" not in fix_source(changing, "train.py", unsafe=True)[0]
+    # a seeded run: persistent workers stop drawing a worker seed from the global generator each
+    # epoch, so the later epochs' order and augmentations change (round 6, fix:R6-015)
+    seeded = src.replace(
+        "sampler = DistributedSampler(ds)", "torch.manual_seed(args.seed)\nsampler = DistributedSampler(ds)"
+    )
+    assert [f.code for f in lint_source(seeded, "train.py") if f.code == "TL304"] == ["TL304"]
+    assert "persistent_workers" not in fix_source(seeded, "train.py", unsafe=True)[0]
 
 
 def test_fixed_script_runs_the_same(tmp_path):

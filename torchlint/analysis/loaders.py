@@ -167,6 +167,7 @@ class Loaders:
         self._loops_by_name: Optional[Dict[str, List[Loop]]] = None
         self._accumulates: Optional[bool] = None
         self._items: Optional[Dict[str, List[str]]] = None
+        self._seeds: Optional[bool] = None
         self._required_one: Optional[FrozenSet[str]] = None
 
     def accumulates_gradients(self) -> bool:
@@ -449,6 +450,11 @@ class Loaders:
         """The file seeds its random number generators (`torch.manual_seed`,
         `random.seed`, `np.random.seed`, a `seed_everything`/`set_seed`): its
         runs are meant to be repeatable."""
+        if self._seeds is None:
+            self._seeds = self._find_seeding()
+        return self._seeds
+
+    def _find_seeding(self) -> bool:
         for call in self.facts.calls:
             if call.qualname in RNG_SEEDERS:
                 return True

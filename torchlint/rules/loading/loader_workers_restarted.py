@@ -103,8 +103,11 @@ class LoaderWorkersRestarted(Rule):
     also while another loader runs. Where the file calls `set_epoch` on
     anything but a sampler, or sets an attribute of the dataset, no fix is
     offered. A sampler's `set_epoch` (DistributedSampler) is fine: the sampler
-    runs in the main process. A seeded run's random augmentations also draw
-    from different worker random streams afterwards.
+    runs in the main process. Nor is it offered where the file seeds its
+    random generators (`torch.manual_seed`, `seed_everything`, ...): without
+    persistent workers every pass draws a new worker seed from the global
+    generator; with them it does not, so from the second epoch a seeded run's
+    shuffle order, augmentations and numbers change.
 
     The fix adds `persistent_workers=True` where `num_workers` is known to be
     above 0 (a positive literal, `min(8, os.cpu_count() or 1)`); where it is
@@ -221,8 +224,9 @@ class LoaderWorkersRestarted(Rule):
     @staticmethod
     def _fix(ctx: RuleContext, call: Call, workers: Workers):
         """`persistent_workers=True` (or `=<num_workers> > 0` for a name or an
-        attribute); none where the dataset changes between passes."""
-        if _dataset_changes(ctx, call):
+        attribute); none where the dataset changes between passes, or where the
+        file seeds its random generators (a seeded run's numbers would change)."""
+        if _dataset_changes(ctx, call) or ctx.analysis.loaders.seeds_rngs():
             return None
         value: Optional[cst.BaseExpression] = None
         if workers is Workers.SOME:

@@ -436,7 +436,9 @@ class CreateThenMove(Rule):
         return {move.node: _replace_inner(move.receiver, factory.node, new_factory)}
 
 
-_SIZE_NAME = re.compile(r"(size|len|dim|num|count|width|height|channel|hidden|layer|batch|^n$|^n_|_n$|^[a-z]$)", re.I)
+_SIZE_NAME = re.compile(r"(size|len|dim|num|count|width|height|channel|hidden|layer|^n$|^n_|_n$|^[a-z]$)", re.I)
+# Calls whose result is a size.
+_SIZE_CALLS = frozenset({"len", "int", "min", "max", "round", "sum", "abs"})
 
 
 def _sizes_only(ctx: RuleContext, call: Call) -> bool:
@@ -450,10 +452,41 @@ def _sizes_only(ctx: RuleContext, call: Call) -> bool:
             if any(isinstance(side, (cst.List, cst.Tuple, cst.ListComp)) for side in (value.left, value.right)):
                 return False  # `[[start]] * k`: host data
             continue
+        if _size_call(value):
+            continue
         name = dotted_name(value)
         if name is None or not _SIZE_NAME.search(name.rsplit(".", 1)[-1]):
             return False
+        if isinstance(value, cst.Name) and not _bound_as_size(ctx, value, call.site):
+            return False
     return True
+
+
+def _bound_as_size(ctx: RuleContext, name: cst.Name, site) -> bool:
+    """No binding of `name` that reaches `site` holds data: each is a parameter,
+    a number, arithmetic, or a call that returns a size (`len(x)`, `x.size(0)`,
+    `x.shape[0]`); an element unpacked from a call (`states, actions =
+    memory.sample(n)`) or any other call's result may be host data."""
+    for b in ctx.facts.reaching(name.value, site):
+        value = b.value
+        if b.kind in ("param", "for") or value is None:
+            continue
+        if b.index is not None:
+            return False  # unpacked from a tuple: `a, b = f()`
+        if isinstance(value, (cst.Integer, cst.BinaryOperation, cst.Attribute, cst.Subscript, cst.Name)):
+            continue
+        if _size_call(value):
+            continue
+        return False
+    return True
+
+
+def _size_call(value: cst.BaseExpression) -> bool:
+    """`len(x)`, `int(n)`, `x.size(0)`, `x.numel()`: a call that returns a size."""
+    if not isinstance(value, cst.Call):
+        return False
+    func = dotted_name(value.func) or ""
+    return func in _SIZE_CALLS or func.rsplit(".", 1)[-1] in ("size", "numel", "dim")
 
 
 def _replace_inner(expr: cst.BaseExpression, old: cst.CSTNode, new: cst.CSTNode) -> cst.BaseExpression:
