@@ -51,8 +51,8 @@ class LoaderWorkersRestarted(Rule):
         model = torchvision.models.resnet18(num_classes=10).to(device)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         criterion = nn.CrossEntropyLoss()
-        train_set = datasets.CIFAR10("data", train=True, download=True, transform=transforms.ToTensor())
-        loader = DataLoader(train_set, batch_size=128, shuffle=True, num_workers=4, pin_memory=True)
+        data = datasets.CIFAR10("data", train=True, download=True, transform=transforms.ToTensor())
+        loader = DataLoader(data, batch_size=128, shuffle=True, num_workers=4, pin_memory=True)
         for epoch in range(30):
             for images, labels in loader:
                 images, labels = images.to(device), labels.to(device)
@@ -80,8 +80,8 @@ class LoaderWorkersRestarted(Rule):
         model = torchvision.models.resnet18(num_classes=10).to(device)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         criterion = nn.CrossEntropyLoss()
-        train_set = datasets.CIFAR10("data", train=True, download=True, transform=transforms.ToTensor())
-        loader = DataLoader(train_set, batch_size=128, shuffle=True, num_workers=4, pin_memory=True, persistent_workers=True)
+        data = datasets.CIFAR10("data", train=True, download=True, transform=transforms.ToTensor())
+        loader = DataLoader(data, batch_size=128, shuffle=True, num_workers=4, pin_memory=True, persistent_workers=True)
         for epoch in range(30):
             for images, labels in loader:
                 images, labels = images.to(device), labels.to(device)
