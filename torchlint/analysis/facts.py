@@ -8,6 +8,7 @@ comparison of two integers.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Hashable, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union
 
@@ -19,17 +20,26 @@ LoopNode = Union[cst.For, cst.While]
 T = TypeVar("T")
 
 
+class ScopeKind(enum.Enum):
+    """What a scope's body is."""
+
+    MODULE = "module"
+    FUNCTION = "function"
+    CLASS = "class"
+    LAMBDA = "lambda"
+
+
 @dataclass(eq=False)
 class Scope:
     """A module, function, lambda or class body."""
 
     node: cst.CSTNode
-    kind: str  # "module" | "function" | "class" | "lambda"
+    kind: ScopeKind
     name: str
     parent: Optional["Scope"]
 
     def __repr__(self) -> str:
-        return f"Scope({self.kind} {self.name})"
+        return f"Scope({self.kind.value} {self.name})"
 
     def chain(self) -> Iterator["Scope"]:
         scope: Optional[Scope] = self
@@ -41,7 +51,7 @@ class Scope:
     def function(self) -> Optional["Scope"]:
         """The nearest enclosing function scope (itself included), if any."""
         for scope in self.chain():
-            if scope.kind == "function":
+            if scope.kind == ScopeKind.FUNCTION:
                 return scope
         return None
 
@@ -286,14 +296,14 @@ class Facts:
 
     def local_bindings(self, name: str, scope: Scope) -> List[Binding]:
         """The bindings that can change a name bound in `scope` (see `local_uses`)."""
-        if scope.kind != "function":
+        if scope.kind != ScopeKind.FUNCTION:
             return self.bindings_of(name)
         return [b for b in self.bindings_under(scope) if b.name == name]
 
     def local_uses(self, name: str, scope: Scope) -> List["NameUse"]:
         """The reads that can see a binding of `name` made in `scope`: those in it
         and its nested scopes for a function's local, every read for a module's."""
-        if scope.kind != "function":
+        if scope.kind != ScopeKind.FUNCTION:
             return self.uses_of(name)
         return [u for u in self.uses_under(scope) if u.node.value == name]
 
@@ -401,7 +411,7 @@ class Facts:
         if name not in self._bindings_by_name:
             return []
         for s in scope.chain():
-            if s is not scope and s.kind == "class":
+            if s is not scope and s.kind == ScopeKind.CLASS:
                 continue
             here = self.scoped_bindings(name, s)
             if here:
@@ -568,7 +578,7 @@ class _Collector(cst.CSTVisitor):
 
     def bind(self, name: str, value, target, kind: str, index: Optional[int] = None) -> None:
         self.f.bindings.append(Binding(name, value, target, self.site(), kind, index))
-        if self.scopes[-1].kind == "module" and kind in ("def", "class", "assign") and name in self.f.aliases:
+        if self.scopes[-1].kind == ScopeKind.MODULE and kind in ("def", "class", "assign") and name in self.f.aliases:
             self.f.shadowed[name] = target
 
     def bind_target(self, target: cst.BaseExpression, value, kind: str) -> None:
@@ -582,7 +592,7 @@ class _Collector(cst.CSTVisitor):
     # -- scopes ----------------------------------------------------------
 
     def visit_Module(self, node: cst.Module) -> None:
-        scope = Scope(node, "module", "<module>", None)
+        scope = Scope(node, ScopeKind.MODULE, "<module>", None)
         self.f.module_scope = scope
         self.scopes.append(scope)
 
@@ -592,7 +602,7 @@ class _Collector(cst.CSTVisitor):
         self.f.classes[node.name.value] = ClassInfo(
             node, node.name.value, self.site(), tuple(a.value for a in node.bases)
         )
-        self.scopes.append(Scope(node, "class", node.name.value, self.scopes[-1]))
+        self.scopes.append(Scope(node, ScopeKind.CLASS, node.name.value, self.scopes[-1]))
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.scopes.pop()
@@ -600,7 +610,7 @@ class _Collector(cst.CSTVisitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.store_names.add(id(node.name))
         self.bind(node.name.value, None, node, "def")
-        scope = Scope(node, "function", node.name.value, self.scopes[-1])
+        scope = Scope(node, ScopeKind.FUNCTION, node.name.value, self.scopes[-1])
         params = _param_names(node.params)
         fn = Function(node, node.name.value, scope, tuple(node.decorators), params)
         self.f.functions.append(fn)
@@ -620,7 +630,7 @@ class _Collector(cst.CSTVisitor):
         self.loops, self.withs, self.if_stack, self.region = self._saved_loops.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
-        scope = Scope(node, "lambda", "<lambda>", self.scopes[-1])
+        scope = Scope(node, ScopeKind.LAMBDA, "<lambda>", self.scopes[-1])
         fn = Function(node, "<lambda>", scope, (), _param_names(node.params))
         self.f.functions.append(fn)
         self.f._function_by_scope_node[id(node)] = fn

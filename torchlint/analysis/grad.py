@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Facts, Function, Loop, Scope, Site, dotted_name
+from torchlint.analysis.facts import Call, Facts, Function, Loop, Scope, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers, root_name
 from torchlint.analysis.loops import INFER, Loops
 from torchlint.analysis.places import Places
@@ -116,12 +116,12 @@ class Grad:
         if any(self.is_no_grad_with(w) or self._enables_grad(w) for w in site.withs):
             return True
         for scope in site.scope.chain():
-            if scope.kind == "function":
+            if scope.kind == ScopeKind.FUNCTION:
                 fn = self.facts.function_of(scope)
                 if fn is not None and (self.decorated_no_grad(fn) or self.decorated_enable_grad(fn)):
                     return True
         for scope, order in self._global_disables():
-            if scope.kind == "module" or (scope is site.scope and order < site.order):
+            if scope.kind == ScopeKind.MODULE or (scope is site.scope and order < site.order):
                 return True
         fn_scope = site.scope.function
         while fn_scope is not None:
@@ -305,7 +305,7 @@ class Grad:
     def inference_function(self, site: Site) -> Optional[Function]:
         """The innermost enclosing function named like an inference entry point."""
         for s in site.scope.chain():
-            if s.kind == "function":
+            if s.kind == ScopeKind.FUNCTION:
                 fn = self.facts.function_of(s)
                 if fn is not None and INFERENCE_NAME.match(fn.name):
                     return fn
@@ -470,7 +470,7 @@ class Grad:
                     return False
                 loop = loop.parent
             return site.order < first
-        fn = self.facts.function_of(site.scope) if site.scope.kind == "function" else None
+        fn = self.facts.function_of(site.scope) if site.scope.kind == ScopeKind.FUNCTION else None
         callers = self.values.callers(fn) if fn is not None else []
         return bool(callers) and all(c.site.scope is module and c.site.order < first for c in callers)
 
@@ -541,7 +541,7 @@ def _lightning_step(facts: Facts, fn: Function, values: Values) -> bool:
     """Lightning's `*_step` hooks run without gradients under the trainer (also
     in a class whose LightningModule base is another project class)."""
     parent = fn.scope.parent
-    if parent is None or parent.kind != "class" or not fn.name.endswith("_step"):
+    if parent is None or parent.kind != ScopeKind.CLASS or not fn.name.endswith("_step"):
         return False
     info = facts.classes.get(parent.name)
     return info is not None and any(
@@ -564,7 +564,7 @@ def _module_level(facts: Facts, name: str) -> bool:
     """Every binding of `name` in the file is at module level (a name the
     project index knows by this file's summary)."""
     bindings = facts.bindings_of(name)
-    return bool(bindings) and all(b.site.scope.kind == "module" for b in bindings)
+    return bool(bindings) and all(b.site.scope.kind == ScopeKind.MODULE for b in bindings)
 
 
 def _stmt_targets(stmt: Optional[cst.CSTNode]) -> List[str]:

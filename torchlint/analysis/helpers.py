@@ -10,7 +10,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Facts, Function, dotted_name
+from torchlint.analysis.facts import Call, Facts, Function, ScopeKind, dotted_name
 from torchlint.analysis.values import MODULE, Values
 from torchlint.analysis.vocabulary import MOVE_METHODS, PLACING_NAME
 
@@ -71,7 +71,7 @@ class Helpers:
             for call in self.facts.calls:
                 for scope in call.site.scope.chain():
                     index.setdefault(id(scope.node), []).append(call)
-                    if scope.kind == "function":
+                    if scope.kind == ScopeKind.FUNCTION:
                         break
             self._calls_in = index
         return self._calls_in.get(id(fn.scope.node), [])

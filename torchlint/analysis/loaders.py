@@ -13,7 +13,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call, Facts, Function, Loop, Site, dotted_name
+from torchlint.analysis.facts import Binding, Call, Facts, Function, Loop, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers, is_move_call, root_name
 from torchlint.analysis.loops import Loops
 from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, Places
@@ -552,7 +552,7 @@ class Loaders:
         """Code in the class moves tensors or creates them on a device: its items
         may already live on the GPU."""
         for call in self.facts.calls:
-            if not any(s.kind == "class" and s.name == class_name for s in call.site.scope.chain()):
+            if not any(s.kind == ScopeKind.CLASS and s.name == class_name for s in call.site.scope.chain()):
                 continue
             if is_move_call(call) or call.keyword("device") is not None:
                 return True
@@ -561,7 +561,12 @@ class Loaders:
     def _getitem(self, class_name: str) -> Optional[Function]:
         for fn in self.facts.functions:
             parent = fn.scope.parent
-            if fn.name == "__getitem__" and parent is not None and parent.kind == "class" and parent.name == class_name:
+            if (
+                fn.name == "__getitem__"
+                and parent is not None
+                and parent.kind == ScopeKind.CLASS
+                and parent.name == class_name
+            ):
                 return fn
         return None
 
@@ -631,7 +636,7 @@ class Loaders:
                     return UNKNOWN_COLLATE
                 if any(is_move_call(c) or c.keyword("device") is not None for c in self.helpers.calls_in(fn)):
                     return DEVICE_COLLATE
-                if fn.scope.parent is not None and fn.scope.parent.kind != "module":
+                if fn.scope.parent is not None and fn.scope.parent.kind != ScopeKind.MODULE:
                     return LOCAL_COLLATE
                 return CPU_COLLATE
         return UNKNOWN_COLLATE

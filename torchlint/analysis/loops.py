@@ -11,7 +11,7 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Facts, Function, Loop, Site, dotted_name
+from torchlint.analysis.facts import Call, Facts, Function, Loop, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers
 from torchlint.analysis.values import DATASET, LOADER, Values
 from torchlint.analysis.vocabulary import INFERENCE_NAME, ITER_WRAPPERS, LOADER_NAME, TOKEN_PICKS
@@ -562,7 +562,7 @@ class Loops:
         if read_elsewhere:
             return True
         return all(
-            u.site.scope is scope or u.site.scope.kind == "module"
+            u.site.scope is scope or u.site.scope.kind == ScopeKind.MODULE
             for u in self.facts.local_uses(name, visible[0].site.scope)
         )
 
@@ -614,7 +614,7 @@ class Loops:
                 if call.site.loop is not None:
                     continue
                 outer_scope = call.site.scope
-                outer = self.facts.function_of(outer_scope) if outer_scope.kind == "function" else None
+                outer = self.facts.function_of(outer_scope) if outer_scope.kind == ScopeKind.FUNCTION else None
                 if outer is not None and not self.occasional_guard(call.site):
                     ctx = self._helper_context(outer, depth + 1)
                     if ctx is not None:

@@ -25,7 +25,17 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call, Facts, Scope, Site, dominates, dotted_name, group_under_scopes
+from torchlint.analysis.facts import (
+    Binding,
+    Call,
+    Facts,
+    Scope,
+    ScopeKind,
+    Site,
+    dominates,
+    dotted_name,
+    group_under_scopes,
+)
 from torchlint.analysis.helpers import Helpers, is_move_call, root_name
 from torchlint.analysis.values import LOADER, MODULE, TOKENS, Values
 from torchlint.analysis.vocabulary import (
@@ -355,7 +365,9 @@ class Places:
         if self._holds_tensor(base, site):
             return True
         bindings = self.values.bindings_for(base.value, site)
-        in_module = any(s.kind == "class" and s.name in self.values.module_classes() for s in site.scope.chain())
+        in_module = any(
+            s.kind == ScopeKind.CLASS and s.name in self.values.module_classes() for s in site.scope.chain()
+        )
         return in_module and bool(bindings) and all(b.kind == "param" for b in bindings)
 
     def selects_device(self) -> bool:
@@ -394,7 +406,7 @@ class Places:
         for name in self.device_names():
             found = self.facts.bindings_of(name)
             for s in site.scope.chain():
-                if s is not site.scope and s.kind == "class":
+                if s is not site.scope and s.kind == ScopeKind.CLASS:
                     continue
                 here = [b for b in found if b.site.scope is s]
                 if not here:
@@ -551,7 +563,7 @@ class Places:
 
     def _in_module_class(self, site: Site) -> bool:
         for scope in site.scope.chain():
-            if scope.kind == "class":
+            if scope.kind == ScopeKind.CLASS:
                 return scope.name in self.values.module_classes()
         return False
 
@@ -560,10 +572,10 @@ class Places:
         for call in self.facts.calls:
             scope = call.site.scope
             if (
-                scope.kind == "function"
+                scope.kind == ScopeKind.FUNCTION
                 and scope.name == "__init__"
                 and scope.parent is not None
-                and scope.parent.kind == "class"
+                and scope.parent.kind == ScopeKind.CLASS
                 and scope.parent.name == class_name
             ):
                 if is_move_call(call) or call.keyword("device") is not None:
@@ -662,7 +674,7 @@ class Places:
         # A function's local name: only moves in that function (or nested in it) can touch it.
         pool = (
             events.within(b.name, b.site.scope)
-            if same_scope and b.site.scope.kind == "function"
+            if same_scope and b.site.scope.kind == ScopeKind.FUNCTION
             else events.get(b.name, [])
         )
         # A move inside the binding's own value (`m = DataParallel(m.cuda())`) is part of that value.
@@ -680,7 +692,7 @@ class Places:
             if len(places) == 1 and all(self._unconditional(e.site) for e in moves):
                 return places.pop()
             return UNKNOWN
-        local = b.site.scope.kind == "function"
+        local = b.site.scope.kind == ScopeKind.FUNCTION
         for e in later:
             if e.site.scope is not b.site.scope:
                 if local and not any(s is b.site.scope for s in e.site.scope.chain()):
@@ -1269,7 +1281,7 @@ class Places:
         func = expr.func
         if isinstance(func, cst.Name) and func.value in self.facts.classes:
             for call in self.facts.calls:
-                if any(s.kind == "class" and s.name == func.value for s in call.site.scope.chain()) and (
+                if any(s.kind == ScopeKind.CLASS and s.name == func.value for s in call.site.scope.chain()) and (
                     is_move_call(call) or call.keyword("device") is not None
                 ):
                     return True

@@ -23,7 +23,7 @@ from typing import Dict, Optional, Set
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Facts, Function, Scope, Site, dotted_name
+from torchlint.analysis.facts import Call, Facts, Function, Scope, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers
 from torchlint.analysis.loops import Loops
 from torchlint.analysis.values import Values
@@ -108,7 +108,7 @@ class Roles:
         if self.is_debug_function(fn):
             return True
         parent = fn.scope.parent
-        if parent is not None and parent.kind == "class":
+        if parent is not None and parent.kind == ScopeKind.CLASS:
             info = self.facts.classes.get(parent.name)
             if info is not None and any(
                 (self.facts.qualname(b) or dotted_name(b) or "").endswith("TestCase") for b in info.bases
@@ -126,7 +126,7 @@ class Roles:
         """A debugging routine: a top-level function that stops in a debugger
         (`pdb.set_trace()`, `breakpoint()`), holds no loop that trains or walks
         data, and that nothing calls (in its file) or imports (in the project)."""
-        if fn.scope.parent is None or fn.scope.parent.kind != "module":
+        if fn.scope.parent is None or fn.scope.parent.kind != ScopeKind.MODULE:
             return False
         if not any(self._debugger_break(c) for c in self.helpers.calls_in(fn)):
             return False
@@ -146,11 +146,11 @@ class Roles:
         if self.test_file:
             return True
         for scope in site.scope.chain():
-            if scope.kind == "function":
+            if scope.kind == ScopeKind.FUNCTION:
                 fn = self.facts.function_of(scope)
                 if fn is not None and self.is_test_function(fn):
                     return True
-            elif scope.kind == "class" and self.is_test_class(scope):
+            elif scope.kind == ScopeKind.CLASS and self.is_test_class(scope):
                 return True
         return False
 
@@ -201,7 +201,7 @@ class Roles:
             tool_calls = [c for c in self.facts.calls if self._is_tool_call(c)]
             for c in tool_calls:
                 for scope in c.site.scope.chain():
-                    if scope.kind == "function":
+                    if scope.kind == ScopeKind.FUNCTION:
                         scopes.add(id(scope.node))
                         break
             for fn in self.facts.functions:
@@ -288,7 +288,7 @@ class Roles:
             found: Set[int] = set()
             for loop in self.facts.loops:
                 if self.loops.role(loop) is not None:
-                    fn = self.facts.function_of(loop.scope) if loop.scope.kind == "function" else None
+                    fn = self.facts.function_of(loop.scope) if loop.scope.kind == ScopeKind.FUNCTION else None
                     if fn is not None:
                         found.add(id(fn.node))
             # Called from a work loop, transitively.
@@ -315,7 +315,7 @@ class Roles:
         if self.work_loop(site) is not None:
             return True
         for scope in site.scope.chain():
-            if scope.kind in ("function", "lambda"):
+            if scope.kind in (ScopeKind.FUNCTION, ScopeKind.LAMBDA):
                 fn = self.facts.function_of(scope)
                 if fn is not None and self.function_does_work(fn):
                     return True
@@ -343,7 +343,7 @@ class Roles:
         return (
             fn_scope is not None
             and parent is not None
-            and parent.kind == "class"
+            and parent.kind == ScopeKind.CLASS
             and parent.name in self.values.module_classes()
             and (fn_scope.name in ("__init__", "reset_parameters") or "init" in fn_scope.name.lower())
         )
@@ -352,7 +352,7 @@ class Roles:
         """In a method of a same-file nn.Module (forward, helpers): runs per batch
         wherever the model is trained or served."""
         for scope in site.scope.chain():
-            if scope.kind == "class":
+            if scope.kind == ScopeKind.CLASS:
                 return scope.name in self.values.module_classes()
         return False
 
@@ -371,12 +371,12 @@ class Roles:
 
     def enclosing_function(self, site: Site) -> Optional[Function]:
         for scope in site.scope.chain():
-            if scope.kind == "function":
+            if scope.kind == ScopeKind.FUNCTION:
                 return self.facts.function_of(scope)
         return None
 
     def script_level(self, scope: Scope) -> bool:
-        return scope.kind == "module"
+        return scope.kind == ScopeKind.MODULE
 
 
 # The accelerator memory API (`torch.cuda.*`, `torch.xpu.*`, any device module's).

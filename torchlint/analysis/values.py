@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call, Facts, Function, Site, dotted_name
+from torchlint.analysis.facts import Binding, Call, Facts, Function, ScopeKind, Site, dotted_name
 from torchlint.analysis.project.kinds import ClassKind, ValueKind
 from torchlint.analysis.vocabulary import (
     COPIES,
@@ -428,7 +428,7 @@ class Values:
                 return None
             return self.facts.function_for_def(bs[0].target)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            cls = next((s for s in call.site.scope.chain() if s.kind == "class"), None)
+            cls = next((s for s in call.site.scope.chain() if s.kind == ScopeKind.CLASS), None)
             if cls is None:
                 return None
             for fn in self.facts.functions:
@@ -463,7 +463,12 @@ class Values:
         if any(a.star for a in call.node.args):
             return None
         params = [p.name.value for p in list(node.params.posonly_params) + list(node.params.params)]
-        if params and params[0] in ("self", "cls") and fn.scope.parent is not None and fn.scope.parent.kind == "class":
+        if (
+            params
+            and params[0] in ("self", "cls")
+            and fn.scope.parent is not None
+            and fn.scope.parent.kind == ScopeKind.CLASS
+        ):
             params = params[1:]
         if param not in params:
             return None
@@ -810,7 +815,7 @@ class Values:
             func = c.node.func
             q = c.qualname
             if q is None and isinstance(func, cst.Name) and func.value in self.facts.classes:
-                if any(b.site.scope.kind != "module" for b in self.facts.bindings_of(func.value)):
+                if any(b.site.scope.kind != ScopeKind.MODULE for b in self.facts.bindings_of(func.value)):
                     return False  # a class the index does not know by this file's summary
                 q = self.project.local(func.value)
             return q is not None and self.project.has_parameters(q) is False

@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import Loop, dotted_name
+from torchlint.analysis.facts import Loop, ScopeKind, dotted_name
 from torchlint.analysis.helpers import root_name
 from torchlint.analysis.vocabulary import (
     ALLOCATING_FACTORIES,
@@ -310,7 +310,7 @@ class BatchSizeOne(Rule):
             last = b.name.rsplit(".", 1)[-1]
             if not _BATCH_NAME.match(last) or "." in b.name:
                 continue
-            if b.site.scope.kind == "class":
+            if b.site.scope.kind == ScopeKind.CLASS:
                 if _CONFIG_CLASS.search(b.site.scope.name):
                     report(b.value, "a config default", b.site)
                 continue

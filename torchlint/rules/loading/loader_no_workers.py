@@ -6,7 +6,7 @@ from typing import Iterator, List, Union
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call
+from torchlint.analysis.facts import Binding, Call, ScopeKind
 from torchlint.analysis.loaders import (
     DEVICE_COLLATE,
     IN_MEMORY,
@@ -311,7 +311,7 @@ def _lambda_in_dataset(ctx: RuleContext, call: Call) -> bool:
         return False
     return any(
         isinstance(part, cst.Lambda)
-        or (isinstance(part, Binding) and part.kind == "def" and part.site.scope.kind == "function")
+        or (isinstance(part, Binding) and part.kind == "def" and part.site.scope.kind == ScopeKind.FUNCTION)
         for part in _parts(ctx, expr, call.site)
     )
 

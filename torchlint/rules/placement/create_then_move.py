@@ -7,7 +7,7 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Site, dotted_name
+from torchlint.analysis.facts import Call, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import is_move_call
 from torchlint.analysis.places import ACCEL, CPU
 from torchlint.analysis.vocabulary import (
@@ -255,7 +255,7 @@ class CreateThenMove(Rule):
                 # numbers. Worth an unsafe fix for per-step data; not where the file seeds its
                 # random numbers for reproducibility, nor for a one-off draw.
                 replacements = None
-            elif factory.site.scope.kind != "module" and not a.cost.per_step(factory.site):
+            elif factory.site.scope.kind != ScopeKind.MODULE and not a.cost.per_step(factory.site):
                 # A one-off allocation in a function (a plotting helper, one decoding call): the edit
                 # would gain nothing measurable. A script's own module-level code is its work: fixed.
                 replacements = None

@@ -7,7 +7,7 @@ from typing import Dict, Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.facts import ScopeKind, dotted_name
 from torchlint.analysis.places import ACCEL, CPU, DEVICE
 from torchlint.analysis.values import MODULE
 from torchlint.analysis.vocabulary import MODEL_NAME, MOVE_METHODS, STATELESS_LAYER
@@ -238,7 +238,7 @@ class ModelNotMoved(Rule):
         the device) under which every later move of the model sits, when the model
         then trains or runs over data on both paths; None otherwise."""
         a = ctx.analysis
-        if b.site.scope.kind != "module" or not a.places.accelerator_in_play():
+        if b.site.scope.kind != ScopeKind.MODULE or not a.places.accelerator_in_play():
             return None
         owner = None
         for e in later:

@@ -7,7 +7,7 @@ from typing import Dict, List, Set
 
 import libcst as cst
 
-from torchlint.analysis.facts import Loop, dotted_name
+from torchlint.analysis.facts import Loop, ScopeKind, dotted_name
 from torchlint.analysis.vocabulary import ACCEPTS_DEVICE
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
@@ -165,7 +165,7 @@ class NoDevice(Rule):
                 and (
                     c.site.scope is module_scope
                     or (
-                        c.site.scope.kind == "function"
+                        c.site.scope.kind == ScopeKind.FUNCTION
                         and c.site.scope.parent is module_scope
                         and c.site.scope.name in runners
                     )
