@@ -24,7 +24,7 @@ from typing import Iterator, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call, Facts, NameUse, Site, dominates
+from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, NameUse, Site, dominates
 from torchlint.analysis.helpers import Helpers, is_move_call
 from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, WRAPPED, Places
 from torchlint.analysis.values import Values
@@ -96,7 +96,11 @@ class Consumers:
         around `site` too: the next iteration sees it), and reads in nested
         functions that see the name as a variable of that scope."""
         scope = site.scope
-        rebinds = [b for b in self.facts.scoped_bindings(name, scope) if b.kind not in ("global", "nonlocal")]
+        rebinds = [
+            b
+            for b in self.facts.scoped_bindings(name, scope)
+            if b.kind not in (BindingKind.GLOBAL, BindingKind.NONLOCAL)
+        ]
         for use in self.facts.local_uses(name, scope):
             if use.site.stmt is site.stmt and use.site.scope is scope:
                 continue  # the statement itself
@@ -117,7 +121,7 @@ class Consumers:
                     continue
                 killed = any(
                     (loop.contains(b.site.order) and b.site.order < use.site.order and dominates(b.site, use.site))
-                    or (b.kind == "for" and b.site.loop is loop)
+                    or (b.kind == BindingKind.FOR and b.site.loop is loop)
                     for b in rebinds
                 )
                 if not killed:
@@ -127,7 +131,7 @@ class Consumers:
     def _updates(self, name: str, site: Site) -> Iterator[Binding]:
         """`name += ...` after `site` in its scope, before a rebinding that kills it."""
         for b in self.facts.scoped_bindings(name, site.scope):
-            if b.kind == "augassign" and b.site.order > site.order:
+            if b.kind == BindingKind.AUGASSIGN and b.site.order > site.order:
                 yield b
 
     # -- does this reader work with the value there? ----------------------------------------
@@ -275,7 +279,9 @@ class Consumers:
             params = [p for p in fn.params if self.values.argument_for(call, fn, p) is arg.value]
             if len(params) != 1:
                 return False
-            binding = next((b for b in self.facts.scoped_bindings(params[0], fn.scope) if b.kind == "param"), None)
+            binding = next(
+                (b for b in self.facts.scoped_bindings(params[0], fn.scope) if b.kind == BindingKind.PARAM), None
+            )
             if binding is None or not self._all_on(params[0], binding.site, target, depth + 1, seen):
                 return False
             if not all(self._compatible(o, site, target) for o in others):
@@ -307,7 +313,10 @@ class Consumers:
         if isinstance(expr, cst.Name):
             bindings = self.places.reaching(expr.value, site)
             return bool(bindings) and all(
-                b.kind in ("assign", "annassign") and b.index is None and b.value is not None and _literal(b.value)
+                b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+                and b.index is None
+                and b.value is not None
+                and _literal(b.value)
                 for b in bindings
             )
         if isinstance(expr, cst.Call):

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Facts, Function, Loop, Scope, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Loop, Scope, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers, root_name
 from torchlint.analysis.loops import INFER, Loops
 from torchlint.analysis.places import Places
@@ -369,7 +369,7 @@ class Grad:
     def _frozen_by_loop(self, name: str) -> bool:
         """`for p in model.parameters(): p.requires_grad = False`."""
         for b in self.facts.bindings:
-            if b.kind != "for" or b.index is not None or not isinstance(b.value, cst.Call):
+            if b.kind != BindingKind.FOR or b.index is not None or not isinstance(b.value, cst.Call):
                 continue
             call = self.facts.call_for(b.value)
             if call is None or call.method != "parameters" or dotted_name(call.receiver) != name:
@@ -424,7 +424,7 @@ class Grad:
         if not bindings:
             return False
         for b in bindings:
-            if b.kind not in ("assign", "annassign") or b.value is None or b.index is not None:
+            if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.value is None or b.index is not None:
                 return False
             inner = b.value
             while (

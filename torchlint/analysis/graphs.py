@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call, Facts, Loop, Site, dotted_name
+from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, Loop, Site, dotted_name
 from torchlint.analysis.grad import Grad
 from torchlint.analysis.loops import Loops
 from torchlint.analysis.places import Places
@@ -145,7 +145,7 @@ class Graphs:
     def kept_across(self, name: str, loop: Loop, site: Site) -> bool:
         """`name` is bound before `loop` (same scope) and only added to inside it."""
         bindings = self.facts.local_bindings(name, site.scope)
-        if any(b.kind in ("global", "nonlocal") for b in bindings):
+        if any(b.kind in (BindingKind.GLOBAL, BindingKind.NONLOCAL) for b in bindings):
             return False
         if not any(b.site.order < loop.order for b in bindings):
             return False
@@ -302,10 +302,14 @@ def _accumulated(stmt: cst.CSTNode, facts: Facts, site: Site):
 
 def _accumulates(b: Binding) -> bool:
     """A binding that adds to the name's value instead of replacing it."""
-    if b.kind == "augassign":
+    if b.kind == BindingKind.AUGASSIGN:
         stmt = b.site.stmt
         return isinstance(stmt, cst.AugAssign) and isinstance(stmt.operator, cst.AddAssign)
-    if b.kind == "assign" and isinstance(b.value, cst.BinaryOperation) and isinstance(b.value.operator, cst.Add):
+    if (
+        b.kind == BindingKind.ASSIGN
+        and isinstance(b.value, cst.BinaryOperation)
+        and isinstance(b.value.operator, cst.Add)
+    ):
         left = b.value.left
         return isinstance(left, cst.Name) and left.value == b.name
     return False

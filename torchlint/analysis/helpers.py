@@ -10,7 +10,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Facts, Function, ScopeKind, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, Facts, Function, ScopeKind, dotted_name
 from torchlint.analysis.values import MODULE, Values
 from torchlint.analysis.vocabulary import MOVE_METHODS, PLACING_NAME
 
@@ -151,7 +151,8 @@ class Helpers:
         bindings = [
             b
             for b in self.facts.bindings_under(fn.scope)
-            if b.value is not None and b.kind in ("assign", "annassign", "for", "comprehension")
+            if b.value is not None
+            and b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN, BindingKind.FOR, BindingKind.COMPREHENSION)
         ]
         for _ in range(MAX_DEPTH):
             changed = False

@@ -13,7 +13,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call, Facts, Function, Loop, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, Function, Loop, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers, is_move_call, root_name
 from torchlint.analysis.loops import Loops
 from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, Places
@@ -271,13 +271,13 @@ class Loaders:
             if len(bindings) != 1:
                 return None
             b = bindings[0]
-            if b.kind == "param":
+            if b.kind == BindingKind.PARAM:
                 found = self._through_caller(b)
                 if found is None:
                     return None
                 expr, site = found
                 continue
-            if b.value is None or b.kind not in ("assign", "annassign"):
+            if b.value is None or b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN):
                 return None
             if b.index is not None:
                 split = self._split_of(b.value)
@@ -399,7 +399,9 @@ class Loaders:
             name = dotted_name(expr)
             bindings = self.values.bindings_for(name, site) if name else []
             values = [
-                b for b in bindings if b.kind in ("assign", "annassign") and b.index is None and b.value is not None
+                b
+                for b in bindings
+                if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and b.index is None and b.value is not None
             ]
             return (
                 bool(values)
@@ -504,7 +506,7 @@ class Loaders:
                 return None
             found = []
             for b in reaching:
-                if b.kind not in ("assign", "annassign") or b.value is None:
+                if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.value is None:
                     found.append(self._place_of(expr, site))
                 elif b.index is None:
                     found.append(self.data_place(b.value, b.site, depth + 1))
@@ -630,7 +632,7 @@ class Loaders:
             return UNKNOWN_COLLATE
         if isinstance(value, cst.Name):
             bs = self.facts.visible_bindings(value.value, call.site.scope)
-            if len(bs) == 1 and bs[0].kind == "def":
+            if len(bs) == 1 and bs[0].kind == BindingKind.DEF:
                 fn = self.facts.function_for_def(bs[0].target)
                 if fn is None:
                     return UNKNOWN_COLLATE
@@ -650,7 +652,7 @@ class Loaders:
         if arg is None or not isinstance(arg.value, cst.Name):
             return False
         bs = self.facts.visible_bindings(arg.value.value, call.site.scope)
-        fn = self.facts.function_for_def(bs[0].target) if len(bs) == 1 and bs[0].kind == "def" else None
+        fn = self.facts.function_for_def(bs[0].target) if len(bs) == 1 and bs[0].kind == BindingKind.DEF else None
         if fn is None:
             return False
         for inner in self.helpers.calls_in(fn):
@@ -836,7 +838,7 @@ class Loaders:
         names |= {
             b.name
             for b in self.facts.bindings
-            if b.kind == "comprehension"
+            if b.kind == BindingKind.COMPREHENSION
             and isinstance(b.value, cst.Call)
             and isinstance(b.value.func, cst.Attribute)
             and b.value.func.attr.value in ("items", "values")

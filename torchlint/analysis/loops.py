@@ -11,7 +11,7 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Facts, Function, Loop, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Loop, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers
 from torchlint.analysis.values import DATASET, LOADER, Values
 from torchlint.analysis.vocabulary import INFERENCE_NAME, ITER_WRAPPERS, LOADER_NAME, TOKEN_PICKS
@@ -305,10 +305,10 @@ class Loops:
         stmt = step.site.stmt
         parent = self.facts.parent_of(stmt) if stmt is not None else None
         return (
-            before[-1].kind == "assign"
+            before[-1].kind == BindingKind.ASSIGN
             and isinstance(before[-1].value, cst.Integer)
             and int(before[-1].value.evaluated_value) == 0
-            and step.kind == "augassign"
+            and step.kind == BindingKind.AUGASSIGN
             and isinstance(stmt, cst.AugAssign)
             and isinstance(stmt.operator, cst.AddAssign)
             and isinstance(stmt.value, cst.Integer)
@@ -360,7 +360,7 @@ class Loops:
             for b in self.facts.bindings
             if b.site.scope is loop.scope
             and loop.contains(b.site.order)
-            and b.kind in ("assign", "augassign", "annassign")
+            and b.kind in (BindingKind.ASSIGN, BindingKind.AUGASSIGN, BindingKind.ANNASSIGN)
             and b.value is not None
         ]
         values = [(b.name, b.value) for b in bindings if b.value is not None]
@@ -552,7 +552,9 @@ class Loops:
         in no other function, which the loop might call to change it in place."""
         scope = loop.scope
         visible = self.facts.visible_bindings(name, scope)
-        if not visible or any(b.kind in ("global", "nonlocal") for b in self.facts.bindings_of(name)):
+        if not visible or any(
+            b.kind in (BindingKind.GLOBAL, BindingKind.NONLOCAL) for b in self.facts.bindings_of(name)
+        ):
             return False
         own = [b for b in visible if b.site.scope is scope]
         if any(loop.contains(b.site.order) for b in own):

@@ -27,6 +27,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import (
     Binding,
+    BindingKind,
     Call,
     Facts,
     Scope,
@@ -221,9 +222,9 @@ class Places:
         bindings = self.values.bindings_for(name, site)
         found = set()
         for b in bindings:
-            if b.kind == "param":
+            if b.kind == BindingKind.PARAM:
                 found.add(self._param_device(b, depth))
-            elif b.kind in ("assign", "annassign") and b.index is None and b.value is not None:
+            elif b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and b.index is None and b.value is not None:
                 found.add(self.device_of(b.value, b.site, depth + 1))
             else:
                 found.add(None)
@@ -253,7 +254,7 @@ class Places:
             return False
         for b in bindings:
             value = b.value
-            if b.kind not in ("assign", "annassign") or value is None:
+            if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or value is None:
                 return False
             if isinstance(value, (cst.Subscript, cst.BinaryOperation)):
                 continue
@@ -368,7 +369,7 @@ class Places:
         in_module = any(
             s.kind == ScopeKind.CLASS and s.name in self.values.module_classes() for s in site.scope.chain()
         )
-        return in_module and bool(bindings) and all(b.kind == "param" for b in bindings)
+        return in_module and bool(bindings) and all(b.kind == BindingKind.PARAM for b in bindings)
 
     def selects_device(self) -> bool:
         """The file chooses a device at all (the CPU included): `torch.device(...)`,
@@ -488,7 +489,11 @@ class Places:
                         handed_to.setdefault(name, []).append(call)
             for b in self.facts.bindings:
                 # `layer.weight = remote_weight()`: parts replaced by values made elsewhere.
-                if "." in b.name and b.kind in ("assign", "annassign") and isinstance(b.value, (cst.Call, cst.Name)):
+                if (
+                    "." in b.name
+                    and b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+                    and isinstance(b.value, (cst.Call, cst.Name))
+                ):
                     add(b.name.rsplit(".", 1)[0], Event(b.site, "escape", UNKNOWN))
             for use in self.facts.uses:
                 if isinstance(use.site.parent, _USE_STAYS):
@@ -583,7 +588,7 @@ class Places:
         return False
 
     def _binding_place(self, b: Binding) -> str:
-        if b.kind == "param":
+        if b.kind == BindingKind.PARAM:
             fn = self.facts.function_of(b.site.scope)
             if fn is None:
                 return UNKNOWN
@@ -593,7 +598,7 @@ class Places:
                 arg = self.values.argument_for(c, fn, b.name)
                 places.add(self.model_place(arg, c.site) if arg is not None else UNKNOWN)
             return places.pop() if callers and len(places) == 1 else UNKNOWN
-        if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+        if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.index is not None or b.value is None:
             return UNKNOWN
         return self._value_place(b.value, b.site)
 
@@ -867,7 +872,7 @@ class Places:
             bs = self.reaching(expr.value, site)
             places = set()
             for b in bs:
-                if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+                if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.index is not None or b.value is None:
                     return None
                 p = self._forward_place(b.value, b.site)
                 if p is None:
@@ -1080,7 +1085,7 @@ class Places:
         return False
 
     def _binding_tensor_place(self, b: Binding) -> Optional[str]:
-        if b.kind in ("assign", "annassign", "walrus"):
+        if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN, BindingKind.WALRUS):
             if b.value is None:
                 return None
             if self.next_batch(b.value, b.site):
@@ -1117,9 +1122,9 @@ class Places:
                         return self._returned_part(fn, b.index)
                 return None
             return self.tensor_place(b.value, b.site)
-        if b.kind == "augassign":
+        if b.kind == BindingKind.AUGASSIGN:
             return self.tensor_place(b.value, b.site) if b.value is not None else None
-        if b.kind in ("for", "comprehension"):
+        if b.kind in (BindingKind.FOR, BindingKind.COMPREHENSION):
             if b.value is None:
                 return None
             if self.batch_source(b.value, b.site):
@@ -1149,7 +1154,7 @@ class Places:
                 return None
             base = self.tensor_place(b.value, b.site)
             return base
-        if b.kind == "param":
+        if b.kind == BindingKind.PARAM:
             return self._param_tensor_place(b)
         return None
 
@@ -1215,11 +1220,11 @@ class Places:
         if not bindings or depth > 3:
             return False
         for b in bindings:
-            if b.kind == "param":
+            if b.kind == BindingKind.PARAM:
                 if not LOADER_NAME.search(b.name) and self.values.param_kind(b) != LOADER:
                     return False
                 continue
-            if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+            if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.index is not None or b.value is None:
                 return False
             if isinstance(b.value, (cst.Name, cst.Attribute)):
                 inner = dotted_name(b.value)
@@ -1272,7 +1277,9 @@ class Places:
             if isinstance(expr, cst.Name):
                 if self._formatted_on_device(expr.value):
                     return True
-                bs = [b for b in self.facts.visible_bindings(expr.value, loader.site.scope) if b.kind != "param"]
+                bs = [
+                    b for b in self.facts.visible_bindings(expr.value, loader.site.scope) if b.kind != BindingKind.PARAM
+                ]
                 expr = bs[0].value if len(bs) == 1 else None
             elif isinstance(expr, cst.Call) and self._format_call_places(expr):
                 return True

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call, Facts, Function, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, Function, ScopeKind, Site, dotted_name
 from torchlint.analysis.project.kinds import ClassKind, ValueKind
 from torchlint.analysis.vocabulary import (
     COPIES,
@@ -279,7 +279,10 @@ class Values:
     def _shadowed_local(self, name: str, site: Site) -> bool:
         """A class name rebound in the calling scope (not the class any more)."""
         return (
-            any(b.kind not in ("class", "import") and b.site.scope is site.scope for b in self.facts.bindings_of(name))
+            any(
+                b.kind not in (BindingKind.CLASS, BindingKind.IMPORT) and b.site.scope is site.scope
+                for b in self.facts.bindings_of(name)
+            )
             and name not in self.facts.classes
         )
 
@@ -297,9 +300,17 @@ class Values:
         return "tokenizer" in (dotted_name(func) or "").lower()
 
     def binding_kind(self, b: Binding) -> Optional[str]:
-        if b.kind == "param":
+        if b.kind == BindingKind.PARAM:
             return self.param_kind(b)
-        if b.kind in ("class", "def", "import", "for", "comprehension", "except", "with"):
+        if b.kind in (
+            BindingKind.CLASS,
+            BindingKind.DEF,
+            BindingKind.IMPORT,
+            BindingKind.FOR,
+            BindingKind.COMPREHENSION,
+            BindingKind.EXCEPT,
+            BindingKind.WITH,
+        ):
             return MODULE if id(b) in self.used_as_module() else None
         if id(b) in self.used_as_module():
             return MODULE
@@ -342,7 +353,10 @@ class Values:
         return [
             b
             for b in self.facts.visible_bindings(name, site.scope)
-            if (b.site.order <= site.order and not (b.site.stmt is site.stmt and b.kind in ("assign", "annassign")))
+            if (
+                b.site.order <= site.order
+                and not (b.site.stmt is site.stmt and b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN))
+            )
             or b.site.scope is not site.scope
             or _in_same_loop(b.site, site)
         ]
@@ -383,7 +397,7 @@ class Values:
         is a construction, not a forward."""
         built: Set[int] = set()
         for b in self.facts.bindings:
-            if b.kind != "assign" or b.index is not None or id(b) not in modules:
+            if b.kind != BindingKind.ASSIGN or b.index is not None or id(b) not in modules:
                 continue
             value = b.value
             while (
@@ -404,9 +418,9 @@ class Values:
         """`model: nn.Module` (or a same-file module class) as a parameter or an
         annotated assignment."""
         annotation = None
-        if b.kind == "param" and isinstance(b.target, cst.Param):
+        if b.kind == BindingKind.PARAM and isinstance(b.target, cst.Param):
             annotation = b.target.annotation
-        elif b.kind == "annassign" and isinstance(b.site.stmt, cst.AnnAssign):
+        elif b.kind == BindingKind.ANNASSIGN and isinstance(b.site.stmt, cst.AnnAssign):
             annotation = b.site.stmt.annotation
         if annotation is None:
             return False
@@ -424,7 +438,7 @@ class Values:
         func = call.node.func
         if isinstance(func, cst.Name):
             bs = self.facts.visible_bindings(func.value, call.site.scope)
-            if len(bs) != 1 or bs[0].kind != "def":
+            if len(bs) != 1 or bs[0].kind != BindingKind.DEF:
                 return None
             return self.facts.function_for_def(bs[0].target)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
@@ -576,9 +590,9 @@ class Values:
         )
 
     def _binds_container(self, b: Binding, depth: int) -> bool:
-        if b.kind in ("assign", "annassign") and b.index is None:
+        if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and b.index is None:
             return self.is_container(b.value, b.site, depth + 1)
-        if b.kind == "for" and b.value is not None:
+        if b.kind == BindingKind.FOR and b.value is not None:
             it, index = b.value, b.index
             if (
                 isinstance(it, cst.Call)
@@ -645,7 +659,7 @@ class Values:
                 if id(b) in seen:
                     continue  # `self.m = DataParallel(self.m)`: the other bindings answer
                 seen.add(id(b))
-                if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+                if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.index is not None or b.value is None:
                     return None
                 answer = self._forward_container(b.value, b.site, seen)
                 if answer is not _CYCLE:
@@ -723,8 +737,11 @@ class Values:
         import, or an attribute of an imported module (`utils.load_model`)."""
         root = name.split(".", 1)[0]
         if "." not in name:
-            return any(b.kind in ("def", "import", "class") for b in self.bindings_for(name, site))
-        return any(b.kind == "import" for b in self.bindings_for(root, site))
+            return any(
+                b.kind in (BindingKind.DEF, BindingKind.IMPORT, BindingKind.CLASS)
+                for b in self.bindings_for(name, site)
+            )
+        return any(b.kind == BindingKind.IMPORT for b in self.bindings_for(root, site))
 
     def _loaded_model(self, model: cst.BaseExpression, site: Site) -> bool:
         """A name bound to `torch.load(...)` (and friends) that is called: a model."""
@@ -732,7 +749,7 @@ class Values:
         if name is None:
             return False
         for b in self.bindings_for(name, site):
-            if b.kind in ("assign", "annassign") and isinstance(b.value, cst.Call):
+            if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and isinstance(b.value, cst.Call):
                 inner: cst.BaseExpression = b.value
                 while (
                     isinstance(inner, cst.Call)
@@ -824,7 +841,7 @@ class Values:
             return False
         bindings = self.bindings_for(name, site)
         return bool(bindings) and all(
-            b.kind in ("assign", "annassign")
+            b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
             and b.index is None
             and b.value is not None
             and self.parameter_free(b.value, b.site, depth + 1)
@@ -862,7 +879,7 @@ class Values:
         values = [
             b
             for b in self.bindings_for(name, site)
-            if b.kind in ("assign", "annassign") and b.value is not None and b.index is None
+            if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and b.value is not None and b.index is None
         ]
         return any(b.value is not None and self.is_pretrained(b.value, b.site, depth + 1) for b in values)
 
@@ -870,7 +887,7 @@ class Values:
 def _bound_value(b: Binding) -> Optional[cst.BaseExpression]:
     """What an assignment binds to the name: its value, or its element of a
     tuple assigned element by element (`a, b = f(x), f(y)`)."""
-    if b.kind not in ("assign", "annassign") or b.value is None:
+    if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.value is None:
         return None
     if b.index is None:
         return b.value

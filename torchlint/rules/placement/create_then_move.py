@@ -7,7 +7,7 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import is_move_call
 from torchlint.analysis.places import ACCEL, CPU
 from torchlint.analysis.vocabulary import (
@@ -361,7 +361,11 @@ class CreateThenMove(Rule):
         name = move.receiver.value  # type: ignore[union-attr]
         scope = move.site.scope
         bindings = ctx.facts.scoped_bindings(name, scope)
-        if len(bindings) != 1 or bindings[0].kind not in ("assign", "annassign") or bindings[0].index is not None:
+        if (
+            len(bindings) != 1
+            or bindings[0].kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+            or bindings[0].index is not None
+        ):
             return None
         b = bindings[0]
         uses = ctx.facts.scoped_uses(name, scope)
