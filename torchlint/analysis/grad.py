@@ -19,7 +19,7 @@ from torchlint.analysis.loops import INFER, Loops
 from torchlint.analysis.places import Places
 from torchlint.analysis.project.kinds import ClassKind
 from torchlint.analysis.roles import Roles
-from torchlint.analysis.values import ModelCall, Values
+from torchlint.analysis.values import MODULE, ModelCall, Values
 from torchlint.analysis.vocabulary import ENABLE_GRAD, INFERENCE_NAME, NO_GRAD_CONTEXTS, SET_GRAD_ENABLED
 from torchlint.analysis.walk import contains, mentions
 
@@ -449,7 +449,7 @@ class Grad:
         """A module construction: a known module class, or an imported class
         (`sm.EncoderRNN(...)`) whose instance the file uses as a model."""
         kind = self.values.call_kind(call)
-        if kind == "module":
+        if kind == MODULE:
             return True
         name = dotted_name(call.node.func) or ""
         return kind is None and name.rsplit(".", 1)[-1][:1].isupper()

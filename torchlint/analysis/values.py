@@ -15,6 +15,7 @@ This module holds the one answer to "is this call a model forward"
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Set
@@ -50,17 +51,24 @@ from torchlint.analysis.vocabulary import (
 if TYPE_CHECKING:
     from torchlint.analysis.project import FileView
 
-MODULE, TENSOR, LOADER, DATASET, DEVICE, TOKENS, TOKENIZER, OPTIMIZER, LOSS_FN = (
-    "module",
-    "tensor",
-    "loader",
-    "dataset",
-    "device",
-    "tokens",
-    "tokenizer",
-    "optimizer",
-    "loss_fn",
-)
+
+class Kind(enum.Enum):
+    """What an expression holds (`Values.expr_kind`, `call_kind`, `binding_kind`)."""
+
+    MODULE = "module"
+    TENSOR = "tensor"
+    LOADER = "loader"
+    DATASET = "dataset"
+    DEVICE = "device"
+    TOKENS = "tokens"
+    TOKENIZER = "tokenizer"
+    OPTIMIZER = "optimizer"
+    LOSS_FN = "loss_fn"
+
+
+# The members under their own names, as the analysis modules import them.
+MODULE, TENSOR, LOADER, DATASET, DEVICE = Kind.MODULE, Kind.TENSOR, Kind.LOADER, Kind.DATASET, Kind.DEVICE
+TOKENS, TOKENIZER, OPTIMIZER, LOSS_FN = Kind.TOKENS, Kind.TOKENIZER, Kind.OPTIMIZER, Kind.LOSS_FN
 # Methods that return a value of the receiver's kind.
 # `_forward_container`'s answer where only bindings already asked about answer.
 _CYCLE = object()
@@ -122,12 +130,12 @@ class Values:
     def __init__(self, facts: Facts, project: Optional[FileView] = None) -> None:
         self.facts = facts
         self.project = project
-        self._kind_cache: Dict[int, Optional[str]] = {}
+        self._kind_cache: Dict[int, Optional[Kind]] = {}
         self._module_classes: Optional[Set[str]] = None
         self._dataset_classes: Optional[Dict[str, str]] = None
         self._used_as_module: Optional[Set[int]] = None
         self._callers: Optional[Dict[str, List[Call]]] = None
-        self._param_kinds: Dict[int, Optional[str]] = {}
+        self._param_kinds: Dict[int, Optional[Kind]] = {}
         self._model_calls: Dict[int, Optional[ModelCall]] = {}
         self._loss_calls: Dict[int, bool] = {}
 
@@ -179,7 +187,7 @@ class Values:
         """What the project index says class `qualname` (as this file names it) is."""
         return self.project.class_kind(qualname) if self.project is not None else None
 
-    def project_call_kind(self, qualname: str) -> Optional[str]:
+    def project_call_kind(self, qualname: str) -> Optional[Kind]:
         """The kind of a call of a project class or function (`Net()` with `Net`
         imported from another file, `build_model(cfg)`, `get_loader(...)`)."""
         if self.project is None:
@@ -229,7 +237,7 @@ class Values:
 
     # -- kinds -------------------------------------------------------------------
 
-    def call_kind(self, call: Call) -> Optional[str]:
+    def call_kind(self, call: Call) -> Optional[Kind]:
         q = call.qualname
         if (q in VARIABLE or q in COPIES) and call.positional:
             return self.expr_kind(call.positional[0].value, call.site)
@@ -299,7 +307,7 @@ class Values:
             )
         return "tokenizer" in (dotted_name(func) or "").lower()
 
-    def binding_kind(self, b: Binding) -> Optional[str]:
+    def binding_kind(self, b: Binding) -> Optional[Kind]:
         if b.kind == BindingKind.PARAM:
             return self.param_kind(b)
         if b.kind in (
@@ -320,12 +328,12 @@ class Values:
             return None
         return self.expr_kind(b.value, b.site)
 
-    def expr_kind(self, expr: cst.BaseExpression, site: Site) -> Optional[str]:
+    def expr_kind(self, expr: cst.BaseExpression, site: Site) -> Optional[Kind]:
         key = id(expr)
         if key in self._kind_cache:
             return self._kind_cache[key]
         self._kind_cache[key] = None  # cycle guard
-        kind: Optional[str] = None
+        kind: Optional[Kind] = None
         if isinstance(expr, cst.Call):
             call = self.facts.call_for(expr)
             kind = self.call_kind(call) if call else None
@@ -334,7 +342,7 @@ class Values:
         self._kind_cache[key] = kind
         return kind
 
-    def _name_kind(self, expr: cst.BaseExpression, site: Site) -> Optional[str]:
+    def _name_kind(self, expr: cst.BaseExpression, site: Site) -> Optional[Kind]:
         name = dotted_name(expr)
         if not name:
             return None
@@ -490,14 +498,14 @@ class Values:
         pos = call.positional
         return pos[i].value if i < len(pos) else None
 
-    def param_kind(self, b: Binding) -> Optional[str]:
+    def param_kind(self, b: Binding) -> Optional[Kind]:
         """A parameter's kind: annotated `nn.Module`, used as a module, or the
         kind every same-file caller passes."""
         key = id(b)
         if key in self._param_kinds:
             return self._param_kinds[key]
         self._param_kinds[key] = None
-        kind: Optional[str] = MODULE if id(b) in self.used_as_module() else None
+        kind: Optional[Kind] = MODULE if id(b) in self.used_as_module() else None
         if kind is None:
             fn = self.facts.function_of(b.site.scope)
             if fn is not None:
@@ -511,7 +519,7 @@ class Values:
         self._param_kinds[key] = kind
         return kind
 
-    def _returns_kind(self, fn: Function) -> Optional[str]:
+    def _returns_kind(self, fn: Function) -> Optional[Kind]:
         returns = self.facts.returns_of(fn)
         kinds = {self.expr_kind(r.value, s) if r.value is not None else None for r, s in returns}
         return kinds.pop() if len(kinds) == 1 else None

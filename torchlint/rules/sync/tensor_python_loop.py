@@ -8,6 +8,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, dotted_name
 from torchlint.analysis.places import CPU
+from torchlint.analysis.values import MODULE
 from torchlint.analysis.vocabulary import HOST_OUTPUT_PACKAGES
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
@@ -208,7 +209,7 @@ class TensorPythonLoop(Rule):
         fn = a.helpers.function(call)
         if fn is not None and a.helpers.summary(fn).forwards:
             return True
-        return call.receiver is not None and a.values.expr_kind(call.receiver, call.site) == "module"
+        return call.receiver is not None and a.values.expr_kind(call.receiver, call.site) == MODULE
 
     @staticmethod
     def _drives_big_op(ctx: RuleContext, loop) -> bool:
