@@ -26,7 +26,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, NameUse, Site, dominates
 from torchlint.analysis.helpers import Helpers, is_move_call
-from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, WRAPPED, Places
+from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, WRAPPED, Device, Places
 from torchlint.analysis.values import Values
 
 _MAX_DEPTH = 3
@@ -68,11 +68,11 @@ class Consumers:
 
     # -- the question -------------------------------------------------------------------------
 
-    def all_on(self, name: str, site: Site, target: Optional[str]) -> bool:
+    def all_on(self, name: str, site: Site, target: Optional[Device]) -> bool:
         """Every later reader of `name` (as bound at `site`) works with the value on `target`."""
         return self._all_on(name, site, target, 0, set())
 
-    def _all_on(self, name: str, site: Site, target: Optional[str], depth: int, seen: Set[Tuple[str, int]]) -> bool:
+    def _all_on(self, name: str, site: Site, target: Optional[Device], depth: int, seen: Set[Tuple[str, int]]) -> bool:
         key = (name, site.order)
         if key in seen:
             return True  # already being checked higher up
@@ -136,7 +136,7 @@ class Consumers:
 
     # -- does this reader work with the value there? ----------------------------------------
 
-    def _works(self, node: cst.CSTNode, site: Site, target: Optional[str], depth: int, seen) -> bool:
+    def _works(self, node: cst.CSTNode, site: Site, target: Optional[Device], depth: int, seen) -> bool:
         """The value of `node` (on `target`) flows into its parent: does that work?"""
         parent = self.facts.parent_of(node)
         if parent is None:
@@ -292,7 +292,7 @@ class Consumers:
 
     # -- the other operands ---------------------------------------------------------------------
 
-    def _compatible(self, expr: cst.BaseExpression, site: Site, target: Optional[str]) -> bool:
+    def _compatible(self, expr: cst.BaseExpression, site: Site, target: Optional[Device]) -> bool:
         """`expr`, met by the moved value, works with it on `target`: a number
         or other non-tensor, or a tensor known to be there."""
         if _literal(expr) or self.places.is_dtype_expr(expr):

@@ -9,14 +9,14 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
 from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, Function, Loop, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers, is_move_call, root_name
 from torchlint.analysis.loops import Loops
-from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, Places
+from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, Place, Places
 from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import (
     DATA_ARGUMENT_NAME,
@@ -470,7 +470,7 @@ class Loaders:
 
     # -- where a TensorDataset's tensors live ---------------------------------------------------
 
-    def data_place(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> Optional[str]:
+    def data_place(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> Optional[Place]:
         """Where the tensors of `expr` (an argument of a TensorDataset) live:
         DEVICE, CPU, or None when that cannot be told. Followed through the
         bindings that reach `site` (`x = x.to(device)` counts from there on),
@@ -522,7 +522,7 @@ class Loaders:
             return _join_places(found)
         return self._place_of(expr, site)
 
-    def _place_of(self, expr: cst.BaseExpression, site: Site) -> Optional[str]:
+    def _place_of(self, expr: cst.BaseExpression, site: Site) -> Optional[Place]:
         place = self.places.tensor_place(expr, site)
         return place if place in (DEVICE, CPU) else None
 
@@ -1047,7 +1047,7 @@ _SAME_PLACE_METHODS = frozenset(
 )
 
 
-def _join_places(places) -> Optional[str]:
+def _join_places(places: Iterable[Optional[Place]]) -> Optional[Place]:
     """DEVICE if any part is on the device, CPU if every part is on the host, else None."""
     found = list(places)
     if DEVICE in found:

@@ -19,9 +19,10 @@ been placed somewhere we cannot see, and rules stay silent then.
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -61,10 +62,26 @@ from torchlint.analysis.vocabulary import (
     XLA_PACKAGES,
 )
 
-# Device expressions.
-ACCEL, HOST = "accel", "cpu"
-# Places.
-DEVICE, CPU, TENSOR, UNKNOWN, WRAPPED = "device", "cpu", "tensor", "unknown", "wrapped"
+
+class Device(enum.Enum):
+    """What a device expression names (`device_of`, `move_device`)."""
+
+    ACCEL = "accel"  # an accelerator
+    HOST = "cpu"
+
+
+class Place(enum.Enum):
+    """Where a module or tensor lives."""
+
+    DEVICE = "device"
+    CPU = "cpu"
+    TENSOR = "tensor"  # with the tensors it was made from (`x * 2`)
+    UNKNOWN = "unknown"
+    WRAPPED = "wrapped"  # a wrapper (Accelerate, Lightning, DeepSpeed) places it
+
+
+ACCEL, HOST = Device.ACCEL, Device.HOST
+DEVICE, CPU, TENSOR, UNKNOWN, WRAPPED = Place.DEVICE, Place.CPU, Place.TENSOR, Place.UNKNOWN, Place.WRAPPED
 
 _DTYPES = frozenset(
     "float float32 float64 float16 half bfloat16 double int int8 int16 int32 int64 long short uint8 bool "
@@ -109,7 +126,7 @@ class Event:
 
     site: Site
     kind: str  # "move" | "escape"
-    place: str  # for moves: DEVICE, CPU or UNKNOWN
+    place: Place  # for moves: DEVICE, CPU or UNKNOWN
 
 
 def _string_key(expr: cst.Subscript) -> Optional[str]:
@@ -127,7 +144,7 @@ def _always_runs(site: Site) -> bool:
     return all(isinstance(owner, cst.Try) and part == "body" for owner, part in site.region)
 
 
-def join(places) -> Optional[str]:
+def join(places: Iterable[Optional[Place]]) -> Optional[Place]:
     """Combine tensor places: any DEVICE operand puts the result on the device."""
     places = list(places)
     if not places or None in places:
@@ -144,9 +161,9 @@ class Places:
         self.facts = facts
         self.values = values
         self.helpers = helpers
-        self._device_cache: Dict[int, Optional[str]] = {}
-        self._tensor_cache: Dict[int, Optional[str]] = {}
-        self._model_cache: Dict[Tuple[int, int], str] = {}
+        self._device_cache: Dict[int, Optional[Device]] = {}
+        self._tensor_cache: Dict[int, Optional[Place]] = {}
+        self._model_cache: Dict[Tuple[int, int], Place] = {}
         self._events: Optional["_Events"] = None
         self._keeps: Dict[Tuple[int, str], bool] = {}
         self._device_names: Optional[List[str]] = None
@@ -168,7 +185,7 @@ class Places:
         q = self.facts.qualname(expr)
         return bool(q and q.startswith("torch.") and q.split(".", 1)[1] in _DTYPES)
 
-    def device_of(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> Optional[str]:
+    def device_of(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> Optional[Device]:
         """ACCEL, HOST (the CPU), or None (not a device, or one we cannot tell)."""
         if expr is None or depth > 6:
             return None
@@ -180,7 +197,7 @@ class Places:
         self._device_cache[key] = result
         return result
 
-    def _device_of(self, expr: cst.BaseExpression, site: Site, depth: int) -> Optional[str]:
+    def _device_of(self, expr: cst.BaseExpression, site: Site, depth: int) -> Optional[Device]:
         if isinstance(expr, cst.SimpleString):
             if DEVICE_STRING.match(expr.value):
                 return ACCEL
@@ -268,7 +285,7 @@ class Places:
             return False
         return True
 
-    def _param_device(self, b: Binding, depth: int) -> Optional[str]:
+    def _param_device(self, b: Binding, depth: int) -> Optional[Device]:
         fn = self.facts.function_of(b.site.scope)
         if fn is None:
             return None
@@ -282,7 +299,7 @@ class Places:
             return HOST
         return None
 
-    def move_device(self, call: Call) -> Optional[str]:
+    def move_device(self, call: Call) -> Optional[Device]:
         """Where a move call sends its receiver: ACCEL, HOST, or None (unknown/not a move)."""
         if call.method == "cuda":
             return ACCEL
@@ -432,10 +449,10 @@ class Places:
 
     # -- modules: flow-sensitive ---------------------------------------------------------
 
-    def unwrap(self, expr: cst.BaseExpression) -> Tuple[Optional[Call], Optional[str]]:
+    def unwrap(self, expr: cst.BaseExpression) -> Tuple[Optional[Call], Optional[Place]]:
         """Peel `X(...).eval().to(d)`: the innermost call, and where the moves on
         the way send it (None: no move)."""
-        moved: Optional[str] = None
+        moved: Optional[Place] = None
         while isinstance(expr, cst.Call):
             call = self.facts.call_for(expr)
             if call is None:
@@ -538,7 +555,7 @@ class Places:
             return not (params & self.helpers.summary(fn).moves) and not (params & returned)
         return False
 
-    def model_place(self, model: cst.BaseExpression, site: Site) -> str:
+    def model_place(self, model: cst.BaseExpression, site: Site) -> Place:
         """DEVICE, CPU, WRAPPED (DataParallel & co., which move inputs themselves)
         or UNKNOWN, for the module `model` at `site`."""
         key = (id(model), site.order)
@@ -549,7 +566,7 @@ class Places:
         self._model_cache[key] = result
         return result
 
-    def _model_place(self, model: cst.BaseExpression, site: Site) -> str:
+    def _model_place(self, model: cst.BaseExpression, site: Site) -> Place:
         if isinstance(model, cst.Call):
             return self._value_place(model, site)
         name = dotted_name(model)
@@ -587,7 +604,7 @@ class Places:
                     return True
         return False
 
-    def _binding_place(self, b: Binding) -> str:
+    def _binding_place(self, b: Binding) -> Place:
         if b.kind == BindingKind.PARAM:
             fn = self.facts.function_of(b.site.scope)
             if fn is None:
@@ -602,7 +619,7 @@ class Places:
             return UNKNOWN
         return self._value_place(b.value, b.site)
 
-    def _value_place(self, value: cst.BaseExpression, site: Site) -> str:
+    def _value_place(self, value: cst.BaseExpression, site: Site) -> Place:
         if isinstance(value, (cst.Name, cst.Attribute)):
             return self.model_place(value, site)
         ctor, moved = self.unwrap(value)
@@ -646,7 +663,7 @@ class Places:
             return DEVICE
         return CPU
 
-    def _wrapped_place(self, ctor: Call, site: Site) -> Optional[str]:
+    def _wrapped_place(self, ctor: Call, site: Site) -> Optional[Place]:
         """A call of code we cannot read that is handed modules
         (`PeftModel.from_pretrained(base, path)`, `get_lora_model(base, cfg)`,
         `nn.Sequential(encoder, head)`): what it returns holds (or is) those
@@ -674,7 +691,7 @@ class Places:
             return None
         return DEVICE if places == {DEVICE} else UNKNOWN
 
-    def _after_events(self, place: str, b: Binding, events: "_Events", site: Site) -> str:
+    def _after_events(self, place: Place, b: Binding, events: "_Events", site: Site) -> Place:
         same_scope = site.scope is b.site.scope and "." not in b.name
         # A function's local name: only moves in that function (or nested in it) can touch it.
         pool = (
@@ -793,7 +810,7 @@ class Places:
 
     # -- tensors --------------------------------------------------------------------------
 
-    def tensor_place(self, expr: Optional[cst.BaseExpression], site: Site) -> Optional[str]:
+    def tensor_place(self, expr: Optional[cst.BaseExpression], site: Site) -> Optional[Place]:
         """DEVICE, CPU, TENSOR (place unknown) or None (not known to be a tensor)."""
         if expr is None:
             return None
@@ -814,7 +831,7 @@ class Places:
         place = self.tensor_place(expr, site)
         return place == DEVICE or (place == TENSOR and self.accelerator_in_play())
 
-    def _tensor_place(self, expr: cst.BaseExpression, site: Site) -> Optional[str]:
+    def _tensor_place(self, expr: cst.BaseExpression, site: Site) -> Optional[Place]:
         if isinstance(expr, cst.Call):
             return self._call_place(expr, site)
         if isinstance(expr, cst.Name):
@@ -862,7 +879,7 @@ class Places:
             return self.tensor_place(expr.expression, site)
         return None
 
-    def _forward_place(self, expr: cst.BaseExpression, site: Site) -> Optional[str]:
+    def _forward_place(self, expr: cst.BaseExpression, site: Site) -> Optional[Place]:
         """For a model's direct output (a call, or a name bound only to one): its place."""
         if isinstance(expr, cst.Call):
             call = self.facts.call_for(expr)
@@ -902,7 +919,7 @@ class Places:
         """A model's direct output (may be a tuple or a ModelOutput, not a tensor)."""
         return self._forward_place(expr, site) is not None
 
-    def _output_place(self, mc, site: Site) -> str:
+    def _output_place(self, mc, site: Site) -> Place:
         """Where a forward's output lives: on the device if the model is, or if
         any tensor input is (a CPU model fed device inputs would fail)."""
         model = self.model_place(mc.model, mc.call.site)
@@ -915,7 +932,7 @@ class Places:
             return CPU
         return TENSOR
 
-    def _call_place(self, node: cst.Call, site: Site) -> Optional[str]:
+    def _call_place(self, node: cst.Call, site: Site) -> Optional[Place]:
         call = self.facts.call_for(node)
         if call is None:
             return None
@@ -1013,7 +1030,7 @@ class Places:
             self._called = {n for n in called if n}
         return self._called
 
-    def _name_place(self, name: str, site: Site) -> Optional[str]:
+    def _name_place(self, name: str, site: Site) -> Optional[Place]:
         if name in self._called_names():
             return None  # `m = fetch().cuda()` then `m(x)`: a model, not a tensor
         if "." in name:
@@ -1029,7 +1046,7 @@ class Places:
                 return moved
         return place
 
-    def moved_by_key(self, name: str, after: int, site: Site) -> Optional[str]:
+    def moved_by_key(self, name: str, after: int, site: Site) -> Optional[Place]:
         """Where `name`'s entries were all moved, key by key, between order `after` and
         `site` in its scope: `for k, v in name.items(): name[k] = v.to(dev)` (also over
         `name.keys()` / `name`). DEVICE or CPU; None when nothing moved them."""
@@ -1084,7 +1101,7 @@ class Places:
             )
         return False
 
-    def _binding_tensor_place(self, b: Binding) -> Optional[str]:
+    def _binding_tensor_place(self, b: Binding) -> Optional[Place]:
         if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN, BindingKind.WALRUS):
             if b.value is None:
                 return None
@@ -1158,7 +1175,7 @@ class Places:
             return self._param_tensor_place(b)
         return None
 
-    def _returned_part(self, fn, index: int) -> Optional[str]:
+    def _returned_part(self, fn, index: int) -> Optional[Place]:
         places = []
         for r, s in self.facts.returns_of(fn):
             if not isinstance(r.value, cst.Tuple) or index >= len(r.value.elements):
@@ -1166,7 +1183,7 @@ class Places:
             places.append(self.tensor_place(r.value.elements[index].value, s))
         return join(places) if places else None
 
-    def _param_tensor_place(self, b: Binding) -> Optional[str]:
+    def _param_tensor_place(self, b: Binding) -> Optional[Place]:
         """A parameter every same-file caller passes a tensor to."""
         fn = self.facts.function_of(b.site.scope)
         if fn is None:
