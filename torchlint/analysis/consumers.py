@@ -20,7 +20,7 @@ name (`y = x * 2`, `loss = F.mse_loss(x, t)`) are followed a few steps.
 
 from __future__ import annotations
 
-from typing import Iterator, Optional, Set, Tuple
+from typing import Iterator, Optional, Set, Tuple, Union
 
 import libcst as cst
 
@@ -57,6 +57,9 @@ _INDIFFERENT_BUILTINS = frozenset(
 _TORCH_OPAQUE = frozenset({"torch.save", "torch.jit.trace", "torch.jit.script", "torch.compile", "torch.onnx.export"})
 _TORCH_INDIFFERENT = frozenset({"torch.is_tensor", "torch.numel", "torch.is_floating_point", "torch.is_complex"})
 _HOST_LIBRARIES = ("numpy", "np", "matplotlib", "plt", "pandas", "pd", "sklearn", "scipy", "PIL", "cv2")
+
+# (name, order) pairs already followed, against cycles.
+_Seen = Set[Tuple[str, int]]
 
 
 class Consumers:
@@ -136,7 +139,7 @@ class Consumers:
 
     # -- does this reader work with the value there? ----------------------------------------
 
-    def _works(self, node: cst.CSTNode, site: Site, target: Optional[Device], depth: int, seen) -> bool:
+    def _works(self, node: cst.CSTNode, site: Site, target: Optional[Device], depth: int, seen: _Seen) -> bool:
         """The value of `node` (on `target`) flows into its parent: does that work?"""
         parent = self.facts.parent_of(node)
         if parent is None:
@@ -205,7 +208,15 @@ class Consumers:
                 return node
         return None
 
-    def _comparison_works(self, comparison: cst.Comparison, node, site, target, depth, seen) -> bool:
+    def _comparison_works(
+        self,
+        comparison: cst.Comparison,
+        node: cst.CSTNode,
+        site: Site,
+        target: Optional[Device],
+        depth: int,
+        seen: _Seen,
+    ) -> bool:
         if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in comparison.comparisons):
             return False
         operands = [comparison.left] + [c.comparator for c in comparison.comparisons]
@@ -214,7 +225,9 @@ class Consumers:
             comparison, site, target, depth, seen
         )
 
-    def _assigned(self, stmt, site: Site, target, depth: int, seen) -> bool:
+    def _assigned(
+        self, stmt: Union[cst.Assign, cst.AnnAssign], site: Site, target: Optional[Device], depth: int, seen: _Seen
+    ) -> bool:
         """`y = <the value>`: y's readers see it on `target` too."""
         targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
         names = [t.value for t in targets if isinstance(t, cst.Name)]
@@ -225,7 +238,9 @@ class Consumers:
             return False
         return all(self._all_on(name, where, target, depth + 1, seen) for name in names)
 
-    def _method_works(self, method: str, call_node: cst.Call, site: Site, target, depth: int, seen) -> bool:
+    def _method_works(
+        self, method: str, call_node: cst.Call, site: Site, target: Optional[Device], depth: int, seen: _Seen
+    ) -> bool:
         call = self.facts.call_for(call_node)
         if call is None:
             return False
@@ -242,7 +257,9 @@ class Consumers:
             return False  # `x.masked_fill(mask, 0)`, `x.index_select(0, idx)`: the operands meet x
         return self._works(call_node, site, target, depth, seen)  # the result is where x is
 
-    def _argument_works(self, call: Call, arg: cst.Arg, site: Site, target, depth: int, seen) -> bool:
+    def _argument_works(
+        self, call: Call, arg: cst.Arg, site: Site, target: Optional[Device], depth: int, seen: _Seen
+    ) -> bool:
         func = call.node.func
         if (
             isinstance(func, cst.Name)

@@ -456,11 +456,11 @@ def group_under_scopes(items: Iterable[T]) -> Dict[int, List[T]]:
     return out
 
 
-def _scope_key(item) -> int:
+def _scope_key(item: Union[Binding, NameUse]) -> int:
     return id(item.site.scope.node)
 
 
-def _name_and_scope(item) -> Tuple[str, int]:
+def _name_and_scope(item: Union[Binding, NameUse]) -> Tuple[str, int]:
     name = item.name if isinstance(item, Binding) else item.node.value
     return name, id(item.site.scope.node)
 
@@ -595,7 +595,14 @@ class _Collector(cst.CSTVisitor):
             self.stmts.pop()
         self.parents.pop()
 
-    def bind(self, name: str, value, target, kind: BindingKind, index: Optional[int] = None) -> None:
+    def bind(
+        self,
+        name: str,
+        value: Optional[cst.BaseExpression],
+        target: cst.CSTNode,
+        kind: BindingKind,
+        index: Optional[int] = None,
+    ) -> None:
         self.f.bindings.append(Binding(name, value, target, self.site(), kind, index))
         if (
             self.scopes[-1].kind == ScopeKind.MODULE
@@ -604,7 +611,7 @@ class _Collector(cst.CSTVisitor):
         ):
             self.f.shadowed[name] = target
 
-    def bind_target(self, target: cst.BaseExpression, value, kind: BindingKind) -> None:
+    def bind_target(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], kind: BindingKind) -> None:
         names = _target_names(target)
         single = len(names) == 1 and names[0][1] is None
         for name, index, node in names:

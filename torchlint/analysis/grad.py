@@ -186,7 +186,7 @@ class Grad:
 
         containers = self._containers.get(id(call.node), set())
 
-        def reaches(expr, site) -> bool:
+        def reaches(expr: cst.BaseExpression, site: Site) -> bool:
             """Some name read in `expr` holds the forward's result (or a container of it)."""
             for name in _names_in(expr):
                 if name in containers:
@@ -593,7 +593,7 @@ def _stmt_targets(stmt: Optional[cst.CSTNode]) -> List[str]:
     return out
 
 
-def _stores_subscript(stmt) -> bool:
+def _stores_subscript(stmt: Optional[cst.CSTNode]) -> bool:
     """`d[k] = value`: a store into a container."""
     if isinstance(stmt, cst.Assign):
         return any(isinstance(t.target, cst.Subscript) for t in stmt.targets)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -182,7 +182,7 @@ class Graphs:
                         frontier.append(d)
         return result
 
-    def _use(self, node: cst.CSTNode, site: Site, names: Set[str]):
+    def _use(self, node: cst.CSTNode, site: Site, names: Set[str]) -> Tuple[Reach, Iterable[str]]:
         """What one read of an accumulator (or a value computed from it) does:
         (reach, names it flows into)."""
         expr: cst.CSTNode = node
@@ -231,7 +231,7 @@ class Graphs:
                 return Reach.READ, ()
             return Reach.UNKNOWN, ()
 
-    def _argument(self, call: Call, site: Site, names: Set[str]):
+    def _argument(self, call: Call, site: Site, names: Set[str]) -> Tuple[Reach, Iterable[str]]:
         if call.qualname in GRAD_USERS or "backward" in (dotted_name(call.node.func) or "").lower():
             return Reach.BACKWARD, ()
         func = call.node.func
@@ -272,7 +272,7 @@ def _assigned_names(stmt: cst.CSTNode) -> Optional[Set[str]]:
     return out
 
 
-def _accumulated(stmt: cst.CSTNode, facts: Facts, site: Site):
+def _accumulated(stmt: cst.CSTNode, facts: Facts, site: Site) -> Optional[Tuple[str, cst.BaseExpression, cst.CSTNode]]:
     """(name, value, node) for `name += value`, `name = name + value` and
     `name.append(value)`; None otherwise."""
     if isinstance(stmt, cst.AugAssign) and isinstance(stmt.operator, cst.AddAssign):

@@ -10,7 +10,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import BindingKind, Call, Facts, Function, ScopeKind, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Scope, ScopeKind, dotted_name
 from torchlint.analysis.values import MODULE, Values
 from torchlint.analysis.vocabulary import MOVE_METHODS, PLACING_NAME
 
@@ -76,7 +76,7 @@ class Helpers:
             self._calls_in = index
         return self._calls_in.get(id(fn.scope.node), [])
 
-    def calls_in_scope(self, scope) -> List[Call]:
+    def calls_in_scope(self, scope: Scope) -> List[Call]:
         """Calls whose own scope is `scope`."""
         if self._calls_by_scope is None:
             index: Dict[int, List[Call]] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -808,7 +808,7 @@ class Loaders:
                     return True
         return False
 
-    def _project_moves(self, call: Call, names) -> bool:
+    def _project_moves(self, call: Call, names: Set[str]) -> bool:
         """`call` hands a batch name to a function of another project file that
         the project index says moves that argument to a device."""
         project = self.values.project
@@ -1016,7 +1016,7 @@ def _target_names(target: cst.BaseExpression) -> List[str]:
     return []
 
 
-def _as_loaded(expr: cst.BaseExpression, names) -> bool:
+def _as_loaded(expr: cst.BaseExpression, names: Set[str]) -> bool:
     """`x`, `batch["x"]`/`batch[0]` of a batch variable, or a view of one
     (`x.view(-1, 784)`, `x.unsqueeze(1)`): the memory the loader yielded, which
     a pinned batch copies from. Not a copy made on the host first (a slice

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import libcst as cst
 
@@ -134,7 +134,7 @@ class Loops:
         """Calls in the loop's own body, not in a nested loop."""
         return [c for c in self.calls_in(loop) if c.site.loop is loop]
 
-    def _cached(self, key: tuple, compute):
+    def _cached(self, key: tuple, compute: Callable[[], Any]) -> Any:
         if key not in self._memo:
             self._memo[key] = False
             self._memo[key] = compute()

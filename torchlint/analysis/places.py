@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -31,6 +31,7 @@ from torchlint.analysis.facts import (
     BindingKind,
     Call,
     Facts,
+    Function,
     Scope,
     ScopeKind,
     Site,
@@ -39,7 +40,7 @@ from torchlint.analysis.facts import (
     group_under_scopes,
 )
 from torchlint.analysis.helpers import Helpers, is_move_call, root_name
-from torchlint.analysis.values import LOADER, MODULE, TOKENS, Values
+from torchlint.analysis.values import LOADER, MODULE, TOKENS, ModelCall, Values
 from torchlint.analysis.vocabulary import (
     CHAIN_METHODS,
     COPIES,
@@ -919,7 +920,7 @@ class Places:
         """A model's direct output (may be a tuple or a ModelOutput, not a tensor)."""
         return self._forward_place(expr, site) is not None
 
-    def _output_place(self, mc, site: Site) -> Place:
+    def _output_place(self, mc: ModelCall, site: Site) -> Place:
         """Where a forward's output lives: on the device if the model is, or if
         any tensor input is (a CPU model fed device inputs would fail)."""
         model = self.model_place(mc.model, mc.call.site)
@@ -1175,7 +1176,7 @@ class Places:
             return self._param_tensor_place(b)
         return None
 
-    def _returned_part(self, fn, index: int) -> Optional[Place]:
+    def _returned_part(self, fn: Function, index: int) -> Optional[Place]:
         places = []
         for r, s in self.facts.returns_of(fn):
             if not isinstance(r.value, cst.Tuple) or index >= len(r.value.elements):
@@ -1378,7 +1379,9 @@ class _Events:
     deciding it for every argument of every call would cost more than the rest
     of the analysis."""
 
-    def __init__(self, events: Dict[str, List[Event]], handed_to: Dict[str, List[Call]], keeps) -> None:
+    def __init__(
+        self, events: Dict[str, List[Event]], handed_to: Dict[str, List[Call]], keeps: Callable[[Call, str], bool]
+    ) -> None:
         self._events = events
         self._handed_to = handed_to
         self._keeps = keeps

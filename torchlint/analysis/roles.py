@@ -19,11 +19,11 @@ report (`Rule.QUIET_IN_TESTS`).
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Set
+from typing import Callable, Dict, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Facts, Function, Scope, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import Call, Facts, Function, Loop, Scope, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers
 from torchlint.analysis.loops import Loops
 from torchlint.analysis.values import Values
@@ -219,7 +219,7 @@ class Roles:
             self._tooling_scopes = scopes
         return any(id(s.node) in self._tooling_scopes for s in site.scope.chain())
 
-    def _measures_memory(self, loop) -> bool:
+    def _measures_memory(self, loop: Loop) -> bool:
         """Every iteration of `loop` reads the accelerator's memory
         (`memory_allocated()`, `max_memory_allocated()`...) and clears the
         allocator's cache or resets the peak (`empty_cache()`,
@@ -265,7 +265,7 @@ class Roles:
         """Tests, smoke blocks, tooling and dead branches: speed advice does not apply here."""
         return self.quiet(site) or self.in_smoke_block(site) or self.in_tooling(site)
 
-    def work_loop(self, site: Site, innermost: bool = False):
+    def work_loop(self, site: Site, innermost: bool = False) -> Optional[Loop]:
         """The outermost (or innermost) loop around `site` (in its scope) that
         trains or runs inference over data, if any."""
         found = None
@@ -358,13 +358,13 @@ class Roles:
 
     # -- plumbing -------------------------------------------------------------------------
 
-    def _cached(self, key: tuple, compute) -> bool:
+    def _cached(self, key: tuple, compute: Callable[[], bool]) -> bool:
         if key not in self._memo:
             self._memo[key] = False
             self._memo[key] = compute()
         return self._memo[key]
 
-    def _loop_site(self, loop) -> Site:
+    def _loop_site(self, loop: Loop) -> Site:
         site = self.facts.site_of_statement(loop.node)
         assert site is not None
         return site
@@ -422,7 +422,7 @@ def in_dead_branch(site: Site, facts: Optional[Facts] = None) -> bool:
 _MAX_RANGE = 64
 
 
-def _constant_range(loop: cst.For, facts: Facts):
+def _constant_range(loop: cst.For, facts: Facts) -> Optional[Tuple[str, Set[int]]]:
     """(`i`, its values) for `for i in range(a[, b[, c]])` with integer literals,
     when nothing else binds `i` inside the loop; else None."""
     if not isinstance(loop.target, cst.Name) or not isinstance(loop.iter, cst.Call):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional, Set
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set
 
 import libcst as cst
 
@@ -141,7 +141,7 @@ class Values:
 
     # -- same-file classes -------------------------------------------------------
 
-    def _subclasses(self, roots: frozenset, extra=lambda q: False) -> Set[str]:
+    def _subclasses(self, roots: FrozenSet[str], extra: Callable[[str], bool] = lambda q: False) -> Set[str]:
         found: Set[str] = set()
         changed = True
         while changed:
