@@ -20,13 +20,13 @@ name (`y = x * 2`, `loss = F.mse_loss(x, t)`) are followed a few steps.
 
 from __future__ import annotations
 
-from typing import Iterator, Optional, Set, Tuple
+from typing import Iterator, Optional, Set, Tuple, Union
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call, Facts, NameUse, Site, dominates
+from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, NameUse, Site, dominates
 from torchlint.analysis.helpers import Helpers, is_move_call
-from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, WRAPPED, Places
+from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, WRAPPED, Device, Places
 from torchlint.analysis.values import Values
 
 _MAX_DEPTH = 3
@@ -58,6 +58,9 @@ _TORCH_OPAQUE = frozenset({"torch.save", "torch.jit.trace", "torch.jit.script", 
 _TORCH_INDIFFERENT = frozenset({"torch.is_tensor", "torch.numel", "torch.is_floating_point", "torch.is_complex"})
 _HOST_LIBRARIES = ("numpy", "np", "matplotlib", "plt", "pandas", "pd", "sklearn", "scipy", "PIL", "cv2")
 
+# (name, order) pairs already followed, against cycles.
+_Seen = Set[Tuple[str, int]]
+
 
 class Consumers:
     def __init__(self, facts: Facts, values: Values, helpers: Helpers, places: Places) -> None:
@@ -68,11 +71,11 @@ class Consumers:
 
     # -- the question -------------------------------------------------------------------------
 
-    def all_on(self, name: str, site: Site, target: Optional[str]) -> bool:
+    def all_on(self, name: str, site: Site, target: Optional[Device]) -> bool:
         """Every later reader of `name` (as bound at `site`) works with the value on `target`."""
         return self._all_on(name, site, target, 0, set())
 
-    def _all_on(self, name: str, site: Site, target: Optional[str], depth: int, seen: Set[Tuple[str, int]]) -> bool:
+    def _all_on(self, name: str, site: Site, target: Optional[Device], depth: int, seen: Set[Tuple[str, int]]) -> bool:
         key = (name, site.order)
         if key in seen:
             return True  # already being checked higher up
@@ -96,7 +99,11 @@ class Consumers:
         around `site` too: the next iteration sees it), and reads in nested
         functions that see the name as a variable of that scope."""
         scope = site.scope
-        rebinds = [b for b in self.facts.scoped_bindings(name, scope) if b.kind not in ("global", "nonlocal")]
+        rebinds = [
+            b
+            for b in self.facts.scoped_bindings(name, scope)
+            if b.kind not in (BindingKind.GLOBAL, BindingKind.NONLOCAL)
+        ]
         for use in self.facts.local_uses(name, scope):
             if use.site.stmt is site.stmt and use.site.scope is scope:
                 continue  # the statement itself
@@ -117,7 +124,7 @@ class Consumers:
                     continue
                 killed = any(
                     (loop.contains(b.site.order) and b.site.order < use.site.order and dominates(b.site, use.site))
-                    or (b.kind == "for" and b.site.loop is loop)
+                    or (b.kind == BindingKind.FOR and b.site.loop is loop)
                     for b in rebinds
                 )
                 if not killed:
@@ -127,12 +134,12 @@ class Consumers:
     def _updates(self, name: str, site: Site) -> Iterator[Binding]:
         """`name += ...` after `site` in its scope, before a rebinding that kills it."""
         for b in self.facts.scoped_bindings(name, site.scope):
-            if b.kind == "augassign" and b.site.order > site.order:
+            if b.kind == BindingKind.AUGASSIGN and b.site.order > site.order:
                 yield b
 
     # -- does this reader work with the value there? ----------------------------------------
 
-    def _works(self, node: cst.CSTNode, site: Site, target: Optional[str], depth: int, seen) -> bool:
+    def _works(self, node: cst.CSTNode, site: Site, target: Optional[Device], depth: int, seen: _Seen) -> bool:
         """The value of `node` (on `target`) flows into its parent: does that work?"""
         parent = self.facts.parent_of(node)
         if parent is None:
@@ -201,7 +208,15 @@ class Consumers:
                 return node
         return None
 
-    def _comparison_works(self, comparison: cst.Comparison, node, site, target, depth, seen) -> bool:
+    def _comparison_works(
+        self,
+        comparison: cst.Comparison,
+        node: cst.CSTNode,
+        site: Site,
+        target: Optional[Device],
+        depth: int,
+        seen: _Seen,
+    ) -> bool:
         if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in comparison.comparisons):
             return False
         operands = [comparison.left] + [c.comparator for c in comparison.comparisons]
@@ -210,7 +225,9 @@ class Consumers:
             comparison, site, target, depth, seen
         )
 
-    def _assigned(self, stmt, site: Site, target, depth: int, seen) -> bool:
+    def _assigned(
+        self, stmt: Union[cst.Assign, cst.AnnAssign], site: Site, target: Optional[Device], depth: int, seen: _Seen
+    ) -> bool:
         """`y = <the value>`: y's readers see it on `target` too."""
         targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
         names = [t.value for t in targets if isinstance(t, cst.Name)]
@@ -221,7 +238,9 @@ class Consumers:
             return False
         return all(self._all_on(name, where, target, depth + 1, seen) for name in names)
 
-    def _method_works(self, method: str, call_node: cst.Call, site: Site, target, depth: int, seen) -> bool:
+    def _method_works(
+        self, method: str, call_node: cst.Call, site: Site, target: Optional[Device], depth: int, seen: _Seen
+    ) -> bool:
         call = self.facts.call_for(call_node)
         if call is None:
             return False
@@ -238,7 +257,9 @@ class Consumers:
             return False  # `x.masked_fill(mask, 0)`, `x.index_select(0, idx)`: the operands meet x
         return self._works(call_node, site, target, depth, seen)  # the result is where x is
 
-    def _argument_works(self, call: Call, arg: cst.Arg, site: Site, target, depth: int, seen) -> bool:
+    def _argument_works(
+        self, call: Call, arg: cst.Arg, site: Site, target: Optional[Device], depth: int, seen: _Seen
+    ) -> bool:
         func = call.node.func
         if (
             isinstance(func, cst.Name)
@@ -275,7 +296,9 @@ class Consumers:
             params = [p for p in fn.params if self.values.argument_for(call, fn, p) is arg.value]
             if len(params) != 1:
                 return False
-            binding = next((b for b in self.facts.scoped_bindings(params[0], fn.scope) if b.kind == "param"), None)
+            binding = next(
+                (b for b in self.facts.scoped_bindings(params[0], fn.scope) if b.kind == BindingKind.PARAM), None
+            )
             if binding is None or not self._all_on(params[0], binding.site, target, depth + 1, seen):
                 return False
             if not all(self._compatible(o, site, target) for o in others):
@@ -286,7 +309,7 @@ class Consumers:
 
     # -- the other operands ---------------------------------------------------------------------
 
-    def _compatible(self, expr: cst.BaseExpression, site: Site, target: Optional[str]) -> bool:
+    def _compatible(self, expr: cst.BaseExpression, site: Site, target: Optional[Device]) -> bool:
         """`expr`, met by the moved value, works with it on `target`: a number
         or other non-tensor, or a tensor known to be there."""
         if _literal(expr) or self.places.is_dtype_expr(expr):
@@ -307,7 +330,10 @@ class Consumers:
         if isinstance(expr, cst.Name):
             bindings = self.places.reaching(expr.value, site)
             return bool(bindings) and all(
-                b.kind in ("assign", "annassign") and b.index is None and b.value is not None and _literal(b.value)
+                b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+                and b.index is None
+                and b.value is not None
+                and _literal(b.value)
                 for b in bindings
             )
         if isinstance(expr, cst.Call):

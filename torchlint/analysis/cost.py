@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from typing import Dict, Optional
 
-from torchlint.analysis.facts import Facts, Function, Scope, Site
+from torchlint.analysis.facts import Facts, Function, Scope, ScopeKind, Site
 from torchlint.analysis.helpers import Helpers
 from torchlint.analysis.loops import Loops
 from torchlint.analysis.roles import Roles
@@ -85,7 +85,7 @@ class Cost:
 
     def _class_of(self, fn: Function) -> Optional[Scope]:
         parent = fn.scope.parent
-        return parent if parent is not None and parent.kind == "class" else None
+        return parent if parent is not None and parent.kind == ScopeKind.CLASS else None
 
     def _model_method(self, fn: Function) -> bool:
         cls = self._class_of(fn)

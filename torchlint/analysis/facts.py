@@ -8,6 +8,7 @@ comparison of two integers.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Hashable, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union
 
@@ -19,17 +20,47 @@ LoopNode = Union[cst.For, cst.While]
 T = TypeVar("T")
 
 
+class ScopeKind(enum.Enum):
+    """What a scope's body is."""
+
+    MODULE = "module"
+    FUNCTION = "function"
+    CLASS = "class"
+    LAMBDA = "lambda"
+
+
+class BindingKind(enum.Enum):
+    """The statement or clause that binds a name."""
+
+    ASSIGN = "assign"
+    ANNASSIGN = "annassign"
+    AUGASSIGN = "augassign"
+    WALRUS = "walrus"
+    FOR = "for"
+    COMPREHENSION = "comprehension"
+    WITH = "with"
+    PARAM = "param"
+    IMPORT = "import"
+    DEF = "def"
+    CLASS = "class"
+    EXCEPT = "except"
+    # Asked about (a name declared `global`/`nonlocal` is not a local), never
+    # recorded yet: the walk does not bind `global`/`nonlocal` statements.
+    GLOBAL = "global"
+    NONLOCAL = "nonlocal"
+
+
 @dataclass(eq=False)
 class Scope:
     """A module, function, lambda or class body."""
 
     node: cst.CSTNode
-    kind: str  # "module" | "function" | "class" | "lambda"
+    kind: ScopeKind
     name: str
     parent: Optional["Scope"]
 
     def __repr__(self) -> str:
-        return f"Scope({self.kind} {self.name})"
+        return f"Scope({self.kind.value} {self.name})"
 
     def chain(self) -> Iterator["Scope"]:
         scope: Optional[Scope] = self
@@ -41,7 +72,7 @@ class Scope:
     def function(self) -> Optional["Scope"]:
         """The nearest enclosing function scope (itself included), if any."""
         for scope in self.chain():
-            if scope.kind == "function":
+            if scope.kind == ScopeKind.FUNCTION:
                 return scope
         return None
 
@@ -150,9 +181,7 @@ class Binding:
     value: Optional[cst.BaseExpression]
     target: cst.CSTNode
     site: Site
-    # "assign" | "annassign" | "augassign" | "for" | "with" | "param" | "import"
-    # | "def" | "class" | "walrus" | "comprehension" | "except" | "global"
-    kind: str
+    kind: BindingKind
     # For tuple unpacking `a, b = f()`: the element index of this name.
     index: Optional[int] = None
 
@@ -286,14 +315,14 @@ class Facts:
 
     def local_bindings(self, name: str, scope: Scope) -> List[Binding]:
         """The bindings that can change a name bound in `scope` (see `local_uses`)."""
-        if scope.kind != "function":
+        if scope.kind != ScopeKind.FUNCTION:
             return self.bindings_of(name)
         return [b for b in self.bindings_under(scope) if b.name == name]
 
     def local_uses(self, name: str, scope: Scope) -> List["NameUse"]:
         """The reads that can see a binding of `name` made in `scope`: those in it
         and its nested scopes for a function's local, every read for a module's."""
-        if scope.kind != "function":
+        if scope.kind != ScopeKind.FUNCTION:
             return self.uses_of(name)
         return [u for u in self.uses_under(scope) if u.node.value == name]
 
@@ -371,7 +400,7 @@ class Facts:
                 b
                 for b in visible
                 if (b.site.order < site.order and not _binds_after(b, site))
-                or b.kind == "for"
+                or b.kind == BindingKind.FOR
                 and b.site.loop is not None
                 and b.site.loop.contains(site.order)
                 and b.site.order <= site.order
@@ -401,7 +430,7 @@ class Facts:
         if name not in self._bindings_by_name:
             return []
         for s in scope.chain():
-            if s is not scope and s.kind == "class":
+            if s is not scope and s.kind == ScopeKind.CLASS:
                 continue
             here = self.scoped_bindings(name, s)
             if here:
@@ -427,11 +456,11 @@ def group_under_scopes(items: Iterable[T]) -> Dict[int, List[T]]:
     return out
 
 
-def _scope_key(item) -> int:
+def _scope_key(item: Union[Binding, NameUse]) -> int:
     return id(item.site.scope.node)
 
 
-def _name_and_scope(item) -> Tuple[str, int]:
+def _name_and_scope(item: Union[Binding, NameUse]) -> Tuple[str, int]:
     name = item.name if isinstance(item, Binding) else item.node.value
     return name, id(item.site.scope.node)
 
@@ -462,7 +491,7 @@ def is_main_guard(node: cst.If) -> bool:
 
 def _binds_after(b: Binding, site: Site) -> bool:
     """`x = f(x)`: the binding happens after its own right-hand side is read."""
-    return b.kind in ("assign", "annassign", "augassign") and b.site.stmt is site.stmt
+    return b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN, BindingKind.AUGASSIGN) and b.site.stmt is site.stmt
 
 
 def dominates(first: Site, later: Site) -> bool:
@@ -566,12 +595,23 @@ class _Collector(cst.CSTVisitor):
             self.stmts.pop()
         self.parents.pop()
 
-    def bind(self, name: str, value, target, kind: str, index: Optional[int] = None) -> None:
+    def bind(
+        self,
+        name: str,
+        value: Optional[cst.BaseExpression],
+        target: cst.CSTNode,
+        kind: BindingKind,
+        index: Optional[int] = None,
+    ) -> None:
         self.f.bindings.append(Binding(name, value, target, self.site(), kind, index))
-        if self.scopes[-1].kind == "module" and kind in ("def", "class", "assign") and name in self.f.aliases:
+        if (
+            self.scopes[-1].kind == ScopeKind.MODULE
+            and kind in (BindingKind.DEF, BindingKind.CLASS, BindingKind.ASSIGN)
+            and name in self.f.aliases
+        ):
             self.f.shadowed[name] = target
 
-    def bind_target(self, target: cst.BaseExpression, value, kind: str) -> None:
+    def bind_target(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression], kind: BindingKind) -> None:
         names = _target_names(target)
         single = len(names) == 1 and names[0][1] is None
         for name, index, node in names:
@@ -582,25 +622,25 @@ class _Collector(cst.CSTVisitor):
     # -- scopes ----------------------------------------------------------
 
     def visit_Module(self, node: cst.Module) -> None:
-        scope = Scope(node, "module", "<module>", None)
+        scope = Scope(node, ScopeKind.MODULE, "<module>", None)
         self.f.module_scope = scope
         self.scopes.append(scope)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.store_names.add(id(node.name))
-        self.bind(node.name.value, None, node, "class")
+        self.bind(node.name.value, None, node, BindingKind.CLASS)
         self.f.classes[node.name.value] = ClassInfo(
             node, node.name.value, self.site(), tuple(a.value for a in node.bases)
         )
-        self.scopes.append(Scope(node, "class", node.name.value, self.scopes[-1]))
+        self.scopes.append(Scope(node, ScopeKind.CLASS, node.name.value, self.scopes[-1]))
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.scopes.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.store_names.add(id(node.name))
-        self.bind(node.name.value, None, node, "def")
-        scope = Scope(node, "function", node.name.value, self.scopes[-1])
+        self.bind(node.name.value, None, node, BindingKind.DEF)
+        scope = Scope(node, ScopeKind.FUNCTION, node.name.value, self.scopes[-1])
         params = _param_names(node.params)
         fn = Function(node, node.name.value, scope, tuple(node.decorators), params)
         self.f.functions.append(fn)
@@ -609,7 +649,7 @@ class _Collector(cst.CSTVisitor):
         # Parameters are bound in the function's own scope.
         for p in _all_params(node.params):
             self.store_names.add(id(p.name))
-            self.bind(p.name.value, p.default, p, "param")
+            self.bind(p.name.value, p.default, p, BindingKind.PARAM)
         # A loop outside does not make the function body part of that loop.
         self._saved_loops = getattr(self, "_saved_loops", [])
         self._saved_loops.append((self.loops, self.withs, self.if_stack, self.region))
@@ -620,14 +660,14 @@ class _Collector(cst.CSTVisitor):
         self.loops, self.withs, self.if_stack, self.region = self._saved_loops.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
-        scope = Scope(node, "lambda", "<lambda>", self.scopes[-1])
+        scope = Scope(node, ScopeKind.LAMBDA, "<lambda>", self.scopes[-1])
         fn = Function(node, "<lambda>", scope, (), _param_names(node.params))
         self.f.functions.append(fn)
         self.f._function_by_scope_node[id(node)] = fn
         self.scopes.append(scope)
         for p in _all_params(node.params):
             self.store_names.add(id(p.name))
-            self.bind(p.name.value, p.default, p, "param")
+            self.bind(p.name.value, p.default, p, BindingKind.PARAM)
 
     def leave_Lambda(self, original_node: cst.Lambda) -> None:
         self.scopes.pop()
@@ -644,7 +684,7 @@ class _Collector(cst.CSTVisitor):
                 local = full.split(".")[0]
                 self.f.aliases[local] = local
             self.f.shadowed.pop(local, None)
-            self.bind(local, None, alias, "import")
+            self.bind(local, None, alias, BindingKind.IMPORT)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         self._import_from(node)
@@ -667,29 +707,29 @@ class _Collector(cst.CSTVisitor):
                 local = name
             self.f.aliases[local] = base + name if base.endswith(".") else f"{base}.{name}"
             self.f.shadowed.pop(local, None)
-            self.bind(local, None, alias, "import")
+            self.bind(local, None, alias, BindingKind.IMPORT)
 
     # -- bindings --------------------------------------------------------
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
-            self.bind_target(t.target, node.value, "assign")
+            self.bind_target(t.target, node.value, BindingKind.ASSIGN)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self.bind_target(node.target, node.value, "annassign")
+        self.bind_target(node.target, node.value, BindingKind.ANNASSIGN)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.bind_target(node.target, node.value, "augassign")
+        self.bind_target(node.target, node.value, BindingKind.AUGASSIGN)
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self.bind_target(node.target, node.value, "walrus")
+        self.bind_target(node.target, node.value, BindingKind.WALRUS)
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
-            self.bind_target(node.asname.name, node.item, "with")
+            self.bind_target(node.asname.name, node.item, BindingKind.WITH)
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
-        self.bind_target(node.target, node.iter, "comprehension")
+        self.bind_target(node.target, node.iter, BindingKind.COMPREHENSION)
 
     # -- loops, withs, ifs -----------------------------------------------
 
@@ -699,7 +739,7 @@ class _Collector(cst.CSTVisitor):
         self.f.loops.append(loop)
         # The target is bound inside the loop.
         self.loops.append(loop)
-        self.bind_target(node.target, node.iter, "for")
+        self.bind_target(node.target, node.iter, BindingKind.FOR)
 
     def leave_For(self, original_node: cst.For) -> None:
         self.loops[-1].end_order = self.order
@@ -790,7 +830,7 @@ class _Collector(cst.CSTVisitor):
     def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
         self._enter_region(node)
         if node.name is not None:
-            self.bind_target(node.name.name, None, "except")
+            self.bind_target(node.name.name, None, BindingKind.EXCEPT)
 
     def leave_ExceptHandler(self, original_node: cst.ExceptHandler) -> None:
         self._leave_region(original_node)

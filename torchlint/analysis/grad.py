@@ -13,13 +13,13 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Facts, Function, Loop, Scope, Site, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Loop, Scope, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers, root_name
 from torchlint.analysis.loops import INFER, Loops
 from torchlint.analysis.places import Places
 from torchlint.analysis.project.kinds import ClassKind
 from torchlint.analysis.roles import Roles
-from torchlint.analysis.values import ModelCall, Values
+from torchlint.analysis.values import MODULE, ModelCall, Values
 from torchlint.analysis.vocabulary import ENABLE_GRAD, INFERENCE_NAME, NO_GRAD_CONTEXTS, SET_GRAD_ENABLED
 from torchlint.analysis.walk import contains, mentions
 
@@ -116,12 +116,12 @@ class Grad:
         if any(self.is_no_grad_with(w) or self._enables_grad(w) for w in site.withs):
             return True
         for scope in site.scope.chain():
-            if scope.kind == "function":
+            if scope.kind == ScopeKind.FUNCTION:
                 fn = self.facts.function_of(scope)
                 if fn is not None and (self.decorated_no_grad(fn) or self.decorated_enable_grad(fn)):
                     return True
         for scope, order in self._global_disables():
-            if scope.kind == "module" or (scope is site.scope and order < site.order):
+            if scope.kind == ScopeKind.MODULE or (scope is site.scope and order < site.order):
                 return True
         fn_scope = site.scope.function
         while fn_scope is not None:
@@ -186,7 +186,7 @@ class Grad:
 
         containers = self._containers.get(id(call.node), set())
 
-        def reaches(expr, site) -> bool:
+        def reaches(expr: cst.BaseExpression, site: Site) -> bool:
             """Some name read in `expr` holds the forward's result (or a container of it)."""
             for name in _names_in(expr):
                 if name in containers:
@@ -305,7 +305,7 @@ class Grad:
     def inference_function(self, site: Site) -> Optional[Function]:
         """The innermost enclosing function named like an inference entry point."""
         for s in site.scope.chain():
-            if s.kind == "function":
+            if s.kind == ScopeKind.FUNCTION:
                 fn = self.facts.function_of(s)
                 if fn is not None and INFERENCE_NAME.match(fn.name):
                     return fn
@@ -369,7 +369,7 @@ class Grad:
     def _frozen_by_loop(self, name: str) -> bool:
         """`for p in model.parameters(): p.requires_grad = False`."""
         for b in self.facts.bindings:
-            if b.kind != "for" or b.index is not None or not isinstance(b.value, cst.Call):
+            if b.kind != BindingKind.FOR or b.index is not None or not isinstance(b.value, cst.Call):
                 continue
             call = self.facts.call_for(b.value)
             if call is None or call.method != "parameters" or dotted_name(call.receiver) != name:
@@ -424,7 +424,7 @@ class Grad:
         if not bindings:
             return False
         for b in bindings:
-            if b.kind not in ("assign", "annassign") or b.value is None or b.index is not None:
+            if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.value is None or b.index is not None:
                 return False
             inner = b.value
             while (
@@ -449,7 +449,7 @@ class Grad:
         """A module construction: a known module class, or an imported class
         (`sm.EncoderRNN(...)`) whose instance the file uses as a model."""
         kind = self.values.call_kind(call)
-        if kind == "module":
+        if kind == MODULE:
             return True
         name = dotted_name(call.node.func) or ""
         return kind is None and name.rsplit(".", 1)[-1][:1].isupper()
@@ -470,7 +470,7 @@ class Grad:
                     return False
                 loop = loop.parent
             return site.order < first
-        fn = self.facts.function_of(site.scope) if site.scope.kind == "function" else None
+        fn = self.facts.function_of(site.scope) if site.scope.kind == ScopeKind.FUNCTION else None
         callers = self.values.callers(fn) if fn is not None else []
         return bool(callers) and all(c.site.scope is module and c.site.order < first for c in callers)
 
@@ -541,7 +541,7 @@ def _lightning_step(facts: Facts, fn: Function, values: Values) -> bool:
     """Lightning's `*_step` hooks run without gradients under the trainer (also
     in a class whose LightningModule base is another project class)."""
     parent = fn.scope.parent
-    if parent is None or parent.kind != "class" or not fn.name.endswith("_step"):
+    if parent is None or parent.kind != ScopeKind.CLASS or not fn.name.endswith("_step"):
         return False
     info = facts.classes.get(parent.name)
     return info is not None and any(
@@ -564,7 +564,7 @@ def _module_level(facts: Facts, name: str) -> bool:
     """Every binding of `name` in the file is at module level (a name the
     project index knows by this file's summary)."""
     bindings = facts.bindings_of(name)
-    return bool(bindings) and all(b.site.scope.kind == "module" for b in bindings)
+    return bool(bindings) and all(b.site.scope.kind == ScopeKind.MODULE for b in bindings)
 
 
 def _stmt_targets(stmt: Optional[cst.CSTNode]) -> List[str]:
@@ -593,7 +593,7 @@ def _stmt_targets(stmt: Optional[cst.CSTNode]) -> List[str]:
     return out
 
 
-def _stores_subscript(stmt) -> bool:
+def _stores_subscript(stmt: Optional[cst.CSTNode]) -> bool:
     """`d[k] = value`: a store into a container."""
     if isinstance(stmt, cst.Assign):
         return any(isinstance(t.target, cst.Subscript) for t in stmt.targets)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call, Facts, Loop, Site, dotted_name
+from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, Loop, Site, dotted_name
 from torchlint.analysis.grad import Grad
 from torchlint.analysis.loops import Loops
 from torchlint.analysis.places import Places
@@ -145,7 +145,7 @@ class Graphs:
     def kept_across(self, name: str, loop: Loop, site: Site) -> bool:
         """`name` is bound before `loop` (same scope) and only added to inside it."""
         bindings = self.facts.local_bindings(name, site.scope)
-        if any(b.kind in ("global", "nonlocal") for b in bindings):
+        if any(b.kind in (BindingKind.GLOBAL, BindingKind.NONLOCAL) for b in bindings):
             return False
         if not any(b.site.order < loop.order for b in bindings):
             return False
@@ -182,7 +182,7 @@ class Graphs:
                         frontier.append(d)
         return result
 
-    def _use(self, node: cst.CSTNode, site: Site, names: Set[str]):
+    def _use(self, node: cst.CSTNode, site: Site, names: Set[str]) -> Tuple[Reach, Iterable[str]]:
         """What one read of an accumulator (or a value computed from it) does:
         (reach, names it flows into)."""
         expr: cst.CSTNode = node
@@ -231,7 +231,7 @@ class Graphs:
                 return Reach.READ, ()
             return Reach.UNKNOWN, ()
 
-    def _argument(self, call: Call, site: Site, names: Set[str]):
+    def _argument(self, call: Call, site: Site, names: Set[str]) -> Tuple[Reach, Iterable[str]]:
         if call.qualname in GRAD_USERS or "backward" in (dotted_name(call.node.func) or "").lower():
             return Reach.BACKWARD, ()
         func = call.node.func
@@ -272,7 +272,7 @@ def _assigned_names(stmt: cst.CSTNode) -> Optional[Set[str]]:
     return out
 
 
-def _accumulated(stmt: cst.CSTNode, facts: Facts, site: Site):
+def _accumulated(stmt: cst.CSTNode, facts: Facts, site: Site) -> Optional[Tuple[str, cst.BaseExpression, cst.CSTNode]]:
     """(name, value, node) for `name += value`, `name = name + value` and
     `name.append(value)`; None otherwise."""
     if isinstance(stmt, cst.AugAssign) and isinstance(stmt.operator, cst.AddAssign):
@@ -302,10 +302,14 @@ def _accumulated(stmt: cst.CSTNode, facts: Facts, site: Site):
 
 def _accumulates(b: Binding) -> bool:
     """A binding that adds to the name's value instead of replacing it."""
-    if b.kind == "augassign":
+    if b.kind == BindingKind.AUGASSIGN:
         stmt = b.site.stmt
         return isinstance(stmt, cst.AugAssign) and isinstance(stmt.operator, cst.AddAssign)
-    if b.kind == "assign" and isinstance(b.value, cst.BinaryOperation) and isinstance(b.value.operator, cst.Add):
+    if (
+        b.kind == BindingKind.ASSIGN
+        and isinstance(b.value, cst.BinaryOperation)
+        and isinstance(b.value.operator, cst.Add)
+    ):
         left = b.value.left
         return isinstance(left, cst.Name) and left.value == b.name
     return False

@@ -10,7 +10,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Facts, Function, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Scope, ScopeKind, dotted_name
 from torchlint.analysis.values import MODULE, Values
 from torchlint.analysis.vocabulary import MOVE_METHODS, PLACING_NAME
 
@@ -71,12 +71,12 @@ class Helpers:
             for call in self.facts.calls:
                 for scope in call.site.scope.chain():
                     index.setdefault(id(scope.node), []).append(call)
-                    if scope.kind == "function":
+                    if scope.kind == ScopeKind.FUNCTION:
                         break
             self._calls_in = index
         return self._calls_in.get(id(fn.scope.node), [])
 
-    def calls_in_scope(self, scope) -> List[Call]:
+    def calls_in_scope(self, scope: Scope) -> List[Call]:
         """Calls whose own scope is `scope`."""
         if self._calls_by_scope is None:
             index: Dict[int, List[Call]] = {}
@@ -154,7 +154,8 @@ class Helpers:
         bindings = [
             b
             for b in self.facts.bindings_under(fn.scope)
-            if b.value is not None and b.kind in ("assign", "annassign", "for", "comprehension")
+            if b.value is not None
+            and b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN, BindingKind.FOR, BindingKind.COMPREHENSION)
         ]
         for _ in range(MAX_DEPTH):
             changed = False
@@ -184,7 +185,10 @@ class Helpers:
         bindings = [
             b
             for b in self.facts.bindings_under(fn.scope)
-            if b.value is not None and b.kind in ("assign", "annassign") and b.index is None and "." not in b.name
+            if b.value is not None
+            and b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+            and b.index is None
+            and "." not in b.name
         ]
         for _ in range(MAX_DEPTH):
             changed = False

@@ -10,14 +10,14 @@ import enum
 import re
 from collections import deque
 from dataclasses import dataclass
-from typing import Deque, Dict, FrozenSet, Iterator, List, Optional, Tuple
+from typing import Deque, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call, Facts, Function, Loop, Site, dotted_name
+from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, Function, Loop, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers, is_move_call, root_name
 from torchlint.analysis.loops import Loops
-from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, Places
+from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, Place, Places
 from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import (
     DATA_ARGUMENT_NAME,
@@ -304,13 +304,13 @@ class Loaders:
             if len(bindings) != 1:
                 return None
             b = bindings[0]
-            if b.kind == "param":
+            if b.kind == BindingKind.PARAM:
                 found = self._through_caller(b)
                 if found is None:
                     return None
                 expr, site = found
                 continue
-            if b.value is None or b.kind not in ("assign", "annassign"):
+            if b.value is None or b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN):
                 return None
             if b.index is not None:
                 split = self._split_of(b.value)
@@ -495,7 +495,11 @@ class Loaders:
             yield node
             if isinstance(node, cst.Name):
                 for b in self.facts.visible_bindings(node.value, site.scope):
-                    if b.value is not None and b.kind in ("assign", "annassign") and b.site.order < site.order:
+                    if (
+                        b.value is not None
+                        and b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+                        and b.site.order < site.order
+                    ):
                         todo.append(b.value)
                 continue
             todo.extend(node.children)
@@ -540,7 +544,9 @@ class Loaders:
             name = dotted_name(expr)
             bindings = self.values.bindings_for(name, site) if name else []
             values = [
-                b for b in bindings if b.kind in ("assign", "annassign") and b.index is None and b.value is not None
+                b
+                for b in bindings
+                if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and b.index is None and b.value is not None
             ]
             return (
                 bool(values)
@@ -609,7 +615,7 @@ class Loaders:
 
     # -- where a TensorDataset's tensors live ---------------------------------------------------
 
-    def data_place(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> Optional[str]:
+    def data_place(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> Optional[Place]:
         """Where the tensors of `expr` (an argument of a TensorDataset) live:
         DEVICE, CPU, or None when that cannot be told. Followed through the
         bindings that reach `site` (`x = x.to(device)` counts from there on),
@@ -645,7 +651,7 @@ class Loaders:
                 return None
             found = []
             for b in reaching:
-                if b.kind not in ("assign", "annassign") or b.value is None:
+                if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.value is None:
                     found.append(self._place_of(expr, site))
                 elif b.index is None:
                     found.append(self.data_place(b.value, b.site, depth + 1))
@@ -661,7 +667,7 @@ class Loaders:
             return _join_places(found)
         return self._place_of(expr, site)
 
-    def _place_of(self, expr: cst.BaseExpression, site: Site) -> Optional[str]:
+    def _place_of(self, expr: cst.BaseExpression, site: Site) -> Optional[Place]:
         place = self.places.tensor_place(expr, site)
         return place if place in (DEVICE, CPU) else None
 
@@ -692,7 +698,12 @@ class Loaders:
     def _getitem(self, class_name: str) -> Optional[Function]:
         for fn in self.facts.functions:
             parent = fn.scope.parent
-            if fn.name == "__getitem__" and parent is not None and parent.kind == "class" and parent.name == class_name:
+            if (
+                fn.name == "__getitem__"
+                and parent is not None
+                and parent.kind == ScopeKind.CLASS
+                and parent.name == class_name
+            ):
                 return fn
         return None
 
@@ -756,13 +767,13 @@ class Loaders:
             return UNKNOWN_COLLATE
         if isinstance(value, cst.Name):
             bs = self.facts.visible_bindings(value.value, call.site.scope)
-            if len(bs) == 1 and bs[0].kind == "def":
+            if len(bs) == 1 and bs[0].kind == BindingKind.DEF:
                 fn = self.facts.function_for_def(bs[0].target)
                 if fn is None:
                     return UNKNOWN_COLLATE
                 if any(is_move_call(c) or c.keyword("device") is not None for c in self.helpers.calls_in(fn)):
                     return DEVICE_COLLATE
-                if fn.scope.parent is not None and fn.scope.parent.kind != "module":
+                if fn.scope.parent is not None and fn.scope.parent.kind != ScopeKind.MODULE:
                     return LOCAL_COLLATE
                 return CPU_COLLATE
         return UNKNOWN_COLLATE
@@ -776,7 +787,7 @@ class Loaders:
         if arg is None or not isinstance(arg.value, cst.Name):
             return False
         bs = self.facts.visible_bindings(arg.value.value, call.site.scope)
-        fn = self.facts.function_for_def(bs[0].target) if len(bs) == 1 and bs[0].kind == "def" else None
+        fn = self.facts.function_for_def(bs[0].target) if len(bs) == 1 and bs[0].kind == BindingKind.DEF else None
         if fn is None:
             return False
         for inner in self.helpers.calls_in(fn):
@@ -932,7 +943,7 @@ class Loaders:
                     return True
         return False
 
-    def _project_moves(self, call: Call, names) -> bool:
+    def _project_moves(self, call: Call, names: Set[str]) -> bool:
         """`call` hands a batch name to a function of another project file that
         the project index says moves that argument to a device."""
         project = self.values.project
@@ -991,7 +1002,7 @@ class Loaders:
             for b in self.facts.bindings:
                 value = b.value
                 if (
-                    b.kind == "comprehension"
+                    b.kind == BindingKind.COMPREHENSION
                     and isinstance(value, cst.Call)
                     and isinstance(value.func, cst.Attribute)
                     and value.func.attr.value in ("items", "values")
@@ -1185,7 +1196,7 @@ def _target_names(target: cst.BaseExpression) -> List[str]:
     return []
 
 
-def _as_loaded(expr: cst.BaseExpression, names) -> bool:
+def _as_loaded(expr: cst.BaseExpression, names: Set[str]) -> bool:
     """`x`, `batch["x"]`/`batch[0]` of a batch variable, or a view of one
     (`x.view(-1, 784)`, `x.unsqueeze(1)`): the memory the loader yielded, which
     a pinned batch copies from. Not a copy made on the host first (a slice
@@ -1216,7 +1227,7 @@ _SAME_PLACE_METHODS = frozenset(
 )
 
 
-def _join_places(places) -> Optional[str]:
+def _join_places(places: Iterable[Optional[Place]]) -> Optional[Place]:
     """DEVICE if any part is on the device, CPU if every part is on the host, else None."""
     found = list(places)
     if DEVICE in found:

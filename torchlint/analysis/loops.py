@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Facts, Function, Loop, Site, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Loop, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers
 from torchlint.analysis.values import DATASET, LOADER, Values
 from torchlint.analysis.vocabulary import INFERENCE_NAME, ITER_WRAPPERS, LOADER_NAME, TOKEN_PICKS
@@ -134,7 +134,7 @@ class Loops:
         """Calls in the loop's own body, not in a nested loop."""
         return [c for c in self.calls_in(loop) if c.site.loop is loop]
 
-    def _cached(self, key: tuple, compute):
+    def _cached(self, key: tuple, compute: Callable[[], Any]) -> Any:
         if key not in self._memo:
             self._memo[key] = False
             self._memo[key] = compute()
@@ -305,10 +305,10 @@ class Loops:
         stmt = step.site.stmt
         parent = self.facts.parent_of(stmt) if stmt is not None else None
         return (
-            before[-1].kind == "assign"
+            before[-1].kind == BindingKind.ASSIGN
             and isinstance(before[-1].value, cst.Integer)
             and int(before[-1].value.evaluated_value) == 0
-            and step.kind == "augassign"
+            and step.kind == BindingKind.AUGASSIGN
             and isinstance(stmt, cst.AugAssign)
             and isinstance(stmt.operator, cst.AddAssign)
             and isinstance(stmt.value, cst.Integer)
@@ -360,7 +360,7 @@ class Loops:
             for b in self.facts.bindings
             if b.site.scope is loop.scope
             and loop.contains(b.site.order)
-            and b.kind in ("assign", "augassign", "annassign")
+            and b.kind in (BindingKind.ASSIGN, BindingKind.AUGASSIGN, BindingKind.ANNASSIGN)
             and b.value is not None
         ]
         values = [(b.name, b.value) for b in bindings if b.value is not None]
@@ -552,7 +552,9 @@ class Loops:
         in no other function, which the loop might call to change it in place."""
         scope = loop.scope
         visible = self.facts.visible_bindings(name, scope)
-        if not visible or any(b.kind in ("global", "nonlocal") for b in self.facts.bindings_of(name)):
+        if not visible or any(
+            b.kind in (BindingKind.GLOBAL, BindingKind.NONLOCAL) for b in self.facts.bindings_of(name)
+        ):
             return False
         own = [b for b in visible if b.site.scope is scope]
         if any(loop.contains(b.site.order) for b in own):
@@ -562,7 +564,7 @@ class Loops:
         if read_elsewhere:
             return True
         return all(
-            u.site.scope is scope or u.site.scope.kind == "module"
+            u.site.scope is scope or u.site.scope.kind == ScopeKind.MODULE
             for u in self.facts.local_uses(name, visible[0].site.scope)
         )
 
@@ -614,7 +616,7 @@ class Loops:
                 if call.site.loop is not None:
                     continue
                 outer_scope = call.site.scope
-                outer = self.facts.function_of(outer_scope) if outer_scope.kind == "function" else None
+                outer = self.facts.function_of(outer_scope) if outer_scope.kind == ScopeKind.FUNCTION else None
                 if outer is not None and not self.occasional_guard(call.site):
                     ctx = self._helper_context(outer, depth + 1)
                     if ctx is not None:

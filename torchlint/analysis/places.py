@@ -19,15 +19,28 @@ been placed somewhere we cannot see, and rules stay silent then.
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call, Facts, Scope, Site, dominates, dotted_name, group_under_scopes
+from torchlint.analysis.facts import (
+    Binding,
+    BindingKind,
+    Call,
+    Facts,
+    Function,
+    Scope,
+    ScopeKind,
+    Site,
+    dominates,
+    dotted_name,
+    group_under_scopes,
+)
 from torchlint.analysis.helpers import Helpers, is_move_call, root_name
-from torchlint.analysis.values import LOADER, MODULE, TOKENS, Values
+from torchlint.analysis.values import LOADER, MODULE, TOKENS, ModelCall, Values
 from torchlint.analysis.vocabulary import (
     CHAIN_METHODS,
     COPIES,
@@ -50,10 +63,26 @@ from torchlint.analysis.vocabulary import (
     XLA_PACKAGES,
 )
 
-# Device expressions.
-ACCEL, HOST = "accel", "cpu"
-# Places.
-DEVICE, CPU, TENSOR, UNKNOWN, WRAPPED = "device", "cpu", "tensor", "unknown", "wrapped"
+
+class Device(enum.Enum):
+    """What a device expression names (`device_of`, `move_device`)."""
+
+    ACCEL = "accel"  # an accelerator
+    HOST = "cpu"
+
+
+class Place(enum.Enum):
+    """Where a module or tensor lives."""
+
+    DEVICE = "device"
+    CPU = "cpu"
+    TENSOR = "tensor"  # with the tensors it was made from (`x * 2`)
+    UNKNOWN = "unknown"
+    WRAPPED = "wrapped"  # a wrapper (Accelerate, Lightning, DeepSpeed) places it
+
+
+ACCEL, HOST = Device.ACCEL, Device.HOST
+DEVICE, CPU, TENSOR, UNKNOWN, WRAPPED = Place.DEVICE, Place.CPU, Place.TENSOR, Place.UNKNOWN, Place.WRAPPED
 
 _DTYPES = frozenset(
     "float float32 float64 float16 half bfloat16 double int int8 int16 int32 int64 long short uint8 bool "
@@ -98,7 +127,7 @@ class Event:
 
     site: Site
     kind: str  # "move" | "escape"
-    place: str  # for moves: DEVICE, CPU or UNKNOWN
+    place: Place  # for moves: DEVICE, CPU or UNKNOWN
 
 
 def _string_key(expr: cst.Subscript) -> Optional[str]:
@@ -116,7 +145,7 @@ def _always_runs(site: Site) -> bool:
     return all(isinstance(owner, cst.Try) and part == "body" for owner, part in site.region)
 
 
-def join(places) -> Optional[str]:
+def join(places: Iterable[Optional[Place]]) -> Optional[Place]:
     """Combine tensor places: any DEVICE operand puts the result on the device."""
     places = list(places)
     if not places or None in places:
@@ -133,9 +162,9 @@ class Places:
         self.facts = facts
         self.values = values
         self.helpers = helpers
-        self._device_cache: Dict[int, Optional[str]] = {}
-        self._tensor_cache: Dict[int, Optional[str]] = {}
-        self._model_cache: Dict[Tuple[int, int], str] = {}
+        self._device_cache: Dict[int, Optional[Device]] = {}
+        self._tensor_cache: Dict[int, Optional[Place]] = {}
+        self._model_cache: Dict[Tuple[int, int], Place] = {}
         self._events: Optional["_Events"] = None
         self._keeps: Dict[Tuple[int, str], bool] = {}
         self._device_names: Optional[List[str]] = None
@@ -159,7 +188,7 @@ class Places:
         q = self.facts.qualname(expr)
         return bool(q and q.startswith("torch.") and q.split(".", 1)[1] in _DTYPES)
 
-    def device_of(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> Optional[str]:
+    def device_of(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> Optional[Device]:
         """ACCEL, HOST (the CPU), or None (not a device, or one we cannot tell)."""
         if expr is None or depth > 6:
             return None
@@ -171,7 +200,7 @@ class Places:
         self._device_cache[key] = result
         return result
 
-    def _device_of(self, expr: cst.BaseExpression, site: Site, depth: int) -> Optional[str]:
+    def _device_of(self, expr: cst.BaseExpression, site: Site, depth: int) -> Optional[Device]:
         if isinstance(expr, cst.SimpleString):
             if DEVICE_STRING.match(expr.value):
                 return ACCEL
@@ -215,9 +244,9 @@ class Places:
         bindings = self.values.bindings_for(name, site) if "." in name else self.facts.reaching(name, site)
         found = set()
         for b in bindings:
-            if b.kind == "param":
+            if b.kind == BindingKind.PARAM:
                 found.add(self._param_device(b, depth))
-            elif b.kind in ("assign", "annassign") and b.index is None and b.value is not None:
+            elif b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and b.index is None and b.value is not None:
                 found.add(self.device_of(b.value, b.site, depth + 1))
             else:
                 found.add(None)
@@ -247,7 +276,7 @@ class Places:
             return False
         for b in bindings:
             value = b.value
-            if b.kind not in ("assign", "annassign") or value is None:
+            if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or value is None:
                 return False
             if isinstance(value, (cst.Subscript, cst.BinaryOperation)):
                 continue
@@ -261,7 +290,7 @@ class Places:
             return False
         return True
 
-    def _param_device(self, b: Binding, depth: int) -> Optional[str]:
+    def _param_device(self, b: Binding, depth: int) -> Optional[Device]:
         fn = self.facts.function_of(b.site.scope)
         if fn is None:
             return None
@@ -275,7 +304,7 @@ class Places:
             return HOST
         return None
 
-    def move_device(self, call: Call) -> Optional[str]:
+    def move_device(self, call: Call) -> Optional[Device]:
         """Where a move call sends its receiver: ACCEL, HOST, or None (unknown/not a move)."""
         if call.method == "cuda":
             return ACCEL
@@ -353,7 +382,7 @@ class Places:
         module may import it)."""
         uses = self.facts.local_uses(b.name, b.site.scope)
         if not uses:
-            return b.site.scope.kind == "module"
+            return b.site.scope.kind == ScopeKind.MODULE
         return any(b in self.facts.reaching(b.name, u.site) for u in uses)
 
     def _follows_a_tensor(self, expr: cst.BaseExpression, site: Site) -> bool:
@@ -369,8 +398,10 @@ class Places:
         if self._holds_tensor(base, site):
             return True
         bindings = self.values.bindings_for(base.value, site)
-        in_module = any(s.kind == "class" and s.name in self.values.module_classes() for s in site.scope.chain())
-        return in_module and bool(bindings) and all(b.kind == "param" for b in bindings)
+        in_module = any(
+            s.kind == ScopeKind.CLASS and s.name in self.values.module_classes() for s in site.scope.chain()
+        )
+        return in_module and bool(bindings) and all(b.kind == BindingKind.PARAM for b in bindings)
 
     def selects_device(self) -> bool:
         """The file chooses a device at all (the CPU included): `torch.device(...)`,
@@ -408,7 +439,7 @@ class Places:
         for name in self.device_names():
             found = self.facts.bindings_of(name)
             for s in site.scope.chain():
-                if s is not site.scope and s.kind == "class":
+                if s is not site.scope and s.kind == ScopeKind.CLASS:
                     continue
                 here = [b for b in found if b.site.scope is s]
                 if not here:
@@ -433,10 +464,10 @@ class Places:
 
     # -- modules: flow-sensitive ---------------------------------------------------------
 
-    def unwrap(self, expr: cst.BaseExpression) -> Tuple[Optional[Call], Optional[str]]:
+    def unwrap(self, expr: cst.BaseExpression) -> Tuple[Optional[Call], Optional[Place]]:
         """Peel `X(...).eval().to(d)`: the innermost call, and where the moves on
         the way send it (None: no move)."""
-        moved: Optional[str] = None
+        moved: Optional[Place] = None
         while isinstance(expr, cst.Call):
             call = self.facts.call_for(expr)
             if call is None:
@@ -490,7 +521,11 @@ class Places:
                         handed_to.setdefault(name, []).append(call)
             for b in self.facts.bindings:
                 # `layer.weight = remote_weight()`: parts replaced by values made elsewhere.
-                if "." in b.name and b.kind in ("assign", "annassign") and isinstance(b.value, (cst.Call, cst.Name)):
+                if (
+                    "." in b.name
+                    and b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+                    and isinstance(b.value, (cst.Call, cst.Name))
+                ):
                     add(b.name.rsplit(".", 1)[0], Event(b.site, "escape", UNKNOWN))
             for use in self.facts.uses:
                 if isinstance(use.site.parent, _USE_STAYS):
@@ -535,7 +570,7 @@ class Places:
             return not (params & self.helpers.summary(fn).moves) and not (params & returned)
         return False
 
-    def model_place(self, model: cst.BaseExpression, site: Site) -> str:
+    def model_place(self, model: cst.BaseExpression, site: Site) -> Place:
         """DEVICE, CPU, WRAPPED (DataParallel & co., which move inputs themselves)
         or UNKNOWN, for the module `model` at `site`."""
         key = (id(model), site.order)
@@ -546,7 +581,7 @@ class Places:
         self._model_cache[key] = result
         return result
 
-    def _model_place(self, model: cst.BaseExpression, site: Site) -> str:
+    def _model_place(self, model: cst.BaseExpression, site: Site) -> Place:
         if isinstance(model, cst.Call):
             return self._value_place(model, site)
         name = dotted_name(model)
@@ -565,7 +600,7 @@ class Places:
 
     def _in_module_class(self, site: Site) -> bool:
         for scope in site.scope.chain():
-            if scope.kind == "class":
+            if scope.kind == ScopeKind.CLASS:
                 return scope.name in self.values.module_classes()
         return False
 
@@ -579,15 +614,15 @@ class Places:
                 if not (is_move_call(call) or call.keyword("device") is not None):
                     continue
                 scope = call.site.scope
-                if scope.kind == "function" and scope.name == "__init__" and scope.parent is not None:
-                    if scope.parent.kind == "class":
+                if scope.kind == ScopeKind.FUNCTION and scope.name == "__init__" and scope.parent is not None:
+                    if scope.parent.kind == ScopeKind.CLASS:
                         init.add(scope.parent.name)
-                anywhere.update(s.name for s in scope.chain() if s.kind == "class")
+                anywhere.update(s.name for s in scope.chain() if s.kind == ScopeKind.CLASS)
             self._placing_classes = (frozenset(anywhere), frozenset(init))
         return class_name in self._placing_classes[1 if init_only else 0]
 
-    def _binding_place(self, b: Binding) -> str:
-        if b.kind == "param":
+    def _binding_place(self, b: Binding) -> Place:
+        if b.kind == BindingKind.PARAM:
             fn = self.facts.function_of(b.site.scope)
             if fn is None:
                 return UNKNOWN
@@ -597,11 +632,11 @@ class Places:
                 arg = self.values.argument_for(c, fn, b.name)
                 places.add(self.model_place(arg, c.site) if arg is not None else UNKNOWN)
             return places.pop() if callers and len(places) == 1 else UNKNOWN
-        if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+        if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.index is not None or b.value is None:
             return UNKNOWN
         return self._value_place(b.value, b.site)
 
-    def _value_place(self, value: cst.BaseExpression, site: Site) -> str:
+    def _value_place(self, value: cst.BaseExpression, site: Site) -> Place:
         if isinstance(value, (cst.Name, cst.Attribute)):
             return self.model_place(value, site)
         ctor, moved = self.unwrap(value)
@@ -649,7 +684,7 @@ class Places:
             return DEVICE
         return CPU
 
-    def _wrapped_place(self, ctor: Call, site: Site) -> Optional[str]:
+    def _wrapped_place(self, ctor: Call, site: Site) -> Optional[Place]:
         """A call of code we cannot read that is handed modules
         (`PeftModel.from_pretrained(base, path)`, `get_lora_model(base, cfg)`,
         `nn.Sequential(encoder, head)`): what it returns holds (or is) those
@@ -677,12 +712,12 @@ class Places:
             return None
         return DEVICE if places == {DEVICE} else UNKNOWN
 
-    def _after_events(self, place: str, b: Binding, events: "_Events", site: Site) -> str:
+    def _after_events(self, place: Place, b: Binding, events: "_Events", site: Site) -> Place:
         same_scope = site.scope is b.site.scope and "." not in b.name
         # A function's local name: only moves in that function (or nested in it) can touch it.
         pool = (
             events.within(b.name, b.site.scope)
-            if same_scope and b.site.scope.kind == "function"
+            if same_scope and b.site.scope.kind == ScopeKind.FUNCTION
             else events.get(b.name, [])
         )
         # A move inside the binding's own value (`m = DataParallel(m.cuda())`) is part of that value.
@@ -700,7 +735,7 @@ class Places:
             if len(places) == 1 and all(self._unconditional(e.site) for e in moves):
                 return places.pop()
             return UNKNOWN
-        local = b.site.scope.kind == "function"
+        local = b.site.scope.kind == ScopeKind.FUNCTION
         for e in later:
             if e.site.scope is not b.site.scope:
                 if local and not any(s is b.site.scope for s in e.site.scope.chain()):
@@ -796,7 +831,7 @@ class Places:
 
     # -- tensors --------------------------------------------------------------------------
 
-    def tensor_place(self, expr: Optional[cst.BaseExpression], site: Site) -> Optional[str]:
+    def tensor_place(self, expr: Optional[cst.BaseExpression], site: Site) -> Optional[Place]:
         """DEVICE, CPU, TENSOR (place unknown) or None (not known to be a tensor)."""
         if expr is None:
             return None
@@ -817,7 +852,7 @@ class Places:
         place = self.tensor_place(expr, site)
         return place == DEVICE or (place == TENSOR and self.accelerator_in_play())
 
-    def _tensor_place(self, expr: cst.BaseExpression, site: Site) -> Optional[str]:
+    def _tensor_place(self, expr: cst.BaseExpression, site: Site) -> Optional[Place]:
         if isinstance(expr, cst.Call):
             return self._call_place(expr, site)
         if isinstance(expr, cst.Name):
@@ -865,7 +900,7 @@ class Places:
             return self.tensor_place(expr.expression, site)
         return None
 
-    def _forward_place(self, expr: cst.BaseExpression, site: Site) -> Optional[str]:
+    def _forward_place(self, expr: cst.BaseExpression, site: Site) -> Optional[Place]:
         """For a model's direct output (a call, or a name bound only to one): its place."""
         if isinstance(expr, cst.Call):
             call = self.facts.call_for(expr)
@@ -875,7 +910,7 @@ class Places:
             bs = self.reaching(expr.value, site)
             places = set()
             for b in bs:
-                if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+                if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.index is not None or b.value is None:
                     return None
                 p = self._forward_place(b.value, b.site)
                 if p is None:
@@ -905,7 +940,7 @@ class Places:
         """A model's direct output (may be a tuple or a ModelOutput, not a tensor)."""
         return self._forward_place(expr, site) is not None
 
-    def _output_place(self, mc, site: Site) -> str:
+    def _output_place(self, mc: ModelCall, site: Site) -> Place:
         """Where a forward's output lives: on the device if the model is, or if
         any tensor input is (a CPU model fed device inputs would fail)."""
         model = self.model_place(mc.model, mc.call.site)
@@ -918,7 +953,7 @@ class Places:
             return CPU
         return TENSOR
 
-    def _call_place(self, node: cst.Call, site: Site) -> Optional[str]:
+    def _call_place(self, node: cst.Call, site: Site) -> Optional[Place]:
         call = self.facts.call_for(node)
         if call is None:
             return None
@@ -1004,7 +1039,12 @@ class Places:
         """`call`'s result is bound to a name and that very value reaches `.backward()`
         in the same scope."""
         b = self.facts.binding_of_value(call.node)
-        if b is None or b.kind not in ("assign", "annassign") or b.index is not None or "." in b.name:
+        if (
+            b is None
+            or b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+            or b.index is not None
+            or "." in b.name
+        ):
             return False
         for c in self.helpers.calls_in_scope(b.site.scope):
             if (
@@ -1040,7 +1080,7 @@ class Places:
             self._called = {n for n in called if n}
         return self._called
 
-    def _name_place(self, name: str, site: Site) -> Optional[str]:
+    def _name_place(self, name: str, site: Site) -> Optional[Place]:
         if name in self._called_names():
             return None  # `m = fetch().cuda()` then `m(x)`: a model, not a tensor
         if "." in name:
@@ -1056,7 +1096,7 @@ class Places:
                 return moved
         return place
 
-    def moved_by_key(self, name: str, after: int, site: Site) -> Optional[str]:
+    def moved_by_key(self, name: str, after: int, site: Site) -> Optional[Place]:
         """Where `name`'s entries were all moved, key by key, between order `after` and
         `site` in its scope: `for k, v in name.items(): name[k] = v.to(dev)` (also over
         `name.keys()` / `name`). DEVICE or CPU; None when nothing moved them."""
@@ -1111,8 +1151,8 @@ class Places:
             )
         return False
 
-    def _binding_tensor_place(self, b: Binding) -> Optional[str]:
-        if b.kind in ("assign", "annassign", "walrus"):
+    def _binding_tensor_place(self, b: Binding) -> Optional[Place]:
+        if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN, BindingKind.WALRUS):
             if b.value is None:
                 return None
             if self.next_batch(b.value, b.site):
@@ -1149,10 +1189,10 @@ class Places:
                         return self._returned_part(fn, b.index)
                 return None
             return self.tensor_place(b.value, b.site)
-        if b.kind == "augassign":
+        if b.kind == BindingKind.AUGASSIGN:
             rhs = self.tensor_place(b.value, b.site) if b.value is not None else None
             return rhs if rhs is not None else self._accumulated_place(b)
-        if b.kind in ("for", "comprehension"):
+        if b.kind in (BindingKind.FOR, BindingKind.COMPREHENSION):
             if b.value is None:
                 return None
             if self.batch_source(b.value, b.site):
@@ -1182,11 +1222,11 @@ class Places:
                 return None
             base = self.tensor_place(b.value, b.site)
             return base
-        if b.kind == "param":
+        if b.kind == BindingKind.PARAM:
             return self._param_tensor_place(b)
         return None
 
-    def _accumulated_place(self, b: Binding) -> Optional[str]:
+    def _accumulated_place(self, b: Binding) -> Optional[Place]:
         """`total *= weight` with a non-tensor operand: `total` stays where the
         tensor it held was (its number start, `total = 0.`, left out once a
         tensor was added to it)."""
@@ -1198,14 +1238,15 @@ class Places:
             prior = [
                 x
                 for x in self.reaching(b.name, b.site)
-                if x is not b and not (x.kind in ("assign", "annassign") and _number(x.value) and x.index is None)
+                if x is not b
+                and not (x.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and _number(x.value) and x.index is None)
             ]
             places = [self._binding_tensor_place(x) for x in prior]
             return join(places) if places and all(p is not None for p in places) else None
         finally:
             self._accumulating.discard(key)
 
-    def _returned_part(self, fn, index: int) -> Optional[str]:
+    def _returned_part(self, fn: Function, index: int) -> Optional[Place]:
         places = []
         for r, s in self.facts.returns_of(fn):
             if not isinstance(r.value, cst.Tuple) or index >= len(r.value.elements):
@@ -1213,7 +1254,7 @@ class Places:
             places.append(self.tensor_place(r.value.elements[index].value, s))
         return join(places) if places else None
 
-    def _param_tensor_place(self, b: Binding) -> Optional[str]:
+    def _param_tensor_place(self, b: Binding) -> Optional[Place]:
         """A parameter every same-file caller passes a tensor to."""
         fn = self.facts.function_of(b.site.scope)
         if fn is None:
@@ -1267,11 +1308,11 @@ class Places:
         if not bindings or depth > 3:
             return False
         for b in bindings:
-            if b.kind == "param":
+            if b.kind == BindingKind.PARAM:
                 if not LOADER_NAME.search(b.name) and self.values.param_kind(b) != LOADER:
                     return False
                 continue
-            if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+            if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.index is not None or b.value is None:
                 return False
             if isinstance(b.value, (cst.Name, cst.Attribute)):
                 inner = dotted_name(b.value)
@@ -1324,7 +1365,9 @@ class Places:
             if isinstance(expr, cst.Name):
                 if self._formatted_on_device(expr.value):
                     return True
-                bs = [b for b in self.facts.visible_bindings(expr.value, loader.site.scope) if b.kind != "param"]
+                bs = [
+                    b for b in self.facts.visible_bindings(expr.value, loader.site.scope) if b.kind != BindingKind.PARAM
+                ]
                 expr = bs[0].value if len(bs) == 1 else None
             elif isinstance(expr, cst.Call) and self._format_call_places(expr):
                 return True
@@ -1408,7 +1451,9 @@ class _Events:
     deciding it for every argument of every call would cost more than the rest
     of the analysis."""
 
-    def __init__(self, events: Dict[str, List[Event]], handed_to: Dict[str, List[Call]], keeps) -> None:
+    def __init__(
+        self, events: Dict[str, List[Event]], handed_to: Dict[str, List[Call]], keeps: Callable[[Call, str], bool]
+    ) -> None:
         self._events = events
         self._handed_to = handed_to
         self._keeps = keeps

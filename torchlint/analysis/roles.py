@@ -19,11 +19,11 @@ report (`Rule.QUIET_IN_TESTS`).
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Set
+from typing import Callable, Dict, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Facts, Function, Scope, Site, dotted_name
+from torchlint.analysis.facts import Call, Facts, Function, Loop, Scope, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers
 from torchlint.analysis.loops import Loops
 from torchlint.analysis.values import Values
@@ -108,7 +108,7 @@ class Roles:
         if self.is_debug_function(fn):
             return True
         parent = fn.scope.parent
-        if parent is not None and parent.kind == "class":
+        if parent is not None and parent.kind == ScopeKind.CLASS:
             info = self.facts.classes.get(parent.name)
             if info is not None and any(
                 (self.facts.qualname(b) or dotted_name(b) or "").endswith("TestCase") for b in info.bases
@@ -126,7 +126,7 @@ class Roles:
         """A debugging routine: a top-level function that stops in a debugger
         (`pdb.set_trace()`, `breakpoint()`), holds no loop that trains or walks
         data, and that nothing calls (in its file) or imports (in the project)."""
-        if fn.scope.parent is None or fn.scope.parent.kind != "module":
+        if fn.scope.parent is None or fn.scope.parent.kind != ScopeKind.MODULE:
             return False
         if not any(self._debugger_break(c) for c in self.helpers.calls_in(fn)):
             return False
@@ -146,11 +146,11 @@ class Roles:
         if self.test_file:
             return True
         for scope in site.scope.chain():
-            if scope.kind == "function":
+            if scope.kind == ScopeKind.FUNCTION:
                 fn = self.facts.function_of(scope)
                 if fn is not None and self.is_test_function(fn):
                     return True
-            elif scope.kind == "class" and self.is_test_class(scope):
+            elif scope.kind == ScopeKind.CLASS and self.is_test_class(scope):
                 return True
         return False
 
@@ -201,7 +201,7 @@ class Roles:
             tool_calls = [c for c in self.facts.calls if self._is_tool_call(c)]
             for c in tool_calls:
                 for scope in c.site.scope.chain():
-                    if scope.kind == "function":
+                    if scope.kind == ScopeKind.FUNCTION:
                         scopes.add(id(scope.node))
                         break
             for fn in self.facts.functions:
@@ -219,7 +219,7 @@ class Roles:
             self._tooling_scopes = scopes
         return any(id(s.node) in self._tooling_scopes for s in site.scope.chain())
 
-    def _measures_memory(self, loop) -> bool:
+    def _measures_memory(self, loop: Loop) -> bool:
         """Every iteration of `loop` reads the accelerator's memory
         (`memory_allocated()`, `max_memory_allocated()`...) and clears the
         allocator's cache or resets the peak (`empty_cache()`,
@@ -265,7 +265,7 @@ class Roles:
         """Tests, smoke blocks, tooling and dead branches: speed advice does not apply here."""
         return self.quiet(site) or self.in_smoke_block(site) or self.in_tooling(site)
 
-    def work_loop(self, site: Site, innermost: bool = False):
+    def work_loop(self, site: Site, innermost: bool = False) -> Optional[Loop]:
         """The outermost (or innermost) loop around `site` (in its scope) that
         trains or runs inference over data, if any."""
         found = None
@@ -288,7 +288,7 @@ class Roles:
             found: Set[int] = set()
             for loop in self.facts.loops:
                 if self.loops.role(loop) is not None:
-                    fn = self.facts.function_of(loop.scope) if loop.scope.kind == "function" else None
+                    fn = self.facts.function_of(loop.scope) if loop.scope.kind == ScopeKind.FUNCTION else None
                     if fn is not None:
                         found.add(id(fn.node))
             # Called from a work loop, transitively.
@@ -315,7 +315,7 @@ class Roles:
         if self.work_loop(site) is not None:
             return True
         for scope in site.scope.chain():
-            if scope.kind in ("function", "lambda"):
+            if scope.kind in (ScopeKind.FUNCTION, ScopeKind.LAMBDA):
                 fn = self.facts.function_of(scope)
                 if fn is not None and self.function_does_work(fn):
                     return True
@@ -343,7 +343,7 @@ class Roles:
         return (
             fn_scope is not None
             and parent is not None
-            and parent.kind == "class"
+            and parent.kind == ScopeKind.CLASS
             and parent.name in self.values.module_classes()
             and (fn_scope.name in ("__init__", "reset_parameters") or "init" in fn_scope.name.lower())
         )
@@ -352,31 +352,31 @@ class Roles:
         """In a method of a same-file nn.Module (forward, helpers): runs per batch
         wherever the model is trained or served."""
         for scope in site.scope.chain():
-            if scope.kind == "class":
+            if scope.kind == ScopeKind.CLASS:
                 return scope.name in self.values.module_classes()
         return False
 
     # -- plumbing -------------------------------------------------------------------------
 
-    def _cached(self, key: tuple, compute) -> bool:
+    def _cached(self, key: tuple, compute: Callable[[], bool]) -> bool:
         if key not in self._memo:
             self._memo[key] = False
             self._memo[key] = compute()
         return self._memo[key]
 
-    def _loop_site(self, loop) -> Site:
+    def _loop_site(self, loop: Loop) -> Site:
         site = self.facts.site_of_statement(loop.node)
         assert site is not None
         return site
 
     def enclosing_function(self, site: Site) -> Optional[Function]:
         for scope in site.scope.chain():
-            if scope.kind == "function":
+            if scope.kind == ScopeKind.FUNCTION:
                 return self.facts.function_of(scope)
         return None
 
     def script_level(self, scope: Scope) -> bool:
-        return scope.kind == "module"
+        return scope.kind == ScopeKind.MODULE
 
 
 # The accelerator memory API (`torch.cuda.*`, `torch.xpu.*`, any device module's).
@@ -422,7 +422,7 @@ def in_dead_branch(site: Site, facts: Optional[Facts] = None) -> bool:
 _MAX_RANGE = 64
 
 
-def _constant_range(loop: cst.For, facts: Facts):
+def _constant_range(loop: cst.For, facts: Facts) -> Optional[Tuple[str, Set[int]]]:
     """(`i`, its values) for `for i in range(a[, b[, c]])` with integer literals,
     when nothing else binds `i` inside the loop; else None."""
     if not isinstance(loop.target, cst.Name) or not isinstance(loop.iter, cst.Call):

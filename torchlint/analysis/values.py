@@ -15,13 +15,14 @@ This module holds the one answer to "is this call a model forward"
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional, Set
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call, Facts, Function, Site, dotted_name
+from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, Function, ScopeKind, Site, dotted_name
 from torchlint.analysis.project.kinds import ClassKind, ValueKind
 from torchlint.analysis.vocabulary import (
     COPIES,
@@ -50,17 +51,24 @@ from torchlint.analysis.vocabulary import (
 if TYPE_CHECKING:
     from torchlint.analysis.project import FileView
 
-MODULE, TENSOR, LOADER, DATASET, DEVICE, TOKENS, TOKENIZER, OPTIMIZER, LOSS_FN = (
-    "module",
-    "tensor",
-    "loader",
-    "dataset",
-    "device",
-    "tokens",
-    "tokenizer",
-    "optimizer",
-    "loss_fn",
-)
+
+class Kind(enum.Enum):
+    """What an expression holds (`Values.expr_kind`, `call_kind`, `binding_kind`)."""
+
+    MODULE = "module"
+    TENSOR = "tensor"
+    LOADER = "loader"
+    DATASET = "dataset"
+    DEVICE = "device"
+    TOKENS = "tokens"
+    TOKENIZER = "tokenizer"
+    OPTIMIZER = "optimizer"
+    LOSS_FN = "loss_fn"
+
+
+# The members under their own names, as the analysis modules import them.
+MODULE, TENSOR, LOADER, DATASET, DEVICE = Kind.MODULE, Kind.TENSOR, Kind.LOADER, Kind.DATASET, Kind.DEVICE
+TOKENS, TOKENIZER, OPTIMIZER, LOSS_FN = Kind.TOKENS, Kind.TOKENIZER, Kind.OPTIMIZER, Kind.LOSS_FN
 # Methods that return a value of the receiver's kind.
 # `_forward_container`'s answer where only bindings already asked about answer.
 _CYCLE = object()
@@ -122,18 +130,18 @@ class Values:
     def __init__(self, facts: Facts, project: Optional[FileView] = None) -> None:
         self.facts = facts
         self.project = project
-        self._kind_cache: Dict[int, Optional[str]] = {}
+        self._kind_cache: Dict[int, Optional[Kind]] = {}
         self._module_classes: Optional[Set[str]] = None
         self._dataset_classes: Optional[Dict[str, str]] = None
         self._used_as_module: Optional[Set[int]] = None
         self._callers: Optional[Dict[str, List[Call]]] = None
-        self._param_kinds: Dict[int, Optional[str]] = {}
+        self._param_kinds: Dict[int, Optional[Kind]] = {}
         self._model_calls: Dict[int, Optional[ModelCall]] = {}
         self._loss_calls: Dict[int, bool] = {}
 
     # -- same-file classes -------------------------------------------------------
 
-    def _subclasses(self, roots: frozenset, extra=lambda q: False) -> Set[str]:
+    def _subclasses(self, roots: FrozenSet[str], extra: Callable[[str], bool] = lambda q: False) -> Set[str]:
         found: Set[str] = set()
         changed = True
         while changed:
@@ -179,7 +187,7 @@ class Values:
         """What the project index says class `qualname` (as this file names it) is."""
         return self.project.class_kind(qualname) if self.project is not None else None
 
-    def project_call_kind(self, qualname: str) -> Optional[str]:
+    def project_call_kind(self, qualname: str) -> Optional[Kind]:
         """The kind of a call of a project class or function (`Net()` with `Net`
         imported from another file, `build_model(cfg)`, `get_loader(...)`)."""
         if self.project is None:
@@ -229,7 +237,7 @@ class Values:
 
     # -- kinds -------------------------------------------------------------------
 
-    def call_kind(self, call: Call) -> Optional[str]:
+    def call_kind(self, call: Call) -> Optional[Kind]:
         q = call.qualname
         if (q in VARIABLE or q in COPIES) and call.positional:
             return self.expr_kind(call.positional[0].value, call.site)
@@ -279,7 +287,10 @@ class Values:
     def _shadowed_local(self, name: str, site: Site) -> bool:
         """A class name rebound in the calling scope (not the class any more)."""
         return (
-            any(b.kind not in ("class", "import") and b.site.scope is site.scope for b in self.facts.bindings_of(name))
+            any(
+                b.kind not in (BindingKind.CLASS, BindingKind.IMPORT) and b.site.scope is site.scope
+                for b in self.facts.bindings_of(name)
+            )
             and name not in self.facts.classes
         )
 
@@ -296,10 +307,18 @@ class Values:
             )
         return "tokenizer" in (dotted_name(func) or "").lower()
 
-    def binding_kind(self, b: Binding) -> Optional[str]:
-        if b.kind == "param":
+    def binding_kind(self, b: Binding) -> Optional[Kind]:
+        if b.kind == BindingKind.PARAM:
             return self.param_kind(b)
-        if b.kind in ("class", "def", "import", "for", "comprehension", "except", "with"):
+        if b.kind in (
+            BindingKind.CLASS,
+            BindingKind.DEF,
+            BindingKind.IMPORT,
+            BindingKind.FOR,
+            BindingKind.COMPREHENSION,
+            BindingKind.EXCEPT,
+            BindingKind.WITH,
+        ):
             return MODULE if id(b) in self.used_as_module() else None
         if id(b) in self.used_as_module():
             return MODULE
@@ -309,12 +328,12 @@ class Values:
             return None
         return self.expr_kind(b.value, b.site)
 
-    def expr_kind(self, expr: cst.BaseExpression, site: Site) -> Optional[str]:
+    def expr_kind(self, expr: cst.BaseExpression, site: Site) -> Optional[Kind]:
         key = id(expr)
         if key in self._kind_cache:
             return self._kind_cache[key]
         self._kind_cache[key] = None  # cycle guard
-        kind: Optional[str] = None
+        kind: Optional[Kind] = None
         if isinstance(expr, cst.Call):
             call = self.facts.call_for(expr)
             kind = self.call_kind(call) if call else None
@@ -323,7 +342,7 @@ class Values:
         self._kind_cache[key] = kind
         return kind
 
-    def _name_kind(self, expr: cst.BaseExpression, site: Site) -> Optional[str]:
+    def _name_kind(self, expr: cst.BaseExpression, site: Site) -> Optional[Kind]:
         name = dotted_name(expr)
         if not name:
             return None
@@ -342,7 +361,10 @@ class Values:
         return [
             b
             for b in self.facts.visible_bindings(name, site.scope)
-            if (b.site.order <= site.order and not (b.site.stmt is site.stmt and b.kind in ("assign", "annassign")))
+            if (
+                b.site.order <= site.order
+                and not (b.site.stmt is site.stmt and b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN))
+            )
             or b.site.scope is not site.scope
             or _in_same_loop(b.site, site)
         ]
@@ -383,7 +405,7 @@ class Values:
         is a construction, not a forward."""
         built: Set[int] = set()
         for b in self.facts.bindings:
-            if b.kind != "assign" or b.index is not None or id(b) not in modules:
+            if b.kind != BindingKind.ASSIGN or b.index is not None or id(b) not in modules:
                 continue
             value = b.value
             while (
@@ -404,9 +426,9 @@ class Values:
         """`model: nn.Module` (or a same-file module class) as a parameter or an
         annotated assignment."""
         annotation = None
-        if b.kind == "param" and isinstance(b.target, cst.Param):
+        if b.kind == BindingKind.PARAM and isinstance(b.target, cst.Param):
             annotation = b.target.annotation
-        elif b.kind == "annassign" and isinstance(b.site.stmt, cst.AnnAssign):
+        elif b.kind == BindingKind.ANNASSIGN and isinstance(b.site.stmt, cst.AnnAssign):
             annotation = b.site.stmt.annotation
         if annotation is None:
             return False
@@ -424,11 +446,11 @@ class Values:
         func = call.node.func
         if isinstance(func, cst.Name):
             bs = self.facts.visible_bindings(func.value, call.site.scope)
-            if len(bs) != 1 or bs[0].kind != "def":
+            if len(bs) != 1 or bs[0].kind != BindingKind.DEF:
                 return None
             return self.facts.function_for_def(bs[0].target)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            cls = next((s for s in call.site.scope.chain() if s.kind == "class"), None)
+            cls = next((s for s in call.site.scope.chain() if s.kind == ScopeKind.CLASS), None)
             if cls is None:
                 return None
             for fn in self.facts.functions:
@@ -463,7 +485,12 @@ class Values:
         if any(a.star for a in call.node.args):
             return None
         params = [p.name.value for p in list(node.params.posonly_params) + list(node.params.params)]
-        if params and params[0] in ("self", "cls") and fn.scope.parent is not None and fn.scope.parent.kind == "class":
+        if (
+            params
+            and params[0] in ("self", "cls")
+            and fn.scope.parent is not None
+            and fn.scope.parent.kind == ScopeKind.CLASS
+        ):
             params = params[1:]
         if param not in params:
             return None
@@ -471,14 +498,14 @@ class Values:
         pos = call.positional
         return pos[i].value if i < len(pos) else None
 
-    def param_kind(self, b: Binding) -> Optional[str]:
+    def param_kind(self, b: Binding) -> Optional[Kind]:
         """A parameter's kind: annotated `nn.Module`, used as a module, or the
         kind every same-file caller passes."""
         key = id(b)
         if key in self._param_kinds:
             return self._param_kinds[key]
         self._param_kinds[key] = None
-        kind: Optional[str] = MODULE if id(b) in self.used_as_module() else None
+        kind: Optional[Kind] = MODULE if id(b) in self.used_as_module() else None
         if kind is None:
             fn = self.facts.function_of(b.site.scope)
             if fn is not None:
@@ -492,7 +519,7 @@ class Values:
         self._param_kinds[key] = kind
         return kind
 
-    def _returns_kind(self, fn: Function) -> Optional[str]:
+    def _returns_kind(self, fn: Function) -> Optional[Kind]:
         returns = self.facts.returns_of(fn)
         kinds = {self.expr_kind(r.value, s) if r.value is not None else None for r, s in returns}
         return kinds.pop() if len(kinds) == 1 else None
@@ -571,9 +598,9 @@ class Values:
         )
 
     def _binds_container(self, b: Binding, depth: int) -> bool:
-        if b.kind in ("assign", "annassign") and b.index is None:
+        if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and b.index is None:
             return self.is_container(b.value, b.site, depth + 1)
-        if b.kind == "for" and b.value is not None:
+        if b.kind == BindingKind.FOR and b.value is not None:
             it, index = b.value, b.index
             if (
                 isinstance(it, cst.Call)
@@ -640,7 +667,7 @@ class Values:
                 if id(b) in seen:
                     continue  # `self.m = DataParallel(self.m)`: the other bindings answer
                 seen.add(id(b))
-                if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+                if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.index is not None or b.value is None:
                     return None
                 answer = self._forward_container(b.value, b.site, seen)
                 if answer is not _CYCLE:
@@ -718,8 +745,11 @@ class Values:
         import, or an attribute of an imported module (`utils.load_model`)."""
         root = name.split(".", 1)[0]
         if "." not in name:
-            return any(b.kind in ("def", "import", "class") for b in self.bindings_for(name, site))
-        return any(b.kind == "import" for b in self.bindings_for(root, site))
+            return any(
+                b.kind in (BindingKind.DEF, BindingKind.IMPORT, BindingKind.CLASS)
+                for b in self.bindings_for(name, site)
+            )
+        return any(b.kind == BindingKind.IMPORT for b in self.bindings_for(root, site))
 
     def _loaded_model(self, model: cst.BaseExpression, site: Site) -> bool:
         """A name bound to `torch.load(...)` (and friends) that is called: a model."""
@@ -727,7 +757,7 @@ class Values:
         if name is None:
             return False
         for b in self.bindings_for(name, site):
-            if b.kind in ("assign", "annassign") and isinstance(b.value, cst.Call):
+            if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and isinstance(b.value, cst.Call):
                 inner: cst.BaseExpression = b.value
                 while (
                     isinstance(inner, cst.Call)
@@ -810,7 +840,7 @@ class Values:
             func = c.node.func
             q = c.qualname
             if q is None and isinstance(func, cst.Name) and func.value in self.facts.classes:
-                if any(b.site.scope.kind != "module" for b in self.facts.bindings_of(func.value)):
+                if any(b.site.scope.kind != ScopeKind.MODULE for b in self.facts.bindings_of(func.value)):
                     return False  # a class the index does not know by this file's summary
                 q = self.project.local(func.value)
             return q is not None and self.project.has_parameters(q) is False
@@ -819,7 +849,7 @@ class Values:
             return False
         bindings = self.bindings_for(name, site)
         return bool(bindings) and all(
-            b.kind in ("assign", "annassign")
+            b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
             and b.index is None
             and b.value is not None
             and self.parameter_free(b.value, b.site, depth + 1)
@@ -857,7 +887,7 @@ class Values:
         values = [
             b
             for b in self.bindings_for(name, site)
-            if b.kind in ("assign", "annassign") and b.value is not None and b.index is None
+            if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and b.value is not None and b.index is None
         ]
         return any(b.value is not None and self.is_pretrained(b.value, b.site, depth + 1) for b in values)
 
@@ -865,7 +895,7 @@ class Values:
 def _bound_value(b: Binding) -> Optional[cst.BaseExpression]:
     """What an assignment binds to the name: its value, or its element of a
     tuple assigned element by element (`a, b = f(x), f(y)`)."""
-    if b.kind not in ("assign", "annassign") or b.value is None:
+    if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.value is None:
         return None
     if b.index is None:
         return b.value

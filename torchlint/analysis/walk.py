@@ -27,8 +27,9 @@ order, learnt once per node type by running that type's
 
 from __future__ import annotations
 
+import types
 import typing
-from typing import AbstractSet, Dict, FrozenSet, Iterator, List, Optional, Tuple
+from typing import AbstractSet, Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import libcst as cst
 from libcst._nodes import op as _op
@@ -37,7 +38,7 @@ from libcst._nodes import whitespace as _ws
 __all__ = ["walk", "child_fields", "own_method", "TOKEN_TYPES", "descendants", "contains", "mentions"]
 
 
-def _node_classes(module) -> List[type]:
+def _node_classes(module: types.ModuleType) -> List[type]:
     return [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, cst.CSTNode)]
 
 
@@ -99,7 +100,7 @@ def child_fields(node: cst.CSTNode) -> Tuple[str, ...]:
     return names
 
 
-def own_method(visitor_cls: type, name: str):
+def own_method(visitor_cls: type, name: str) -> Optional[Callable[..., Any]]:
     """`visitor_cls.<name>` unless it is LibCST's do-nothing default (CSTVisitor
     defines a no-op `visit_<Type>`/`leave_<Type>` for every node type)."""
     fn = getattr(visitor_cls, name, None)

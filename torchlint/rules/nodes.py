@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
-from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.facts import BindingKind, dotted_name
 
 if TYPE_CHECKING:
     from torchlint.analysis import Analysis
@@ -165,7 +165,7 @@ def module_at(
     if alias is None and not add_missing:
         return None
     if alias is not None:
-        imports = [b for b in facts.visible_bindings(alias, site.scope) if b.kind == "import"]
+        imports = [b for b in facts.visible_bindings(alias, site.scope) if b.kind == BindingKind.IMPORT]
         if not imports:
             return None  # rebound here: don't guess
         if any(b.site.order < site.order for b in imports):
@@ -174,7 +174,7 @@ def module_at(
             return alias, {}
         # Imported only after this point (a later notebook cell, an import below a
         # function that runs before it): import it before as well.
-    if any(b.kind != "import" for b in facts.bindings_of(module)):
+    if any(b.kind != BindingKind.IMPORT for b in facts.bindings_of(module)):
         return None  # the name means something else here
     top = module.split(".")[0]
     if top != module and facts.module_alias(top) is None and facts.bindings_of(top):

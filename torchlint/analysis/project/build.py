@@ -7,11 +7,15 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from typing import Dict, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Sequence, Tuple
 
 from torchlint.analysis.project.index import ProjectIndex
 from torchlint.analysis.project.kinds import ModuleSummary
 from torchlint.analysis.project.summary import summarize
+
+if TYPE_CHECKING:
+    from torchlint.cache import Cache
+    from torchlint.config import Settings
 
 # The results cache's key for summaries (they depend on the contents only).
 SUMMARY_CACHE_KEY = "project-summary"
@@ -43,7 +47,7 @@ def summarize_bytes(path: str, data: bytes) -> ModuleSummary:
 SUMMARY_FOLDER = "project"
 
 
-def summary_cache(cache_root: str, cache_dir: Optional[str] = None):
+def summary_cache(cache_root: str, cache_dir: Optional[str] = None) -> "Cache":
     """A `torchlint.cache.Cache` for summaries, in their own subfolder of the
     results cache's folder (so `torchlint clean` removes them too)."""
     from torchlint.cache import CACHE_DIR_NAME, Cache
@@ -52,7 +56,9 @@ def summary_cache(cache_root: str, cache_dir: Optional[str] = None):
     return Cache(cache_root, SUMMARY_CACHE_KEY, cache_dir=os.path.join(folder, SUMMARY_FOLDER))
 
 
-def build_index(files: Sequence[Tuple[str, bytes]], roots: Sequence[str] = (), cache=None) -> ProjectIndex:
+def build_index(
+    files: Sequence[Tuple[str, bytes]], roots: Sequence[str] = (), cache: Optional["Cache"] = None
+) -> ProjectIndex:
     """The index of a run's files, given as (path, contents); `cache` (see
     `summary_cache`) answers the summaries of unchanged contents."""
     summaries: Dict[str, ModuleSummary] = {}
@@ -71,7 +77,7 @@ class Workspace:
     first use, then one file's summary is replaced when an editor's text for
     it changes (`index_for`). Thread-safe."""
 
-    def __init__(self, roots: Sequence[str], settings=None) -> None:
+    def __init__(self, roots: Sequence[str], settings: Optional["Settings"] = None) -> None:
         self.roots = tuple(roots)
         self.settings = settings
         self._summaries: Optional[Dict[str, ModuleSummary]] = None

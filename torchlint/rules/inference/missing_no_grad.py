@@ -6,7 +6,7 @@ from typing import List, Optional, Set
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Function
+from torchlint.analysis.facts import Call, Function, ScopeKind
 from torchlint.analysis.helpers import root_name
 from torchlint.analysis.vocabulary import VARIABLE
 from torchlint.findings import Applicability
@@ -360,7 +360,7 @@ class MissingNoGrad(Rule):
         """What the fix wraps: ("function", fn), ("loop", loop), ("statement", line), or None."""
         a = ctx.analysis
         site = call.site
-        if site.scope.kind == "lambda":
+        if site.scope.kind == ScopeKind.LAMBDA:
             return None  # a lambda runs later, outside any `with` around its definition
         fn_scope = site.scope.function
         fn = ctx.facts.function_of(fn_scope) if fn_scope is not None and site.scope is fn_scope else None

@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import Loop, dotted_name
+from torchlint.analysis.facts import BindingKind, Loop, ScopeKind, dotted_name
 from torchlint.analysis.helpers import root_name
 from torchlint.analysis.vocabulary import (
     ALLOCATING_FACTORIES,
@@ -37,7 +37,7 @@ def _config_only_peeked(ctx: RuleContext, element: cst.DictElement, site) -> boo
     then `next(iter(a))`)."""
     node: Optional[cst.CSTNode] = ctx.facts.parent_of(element)
     binding = ctx.facts.binding_of_value(node) if isinstance(node, cst.Dict) else None
-    if binding is None or "." in binding.name or binding.kind not in ("assign", "annassign"):
+    if binding is None or "." in binding.name or binding.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN):
         return False
     later = [
         b.site.order for b in ctx.facts.scoped_bindings(binding.name, binding.site.scope) if b.site.order > site.order
@@ -315,12 +315,12 @@ class BatchSizeOne(Rule):
                 self._keyword_config(ctx, call, report)
         self._config_dicts(ctx, report)
         for b in ctx.facts.bindings:
-            if b.kind not in ("assign", "annassign") or b.index is not None or not _is_one(b.value):
+            if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.index is not None or not _is_one(b.value):
                 continue
             last = b.name.rsplit(".", 1)[-1]
             if not _BATCH_NAME.match(last) or "." in b.name:
                 continue
-            if b.site.scope.kind == "class":
+            if b.site.scope.kind == ScopeKind.CLASS:
                 if _CONFIG_CLASS.search(b.site.scope.name):
                     report(b.value, "a config default", b.site, b.name)
                 continue
@@ -341,7 +341,12 @@ class BatchSizeOne(Rule):
     @staticmethod
     def _bound_to_one(ctx: RuleContext, name: cst.Name, site):
         bs = ctx.analysis.values.bindings_for(name.value, site)
-        if len(bs) == 1 and bs[0].kind in ("assign", "annassign") and bs[0].index is None and _is_one(bs[0].value):
+        if (
+            len(bs) == 1
+            and bs[0].kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+            and bs[0].index is None
+            and _is_one(bs[0].value)
+        ):
             return bs[0]
         return None
 
@@ -514,7 +519,7 @@ def _derived_in_loop(ctx: RuleContext, loop, names) -> set:
     bindings = [
         b
         for b in ctx.facts.bindings
-        if b.kind in ("assign", "annassign") and b.value is not None and loop.contains(b.site.order)
+        if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and b.value is not None and loop.contains(b.site.order)
     ]
     for _ in range(4):
         grown = {

@@ -7,7 +7,7 @@ from typing import Deque, Iterator, Union
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, Call
+from torchlint.analysis.facts import Binding, BindingKind, Call, ScopeKind
 from torchlint.analysis.loaders import (
     DEVICE_COLLATE,
     IN_MEMORY,
@@ -319,7 +319,7 @@ def _lambda_in_dataset(ctx: RuleContext, call: Call) -> bool:
         return False
     return any(
         isinstance(part, cst.Lambda)
-        or (isinstance(part, Binding) and part.kind == "def" and part.site.scope.kind == "function")
+        or (isinstance(part, Binding) and part.kind == BindingKind.DEF and part.site.scope.kind == ScopeKind.FUNCTION)
         for part in _parts(ctx, expr, call.site)
     )
 
@@ -336,7 +336,11 @@ def _parts(ctx: RuleContext, expr: cst.BaseExpression, site) -> Iterator[Union[c
         if isinstance(node, cst.Name):
             for b in ctx.facts.visible_bindings(node.value, site.scope):
                 yield b
-                if b.value is not None and b.kind in ("assign", "annassign") and b.site.order < site.order:
+                if (
+                    b.value is not None
+                    and b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+                    and b.site.order < site.order
+                ):
                     stack.append(b.value)
             continue
         stack.extend(node.children)
@@ -374,4 +378,7 @@ def _spawn_safe(ctx: RuleContext, call: Call, info) -> bool:
 def _defined_here(ctx: RuleContext, expr: cst.BaseExpression, site) -> bool:
     """A class or function defined in this file is part of `expr` (through
     names bound once before `site`)."""
-    return any(isinstance(part, Binding) and part.kind in ("def", "class") for part in _parts(ctx, expr, site))
+    return any(
+        isinstance(part, Binding) and part.kind in (BindingKind.DEF, BindingKind.CLASS)
+        for part in _parts(ctx, expr, site)
+    )

@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Loop, dotted_name
+from torchlint.analysis.facts import BindingKind, Loop, dotted_name
 from torchlint.analysis.helpers import root_name
 from torchlint.analysis.places import CPU, DEVICE
 from torchlint.analysis.vocabulary import CHAIN_METHODS
@@ -215,7 +215,7 @@ class BatchNotMoved(Rule):
                 self._check_region(ctx, targets, site.scope, loop.order, loop.end_order, loop=loop)
         # `x, y = next(iter(loader))`
         for b in ctx.facts.bindings:
-            if b.kind in ("assign", "annassign") and a.places.next_batch(b.value, b.site):
+            if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and a.places.next_batch(b.value, b.site):
                 names = [
                     x.name
                     for x in ctx.facts.bindings
@@ -421,7 +421,7 @@ def _derived_names(ctx: RuleContext, targets: List[str], scope, start: int, end:
     (`x, y = batch`, `x = batch["x"]`): name -> the batch name it comes from."""
     roots = {n: n for n in targets}
     for b in ctx.facts.bindings_in(scope):
-        if not (start < b.site.order <= end) or b.kind not in ("assign", "annassign"):
+        if not (start < b.site.order <= end) or b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN):
             continue
         src = b.value
         if isinstance(src, cst.Subscript):

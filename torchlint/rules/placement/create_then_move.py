@@ -7,7 +7,7 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Site, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import is_move_call
 from torchlint.analysis.places import ACCEL, CPU
 from torchlint.analysis.vocabulary import (
@@ -255,7 +255,7 @@ class CreateThenMove(Rule):
                 # numbers. Worth an unsafe fix for per-step data; not where the file seeds its
                 # random numbers for reproducibility, nor for a one-off draw.
                 replacements = None
-            elif factory.site.scope.kind != "module" and not a.cost.per_step(factory.site):
+            elif factory.site.scope.kind != ScopeKind.MODULE and not a.cost.per_step(factory.site):
                 # A one-off allocation in a function (a plotting helper, one decoding call): the edit
                 # would gain nothing measurable. A script's own module-level code is its work: fixed.
                 replacements = None
@@ -361,7 +361,11 @@ class CreateThenMove(Rule):
         name = move.receiver.value  # type: ignore[union-attr]
         scope = move.site.scope
         bindings = ctx.facts.scoped_bindings(name, scope)
-        if len(bindings) != 1 or bindings[0].kind not in ("assign", "annassign") or bindings[0].index is not None:
+        if (
+            len(bindings) != 1
+            or bindings[0].kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+            or bindings[0].index is not None
+        ):
             return None
         b = bindings[0]
         uses = ctx.facts.scoped_uses(name, scope)
@@ -469,7 +473,7 @@ def _bound_as_size(ctx: RuleContext, name: cst.Name, site) -> bool:
     memory.sample(n)`) or any other call's result may be host data."""
     for b in ctx.facts.reaching(name.value, site):
         value = b.value
-        if b.kind in ("param", "for") or value is None:
+        if b.kind in (BindingKind.PARAM, BindingKind.FOR) or value is None:
             continue
         if b.index is not None:
             return False  # unpacked from a tuple: `a, b = f()`

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.facts import BindingKind, dotted_name
 from torchlint.analysis.places import CPU, DEVICE
 from torchlint.analysis.values import TOKENS
 from torchlint.analysis.vocabulary import ACCEPTS_DEVICE, NO_DEVICE_KWARG
@@ -216,7 +216,11 @@ class InputNotMoved(Rule):
         ):
             return None
         reaching = a.places.reaching(expr.value, site)
-        if len(reaching) != 1 or reaching[0].kind not in ("assign", "annassign") or reaching[0].index is not None:
+        if (
+            len(reaching) != 1
+            or reaching[0].kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+            or reaching[0].index is not None
+        ):
             return None
         b = reaching[0]
         if b.site.scope is not site.scope or _escapes_between(a, expr.value, b.site, site):
@@ -294,7 +298,11 @@ def _companions(a, creation):
         if use.site.scope is not scope or use.site.order <= creation.site.order:
             continue
         reaching = a.places.reaching(use.node.value, use.site)
-        if len(reaching) != 1 or reaching[0].kind not in ("assign", "annassign") or reaching[0].index is not None:
+        if (
+            len(reaching) != 1
+            or reaching[0].kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+            or reaching[0].index is not None
+        ):
             continue
         other = a.places.cpu_creation(reaching[0].value)
         if other is None or other is creation:

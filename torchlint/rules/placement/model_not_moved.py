@@ -7,7 +7,7 @@ from typing import Dict, Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.facts import BindingKind, ScopeKind, dotted_name
 from torchlint.analysis.places import ACCEL, CPU, DEVICE
 from torchlint.analysis.values import MODULE
 from torchlint.analysis.vocabulary import MODEL_NAME, MOVE_METHODS, STATELESS_LAYER
@@ -238,7 +238,7 @@ class ModelNotMoved(Rule):
         the device) under which every later move of the model sits, when the model
         then trains or runs over data on both paths; None otherwise."""
         a = ctx.analysis
-        if b.site.scope.kind != "module" or not a.places.accelerator_in_play():
+        if b.site.scope.kind != ScopeKind.MODULE or not a.places.accelerator_in_play():
             return None
         owner = None
         for e in later:
@@ -289,7 +289,7 @@ class ModelNotMoved(Rule):
     def _construction(a, b):
         """For `model = Net(...)` (a module that is built, not loaded or wrapped,
         and has parameters): the construction call."""
-        if b.kind not in ("assign", "annassign") or b.index is not None or b.value is None:
+        if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.index is not None or b.value is None:
             return None
         if a.places._value_place(b.value, b.site) != CPU:
             return None
@@ -306,7 +306,11 @@ class ModelNotMoved(Rule):
         """`model = Imported(...)`: an instance of a class from another module of the
         project, named like a model and given no device (we can't see the class:
         only the file's own conditional move tells that it needs moving)."""
-        if b.kind not in ("assign", "annassign") or b.index is not None or not isinstance(b.value, cst.Call):
+        if (
+            b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+            or b.index is not None
+            or not isinstance(b.value, cst.Call)
+        ):
             return None
         if "." in b.name or not MODEL_NAME.search(b.name):
             return None
@@ -317,7 +321,7 @@ class ModelNotMoved(Rule):
         q = call.qualname or ""
         if not name[:1].isupper() or q.startswith(("torch", "transformers", "timm")) or name in a.facts.classes:
             return None
-        if not any(x.kind == "import" for x in a.facts.bindings_of(name)):
+        if not any(x.kind == BindingKind.IMPORT for x in a.facts.bindings_of(name)):
             return None
         for arg in call.node.args:
             if arg.keyword is not None and "device" in arg.keyword.value:

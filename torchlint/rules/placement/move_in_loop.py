@@ -7,7 +7,7 @@ from typing import Dict, Optional, Set
 import libcst as cst
 
 from torchlint.analysis.facts import Call, Loop
-from torchlint.analysis.places import ACCEL, HOST
+from torchlint.analysis.places import ACCEL, CPU
 from torchlint.analysis.values import MODULE
 from torchlint.analysis.walk import descendants
 from torchlint.findings import Applicability
@@ -184,7 +184,7 @@ class MoveInLoop(Rule):
                 continue
             if module:
                 fix = self._hoist_statement(ctx, call, loop)
-            elif a.places.tensor_place(call.receiver, site) == HOST and a.places.move_device(call) == ACCEL:
+            elif a.places.tensor_place(call.receiver, site) == CPU and a.places.move_device(call) == ACCEL:
                 fix = self._hoist_value(ctx, call, loop, name)
             else:
                 continue

@@ -7,7 +7,7 @@ from typing import Dict, List, Set
 
 import libcst as cst
 
-from torchlint.analysis.facts import Loop, dotted_name
+from torchlint.analysis.facts import BindingKind, Loop, ScopeKind, dotted_name
 from torchlint.analysis.vocabulary import ACCEPTS_DEVICE
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
@@ -165,7 +165,7 @@ class NoDevice(Rule):
                 and (
                     c.site.scope is module_scope
                     or (
-                        c.site.scope.kind == "function"
+                        c.site.scope.kind == ScopeKind.FUNCTION
                         and c.site.scope.parent is module_scope
                         and c.site.scope.name in runners
                     )
@@ -209,7 +209,10 @@ class NoDevice(Rule):
         for call in facts.calls:
             func = call.node.func
             if call.site.scope is facts.module_scope and isinstance(func, cst.Name):
-                if any(b.kind == "def" and b.site.scope is facts.module_scope for b in facts.bindings_of(func.value)):
+                if any(
+                    b.kind == BindingKind.DEF and b.site.scope is facts.module_scope
+                    for b in facts.bindings_of(func.value)
+                ):
                     out.add(func.value)
         return out
 
@@ -255,10 +258,10 @@ class NoDevice(Rule):
         if (
             torch is None
             or at is None
-            or not any(x.kind == "import" and x.site.order <= at.order for x in facts.bindings_of(torch))
+            or not any(x.kind == BindingKind.IMPORT and x.site.order <= at.order for x in facts.bindings_of(torch))
         ):
             # Not imported by the time the device is selected (or imported in a later notebook cell).
-            if any(x.kind != "import" for x in facts.bindings_of("torch")):
+            if any(x.kind != BindingKind.IMPORT for x in facts.bindings_of("torch")):
                 return None
             torch = "torch"
             lines.append("import torch\n")
@@ -302,11 +305,11 @@ class NoDevice(Rule):
         if not reaching:
             return False
         for r in reaching:
-            if r.kind in ("assign", "annassign") and r.value is not None and r.index is None:
+            if r.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and r.value is not None and r.index is None:
                 creation = a.places.cpu_creation(r.value)
                 if creation is None or creation not in creations:
                     return False
-            elif r.kind == "for" and r.site.loop is not None and a.places.batch_source(r.value, r.site):
+            elif r.kind == BindingKind.FOR and r.site.loop is not None and a.places.batch_source(r.value, r.site):
                 loop = r.site.loop
                 loops.setdefault(loop, [])
                 if r.name not in loops[loop]:

@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Loop, Site, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, Loop, Site, dotted_name
 from torchlint.analysis.loops import HotContext
 from torchlint.analysis.vocabulary import LOSS_NAME
 from torchlint.findings import Applicability
@@ -471,7 +471,9 @@ class SyncInLoop(Rule):
         scope = call.site.scope
         # Bound before the loop, in this scope, and only accumulated inside it.
         before = [b for b in ctx.facts.scoped_bindings(name, scope) if b.site.order < loop.order]
-        if not before or any(b.kind in ("global", "nonlocal") for b in ctx.facts.local_bindings(name, scope)):
+        if not before or any(
+            b.kind in (BindingKind.GLOBAL, BindingKind.NONLOCAL) for b in ctx.facts.local_bindings(name, scope)
+        ):
             return None
         inside = [b for b in ctx.facts.scoped_bindings(name, scope) if loop.contains(b.site.order)]
         if len(inside) != 1:
@@ -494,7 +496,7 @@ class SyncInLoop(Rule):
         if not reads_after:
             return None
         init = before[-1].value
-        if before[-1].kind != "assign" or not isinstance(init, (cst.Integer, cst.Float)):
+        if before[-1].kind != BindingKind.ASSIGN or not isinstance(init, (cst.Integer, cst.Float)):
             return None
         receiver = call.receiver
         kind = _number_kind(ctx.analysis, receiver, call.site) if receiver is not None else None

@@ -6,8 +6,9 @@ from typing import List, Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.facts import BindingKind, dotted_name
 from torchlint.analysis.places import CPU
+from torchlint.analysis.values import MODULE
 from torchlint.analysis.vocabulary import HOST_OUTPUT_PACKAGES
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
@@ -208,7 +209,7 @@ class TensorPythonLoop(Rule):
         fn = a.helpers.function(call)
         if fn is not None and a.helpers.summary(fn).forwards:
             return True
-        return call.receiver is not None and a.values.expr_kind(call.receiver, call.site) == "module"
+        return call.receiver is not None and a.values.expr_kind(call.receiver, call.site) == MODULE
 
     @staticmethod
     def _drives_big_op(ctx: RuleContext, loop) -> bool:
@@ -227,7 +228,7 @@ class TensorPythonLoop(Rule):
         a = ctx.analysis
         seen = set()
         for b in ctx.facts.bindings:
-            if b.kind != "comprehension" or b.value is None:
+            if b.kind != BindingKind.COMPREHENSION or b.value is None:
                 continue
             comp_for = ctx.facts.parent_of(b.target)
             while comp_for is not None and not isinstance(comp_for, cst.CompFor):
