@@ -59,6 +59,13 @@ def test_passes_through_functions_the_epoch_loop_calls():
         """
     # train and validation restart every epoch; the test loader runs once
     assert rows(src) == [14, 15]
+    # the message quotes the loop's header, not the comment above it
+    commented = src.replace(
+        "            for x, y in data:\n                model(x.to(device)).sum()",
+        "            # one pass\n            for x, y in data:\n                model(x.to(device)).sum()",
+    )
+    messages = [f.message for f in lint_source(HEAD + textwrap.dedent(commented), "train.py") if f.code == "TL304"]
+    assert messages and all("(`for x, y in data:` runs again and again)" in m for m in messages)
 
 
 def test_tricky_negatives():

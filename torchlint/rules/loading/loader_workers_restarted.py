@@ -218,8 +218,11 @@ class LoaderWorkersRestarted(Rule):
             site = a.loaders.restarted_each_pass(call)
             if site is None or site.stmt is None:
                 continue
-            loop = a.module.code_for_node(site.stmt).splitlines()[0].strip()
-            ctx.report(call.node, self.MESSAGE.format(loop=loop), replacements=self._fix(ctx, call, workers))
+            ctx.report(
+                call.node,
+                self.MESSAGE.format(loop=_header(a.module, site.stmt)),
+                replacements=self._fix(ctx, call, workers),
+            )
 
     @staticmethod
     def _fix(ctx: RuleContext, call: Call, workers: Workers):
@@ -238,6 +241,14 @@ class LoaderWorkersRestarted(Rule):
         if value is None:
             return None
         return {call.node: with_keyword(call.node, "persistent_workers", value, comment_follows(ctx, call.node))}
+
+
+def _header(module: cst.Module, stmt: cst.CSTNode) -> str:
+    """`for x, y in loader:`: the loop's first line, without the comments and
+    blank lines above it."""
+    if isinstance(stmt, cst.For):
+        return f"for {module.code_for_node(stmt.target)} in {module.code_for_node(stmt.iter)}:"
+    return module.code_for_node(stmt).strip().splitlines()[0]
 
 
 def _dataset_changes(ctx: RuleContext, call: Call) -> bool:
