@@ -98,3 +98,29 @@ def test_no_fix_and_the_message_points_at_ddp():
     found = [f for f in lint_source(src, "train.py") if f.code == "TL601"]
     assert len(found) == 1 and found[0].fix is None
     assert "DistributedDataParallel" in found[0].message and "ddp_tutorial" in found[0].message
+
+
+def test_inference_wraps_and_gradients_only_read_are_not_training():
+    # an evaluation function wrapping a reloaded model, beside a training loop (first sight, rows 46-57)
+    assert rows(
+        """\
+        def evaluate(model, loader):
+            model = nn.DataParallel(model)
+            with torch.no_grad():
+                for x, y in loader:
+                    model(x.cuda())
+        def train(model, loader):
+            model = nn.DataParallel(model)
+            for x, y in loader:
+                model(x.cuda()).sum().backward()
+                opt.step()
+        """
+    ) == [11]
+    # gradients taken to score heads, no optimizer steps: not a training script
+    src = """\
+        model = nn.DataParallel(net).cuda()
+        for x, y in loader:
+            model(x.cuda()).sum().backward()
+            scores += head_mask.grad.abs()
+        """
+    assert rows(src.replace("opt = torch.optim", "# opt = torch.optim")) == []

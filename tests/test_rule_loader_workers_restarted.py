@@ -100,6 +100,26 @@ def test_tricky_negatives():
                 model(x.to(device)).sum().backward()
         """
     )
+    # workers from an option that defaults to 0 (the script as written has none), or from an
+    # expression we cannot read
+    assert not rows(
+        """\
+        parser.add_argument("--num_workers", type=int, default=0)
+        args = parser.parse_args()
+        loader = DataLoader(ds, num_workers=args.num_workers)
+        for epoch in range(10):
+            for x, y in loader:
+                model(x.to(device)).sum().backward()
+        """
+    )
+    assert not rows(
+        """\
+        loader = DataLoader(ds, num_workers=cfg.data.workers)
+        for epoch in range(10):
+            for x, y in loader:
+                model(x.to(device)).sum().backward()
+        """
+    )
     # persistent already (through a keyword expression counts)
     assert not rows(
         """\
@@ -135,6 +155,8 @@ def test_tricky_negatives():
 def test_fix_and_when_it_is_withheld():
     src = HEAD + textwrap.dedent(
         """\
+        parser.add_argument("--workers", type=int, default=8)
+        args = parser.parse_args()
         sampler = DistributedSampler(ds)
         loader = DataLoader(ds, sampler=sampler, num_workers=args.workers)
         for epoch in range(10):

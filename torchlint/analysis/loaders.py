@@ -17,6 +17,7 @@ import libcst as cst
 from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, Function, Loop, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers, is_move_call, root_name
 from torchlint.analysis.loops import Loops
+from torchlint.analysis.options import option_defaults
 from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, Place, Places
 from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import (
@@ -168,6 +169,7 @@ class Loaders:
         self._accumulates: Optional[bool] = None
         self._items: Optional[Dict[str, List[str]]] = None
         self._seeds: Optional[bool] = None
+        self._options: Optional[Dict[str, Optional[cst.BaseExpression]]] = None
         self._required_one: Optional[FrozenSet[str]] = None
 
     def accumulates_gradients(self) -> bool:
@@ -276,6 +278,24 @@ class Loaders:
         if isinstance(value, cst.Integer):
             return Workers.SOME if value.evaluated_value > 0 else Workers.NONE
         return Workers.SOME if _positive(value) else Workers.MAYBE
+
+    def workers_as_written(self, call: Call) -> Workers:
+        """`workers`, with a command-line option read from parsed arguments
+        (`num_workers=args.workers`) taken at the default the file declares for
+        it: what the script does when run without flags."""
+        found = self.workers(call)
+        arg = self.argument(call, "num_workers", NUM_WORKERS_POSITION)
+        if found is not Workers.MAYBE or arg is None:
+            return found
+        value = arg.value
+        if not (isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name)):
+            return found
+        if self._options is None:
+            self._options = option_defaults(self.facts)
+        default = self._options.get(value.attr.value)
+        if isinstance(default, cst.Integer):
+            return Workers.SOME if default.evaluated_value > 0 else Workers.NONE
+        return found
 
     @staticmethod
     def argument(call: Call, name: str, position: int) -> Optional[cst.Arg]:

@@ -812,10 +812,11 @@ class Values:
             (call.method == "backward" and call.receiver is not None)
             or call.qualname in GRAD_USERS
             or self.is_optimizer_step(call)
-            or self._library_trainer_run(call)
+            or self.library_trainer_run(call)
         )
 
-    def _library_trainer_run(self, call: Call) -> bool:
+    def library_trainer_run(self, call: Call) -> bool:
+        """`trainer.train()` / `trainer.fit(...)` of an imported `...Trainer` class."""
         if call.method not in ("train", "fit") or not isinstance(call.receiver, cst.Name):
             return False
         for b in self.facts.bindings_of(call.receiver.value):

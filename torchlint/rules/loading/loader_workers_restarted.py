@@ -16,15 +16,18 @@ from torchlint.rules.nodes import comment_follows, with_keyword
 class LoaderWorkersRestarted(Rule):
     """
     ## What it does
-    Flags a `torch.utils.data.DataLoader` with worker processes
-    (`num_workers` above 0, or an expression) and without
+    Flags a `torch.utils.data.DataLoader` with worker processes (`num_workers`
+    known to be above 0 as the script is written: a positive literal, `min(8,
+    os.cpu_count() or 1)`, or a command-line option whose declared default is
+    above 0) and without
     `persistent_workers=True`, in a file that puts something on an
     accelerator, when a `for` over it runs again and again: in an epoch loop
     (`for epoch in ...: for x, y in loader:`), or in a function that such a
     loop calls (`train_one_epoch(model, loader)`, `self.train_epoch()`).
 
     Not flagged: loaders built anew in each pass (their workers start anyway),
-    loaders iterated once, or only now and then (`if epoch % 10 == 0:
+    loaders whose workers come from an expression we cannot read (or an option
+    that defaults to 0), loaders iterated once, or only now and then (`if epoch % 10 == 0:
     evaluate(model, val_loader)`), loaders only drawn from with `next(iter(...))`,
     calls passing `**kwargs` that could carry `persistent_workers`, unit
     tests, export and benchmark code.
@@ -109,12 +112,10 @@ class LoaderWorkersRestarted(Rule):
     generator; with them it does not, so from the second epoch a seeded run's
     shuffle order, augmentations and numbers change.
 
-    The fix adds `persistent_workers=True` where `num_workers` is known to be
-    above 0 (a positive literal, `min(8, os.cpu_count() or 1)`); where it is
-    an expression such as `args.workers` (which may be 0, and
-    `persistent_workers=True` raises with no workers), it adds
-    `persistent_workers=args.workers > 0`; for any other expression no fix
-    is offered.
+    The fix adds `persistent_workers=True` where `num_workers` is a positive
+    literal or `min(8, os.cpu_count() or 1)`; where it is an option such as
+    `args.workers` (which may be given as 0, and `persistent_workers=True`
+    raises with no workers), it adds `persistent_workers=args.workers > 0`.
 
     ## References
     - [torch.utils.data.DataLoader: persistent_workers](https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader)
@@ -138,6 +139,9 @@ class LoaderWorkersRestarted(Rule):
         # no workers: nothing to restart (TL302's business)
         _HEAD + "loader = DataLoader(ds)\n" + _EPOCHS,
         _HEAD + "workers = 0\nloader = DataLoader(ds, num_workers=workers)\n" + _EPOCHS,
+        # an option that defaults to 0: no workers unless the user asks
+        _HEAD + "parser.add_argument('--num-workers', type=int, default=0)\nargs = parser.parse_args()\n"
+        "loader = DataLoader(ds, num_workers=args.num_workers)\n" + _EPOCHS,
         # iterated once
         _HEAD + "loader = DataLoader(ds, num_workers=4)\nfor x, y in loader:\n    model(x.cuda()).sum().backward()\n",
         # built anew every epoch: its workers start anyway
@@ -173,13 +177,13 @@ class LoaderWorkersRestarted(Rule):
             line=7,
             unsafe=True,
         ),
-        # workers from an option, which may be 0
+        # workers from an option that defaults to 4 (and may be given as 0)
         Invalid(
-            _HEAD + "loader = DataLoader(ds, num_workers=args.workers)\n" + _EPOCHS,
-            fixed=_HEAD
-            + "loader = DataLoader(ds, num_workers=args.workers, persistent_workers=args.workers > 0)\n"
-            + _EPOCHS,
-            line=4,
+            _HEAD + "parser.add_argument('--workers', type=int, default=4)\nargs = parser.parse_args()\n"
+            "loader = DataLoader(ds, num_workers=args.workers)\n" + _EPOCHS,
+            fixed=_HEAD + "parser.add_argument('--workers', type=int, default=4)\nargs = parser.parse_args()\n"
+            "loader = DataLoader(ds, num_workers=args.workers, persistent_workers=args.workers > 0)\n" + _EPOCHS,
+            line=6,
             unsafe=True,
         ),
         # a trainer's loader attribute, iterated by a method its fit loop calls
@@ -212,29 +216,29 @@ class LoaderWorkersRestarted(Rule):
             kw = call.keyword("persistent_workers")
             if kw is not None and not (isinstance(kw.value, cst.Name) and kw.value.value == "False"):
                 continue
-            workers = a.loaders.workers(call)
-            if workers is Workers.NONE or a.roles.excluded(call.site):
-                continue
+            if a.loaders.workers_as_written(call) is not Workers.SOME or a.roles.excluded(call.site):
+                continue  # no workers, or none known as the script is written (`args.workers` defaulting to 0)
             site = a.loaders.restarted_each_pass(call)
             if site is None or site.stmt is None:
                 continue
             ctx.report(
                 call.node,
                 self.MESSAGE.format(loop=_header(a.module, site.stmt)),
-                replacements=self._fix(ctx, call, workers),
+                replacements=self._fix(ctx, call),
             )
 
     @staticmethod
-    def _fix(ctx: RuleContext, call: Call, workers: Workers):
+    def _fix(ctx: RuleContext, call: Call):
         """`persistent_workers=True` (or `=<num_workers> > 0` for a name or an
         attribute); none where the dataset changes between passes, or where the
         file seeds its random generators (a seeded run's numbers would change)."""
         if _dataset_changes(ctx, call) or ctx.analysis.loaders.seeds_rngs():
             return None
         value: Optional[cst.BaseExpression] = None
-        if workers is Workers.SOME:
-            value = cst.Name("True")
+        if ctx.analysis.loaders.workers(call) is Workers.SOME:
+            value = cst.Name("True")  # a positive literal, or `min(8, os.cpu_count() or 1)`
         else:
+            # an option that may be given as 0 (`persistent_workers=True` raises without workers)
             arg = ctx.analysis.loaders.argument(call, "num_workers", 5)
             if arg is not None and dotted_name(arg.value):
                 value = cst.Comparison(arg.value, [cst.ComparisonTarget(cst.GreaterThan(), cst.Integer("0"))])

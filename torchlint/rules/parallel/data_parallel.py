@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from torchlint.analysis.facts import Call
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
 _DATA_PARALLEL = frozenset(
@@ -23,8 +24,11 @@ class DataParallel(Rule):
     same-file helper).
 
     Not flagged: files that do not train (a library that only builds or
-    wraps models, an inference script), tests, smoke blocks, benchmarks and
-    other tooling, and `isinstance(m, nn.DataParallel)` checks.
+    wraps models, an inference script, a script that takes gradients only to
+    read them and steps no optimizer), a wrap inside a function that runs the
+    model without training it (an `evaluate()` that wraps a reloaded
+    checkpoint), tests, smoke blocks, benchmarks and other tooling, and
+    `isinstance(m, nn.DataParallel)` checks.
 
     ## Why is this bad?
     `DataParallel` runs in one process: every step it scatters the batch from
@@ -130,15 +134,33 @@ class DataParallel(Rule):
         for call in calls:
             if a.roles.excluded(call.site) or a.roles.benchmark_file:
                 continue
+            if _inference_wrap(ctx, call):
+                continue
             ctx.report(call.node, self.MESSAGE.format(call=ctx.code(call.node.func), recipe=_DDP_RECIPE))
 
     @staticmethod
     def _trains(ctx: RuleContext) -> bool:
         """A loop in the file trains (`.backward()`, `optimizer.step()`, a same-file
-        helper that does) outside tests and tooling: the file is a training script."""
+        helper that does) outside tests and tooling, and something steps an
+        optimizer (gradients taken only to be read, such as head-importance
+        scores, are not training): the file is a training script."""
         a = ctx.analysis
+        if not any(a.values.is_optimizer_step(c) or a.values.library_trainer_run(c) for c in ctx.facts.calls):
+            return False
         for loop in ctx.facts.loops:
             site = ctx.facts.site_of_statement(loop.node)
             if site is not None and a.loops.trains(loop) and not a.roles.excluded(site):
                 return True
         return False
+
+
+def _inference_wrap(ctx: RuleContext, call: Call) -> bool:
+    """The wrap is in a function that runs the model but never trains, itself
+    or through its helpers (`evaluate()` wrapping a reloaded checkpoint): the
+    replicas only run inference, where DDP's gradient all-reduce has nothing to do."""
+    scope = call.site.scope.function
+    fn = ctx.facts.function_of(scope) if scope is not None else None
+    if fn is None:
+        return False
+    summary = ctx.analysis.helpers.summary(fn)
+    return summary.forwards and not summary.trains
