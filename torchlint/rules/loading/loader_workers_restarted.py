@@ -128,6 +128,7 @@ class LoaderWorkersRestarted(Rule):
         "DataLoader's worker processes are started again at every pass over it (`{loop}`"
         " runs again and again) without `persistent_workers=True`: the GPU waits while they start"
     )
+    TITLE = "A DataLoader's worker processes are started again at every pass over it (no `persistent_workers=True`)"
     FIX_TITLE = "Add `persistent_workers=True`"
     APPLICABILITY = Applicability.UNSAFE
     REQUIRES_DEVICE = True
