@@ -975,6 +975,9 @@ class Places:
                     and self.values.expr_kind(call.receiver, call.site) not in (MODULE, TOKENS)
                 ):
                     return DEVICE
+                if call.method == "cpu" and not call.node.args and self._host_copy_of_unknown(call):
+                    # `flow = unpad(pred[0]).cpu()`: whatever it was, this copy is on the host.
+                    return CPU
                 return None
             if call.method == "cpu":
                 return CPU
@@ -999,6 +1002,15 @@ class Places:
             known = [p for p in places if p is not None]
             return join(known) if known else TENSOR
         return None
+
+    def _host_copy_of_unknown(self, call: Call) -> bool:
+        """`r.cpu()` of a receiver we cannot type that is no module (by kind, or a
+        name the file calls): a tensor copied to the host."""
+        receiver = call.receiver
+        if receiver is None or self.values.expr_kind(receiver, call.site) in (MODULE, TOKENS):
+            return False
+        name = dotted_name(receiver)
+        return not (name and name in self._called_names())
 
     def _backpropagated(self, call: Call) -> bool:
         """`call`'s result is bound to a name and that very value reaches `.backward()`
