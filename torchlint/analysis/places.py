@@ -1004,13 +1004,30 @@ class Places:
         return None
 
     def _host_copy_of_unknown(self, call: Call) -> bool:
-        """`r.cpu()` of a receiver we cannot type that is no module (by kind, or a
-        name the file calls): a tensor copied to the host."""
+        """`helper(t).cpu()`, `t.crop().cpu()`: a call we cannot type (no module) made
+        of a tensor on the device, copied to the host. Only then: a `.cpu()` of an
+        untyped name may be anything (a list of tensors, a module)."""
         receiver = call.receiver
-        if receiver is None or self.values.expr_kind(receiver, call.site) in (MODULE, TOKENS):
+        if not isinstance(receiver, cst.Call) or self.values.expr_kind(receiver, call.site) in (MODULE, TOKENS):
             return False
-        name = dotted_name(receiver)
-        return not (name and name in self._called_names())
+        parts = [a.value for a in receiver.args if not a.star]
+        if isinstance(receiver.func, cst.Attribute):
+            parts.append(receiver.func.value)
+        return any(self.tensor_place(p, call.site) == DEVICE or self._of_forward(p, call.site) for p in parts)
+
+    def _of_forward(self, expr: cst.BaseExpression, site: Site) -> bool:
+        """`pred[0]` where `_, pred = model(x)`: (a part of) a model's output."""
+        while isinstance(expr, cst.Subscript):
+            expr = expr.value
+        if not isinstance(expr, cst.Name):
+            return False
+        bs = self.reaching(expr.value, site)
+        return bool(bs) and all(
+            b.kind in ("assign", "annassign")
+            and b.value is not None
+            and self._forward_place(b.value, b.site) is not None
+            for b in bs
+        )
 
     def _backpropagated(self, call: Call) -> bool:
         """`call`'s result is bound to a name and that very value reaches `.backward()`
