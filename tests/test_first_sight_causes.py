@@ -1088,3 +1088,50 @@ def test_a_legacy_typed_constructor_of_values_unpacked_from_a_call_converts_data
         "obs_batch, act_batch = buffer.draw(batch_size)", "n_obs, act_batch = buffer.draw(batch_size)"
     )
     assert rule(unpacked.format(size="n_obs"), "TL104") == []
+
+
+# -- Round 6 causes: TL401/TL402 --------------------------------------------------------------
+
+
+def test_a_value_computed_from_a_host_copy_of_an_unknown_result_is_on_the_host():
+    # R6-022's shape: a scoring loop copies a cropped prediction to the host (through a helper
+    # of another module) and reduces it against the sample's target there
+    src = (
+        GPU + "from tools import crop\n"
+        "def score(net, samples):\n    errs = []\n    for k in range(len(samples)):\n"
+        "        img, target = samples[k]\n        out = net(img[None].to(device))\n"
+        "        res = {res}\n        err = torch.sum((res - target) ** 2, dim=0).sqrt()\n"
+        "        errs.append(err.mean().item())\n    return errs\n"
+    )
+    assert rule(src.format(res="crop(out[0]).cpu()"), "TL401") == []
+    # no host copy: the prediction is still on the device, each `.item()` syncs
+    assert [f.row for f in rule(src.format(res="out[0]"), "TL401")] == [11]
+    assert [f.row for f in rule(src.format(res="crop(out[0]).to(device)"), "TL401")] == [11]
+
+
+_REFINER = (
+    "import torch\nimport torch.nn as nn\n"
+    "class Refiner(nn.Module):\n    def forward(self, a, b, steps=8):\n"
+    "        est = a - b\n        guesses = []\n        for _ in range(steps):\n"
+    "            est = est + self.step(est)\n            guesses.append(est)\n        return {ret}\n"
+)
+
+
+def test_a_loss_helper_handed_another_files_list_of_predictions_walks_a_list(tmp_path):
+    # R6-024's shape: a project module whose forward returns the list of its refinements,
+    # wrapped in DataParallel; a same-file loss helper indexes each prediction
+    script = (
+        "import torch\nimport torch.nn as nn\nfrom refiner import Refiner\n"
+        "def staged_loss(guesses, gt, decay=0.9):\n    n = len(guesses)\n    total = 0.0\n"
+        "    for j in range(n):\n        total += decay ** (n - j) * (guesses[j] - gt).abs().mean()\n"
+        "    return total\n"
+        "net = nn.DataParallel(Refiner()).cuda()\nfor a, b, gt in loader:\n"
+        "    out = net(a.cuda(), b.cuda(), steps=6)\n"
+        "    staged_loss(out, gt.cuda()).backward()\n"
+    )
+    (tmp_path / "train.py").write_text(script)
+    for ret, reported in (("guesses", False), ("torch.stack(guesses)", True)):
+        (tmp_path / "refiner.py").write_text(_REFINER.format(ret=ret))
+        index = api.project_index([str(tmp_path)])
+        found = [f for f in lint_source(script, str(tmp_path / "train.py"), project=index) if f.code == "TL402"]
+        assert bool(found) is reported, ret

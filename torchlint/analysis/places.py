@@ -1010,6 +1010,9 @@ class Places:
                     and self.values.expr_kind(call.receiver, call.site) not in (MODULE, TOKENS)
                 ):
                     return DEVICE
+                if call.method == "cpu" and not call.node.args and self._host_copy_of_unknown(call):
+                    # `flow = unpad(pred[0]).cpu()`: whatever it was, this copy is on the host.
+                    return CPU
                 return None
             if call.method == "cpu":
                 return CPU
@@ -1034,6 +1037,32 @@ class Places:
             known = [p for p in places if p is not None]
             return join(known) if known else TENSOR
         return None
+
+    def _host_copy_of_unknown(self, call: Call) -> bool:
+        """`helper(t).cpu()`, `t.crop().cpu()`: a call we cannot type (no module) made
+        of a tensor on the device, copied to the host. Only then: a `.cpu()` of an
+        untyped name may be anything (a list of tensors, a module)."""
+        receiver = call.receiver
+        if not isinstance(receiver, cst.Call) or self.values.expr_kind(receiver, call.site) in (MODULE, TOKENS):
+            return False
+        parts = [a.value for a in receiver.args if not a.star]
+        if isinstance(receiver.func, cst.Attribute):
+            parts.append(receiver.func.value)
+        return any(self.tensor_place(p, call.site) == DEVICE or self._of_forward(p, call.site) for p in parts)
+
+    def _of_forward(self, expr: cst.BaseExpression, site: Site) -> bool:
+        """`pred[0]` where `_, pred = model(x)`: (a part of) a model's output."""
+        while isinstance(expr, cst.Subscript):
+            expr = expr.value
+        if not isinstance(expr, cst.Name):
+            return False
+        bs = self.reaching(expr.value, site)
+        return bool(bs) and all(
+            b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+            and b.value is not None
+            and self._forward_place(b.value, b.site) is not None
+            for b in bs
+        )
 
     def _backpropagated(self, call: Call) -> bool:
         """`call`'s result is bound to a name and that very value reaches `.backward()`

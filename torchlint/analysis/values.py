@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -498,6 +498,19 @@ class Values:
         pos = call.positional
         return pos[i].value if i < len(pos) else None
 
+    def passed_arguments(self, b: Binding) -> Optional[List[Tuple[cst.BaseExpression, Site]]]:
+        """For a parameter: what every same-file caller passes for it (and where);
+        None when it has no caller or one passes nothing we can read."""
+        fn = self.facts.function_of(b.site.scope) if b.kind == BindingKind.PARAM else None
+        callers = self.callers(fn) if fn is not None else []
+        passed = []
+        for c in callers:
+            arg = self.argument_for(c, fn, b.name) if fn is not None else None
+            if arg is None:
+                return None
+            passed.append((arg, c.site))
+        return passed or None
+
     def param_kind(self, b: Binding) -> Optional[Kind]:
         """A parameter's kind: annotated `nn.Module`, used as a module, or the
         kind every same-file caller passes."""
@@ -600,6 +613,10 @@ class Values:
     def _binds_container(self, b: Binding, depth: int) -> bool:
         if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and b.index is None:
             return self.is_container(b.value, b.site, depth + 1)
+        if b.kind == BindingKind.PARAM:
+            # `def loss(preds, ...)` where every caller passes a list (a forward's list of predictions)
+            passed = self.passed_arguments(b)
+            return passed is not None and all(self.is_container(arg, s, depth + 1) for arg, s in passed)
         if b.kind == BindingKind.FOR and b.value is not None:
             it, index = b.value, b.index
             if (
@@ -639,20 +656,27 @@ class Values:
         `.module`."""
         return self._forward_container(model, site, set()) is True
 
-    def forward_output_container(self, expr: cst.BaseExpression, site: Site) -> bool:
+    def forward_output_container(self, expr: cst.BaseExpression, site: Site, depth: int = 0) -> bool:
         """`expr` is the output of such a module (`feats = disc(x)`), or an element
-        of one (`feats[i]`: it may be a container itself)."""
+        of one (`feats[i]`: it may be a container itself), or a parameter every
+        same-file caller passes one to."""
         while isinstance(expr, cst.Subscript):
             expr = expr.value
+        if depth > 4:
+            return False
         if isinstance(expr, cst.Name):
             bindings = self.bindings_for(expr.value, site)
-            return bool(bindings) and all(
-                (value := _bound_value(b)) is not None and self.forward_output_container(value, b.site)
-                for b in bindings
-            )
+            return bool(bindings) and all(self._binds_forward_container(b, depth + 1) for b in bindings)
         call = self.facts.call_for(expr) if isinstance(expr, cst.Call) else None
         mc = self.model_call(call) if call is not None else None
         return mc is not None and self.forward_returns_container(mc.model, mc.call.site)
+
+    def _binds_forward_container(self, b: Binding, depth: int) -> bool:
+        if b.kind == BindingKind.PARAM:
+            passed = self.passed_arguments(b)
+            return passed is not None and all(self.forward_output_container(arg, s, depth) for arg, s in passed)
+        value = _bound_value(b)
+        return value is not None and self.forward_output_container(value, b.site, depth)
 
     def _forward_container(self, expr: cst.BaseExpression, site: Site, seen: Set[int]) -> object:
         """True, None where the class cannot be told (or its forward returns a
