@@ -525,22 +525,12 @@ class Loaders:
             todo.extend(node.children)
 
     def _draws_per_item(self, class_name: str) -> bool:
-        fn = self._getitem(class_name)
-        todo = [(fn, 0)] if fn is not None else []
-        seen = set()
-        while todo:
-            current, depth = todo.pop()
-            if current is None or id(current.node) in seen:
-                continue
-            seen.add(id(current.node))
-            for c in self.helpers.calls_in(current):
-                q = c.qualname or ""
-                if q.startswith(("random.", "numpy.random.")) or q in RANDOM_FACTORIES:
-                    return True
-                inner = self.helpers.function(c)
-                if inner is not None and depth < 2:
-                    todo.append((inner, depth + 1))
-        return False
+        """`__getitem__` (or what it calls, two deep) calls `random.*`,
+        `np.random.*` or a `torch.rand*` factory."""
+        return any(
+            (c.qualname or "").startswith(("random.", "numpy.random.")) or c.qualname in RANDOM_FACTORIES
+            for c in self._item_calls(class_name)
+        )
 
     def _hugging_face_dataset(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> bool:
         """A Hugging Face `datasets` dataset: `load_dataset(...)`, `Dataset.from_*`,
@@ -727,9 +717,9 @@ class Loaders:
                 return fn
         return None
 
-    def _reads_per_item(self, class_name: str) -> bool:
-        """`__getitem__` (or a same-file function or method it calls, two deep)
-        reads or decodes a file: `Image.open`, `cv2.imread`, `np.load`, `open`..."""
+    def _item_calls(self, class_name: str) -> Iterator[Call]:
+        """The calls `__getitem__` makes, and those of the same-file functions or
+        methods it calls, two deep."""
         fn = self._getitem(class_name)
         todo = [(fn, 0)] if fn is not None else []
         seen = set()
@@ -739,13 +729,18 @@ class Loaders:
                 continue
             seen.add(id(current.node))
             for c in self.helpers.calls_in(current):
-                name = c.qualname or (c.node.func.value if isinstance(c.node.func, cst.Name) else None)
-                if name in FILE_READERS:
-                    return True
+                yield c
                 inner = self.helpers.function(c)
                 if inner is not None and depth < 2:
                     todo.append((inner, depth + 1))
-        return False
+
+    def _reads_per_item(self, class_name: str) -> bool:
+        """`__getitem__` (or a same-file function or method it calls, two deep)
+        reads or decodes a file: `Image.open`, `cv2.imread`, `np.load`, `open`..."""
+        return any(
+            (c.qualname or (c.node.func.value if isinstance(c.node.func, cst.Name) else None)) in FILE_READERS
+            for c in self._item_calls(class_name)
+        )
 
     def _indexes_only(self, class_name: str) -> bool:
         """`__getitem__` only indexes data held in memory (no file reads, decoding,
