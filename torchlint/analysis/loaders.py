@@ -10,7 +10,7 @@ import enum
 import re
 from collections import deque
 from dataclasses import dataclass
-from typing import Deque, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Deque, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
@@ -493,7 +493,7 @@ class Loaders:
         expr = self._resolve(self.dataset_expr(call), call.site)
         if expr is None:
             return False
-        for node in self._construction(expr, call.site):
+        for node in self.construction(expr, call.site):
             if not isinstance(node, cst.Call):
                 continue
             name = (dotted_name(node.func) or "").rsplit(".", 1)[-1]
@@ -504,9 +504,10 @@ class Loaders:
                     return True
         return False
 
-    def _construction(self, expr: cst.BaseExpression, site: Site) -> Iterator[cst.CSTNode]:
-        """The nodes of `expr`, breadth first, and of the values its names were
-        bound to before `site` (at most 300 nodes)."""
+    def construction(self, expr: cst.BaseExpression, site: Site) -> Iterator[Union[cst.CSTNode, Binding]]:
+        """The nodes of `expr`, breadth first (a dataset's class before its
+        arguments' values), and for each name in it the name's bindings and the
+        nodes of the values it was bound to before `site` (at most 300 nodes)."""
         todo: Deque[cst.CSTNode] = deque([expr])
         seen = 0
         while todo and seen < 300:
@@ -515,6 +516,7 @@ class Loaders:
             yield node
             if isinstance(node, cst.Name):
                 for b in self.facts.visible_bindings(node.value, site.scope):
+                    yield b
                     if (
                         b.value is not None
                         and b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)

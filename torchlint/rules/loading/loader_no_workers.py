@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections import deque
-from typing import Deque, Iterator, Union
-
 import libcst as cst
 
 from torchlint.analysis.facts import Binding, BindingKind, Call, ScopeKind
@@ -320,30 +317,8 @@ def _lambda_in_dataset(ctx: RuleContext, call: Call) -> bool:
     return any(
         isinstance(part, cst.Lambda)
         or (isinstance(part, Binding) and part.kind == BindingKind.DEF and part.site.scope.kind == ScopeKind.FUNCTION)
-        for part in _parts(ctx, expr, call.site)
+        for part in ctx.analysis.loaders.construction(expr, call.site)
     )
-
-
-def _parts(ctx: RuleContext, expr: cst.BaseExpression, site) -> Iterator[Union[cst.CSTNode, Binding]]:
-    """The nodes of `expr` and, for each name in it, the name's bindings and the
-    nodes of the values it was bound to before `site` (at most 200 nodes)."""
-    stack: Deque[cst.CSTNode] = deque([expr])  # breadth first: a dataset's class before its arguments' values
-    seen = 0
-    while stack and seen < 200:
-        node = stack.popleft()
-        seen += 1
-        yield node
-        if isinstance(node, cst.Name):
-            for b in ctx.facts.visible_bindings(node.value, site.scope):
-                yield b
-                if (
-                    b.value is not None
-                    and b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
-                    and b.site.order < site.order
-                ):
-                    stack.append(b.value)
-            continue
-        stack.extend(node.children)
 
 
 # DataLoader arguments that worker processes receive pickled.
@@ -380,5 +355,5 @@ def _defined_here(ctx: RuleContext, expr: cst.BaseExpression, site) -> bool:
     names bound once before `site`)."""
     return any(
         isinstance(part, Binding) and part.kind in (BindingKind.DEF, BindingKind.CLASS)
-        for part in _parts(ctx, expr, site)
+        for part in ctx.analysis.loaders.construction(expr, site)
     )
