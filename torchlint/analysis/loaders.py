@@ -36,6 +36,7 @@ from torchlint.analysis.vocabulary import (
 from torchlint.analysis.walk import descendants
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, ...)
+SAMPLER_POSITION = 3
 NUM_WORKERS_POSITION = 5
 COLLATE_POSITION = 6
 PIN_MEMORY_POSITION = 7

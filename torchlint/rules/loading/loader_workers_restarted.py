@@ -7,7 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from torchlint.analysis.facts import Call, dotted_name
-from torchlint.analysis.loaders import Workers
+from torchlint.analysis.loaders import NUM_WORKERS_POSITION, SAMPLER_POSITION, Workers
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 from torchlint.rules.nodes import comment_follows, with_keyword
@@ -240,7 +240,7 @@ class LoaderWorkersRestarted(Rule):
             value = cst.Name("True")  # a positive literal, or `min(8, os.cpu_count() or 1)`
         else:
             # an option that may be given as 0 (`persistent_workers=True` raises without workers)
-            arg = ctx.analysis.loaders.argument(call, "num_workers", 5)
+            arg = ctx.analysis.loaders.argument(call, "num_workers", NUM_WORKERS_POSITION)
             if arg is not None and dotted_name(arg.value):
                 value = cst.Comparison(arg.value, [cst.ComparisonTarget(cst.GreaterThan(), cst.Integer("0"))])
         if value is None:
@@ -262,7 +262,7 @@ def _dataset_changes(ctx: RuleContext, call: Call) -> bool:
     loader's dataset: per-pass state persistent workers would not see."""
     a = ctx.analysis
     loaders = a.loaders
-    sampler = loaders.argument(call, "sampler", 3)
+    sampler = loaders.argument(call, "sampler", SAMPLER_POSITION)
     samplers = {dotted_name(sampler.value)} if sampler is not None else set()
     dataset = loaders.dataset_expr(call)
     dataset_name = dotted_name(dataset) if dataset is not None else None
