@@ -1135,3 +1135,19 @@ def test_a_loss_helper_handed_another_files_list_of_predictions_walks_a_list(tmp
         index = api.project_index([str(tmp_path)])
         found = [f for f in lint_source(script, str(tmp_path / "train.py"), project=index) if f.code == "TL402"]
         assert bool(found) is reported, ret
+
+
+# -- Round 4 cause R4-075: loops over groups -----------------------------------------------------
+
+
+def test_a_loop_that_masks_a_whole_group_per_value_is_not_element_work():
+    src = (
+        GPU + "feats = torch.randn(100, 8, device=device)\n"
+        "labels = torch.randint(0, 5, (100,), device=device)\nout = []\n"
+        "for c in labels.unique():\n    {body}\n"
+    )
+    # a group per cluster label: bulk work on each masked group
+    assert rule(src.format(body="out.append(feats[labels == c].mean(0))"), "TL402") == []
+    assert rule(src.format(body="out.append(feats[c != labels].sum(0))"), "TL402") == []
+    # the value used per element (against a constant, or on its own): element work
+    assert [f.row for f in rule(src.format(body="out.append(c * 2 if c == 0 else c)"), "TL402")] == [6]

@@ -10,6 +10,7 @@ from torchlint.analysis.facts import BindingKind, dotted_name
 from torchlint.analysis.places import CPU
 from torchlint.analysis.values import MODULE
 from torchlint.analysis.vocabulary import HOST_OUTPUT_PACKAGES
+from torchlint.analysis.walk import descendants
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
 _NOT_WORK_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "requires_grad", "is_cuda"})
@@ -186,6 +187,8 @@ class TensorPythonLoop(Rule):
                 and u.site.order > loop.order
                 and not a.loops.occasional_guard(u.site, loop)  # a few error prints are not element work
             ]
+            if _selects_groups(ctx, uses, names):
+                continue  # `labels == c`: each iteration works on a whole group, masked
             if self._small_work(ctx, uses, tensor if indexed else None):
                 if indexed:
                     read = sorted({dotted_name(e.value) or ctx.code(e.value) for e in _elements_read(ctx, uses)})
@@ -466,4 +469,28 @@ def _inside(ctx: RuleContext, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
         if current is ancestor:
             return True
         current = ctx.facts.parent_of(current)
+    return False
+
+
+def _selects_groups(ctx: RuleContext, uses, names) -> bool:
+    """The loop variable is compared, as a whole value, with an expression that
+    does not involve it (`mask = labels == c`, `x[y != k]`): each iteration
+    selects a group of a whole tensor and works on it in bulk, a loop over a
+    few groups rather than over elements."""
+    for use in uses:
+        parent = ctx.facts.parent_of(use.node)
+        if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.Equal, cst.NotEqual)):
+            comparison = ctx.facts.parent_of(parent)
+            other = comparison.left if isinstance(comparison, cst.Comparison) else None
+        elif isinstance(parent, cst.Comparison) and parent.left is use.node and len(parent.comparisons) == 1:
+            target = parent.comparisons[0]
+            other = target.comparator if isinstance(target.operator, (cst.Equal, cst.NotEqual)) else None
+        else:
+            continue
+        if other is None or not isinstance(other, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+            continue  # `x == 0`: an element tested against a constant
+        if not any(isinstance(n, cst.Name) and n.value in names for n in descendants(other)) and not (
+            isinstance(other, cst.Name) and other.value in names
+        ):
+            return True
     return False
