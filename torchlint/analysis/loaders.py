@@ -468,9 +468,9 @@ class Loaders:
     # -- random items in a seeded run ------------------------------------------------------
 
     def seeds_rngs(self) -> bool:
-        """The file seeds a random number generator (`torch.manual_seed`,
-        `random.seed`, `np.random.seed`, a `seed_everything`/`set_seed`, a
-        `torch.Generator().manual_seed(...)`): its runs are meant to be repeatable."""
+        """The file seeds its random number generators (`torch.manual_seed`,
+        `random.seed`, `np.random.seed`, a `seed_everything`/`set_seed`): its
+        runs are meant to be repeatable."""
         if self._seeds is None:
             self._seeds = self._find_seeding()
         return self._seeds
@@ -479,8 +479,8 @@ class Loaders:
         for call in self.facts.calls:
             if call.qualname in RNG_SEEDERS:
                 return True
-            name = call.method or (call.qualname or dotted_name(call.node.func) or "").rsplit(".", 1)[-1]
-            if name in SEEDING_NAMES:
+            name = call.qualname or dotted_name(call.node.func) or ""
+            if name.rsplit(".", 1)[-1] in SEEDING_NAMES:
                 return True
         return False
 

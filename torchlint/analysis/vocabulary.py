@@ -229,9 +229,7 @@ RNG_SEEDERS = frozenset(
         "numpy.random.seed",
     }
 )
-# Names of calls (functions or methods) that seed a generator: `pl.seed_everything(0)`,
-# `torch.Generator().manual_seed(0)`, `env.seed(0)`.
-SEEDING_NAMES = frozenset({"manual_seed", "manual_seed_all", "seed", "seed_everything", "set_seed", "set_random_seed"})
+SEEDING_NAMES = frozenset({"seed_everything", "set_seed", "set_random_seed"})
 # Calls that make a sequence of integer indices (a loader over one yields batches of indices).
 INDEX_FACTORIES = frozenset({"torch.arange", "torch.randperm", "numpy.arange", "numpy.random.permutation"})
 DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})

@@ -47,10 +47,14 @@ _THROUGH = CHAIN_METHODS | {
 _WRAPPERS = VARIABLE | {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
 
 
+# Calls that seed a random number generator: a program that makes its random numbers reproducible.
+_SEEDING = frozenset({"manual_seed", "seed", "seed_everything", "set_seed", "manual_seed_all"})
+
+
 def _seeds_its_rng(ctx: RuleContext) -> bool:
     """The file seeds a random number generator (`torch.manual_seed(0)`, `np.random.seed`,
     `pl.seed_everything`, a `torch.Generator().manual_seed(...)`)."""
-    return ctx.analysis.loaders.seeds_rngs()
+    return any((call.method or (call.qualname or "").rsplit(".", 1)[-1]) in _SEEDING for call in ctx.facts.calls)
 
 
 def _step(head: str, body: str) -> str:
