@@ -47,7 +47,9 @@ _THROUGH = CHAIN_METHODS | {
 _WRAPPERS = VARIABLE | {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
 
 
-# Calls that seed a random number generator: a program that makes its random numbers reproducible.
+# Calls that seed a random number generator, a local `torch.Generator()` too: a program that makes
+# its random numbers reproducible. Not `loaders.seeds_rngs` (the run's global generators, which
+# worker processes change): a dataset seeding a generator per item stays reproducible with workers.
 _SEEDING = frozenset({"manual_seed", "seed", "seed_everything", "set_seed", "manual_seed_all"})
 
 
