@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Hashable, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Hashable, Iterable, Iterator, List, Optional, Set, Tuple, TypeVar, Union
 
 import libcst as cst
 
@@ -18,6 +18,7 @@ from torchlint.analysis.walk import own_method, walk
 
 LoopNode = Union[cst.For, cst.While]
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 
 class ScopeKind(enum.Enum):
@@ -243,7 +244,7 @@ class Facts:
     _function_by_scope_node: Dict[int, Function] = field(default_factory=dict, repr=False)
     _returns_by_scope: Dict[int, List[Tuple[cst.Return, Site]]] = field(default_factory=dict, repr=False)
     # Lookup tables by name, scope or value, each built on first use (see `_index`).
-    _indexes: Dict[str, Dict] = field(default_factory=dict, repr=False)
+    _indexes: Dict[str, Dict[Any, Any]] = field(default_factory=dict, repr=False)
 
     # -- name resolution -------------------------------------------------
 
@@ -276,7 +277,7 @@ class Facts:
     def uses_of(self, name: str) -> List[NameUse]:
         return self._uses_by_name.get(name, [])
 
-    def _index(self, key: str, build: Callable[[], Dict]) -> Dict:
+    def _index(self, key: str, build: Callable[[], Dict[K, T]]) -> Dict[K, T]:
         """A lookup table built on first use and kept for the file."""
         index = self._indexes.get(key)
         if index is None:
@@ -541,7 +542,7 @@ class _Collector(cst.CSTVisitor):
         self.stmts: List[cst.CSTNode] = []
         self.region: Tuple[Tuple[cst.CSTNode, str], ...] = ()
         self.region_owners: List[int] = []  # ids of the nodes that opened each region entry
-        self.store_names: set = set()  # ids of Name nodes that are binding targets
+        self.store_names: Set[int] = set()  # ids of Name nodes that are binding targets
         self._dispatch_cache: Dict[
             type, Tuple[bool, Optional[Callable[..., object]], Optional[Callable[..., object]]]
         ] = {}

@@ -19,7 +19,7 @@ report (`Rule.QUIET_IN_TESTS`).
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional, Set, Tuple
+from typing import Callable, Dict, Hashable, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -57,7 +57,7 @@ class Roles:
         self.benchmark_file = role is PathRole.BENCHMARK
         self._work_functions: Optional[Set[int]] = None
         self._tooling_scopes: Optional[Set[int]] = None
-        self._memo: Dict[tuple, bool] = {}
+        self._memo: Dict[Tuple[Hashable, ...], bool] = {}
 
     # -- tests ------------------------------------------------------------------------
 
@@ -358,7 +358,7 @@ class Roles:
 
     # -- plumbing -------------------------------------------------------------------------
 
-    def _cached(self, key: tuple, compute: Callable[[], bool]) -> bool:
+    def _cached(self, key: Tuple[Hashable, ...], compute: Callable[[], bool]) -> bool:
         if key not in self._memo:
             self._memo[key] = False
             self._memo[key] = compute()
