@@ -19,6 +19,8 @@ from torchlint.analysis.walk import own_method, walk
 LoopNode = Union[cst.For, cst.While]
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
+# A statement as a module or an indented block holds it.
+TopStatement = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]
 
 
 class ScopeKind(enum.Enum):
