@@ -132,7 +132,7 @@ class Values:
         self.project = project
         self._kind_cache: Dict[int, Optional[Kind]] = {}
         self._module_classes: Optional[Set[str]] = None
-        self._dataset_classes: Optional[Dict[str, str]] = None
+        self._dataset_classes: Optional[Dict[str, ClassKind]] = None
         self._used_as_module: Optional[Set[int]] = None
         self._callers: Optional[Dict[str, List[Call]]] = None
         self._param_kinds: Dict[int, Optional[Kind]] = {}
@@ -166,9 +166,9 @@ class Values:
             )
         return self._module_classes
 
-    def dataset_classes(self) -> Dict[str, str]:
-        """Same-file Dataset subclasses: name -> "map" or "iterable" (also through
-        a base class of another project file)."""
+    def dataset_classes(self) -> Dict[str, ClassKind]:
+        """Same-file Dataset subclasses: name -> DATASET (map-style) or
+        ITERABLE_DATASET (also through a base class of another project file)."""
         if self._dataset_classes is None:
             iterable = self._subclasses(
                 ITERABLE_DATASET_BASES, lambda q: self.project_class(q) is ClassKind.ITERABLE_DATASET
@@ -176,8 +176,8 @@ class Values:
             mapped = self._subclasses(
                 DATASET_BASES, lambda q: self.project_class(q) in (ClassKind.DATASET, ClassKind.ITERABLE_DATASET)
             )
-            out = {n: "map" for n in mapped}
-            out.update({n: "iterable" for n in iterable})
+            out = {n: ClassKind.DATASET for n in mapped}
+            out.update({n: ClassKind.ITERABLE_DATASET for n in iterable})
             self._dataset_classes = out
         return self._dataset_classes
 
