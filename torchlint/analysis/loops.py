@@ -19,7 +19,6 @@ from torchlint.analysis.vocabulary import INFERENCE_NAME, ITER_WRAPPERS, LOADER_
 from torchlint.analysis.walk import contains, descendants, mentions
 
 
-
 class LoopRole(enum.Enum):
     """What a loop does with a model (`Loops.role`)."""
 

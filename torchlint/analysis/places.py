@@ -519,7 +519,11 @@ class Places:
                     device = self.move_device(call)
                     add(
                         dotted_name(root),
-                        Event(call.site, EventKind.MOVE, DEVICE if device == ACCEL else (CPU if device == HOST else UNKNOWN)),
+                        Event(
+                            call.site,
+                            EventKind.MOVE,
+                            DEVICE if device == ACCEL else (CPU if device == HOST else UNKNOWN),
+                        ),
                     )
                     continue
                 for arg in call.node.args:
