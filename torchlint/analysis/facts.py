@@ -32,6 +32,15 @@ class ScopeKind(enum.Enum):
     LAMBDA = "lambda"
 
 
+class Part(enum.Enum):
+    """Which block of a compound statement a node sits in (`Site.region`)."""
+
+    BODY = "body"
+    ELSE = "else"  # also an `elif`
+    EXCEPT = "except"
+    FINALLY = "finally"
+
+
 class BindingKind(enum.Enum):
     """The statement or clause that binds a name."""
 
@@ -113,7 +122,7 @@ class Site:
 
     - `ifs`: the enclosing `if` statements, outermost first.
     - `region`: the blocks between the scope and the node, outermost first:
-      (statement, part), part one of "body", "else", "except", "finally". A
+      (statement, part), part a `Part` (body, else, except, finally). A
       site whose region is a prefix of another's, earlier in the same scope,
       runs on every path that reaches the other (see `dominates`).
 
@@ -131,7 +140,7 @@ class Site:
         parent: Optional[cst.CSTNode],
         order: int,
         ifs: Tuple[cst.If, ...] = (),
-        region: Tuple[Tuple[cst.CSTNode, str], ...] = (),
+        region: Tuple[Tuple[cst.CSTNode, Part], ...] = (),
     ) -> None:
         self.scope = scope
         self.loop = loop
@@ -542,7 +551,7 @@ class _Collector(cst.CSTVisitor):
         self.withs: Tuple[cst.With, ...] = ()  # tuples: every Site shares them as they are
         self.if_stack: Tuple[cst.If, ...] = ()
         self.stmts: List[cst.CSTNode] = []
-        self.region: Tuple[Tuple[cst.CSTNode, str], ...] = ()
+        self.region: Tuple[Tuple[cst.CSTNode, Part], ...] = ()
         self.region_owners: List[int] = []  # ids of the nodes that opened each region entry
         self.store_names: Set[int] = set()  # ids of Name nodes that are binding targets
         self._dispatch_cache: Dict[
@@ -775,24 +784,24 @@ class _Collector(cst.CSTVisitor):
 
     # -- regions (which block of a compound statement a node sits in) ------
 
-    _PARTS: Dict[Tuple[type, type], str] = {
-        (cst.IndentedBlock, cst.If): "body",
-        (cst.SimpleStatementSuite, cst.If): "body",
-        (cst.IndentedBlock, cst.For): "body",
-        (cst.SimpleStatementSuite, cst.For): "body",
-        (cst.IndentedBlock, cst.While): "body",
-        (cst.SimpleStatementSuite, cst.While): "body",
-        (cst.IndentedBlock, cst.With): "body",
-        (cst.SimpleStatementSuite, cst.With): "body",
-        (cst.IndentedBlock, cst.Try): "body",
-        (cst.SimpleStatementSuite, cst.Try): "body",
-        (cst.Else, cst.If): "else",
-        (cst.If, cst.If): "else",
-        (cst.Else, cst.For): "else",
-        (cst.Else, cst.While): "else",
-        (cst.Else, cst.Try): "else",
-        (cst.ExceptHandler, cst.Try): "except",
-        (cst.Finally, cst.Try): "finally",
+    _PARTS: Dict[Tuple[type, type], Part] = {
+        (cst.IndentedBlock, cst.If): Part.BODY,
+        (cst.SimpleStatementSuite, cst.If): Part.BODY,
+        (cst.IndentedBlock, cst.For): Part.BODY,
+        (cst.SimpleStatementSuite, cst.For): Part.BODY,
+        (cst.IndentedBlock, cst.While): Part.BODY,
+        (cst.SimpleStatementSuite, cst.While): Part.BODY,
+        (cst.IndentedBlock, cst.With): Part.BODY,
+        (cst.SimpleStatementSuite, cst.With): Part.BODY,
+        (cst.IndentedBlock, cst.Try): Part.BODY,
+        (cst.SimpleStatementSuite, cst.Try): Part.BODY,
+        (cst.Else, cst.If): Part.ELSE,
+        (cst.If, cst.If): Part.ELSE,
+        (cst.Else, cst.For): Part.ELSE,
+        (cst.Else, cst.While): Part.ELSE,
+        (cst.Else, cst.Try): Part.ELSE,
+        (cst.ExceptHandler, cst.Try): Part.EXCEPT,
+        (cst.Finally, cst.Try): Part.FINALLY,
     }
 
     def _enter_region(self, node: cst.CSTNode) -> None:
@@ -802,7 +811,7 @@ class _Collector(cst.CSTVisitor):
         part = self._PARTS.get((type(node), type(owner)))
         if part is None:
             return
-        if part == "body" and isinstance(owner, cst.With):
+        if part is Part.BODY and isinstance(owner, cst.With):
             return  # a `with` body runs whenever the statement does
         self.region = self.region + ((owner, part),)
         self.region_owners.append(id(node))

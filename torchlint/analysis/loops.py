@@ -12,7 +12,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Loop, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Loop, Part, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers
 from torchlint.analysis.values import DATASET, LOADER, Values
 from torchlint.analysis.vocabulary import INFERENCE_NAME, ITER_WRAPPERS, LOADER_NAME, TOKEN_PICKS
@@ -516,7 +516,7 @@ class Loops:
         if self.periodic_guard(site, loop):
             return True
         for owner, part in site.region:
-            if not isinstance(owner, cst.If) or part != "body":
+            if not isinstance(owner, cst.If) or part is not Part.BODY:
                 continue
             if_site = self.facts.site_of_statement(owner)
             if loop is not None and if_site is not None and not loop.contains(if_site.order):

@@ -32,6 +32,7 @@ from torchlint.analysis.facts import (
     Call,
     Facts,
     Function,
+    Part,
     Scope,
     ScopeKind,
     Site,
@@ -149,7 +150,7 @@ def _string_key(expr: cst.Subscript) -> Optional[str]:
 
 def _always_runs(site: Site) -> bool:
     """Runs whenever its scope does: in no `if`, loop or handler (a `try` body counts)."""
-    return all(isinstance(owner, cst.Try) and part == "body" for owner, part in site.region)
+    return all(isinstance(owner, cst.Try) and part is Part.BODY for owner, part in site.region)
 
 
 def join(places: Iterable[Optional[Place]]) -> Optional[Place]:
@@ -785,22 +786,24 @@ class Places:
         if first.scope is not later.scope or first.order >= later.order:
             return False
         kept = tuple(
-            r for r in first.region if not (isinstance(r[0], cst.If) and r[1] == "body" and self._is_device_test(r[0]))
+            r
+            for r in first.region
+            if not (isinstance(r[0], cst.If) and r[1] is Part.BODY and self._is_device_test(r[0]))
         )
         return later.region[: len(kept)] == kept
 
     def _in_device_else(self, s: Site) -> bool:
         """In the `else` of `if torch.cuda.is_available():` (the CPU fallback)."""
-        return any(isinstance(r[0], cst.If) and r[1] == "else" and self._is_device_test(r[0]) for r in s.region)
+        return any(isinstance(r[0], cst.If) and r[1] is Part.ELSE and self._is_device_test(r[0]) for r in s.region)
 
     def _unconditional(self, s: Site) -> bool:
         """Runs whenever its scope does (device tests count as taken)."""
         return all(
             isinstance(r[0], cst.If)
-            and r[1] == "body"
+            and r[1] is Part.BODY
             and self._is_device_test(r[0])
             or isinstance(r[0], cst.Try)
-            and r[1] == "body"
+            and r[1] is Part.BODY
             for r in s.region
         )
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, BindingKind, Call, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import Binding, BindingKind, Call, Part, ScopeKind, Site, dotted_name
 from torchlint.analysis.places import ACCEL, CPU, DEVICE, Event, EventKind
 from torchlint.analysis.values import MODULE
 from torchlint.analysis.vocabulary import MODEL_NAME, MOVE_METHODS, STATELESS_LAYER
@@ -247,7 +247,7 @@ class ModelNotMoved(Rule):
         for e in later:
             if e.kind is not EventKind.MOVE or e.place != DEVICE or e.site.scope is not b.site.scope:
                 return None
-            ifs = [o for o, part in e.site.region if isinstance(o, cst.If) and part == "body"]
+            ifs = [o for o, part in e.site.region if isinstance(o, cst.If) and part is Part.BODY]
             if not ifs or (owner is not None and ifs[-1] is not owner):
                 return None
             owner = ifs[-1]
