@@ -14,7 +14,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Loop, Part, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers
-from torchlint.analysis.values import DATASET, LOADER, Values
+from torchlint.analysis.values import DATASET, LOADER, ForwardMethod, Values
 from torchlint.analysis.vocabulary import INFERENCE_NAME, ITER_WRAPPERS, LOADER_NAME, TOKEN_PICKS
 from torchlint.analysis.walk import contains, descendants, mentions
 
@@ -159,7 +159,7 @@ class Loops:
     def _call_forwards(self, call: Call) -> bool:
         mc = self.values.model_call(call)
         if mc is not None:
-            return mc.method != "generate"  # one `generate()` per sample is not a per-batch step
+            return mc.method is not ForwardMethod.GENERATE  # one `generate()` per sample is not a per-batch step
         fn = self.helpers.function(call)
         return fn is not None and self.helpers.summary(fn).forwards
 

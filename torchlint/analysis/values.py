@@ -106,13 +106,20 @@ _PROJECT_KINDS = {
 _CONVERSIONS = frozenset({"to", "cuda", "float", "half", "double", "bfloat16", "long", "int", "contiguous"})
 
 
+class ForwardMethod(enum.Enum):
+    """The method a model forward calls by name (`ModelCall.method`)."""
+
+    FORWARD = "forward"
+    GENERATE = "generate"
+
+
 @dataclass(frozen=True)
 class ModelCall:
     """A model forward: `model(x)`, `model.forward(x)`, `model.generate(...)`."""
 
     call: Call
     model: cst.BaseExpression  # the model expression (`model`, `self.net`)
-    method: Optional[str]  # None, "forward" or "generate"
+    method: Optional[ForwardMethod]  # None: `model(x)`
     known: bool  # the callee is known to be a module (not only named like one)
 
 
@@ -748,7 +755,7 @@ class Values:
         method = None
         model: cst.BaseExpression = func
         if isinstance(func, cst.Attribute) and func.attr.value in ("forward", "generate"):
-            method, model = func.attr.value, func.value
+            method, model = ForwardMethod(func.attr.value), func.value
         if not isinstance(model, (cst.Name, cst.Attribute)) or self.is_loss_call(call):
             return None
         kind = self.expr_kind(model, call.site)

@@ -8,6 +8,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import Call, Function, Loop, Scope, ScopeKind
 from torchlint.analysis.helpers import root_name
+from torchlint.analysis.values import ForwardMethod
 from torchlint.analysis.vocabulary import VARIABLE
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
@@ -235,7 +236,7 @@ class MissingNoGrad(Rule):
         found = []
         for call in ctx.facts.calls:
             mc = a.values.model_call(call)
-            if mc is None or not mc.known or mc.method == "generate":
+            if mc is None or not mc.known or mc.method is ForwardMethod.GENERATE:
                 continue  # `generate` (Hugging Face, nanoGPT) already runs without gradients
             if a.roles.in_model_method(call.site) and not self._inference_method(a, call):
                 continue  # a submodule call inside a model's forward: the caller's context decides
