@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from torchlint.analysis.consumers import Consumers
     from torchlint.analysis.cost import Cost
-    from torchlint.analysis.facts import Facts
+    from torchlint.analysis.facts import Facts, TopStatement
     from torchlint.analysis.grad import Grad
     from torchlint.analysis.graphs import Graphs
     from torchlint.analysis.helpers import Helpers
@@ -99,13 +99,13 @@ class Analysis:
         self.facts: Facts = sys.modules[__name__].collect_facts(module)
 
     @cached_property
-    def _cell_heads(self) -> Dict[int, cst.BaseStatement]:
+    def _cell_heads(self) -> Dict[int, "TopStatement"]:
         """id of each top-level statement -> the first statement of its notebook
         cell that is not an IPython placeholder (a blanked magic or shell line)."""
         if not self.cell_rows:
             return {}
-        out: Dict[int, cst.BaseStatement] = {}
-        heads: Dict[int, cst.BaseStatement] = {}
+        out: Dict[int, "TopStatement"] = {}
+        heads: Dict[int, "TopStatement"] = {}
         row = 1 + len(self.module.header)
         for stmt in self.module.body:
             start = row + len(stmt.leading_lines)
@@ -116,7 +116,7 @@ class Analysis:
             row += self.module.code_for_node(stmt).count("\n")
         return out
 
-    def cell_head(self, stmt: cst.CSTNode) -> Optional[cst.BaseStatement]:
+    def cell_head(self, stmt: cst.CSTNode) -> Optional["TopStatement"]:
         """In a notebook, for a top-level statement: the first statement of its
         cell (IPython lines skipped), where code added for the cell goes; None
         for a .py file."""

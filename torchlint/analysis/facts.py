@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Hashable, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Hashable, Iterable, Iterator, List, Optional, Set, Tuple, TypeVar, Union
 
 import libcst as cst
 
@@ -18,6 +18,9 @@ from torchlint.analysis.walk import own_method, walk
 
 LoopNode = Union[cst.For, cst.While]
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
+# A statement as a module or an indented block holds it.
+TopStatement = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]
 
 
 class ScopeKind(enum.Enum):
@@ -27,6 +30,15 @@ class ScopeKind(enum.Enum):
     FUNCTION = "function"
     CLASS = "class"
     LAMBDA = "lambda"
+
+
+class Part(enum.Enum):
+    """Which block of a compound statement a node sits in (`Site.region`)."""
+
+    BODY = "body"
+    ELSE = "else"  # also an `elif`
+    EXCEPT = "except"
+    FINALLY = "finally"
 
 
 class BindingKind(enum.Enum):
@@ -110,7 +122,7 @@ class Site:
 
     - `ifs`: the enclosing `if` statements, outermost first.
     - `region`: the blocks between the scope and the node, outermost first:
-      (statement, part), part one of "body", "else", "except", "finally". A
+      (statement, part), part a `Part` (body, else, except, finally). A
       site whose region is a prefix of another's, earlier in the same scope,
       runs on every path that reaches the other (see `dominates`).
 
@@ -128,7 +140,7 @@ class Site:
         parent: Optional[cst.CSTNode],
         order: int,
         ifs: Tuple[cst.If, ...] = (),
-        region: Tuple[Tuple[cst.CSTNode, str], ...] = (),
+        region: Tuple[Tuple[cst.CSTNode, Part], ...] = (),
     ) -> None:
         self.scope = scope
         self.loop = loop
@@ -243,7 +255,7 @@ class Facts:
     _function_by_scope_node: Dict[int, Function] = field(default_factory=dict, repr=False)
     _returns_by_scope: Dict[int, List[Tuple[cst.Return, Site]]] = field(default_factory=dict, repr=False)
     # Lookup tables by name, scope or value, each built on first use (see `_index`).
-    _indexes: Dict[str, Dict] = field(default_factory=dict, repr=False)
+    _indexes: Dict[str, Dict[Any, Any]] = field(default_factory=dict, repr=False)
 
     # -- name resolution -------------------------------------------------
 
@@ -276,7 +288,7 @@ class Facts:
     def uses_of(self, name: str) -> List[NameUse]:
         return self._uses_by_name.get(name, [])
 
-    def _index(self, key: str, build: Callable[[], Dict]) -> Dict:
+    def _index(self, key: str, build: Callable[[], Dict[K, T]]) -> Dict[K, T]:
         """A lookup table built on first use and kept for the file."""
         index = self._indexes.get(key)
         if index is None:
@@ -539,9 +551,9 @@ class _Collector(cst.CSTVisitor):
         self.withs: Tuple[cst.With, ...] = ()  # tuples: every Site shares them as they are
         self.if_stack: Tuple[cst.If, ...] = ()
         self.stmts: List[cst.CSTNode] = []
-        self.region: Tuple[Tuple[cst.CSTNode, str], ...] = ()
+        self.region: Tuple[Tuple[cst.CSTNode, Part], ...] = ()
         self.region_owners: List[int] = []  # ids of the nodes that opened each region entry
-        self.store_names: set = set()  # ids of Name nodes that are binding targets
+        self.store_names: Set[int] = set()  # ids of Name nodes that are binding targets
         self._dispatch_cache: Dict[
             type, Tuple[bool, Optional[Callable[..., object]], Optional[Callable[..., object]]]
         ] = {}
@@ -772,24 +784,24 @@ class _Collector(cst.CSTVisitor):
 
     # -- regions (which block of a compound statement a node sits in) ------
 
-    _PARTS: Dict[Tuple[type, type], str] = {
-        (cst.IndentedBlock, cst.If): "body",
-        (cst.SimpleStatementSuite, cst.If): "body",
-        (cst.IndentedBlock, cst.For): "body",
-        (cst.SimpleStatementSuite, cst.For): "body",
-        (cst.IndentedBlock, cst.While): "body",
-        (cst.SimpleStatementSuite, cst.While): "body",
-        (cst.IndentedBlock, cst.With): "body",
-        (cst.SimpleStatementSuite, cst.With): "body",
-        (cst.IndentedBlock, cst.Try): "body",
-        (cst.SimpleStatementSuite, cst.Try): "body",
-        (cst.Else, cst.If): "else",
-        (cst.If, cst.If): "else",
-        (cst.Else, cst.For): "else",
-        (cst.Else, cst.While): "else",
-        (cst.Else, cst.Try): "else",
-        (cst.ExceptHandler, cst.Try): "except",
-        (cst.Finally, cst.Try): "finally",
+    _PARTS: Dict[Tuple[type, type], Part] = {
+        (cst.IndentedBlock, cst.If): Part.BODY,
+        (cst.SimpleStatementSuite, cst.If): Part.BODY,
+        (cst.IndentedBlock, cst.For): Part.BODY,
+        (cst.SimpleStatementSuite, cst.For): Part.BODY,
+        (cst.IndentedBlock, cst.While): Part.BODY,
+        (cst.SimpleStatementSuite, cst.While): Part.BODY,
+        (cst.IndentedBlock, cst.With): Part.BODY,
+        (cst.SimpleStatementSuite, cst.With): Part.BODY,
+        (cst.IndentedBlock, cst.Try): Part.BODY,
+        (cst.SimpleStatementSuite, cst.Try): Part.BODY,
+        (cst.Else, cst.If): Part.ELSE,
+        (cst.If, cst.If): Part.ELSE,
+        (cst.Else, cst.For): Part.ELSE,
+        (cst.Else, cst.While): Part.ELSE,
+        (cst.Else, cst.Try): Part.ELSE,
+        (cst.ExceptHandler, cst.Try): Part.EXCEPT,
+        (cst.Finally, cst.Try): Part.FINALLY,
     }
 
     def _enter_region(self, node: cst.CSTNode) -> None:
@@ -799,7 +811,7 @@ class _Collector(cst.CSTVisitor):
         part = self._PARTS.get((type(node), type(owner)))
         if part is None:
             return
-        if part == "body" and isinstance(owner, cst.With):
+        if part is Part.BODY and isinstance(owner, cst.With):
             return  # a `with` body runs whenever the statement does
         self.region = self.region + ((owner, part),)
         self.region_owners.append(id(node))

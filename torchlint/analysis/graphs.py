@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Hashable, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -61,7 +61,7 @@ class Graphs:
         self.places = places
         self.loops = loops
         self.grad = grad
-        self._memo: Dict[tuple, bool] = {}
+        self._memo: Dict[Tuple[Hashable, ...], bool] = {}
 
     # -- values with a graph -----------------------------------------------------------
 

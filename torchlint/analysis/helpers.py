@@ -10,7 +10,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Scope, ScopeKind, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Part, Scope, ScopeKind, dotted_name
 from torchlint.analysis.values import MODULE, Values
 from torchlint.analysis.vocabulary import MOVE_METHODS, PLACING_NAME
 
@@ -145,7 +145,7 @@ class Helpers:
     def _occasional(call: Call, fn: Function) -> bool:
         """`call` runs only on some calls of `fn`: under an `if`, or in a `try`
         handler (a read on one branch is not a read every call)."""
-        return bool(call.site.ifs) or any(part != "body" for _, part in call.site.region)
+        return bool(call.site.ifs) or any(part is not Part.BODY for _, part in call.site.region)
 
     def _derived(self, fn: Function, params: Set[str]) -> Dict[str, str]:
         """Names in `fn` that hold a parameter or a part of it (`x, y = batch`,

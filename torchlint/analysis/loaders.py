@@ -19,6 +19,7 @@ from torchlint.analysis.helpers import Helpers, is_move_call, root_name
 from torchlint.analysis.loops import Loops
 from torchlint.analysis.options import option_defaults
 from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, Place, Places
+from torchlint.analysis.project.kinds import ClassKind
 from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import (
     DATA_ARGUMENT_NAME,
@@ -415,7 +416,7 @@ class Loaders:
             return PLACES, True  # a same-file class that makes its items on a device
         if isinstance(func, cst.Name) and func.value in self.values.dataset_classes():
             cls = func.value
-            if self.values.dataset_classes()[cls] == "iterable":
+            if self.values.dataset_classes()[cls] is ClassKind.ITERABLE_DATASET:
                 return ITERABLE, True
             if self._indexes_only(cls):
                 sizes = [self._literal_size(a.value, ds.site) for a in ds.positional]

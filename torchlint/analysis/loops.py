@@ -5,19 +5,28 @@ once per batch and which once per epoch, where code runs every iteration
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Loop, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Loop, Part, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers
-from torchlint.analysis.values import DATASET, LOADER, Values
+from torchlint.analysis.values import DATASET, LOADER, ForwardMethod, Values
 from torchlint.analysis.vocabulary import INFERENCE_NAME, ITER_WRAPPERS, LOADER_NAME, TOKEN_PICKS
 from torchlint.analysis.walk import contains, descendants, mentions
 
-TRAIN, INFER = "train", "infer"
+
+class LoopRole(enum.Enum):
+    """What a loop does with a model (`Loops.role`)."""
+
+    TRAIN = "train"  # it trains
+    INFER = "infer"  # it runs a model over data without training
+
+
+TRAIN, INFER = LoopRole.TRAIN, LoopRole.INFER
 # Builtins that take a loader without yielding its batches.
 _NOT_WRAPPERS = frozenset(
     {"len", "range", "print", "isinstance", "id", "str", "repr", "type", "hash", "sorted", "reversed"}
@@ -108,7 +117,8 @@ class Loops:
         self.values = values
         self.helpers = helpers
         self._calls_by_loop: Optional[Dict[int, List[Call]]] = None
-        self._memo: Dict[tuple, object] = {}
+        self._memo: Dict[Tuple[str, int], bool] = {}
+        self._roles: Dict[int, Optional[LoopRole]] = {}
         self._helper: Dict[int, Optional[HotContext]] = {}
         self._loop_of_node = {id(loop.node): loop for loop in facts.loops}
 
@@ -134,7 +144,7 @@ class Loops:
         """Calls in the loop's own body, not in a nested loop."""
         return [c for c in self.calls_in(loop) if c.site.loop is loop]
 
-    def _cached(self, key: tuple, compute: Callable[[], Any]) -> Any:
+    def _cached(self, key: Tuple[str, int], compute: Callable[[], bool]) -> bool:
         if key not in self._memo:
             self._memo[key] = False
             self._memo[key] = compute()
@@ -149,7 +159,7 @@ class Loops:
     def _call_forwards(self, call: Call) -> bool:
         mc = self.values.model_call(call)
         if mc is not None:
-            return mc.method != "generate"  # one `generate()` per sample is not a per-batch step
+            return mc.method is not ForwardMethod.GENERATE  # one `generate()` per sample is not a per-batch step
         fn = self.helpers.function(call)
         return fn is not None and self.helpers.summary(fn).forwards
 
@@ -227,10 +237,14 @@ class Loops:
         name = dotted_name(expr) or ""
         return bool(LOADER_NAME.search(name.rsplit(".", 1)[-1])) or self.values.expr_kind(expr, site) == LOADER
 
-    def role(self, loop: Loop) -> Optional[str]:
+    def role(self, loop: Loop) -> Optional[LoopRole]:
         """TRAIN (it trains), INFER (it runs a model over data without training,
         or decodes step by step in an inference function), or None."""
-        return self._cached(("role", id(loop.node)), lambda: self._role(loop))
+        key = id(loop.node)
+        if key not in self._roles:
+            self._roles[key] = None
+            self._roles[key] = self._role(loop)
+        return self._roles[key]
 
     def runs_once(self, loop: Loop) -> bool:
         """The loop's body runs once: it holds an unconditional `break` (a look
@@ -317,7 +331,7 @@ class Loops:
             and self.facts.parent_of(parent) is node.body
         )
 
-    def _role(self, loop: Loop) -> Optional[str]:
+    def _role(self, loop: Loop) -> Optional[LoopRole]:
         if self.runs_once(loop):
             return None  # one iteration: a look at one batch, or one batch holding everything
         if self.trains(loop):
@@ -502,7 +516,7 @@ class Loops:
         if self.periodic_guard(site, loop):
             return True
         for owner, part in site.region:
-            if not isinstance(owner, cst.If) or part != "body":
+            if not isinstance(owner, cst.If) or part is not Part.BODY:
                 continue
             if_site = self.facts.site_of_statement(owner)
             if loop is not None and if_site is not None and not loop.contains(if_site.order):

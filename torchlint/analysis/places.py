@@ -32,6 +32,7 @@ from torchlint.analysis.facts import (
     Call,
     Facts,
     Function,
+    Part,
     Scope,
     ScopeKind,
     Site,
@@ -121,12 +122,19 @@ _TUPLE_METHODS = frozenset({"max", "min", "sort", "topk", "kthvalue", "mode", "m
 _DEVICE_TEST = re.compile(r"cuda|gpu|device|mps|accelerat|xpu", re.I)
 
 
+class EventKind(enum.Enum):
+    """What an `Event` does to a module."""
+
+    MOVE = "move"  # moved to a place
+    ESCAPE = "escape"  # handed on, where it may be moved unseen
+
+
 @dataclass(frozen=True)
 class Event:
     """Something that may change where a module lives: a move or an escape."""
 
     site: Site
-    kind: str  # "move" | "escape"
+    kind: EventKind
     place: Place  # for moves: DEVICE, CPU or UNKNOWN
 
 
@@ -142,7 +150,7 @@ def _string_key(expr: cst.Subscript) -> Optional[str]:
 
 def _always_runs(site: Site) -> bool:
     """Runs whenever its scope does: in no `if`, loop or handler (a `try` body counts)."""
-    return all(isinstance(owner, cst.Try) and part == "body" for owner, part in site.region)
+    return all(isinstance(owner, cst.Try) and part is Part.BODY for owner, part in site.region)
 
 
 def join(places: Iterable[Optional[Place]]) -> Optional[Place]:
@@ -512,7 +520,11 @@ class Places:
                     device = self.move_device(call)
                     add(
                         dotted_name(root),
-                        Event(call.site, "move", DEVICE if device == ACCEL else (CPU if device == HOST else UNKNOWN)),
+                        Event(
+                            call.site,
+                            EventKind.MOVE,
+                            DEVICE if device == ACCEL else (CPU if device == HOST else UNKNOWN),
+                        ),
                     )
                     continue
                 for arg in call.node.args:
@@ -526,12 +538,12 @@ class Places:
                     and b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
                     and isinstance(b.value, (cst.Call, cst.Name))
                 ):
-                    add(b.name.rsplit(".", 1)[0], Event(b.site, "escape", UNKNOWN))
+                    add(b.name.rsplit(".", 1)[0], Event(b.site, EventKind.ESCAPE, UNKNOWN))
             for use in self.facts.uses:
                 if isinstance(use.site.parent, _USE_STAYS):
                     continue
                 # Returned, stored, aliased or put in a container: it could go anywhere.
-                add(use.node.value, Event(use.site, "escape", UNKNOWN))
+                add(use.node.value, Event(use.site, EventKind.ESCAPE, UNKNOWN))
             self._events = _Events(events, handed_to, self._keeps_memo)
         return self._events
 
@@ -726,8 +738,8 @@ class Places:
             # Read in another function (or an attribute): it runs later, after any of the moves.
             # Handing a model to code we cannot see may place it, but does not take it off
             # the device: escapes only make an unplaced model unknown.
-            moves = [e for e in later if e.kind == "move"]
-            if any(e.kind == "escape" for e in later) and place != DEVICE:
+            moves = [e for e in later if e.kind is EventKind.MOVE]
+            if any(e.kind is EventKind.ESCAPE for e in later) and place != DEVICE:
                 return UNKNOWN
             if not moves:
                 return place
@@ -748,7 +760,7 @@ class Places:
                     if loop.contains(e.site.order) and not loop.contains(b.site.order):
                         return UNKNOWN  # later in a loop around the use: the next iteration sees it
                 continue
-            if e.kind == "escape":
+            if e.kind is EventKind.ESCAPE:
                 if place != DEVICE:
                     return UNKNOWN
                 continue
@@ -774,22 +786,24 @@ class Places:
         if first.scope is not later.scope or first.order >= later.order:
             return False
         kept = tuple(
-            r for r in first.region if not (isinstance(r[0], cst.If) and r[1] == "body" and self._is_device_test(r[0]))
+            r
+            for r in first.region
+            if not (isinstance(r[0], cst.If) and r[1] is Part.BODY and self._is_device_test(r[0]))
         )
         return later.region[: len(kept)] == kept
 
     def _in_device_else(self, s: Site) -> bool:
         """In the `else` of `if torch.cuda.is_available():` (the CPU fallback)."""
-        return any(isinstance(r[0], cst.If) and r[1] == "else" and self._is_device_test(r[0]) for r in s.region)
+        return any(isinstance(r[0], cst.If) and r[1] is Part.ELSE and self._is_device_test(r[0]) for r in s.region)
 
     def _unconditional(self, s: Site) -> bool:
         """Runs whenever its scope does (device tests count as taken)."""
         return all(
             isinstance(r[0], cst.If)
-            and r[1] == "body"
+            and r[1] is Part.BODY
             and self._is_device_test(r[0])
             or isinstance(r[0], cst.Try)
-            and r[1] == "body"
+            and r[1] is Part.BODY
             for r in s.region
         )
 
@@ -1502,7 +1516,7 @@ class _Events:
             found = list(self._events.get(name, ()))
             for call in self._handed_to.get(name, ()):
                 if not self._keeps(call, name):
-                    found.append(Event(call.site, "escape", UNKNOWN))
+                    found.append(Event(call.site, EventKind.ESCAPE, UNKNOWN))
             found.sort(key=lambda e: e.site.order)
             done = self._done[name] = found
         return done if done or default is None else default

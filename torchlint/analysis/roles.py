@@ -19,11 +19,11 @@ report (`Rule.QUIET_IN_TESTS`).
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional, Set, Tuple
+from typing import Callable, Dict, Hashable, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Facts, Function, Loop, Scope, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import Call, Facts, Function, Loop, Part, Scope, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers
 from torchlint.analysis.loops import Loops
 from torchlint.analysis.values import Values
@@ -57,7 +57,7 @@ class Roles:
         self.benchmark_file = role is PathRole.BENCHMARK
         self._work_functions: Optional[Set[int]] = None
         self._tooling_scopes: Optional[Set[int]] = None
-        self._memo: Dict[tuple, bool] = {}
+        self._memo: Dict[Tuple[Hashable, ...], bool] = {}
 
     # -- tests ------------------------------------------------------------------------
 
@@ -358,7 +358,7 @@ class Roles:
 
     # -- plumbing -------------------------------------------------------------------------
 
-    def _cached(self, key: tuple, compute: Callable[[], bool]) -> bool:
+    def _cached(self, key: Tuple[Hashable, ...], compute: Callable[[], bool]) -> bool:
         if key not in self._memo:
             self._memo[key] = False
             self._memo[key] = compute()
@@ -402,7 +402,7 @@ def in_dead_branch(site: Site, facts: Optional[Facts] = None) -> bool:
     always) takes (with `facts`: `i` is not rebound inside that loop)."""
     ranges: Dict[str, Set[int]] = {}
     for owner, part in site.region:
-        if isinstance(owner, cst.For) and part == "body" and facts is not None:
+        if isinstance(owner, cst.For) and part is Part.BODY and facts is not None:
             found = _constant_range(owner, facts)
             if found is not None:
                 ranges[found[0]] = found[1]
@@ -414,7 +414,7 @@ def in_dead_branch(site: Site, facts: Optional[Facts] = None) -> bool:
             truth = _range_truth(owner.test, ranges)
         if truth is None:
             continue
-        if (part == "body" and not truth) or (part == "else" and truth):
+        if (part is Part.BODY and not truth) or (part is Part.ELSE and truth):
             return True
     return False
 
@@ -442,7 +442,7 @@ def _constant_range(loop: cst.For, facts: Facts) -> Optional[Tuple[str, Set[int]
         return None
     name = loop.target.value
     for b in facts.bindings_of(name):
-        if b.target is not loop.target and (loop, "body") in b.site.region:
+        if b.target is not loop.target and (loop, Part.BODY) in b.site.region:
             return None  # rebound inside the loop
     return name, set(values)
 

@@ -106,13 +106,20 @@ _PROJECT_KINDS = {
 _CONVERSIONS = frozenset({"to", "cuda", "float", "half", "double", "bfloat16", "long", "int", "contiguous"})
 
 
+class ForwardMethod(enum.Enum):
+    """The method a model forward calls by name (`ModelCall.method`)."""
+
+    FORWARD = "forward"
+    GENERATE = "generate"
+
+
 @dataclass(frozen=True)
 class ModelCall:
     """A model forward: `model(x)`, `model.forward(x)`, `model.generate(...)`."""
 
     call: Call
     model: cst.BaseExpression  # the model expression (`model`, `self.net`)
-    method: Optional[str]  # None, "forward" or "generate"
+    method: Optional[ForwardMethod]  # None: `model(x)`
     known: bool  # the callee is known to be a module (not only named like one)
 
 
@@ -132,7 +139,7 @@ class Values:
         self.project = project
         self._kind_cache: Dict[int, Optional[Kind]] = {}
         self._module_classes: Optional[Set[str]] = None
-        self._dataset_classes: Optional[Dict[str, str]] = None
+        self._dataset_classes: Optional[Dict[str, ClassKind]] = None
         self._used_as_module: Optional[Set[int]] = None
         self._callers: Optional[Dict[str, List[Call]]] = None
         self._param_kinds: Dict[int, Optional[Kind]] = {}
@@ -166,9 +173,9 @@ class Values:
             )
         return self._module_classes
 
-    def dataset_classes(self) -> Dict[str, str]:
-        """Same-file Dataset subclasses: name -> "map" or "iterable" (also through
-        a base class of another project file)."""
+    def dataset_classes(self) -> Dict[str, ClassKind]:
+        """Same-file Dataset subclasses: name -> DATASET (map-style) or
+        ITERABLE_DATASET (also through a base class of another project file)."""
         if self._dataset_classes is None:
             iterable = self._subclasses(
                 ITERABLE_DATASET_BASES, lambda q: self.project_class(q) is ClassKind.ITERABLE_DATASET
@@ -176,8 +183,8 @@ class Values:
             mapped = self._subclasses(
                 DATASET_BASES, lambda q: self.project_class(q) in (ClassKind.DATASET, ClassKind.ITERABLE_DATASET)
             )
-            out = {n: "map" for n in mapped}
-            out.update({n: "iterable" for n in iterable})
+            out = {n: ClassKind.DATASET for n in mapped}
+            out.update({n: ClassKind.ITERABLE_DATASET for n in iterable})
             self._dataset_classes = out
         return self._dataset_classes
 
@@ -748,7 +755,7 @@ class Values:
         method = None
         model: cst.BaseExpression = func
         if isinstance(func, cst.Attribute) and func.attr.value in ("forward", "generate"):
-            method, model = func.attr.value, func.value
+            method, model = ForwardMethod(func.attr.value), func.value
         if not isinstance(model, (cst.Name, cst.Attribute)) or self.is_loss_call(call):
             return None
         kind = self.expr_kind(model, call.site)

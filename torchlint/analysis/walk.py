@@ -103,7 +103,7 @@ def child_fields(node: cst.CSTNode) -> Tuple[str, ...]:
 def own_method(visitor_cls: type, name: str) -> Optional[Callable[..., Any]]:
     """`visitor_cls.<name>` unless it is LibCST's do-nothing default (CSTVisitor
     defines a no-op `visit_<Type>`/`leave_<Type>` for every node type)."""
-    fn = getattr(visitor_cls, name, None)
+    fn: Optional[Callable[..., Any]] = getattr(visitor_cls, name, None)
     if fn is None or fn is getattr(cst.CSTVisitor, name, None):
         return None
     return fn

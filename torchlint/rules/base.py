@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from torchlint.analysis import Analysis
     from torchlint.analysis.facts import Facts
 
-Replacement = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
+Replacement = Union[cst.CSTNode, cst.FlattenSentinel[cst.CSTNode], cst.RemovalSentinel]
 
 
 @dataclass(frozen=True)
@@ -158,7 +158,7 @@ def fold_nested(replacements: Dict[cst.CSTNode, Replacement]) -> Optional[Dict[c
     return out
 
 
-def _replace_in(value, old: cst.CSTNode, new: cst.CSTNode):
+def _replace_in(value: Replacement, old: cst.CSTNode, new: cst.CSTNode) -> Optional[Replacement]:
     if isinstance(value, cst.FlattenSentinel):
         nodes = [n.deep_replace(old, new) if n is not old and contains(n, old) else n for n in value.nodes]
         return cst.FlattenSentinel(nodes)

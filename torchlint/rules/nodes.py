@@ -3,11 +3,11 @@ statements that several rules share."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 import libcst as cst
 
-from torchlint.analysis.facts import BindingKind, dotted_name
+from torchlint.analysis.facts import BindingKind, TopStatement, dotted_name
 
 if TYPE_CHECKING:
     from torchlint.analysis import Analysis
@@ -200,7 +200,7 @@ def _dotted(module: str) -> Union[cst.Name, cst.Attribute]:
     return node
 
 
-def _cell_place(ctx: "RuleContext", site: "Site"):
+def _cell_place(ctx: "RuleContext", site: "Site") -> Optional[Tuple[TopStatement, bool]]:
     """In a notebook: at the top of the cell holding `site` (a fix may not span
     cells, and an earlier cell may not hold the import when it runs), after
     its IPython lines. Every fix in that cell that needs the import inserts it
@@ -212,12 +212,12 @@ def _cell_place(ctx: "RuleContext", site: "Site"):
         parent = ctx.facts.parent_of(node)
         if isinstance(parent, cst.Module):
             head = ctx.analysis.cell_head(node)
-            return (head if head is not None else node), True
+            return (head if head is not None else cast(TopStatement, node)), True  # a child of the module
         node = parent
     return None
 
 
-def _import_place(ctx: "RuleContext", module: str, site: "Site"):
+def _import_place(ctx: "RuleContext", module: str, site: "Site") -> Optional[Tuple[TopStatement, bool]]:
     """Where `import module` goes: (statement, insert before it?). In the first
     run of plain `import x` lines, in alphabetical order; else before the first
     import (after `from __future__`); else, or when that is after `site`, before
@@ -242,7 +242,7 @@ def _import_place(ctx: "RuleContext", module: str, site: "Site"):
     return None
 
 
-def _import_anchor(module: cst.Module, name: str):
+def _import_anchor(module: cst.Module, name: str) -> Optional[Tuple[TopStatement, bool]]:
     """In the first run of plain `import x` lines, in alphabetical order; else
     before the first import (after `from __future__`)."""
     plain_run: List[Tuple[Union[cst.SimpleStatementLine, cst.BaseCompoundStatement], str]] = []

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import torchlint.analysis.project.library as library
 from torchlint.analysis.project.kinds import (
@@ -130,11 +130,11 @@ class ProjectIndex:
         """The questions as file `path` asks them, recorded for its cache entry."""
         return FileView(self, path)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> Dict[str, object]:
         # Sent once to each worker process: the summaries, not the memos or the lock.
         return {"summaries": dict(self.summaries()), "roots": self.roots, "paths": self.paths}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__init__(state["summaries"], state["roots"], state["paths"])  # type: ignore[misc]
 
     # -- what a file asked ------------------------------------------------------------------------

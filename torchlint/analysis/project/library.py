@@ -5,7 +5,7 @@ facts give (`torch.nn.Module`, `torch_geometric.loader.DataLoader`)."""
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from torchlint.analysis.project.kinds import ClassKind, ValueKind
 from torchlint.analysis.vocabulary import (
@@ -20,7 +20,7 @@ from torchlint.analysis.vocabulary import (
 _LIGHTNING = ("lightning", "lightning.pytorch", "pytorch_lightning")
 
 
-def _lightning(cls: str, modules: tuple) -> Dict[str, ClassKind]:
+def _lightning(cls: str, modules: Tuple[str, ...]) -> Dict[str, ClassKind]:
     kind = ClassKind.LIGHTNING_MODULE if cls == "LightningModule" else ClassKind.LIGHTNING_DATAMODULE
     names = [f"{root}.{cls}" for root in _LIGHTNING]
     names += [f"{root}.core.{cls}" for root in _LIGHTNING[1:]]

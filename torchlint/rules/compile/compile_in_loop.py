@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
 from torchlint.analysis.facts import Call, Loop
 from torchlint.analysis.walk import descendants
 from torchlint.rules.base import Invalid, Rule, RuleContext
+
+if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
 
 _COMPILE = "torch.compile"
 
@@ -136,7 +139,7 @@ class CompileInLoop(Rule):
         return loop if loop is not None and loop.scope is call.site.scope else None
 
     @staticmethod
-    def _same_each_time(a, call: Call, loop: Loop) -> bool:
+    def _same_each_time(a: Analysis, call: Call, loop: Loop) -> bool:
         """Every name the call's arguments read is bound before the loop and not
         rebound in it: the same target, with the same options, every iteration."""
         for arg in call.node.args:

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Set
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Function, ScopeKind
+from torchlint.analysis.facts import Call, Function, Loop, Scope, ScopeKind
 from torchlint.analysis.helpers import root_name
+from torchlint.analysis.values import ForwardMethod
 from torchlint.analysis.vocabulary import VARIABLE
 from torchlint.findings import Applicability
-from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import module_at
+
+if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
+
+
+# What a fix wraps in `no_grad`: an evaluation function, a loop that does not train, a statement.
+_Region = Union[cst.FunctionDef, Loop, cst.SimpleStatementLine]
 
 
 class MissingNoGrad(Rule):
@@ -228,7 +236,7 @@ class MissingNoGrad(Rule):
         found = []
         for call in ctx.facts.calls:
             mc = a.values.model_call(call)
-            if mc is None or not mc.known or mc.method == "generate":
+            if mc is None or not mc.known or mc.method is ForwardMethod.GENERATE:
                 continue  # `generate` (Hugging Face, nanoGPT) already runs without gradients
             if a.roles.in_model_method(call.site) and not self._inference_method(a, call):
                 continue  # a submodule call inside a model's forward: the caller's context decides
@@ -288,7 +296,7 @@ class MissingNoGrad(Rule):
         return False
 
     @staticmethod
-    def _inference_method(a, call: Call) -> bool:
+    def _inference_method(a: Analysis, call: Call) -> bool:
         """A model's own `predict`/`generate`/`sample`-style method (not `forward`)
         that the file calls from outside the model (a VAE's `decode`, also called
         by its `forward` in training, is part of the model)."""
@@ -301,7 +309,7 @@ class MissingNoGrad(Rule):
             cls is not None and any(s is cls for s in c.site.scope.chain()) for c in callers
         )
 
-    def _evaluation_helpers(self, ctx: RuleContext, reported):
+    def _evaluation_helpers(self, ctx: RuleContext, reported: Set[int]) -> List[Tuple[Call, str]]:
         """Calls of a same-file helper that runs a model over a loader without
         training (`val_loss = calc_total_loss(val_loader, model, device)`), made
         with autograd on: the helper's forwards are shared with training code,
@@ -330,13 +338,13 @@ class MissingNoGrad(Rule):
         return out
 
     @staticmethod
-    def _demo(a, call: Call) -> bool:
+    def _demo(a: Analysis, call: Call) -> bool:
         """A forward of a model with random weights in a file that never trains."""
         forward = a.values.model_call(call)
         return forward is not None and a.grad.untrained(forward)
 
     @staticmethod
-    def _forwards_reached(a, fn: Function) -> List[Call]:
+    def _forwards_reached(a: Analysis, fn: Function) -> List[Call]:
         """The model forwards `fn` runs, itself or through same-file helpers."""
         out: List[Call] = []
         seen: Set[int] = set()
@@ -356,8 +364,8 @@ class MissingNoGrad(Rule):
 
     # -- the fix: the evaluation function, or the smallest loop that does not train -------------
 
-    def _region(self, ctx: RuleContext, call: Call):
-        """What the fix wraps: ("function", fn), ("loop", loop), ("statement", line), or None."""
+    def _region(self, ctx: RuleContext, call: Call) -> Optional[_Region]:
+        """What the fix wraps: a function's `def`, a loop, a statement's line, or None."""
         a = ctx.analysis
         site = call.site
         if site.scope.kind == ScopeKind.LAMBDA:
@@ -366,12 +374,13 @@ class MissingNoGrad(Rule):
         fn = ctx.facts.function_of(fn_scope) if fn_scope is not None and site.scope is fn_scope else None
         if (
             fn is not None
+            and fn_scope is not None
             and isinstance(fn.node, cst.FunctionDef)
             and a.grad.inference_function(site) is fn
             and not self._region_trains(ctx, a.helpers.calls_in(fn), fn_scope, fn)
             and not self._returns_to_training(ctx, fn)
         ):
-            return ("function", fn)
+            return fn.node
         loop = site.loop
         chosen = None
         while loop is not None and loop.scope is site.scope:
@@ -381,15 +390,22 @@ class MissingNoGrad(Rule):
             loop = loop.parent
         if chosen is not None:
             # The largest enclosing loop that does not train (evaluation epochs stay whole).
-            return ("loop", chosen)
+            return chosen
         if site.loop is not None:
             return None  # every loop around it trains: no region is safe
         line = _statement_line(ctx, site.stmt)
         if line is not None and any(ctx.analysis.displayed(small) for small in line.body):
             return None  # a notebook cell's displayed last expression: wrapping it would hide its output
-        return ("statement", line) if line is not None else None
+        return line
 
-    def _region_trains(self, ctx: RuleContext, calls, scope, fn, loop=None) -> bool:
+    def _region_trains(
+        self,
+        ctx: RuleContext,
+        calls: Iterable[Call],
+        scope: Scope,
+        fn: Optional[Function],
+        loop: Optional[Loop] = None,
+    ) -> bool:
         """The region computes gradients, or something it binds later does."""
         a = ctx.analysis
         for c in calls:
@@ -416,23 +432,25 @@ class MissingNoGrad(Rule):
                 return True
         return False
 
-    def _fix(self, ctx: RuleContext, call: Call, region, regions):
+    def _fix(
+        self, ctx: RuleContext, call: Call, region: Optional[_Region], regions: Dict[int, Optional[_Region]]
+    ) -> Optional[Dict[cst.CSTNode, Replacement]]:
         if region is None:
             return None
-        kind, target = region
-        node = target.node if kind in ("function", "loop") else target
-        if kind == "loop":
+        node: Union[cst.FunctionDef, cst.For, cst.While, cst.SimpleStatementLine] = (
+            region.node if isinstance(region, Loop) else region
+        )
+        if isinstance(region, Loop):
             # Another reported forward's region around this one: one `with`, not nested ones.
             for other in regions.values():
                 if (
-                    other is not None
-                    and other[0] == "loop"
-                    and other[1] is not target
-                    and other[1].contains(target.order)
-                    and other[1].scope is target.scope
+                    isinstance(other, Loop)
+                    and other is not region
+                    and other.contains(region.order)
+                    and other.scope is region.scope
                 ):
-                    node = other[1].node
-        if kind != "function" and _yields(node):
+                    node = other.node
+        if not isinstance(node, cst.FunctionDef) and _yields(node):
             return None  # a `with` around a `yield` would leave autograd off in the consumer's code
         first = node.body[0] if isinstance(node, cst.SimpleStatementLine) else node
         site = ctx.facts.site_of_statement(first) or call.site
@@ -444,7 +462,7 @@ class MissingNoGrad(Rule):
         # modified in place or saved for backward afterwards, and a region's results
         # usually outlive it (collected predictions, metrics, a returned value).
         expr = cst.parse_expression(f"{alias}.no_grad()")
-        if kind == "function":
+        if isinstance(node, cst.FunctionDef):
             decorators = list(node.decorators) + [cst.Decorator(expr)]
             return {**imports, node: node.with_changes(decorators=decorators)}
         with_node = cst.With(
@@ -466,7 +484,7 @@ def _yields(node: cst.CSTNode) -> bool:
     return False
 
 
-def _statement_line(ctx: RuleContext, stmt) -> Optional[cst.SimpleStatementLine]:
+def _statement_line(ctx: RuleContext, stmt: Optional[cst.CSTNode]) -> Optional[cst.SimpleStatementLine]:
     """The line holding the small statement `stmt`, when it holds only that."""
     site = ctx.facts.site_of_statement(stmt) if stmt is not None else None
     line = site.parent if site is not None else None

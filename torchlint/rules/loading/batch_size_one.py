@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import TYPE_CHECKING, AbstractSet, Callable, Optional, Set
 
 import libcst as cst
 
-from torchlint.analysis.facts import BindingKind, Loop, ScopeKind, dotted_name
+from torchlint.analysis.facts import Binding, BindingKind, Call, Loop, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import root_name
 from torchlint.analysis.vocabulary import (
     ALLOCATING_FACTORIES,
@@ -19,19 +19,22 @@ from torchlint.analysis.vocabulary import (
 from torchlint.analysis.walk import descendants
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
+if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
+
 _BATCH_NAME = re.compile(r"^(.*_)?(batch_?size|bs|batch)$", re.I)
 _BATCH_OPTION = re.compile(r"^-{1,2}(.*[-_])?(batch[-_]?size|bs)$", re.I)
 _BATCH_KEY = re.compile(r"^(.*[-_])?(batch[-_]?size|bs)$", re.I)
 _CONFIG_CLASS = re.compile(r"(Config|Cfg|Args|Arguments|Params|Hparams|HParams|Settings|Options)$")
 
 
-def _only_sampled(ctx: RuleContext, call) -> bool:
+def _only_sampled(ctx: RuleContext, call: Call) -> bool:
     """The call's result (a loader, or what a builder returns) is only turned
     into an iterator (`next(iter(loader))`), never looped over or handed on."""
     return ctx.analysis.loaders.only_peeked(call)
 
 
-def _config_only_peeked(ctx: RuleContext, element: cst.DictElement, site) -> bool:
+def _config_only_peeked(ctx: RuleContext, element: cst.DictElement, site: Site) -> bool:
     """The configuration holding `element` (`config = {"batch_size": 1}`) is only
     handed to calls whose loaders are only looked at (`a, b = load(config)`,
     then `next(iter(a))`)."""
@@ -119,10 +122,12 @@ def _mirrors_dataloader(ctx: RuleContext, element: cst.DictElement) -> bool:
     return len(keys & _LOADER_PARAMETERS) >= 3
 
 
+# `report(node, how, site, name)`: how the batch size is set, and the name bound to it.
+_Report = Callable[[Optional[cst.CSTNode], str, Site, Optional[str]], None]
 _EVALUATION_HOOKS = frozenset({"val_dataloader", "test_dataloader", "predict_dataloader"})
 
 
-def _in_evaluation_hook(site) -> bool:
+def _in_evaluation_hook(site: Site) -> bool:
     fn = site.scope.function
     return fn is not None and fn.name in _EVALUATION_HOOKS
 
@@ -283,7 +288,7 @@ class BatchSizeOne(Rule):
 
         required = a.loaders.required_one()
 
-        def report(node: Optional[cst.CSTNode], how: str, site, name: Optional[str] = None) -> None:
+        def report(node: Optional[cst.CSTNode], how: str, site: Site, name: Optional[str] = None) -> None:
             if node is None or id(node) in reported or a.roles.excluded(site):
                 return
             if name is not None and name.rsplit(".", 1)[-1] in required:
@@ -334,12 +339,12 @@ class BatchSizeOne(Rule):
     # -- where the batch size goes ---------------------------------------------------------
 
     @staticmethod
-    def _loop_at(a, site) -> Optional[Loop]:
+    def _loop_at(a: Analysis, site: Site) -> Optional[Loop]:
         """The loop whose statement is at `site`."""
         return a.loops.loop_for(site.stmt) if site.stmt is not None else None
 
     @staticmethod
-    def _bound_to_one(ctx: RuleContext, name: cst.Name, site):
+    def _bound_to_one(ctx: RuleContext, name: cst.Name, site: Site) -> Optional[Binding]:
         bs = ctx.analysis.values.bindings_for(name.value, site)
         if (
             len(bs) == 1
@@ -350,7 +355,7 @@ class BatchSizeOne(Rule):
             return bs[0]
         return None
 
-    def _feeds_work(self, ctx: RuleContext, loader, trains_batched: bool) -> bool:
+    def _feeds_work(self, ctx: RuleContext, loader: Call, trains_batched: bool) -> bool:
         """The loader is used, and not as a one-sample-at-a-time evaluation: an
         evaluation loop does not take its batches apart as single samples (`x[0]`,
         `x.squeeze(0)`, `x.item()`, `x.expand(k, ...)` for beam search), and a file
@@ -371,7 +376,7 @@ class BatchSizeOne(Rule):
         return any(a.loops.role(lp) is not None for lp in loops)
 
     @staticmethod
-    def _per_sample(ctx: RuleContext, loop) -> bool:
+    def _per_sample(ctx: RuleContext, loop: Loop) -> bool:
         names = set(loop.targets)
         derived = _derived_in_loop(ctx, loop, names)
         for call in ctx.analysis.loops.calls_in(loop):
@@ -414,7 +419,7 @@ class BatchSizeOne(Rule):
         return False
 
     @staticmethod
-    def _leads_hot_tensors(ctx: RuleContext, b) -> bool:
+    def _leads_hot_tensors(ctx: RuleContext, b: Binding) -> bool:
         """`batch_size = 1` is the leading dimension of tensors a training loop builds."""
         a = ctx.analysis
         for use in ctx.facts.uses_of(b.name):
@@ -435,7 +440,7 @@ class BatchSizeOne(Rule):
         return False
 
     @staticmethod
-    def _passed_to_loader_builder(ctx: RuleContext, b) -> bool:
+    def _passed_to_loader_builder(ctx: RuleContext, b: Binding) -> bool:
         """`train_batch_size = 1` handed to something that builds loaders
         (`MovingMNISTDataLoaders(train_batch_size, ...)`)."""
         for use in ctx.facts.uses_of(b.name):
@@ -452,7 +457,7 @@ class BatchSizeOne(Rule):
         return False
 
     @staticmethod
-    def _keyword_config(ctx: RuleContext, call, report) -> None:
+    def _keyword_config(ctx: RuleContext, call: Call, report: _Report) -> None:
         """`Datamodule(eval_batch_size=1)`: a batch-size keyword of 1 handed to a
         data module or loader builder."""
         name = dotted_name(call.node.func) or ""
@@ -467,7 +472,7 @@ class BatchSizeOne(Rule):
                 report(arg.value, f"`{arg.keyword.value}=1`", call.site, arg.keyword.value)
 
     @staticmethod
-    def _config_dicts(ctx: RuleContext, report) -> None:
+    def _config_dicts(ctx: RuleContext, report: _Report) -> None:
         """`{"batch_size": 1}` and `dict(batch_size=1)` literals."""
         for string, site in ctx.facts.strings:  # dict keys, from the facts: no extra walk
             parent = site.parent
@@ -490,7 +495,7 @@ class BatchSizeOne(Rule):
                         report(arg.value, "a config default", call.site, arg.keyword.value)
 
     @staticmethod
-    def _argparse(call, report) -> None:
+    def _argparse(call: Call, report: _Report) -> None:
         names = [a.value for a in call.positional if isinstance(a.value, cst.SimpleString)]
         if not any(_BATCH_OPTION.match(str(n.evaluated_value)) for n in names):
             return
@@ -506,13 +511,13 @@ class BatchSizeOne(Rule):
             report(kw.value, "an argparse default", call.site, name)
 
 
-def _first_dim(call) -> bool:
+def _first_dim(call: Call) -> bool:
     """`.squeeze(0)` / `.squeeze(dim=0)`."""
     args = call.node.args
     return len(args) == 1 and isinstance(args[0].value, cst.Integer) and args[0].value.value == "0"
 
 
-def _derived_in_loop(ctx: RuleContext, loop, names) -> set:
+def _derived_in_loop(ctx: RuleContext, loop: Loop, names: AbstractSet[str]) -> Set[str]:
     """`names` and the names bound in `loop` from values that mention them (`out =
     model(x)`, `y = convert(out)`), a few steps deep."""
     found = set(names)

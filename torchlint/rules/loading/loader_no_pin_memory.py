@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Dict, Optional
+
 import libcst as cst
 
+from torchlint.analysis.facts import Call
 from torchlint.analysis.loaders import (
     CPU_COLLATE,
     NO_COLLATE,
@@ -13,7 +16,7 @@ from torchlint.analysis.loaders import (
     Workers,
 )
 from torchlint.findings import Applicability
-from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import comment_follows, module_at, with_keyword
 
 _NO_BENEFIT_YET = (
@@ -236,7 +239,7 @@ class LoaderNoPinMemory(Rule):
             ctx.report(call.node, replacements=self._fix(ctx, call) if info.host_items else None)
 
     @staticmethod
-    def _fix(ctx: RuleContext, call):
+    def _fix(ctx: RuleContext, call: Call) -> Optional[Dict[cst.CSTNode, Replacement]]:
         """`pin_memory=torch.cuda.is_available()`: pinned where a GPU exists,
         and no warning on a machine without one."""
         found = module_at(ctx, "torch", call.site, add_missing=False)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Dict, Optional
+
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, BindingKind, Call, ScopeKind
+from torchlint.analysis.facts import Binding, BindingKind, Call, ScopeKind, Site
 from torchlint.analysis.loaders import (
     DEVICE_COLLATE,
     IN_MEMORY,
@@ -15,10 +17,11 @@ from torchlint.analysis.loaders import (
     TINY,
     UNKNOWN_COLLATE,
     BatchUse,
+    LoaderInfo,
     Workers,
 )
 from torchlint.findings import Applicability
-from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import comment_follows, module_at, with_keyword
 
 _WORKERS = "min(8, {os}.cpu_count() or 1)"
@@ -282,7 +285,7 @@ class LoaderNoWorkers(Rule):
             ctx.report(call.node, msg, replacements=self._fix(ctx, call, info))
 
     @staticmethod
-    def _fix(ctx: RuleContext, call: Call, info):
+    def _fix(ctx: RuleContext, call: Call, info: LoaderInfo) -> Optional[Dict[cst.CSTNode, Replacement]]:
         """`num_workers=min(8, os.cpu_count() or 1)`, and `import os` where needed.
         Not offered when workers would break the loader: an IterableDataset
         (each worker yields the whole stream), a dataset or collate_fn that is
@@ -325,7 +328,7 @@ def _lambda_in_dataset(ctx: RuleContext, call: Call) -> bool:
 _PICKLED = ("collate_fn", "sampler", "batch_sampler", "worker_init_fn")
 
 
-def _spawn_safe(ctx: RuleContext, call: Call, info) -> bool:
+def _spawn_safe(ctx: RuleContext, call: Call, info: LoaderInfo) -> bool:
     """Workers started with spawn (Windows, macOS; Jupyter there too) can run
     this loader. A script must not iterate it from code that runs on import
     (outside `if __name__ == "__main__":`): each worker imports the script
@@ -350,7 +353,7 @@ def _spawn_safe(ctx: RuleContext, call: Call, info) -> bool:
     return not any(a.roles.runs_on_import(s) for s in sites)
 
 
-def _defined_here(ctx: RuleContext, expr: cst.BaseExpression, site) -> bool:
+def _defined_here(ctx: RuleContext, expr: cst.BaseExpression, site: Site) -> bool:
     """A class or function defined in this file is part of `expr` (through
     names bound once before `site`)."""
     return any(

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Dict, Optional
 
 import libcst as cst
 
 from torchlint.analysis.facts import Call, dotted_name
 from torchlint.analysis.loaders import NUM_WORKERS_POSITION, SAMPLER_POSITION, Workers
 from torchlint.findings import Applicability
-from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import comment_follows, with_keyword
 
 
@@ -229,7 +229,7 @@ class LoaderWorkersRestarted(Rule):
             )
 
     @staticmethod
-    def _fix(ctx: RuleContext, call: Call):
+    def _fix(ctx: RuleContext, call: Call) -> Optional[Dict[cst.CSTNode, Replacement]]:
         """`persistent_workers=True` (or `=<num_workers> > 0` for a name or an
         attribute); none where the dataset changes between passes, or where the
         file seeds its random generators (a seeded run's numbers would change)."""

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set, Tuple
+import enum
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import BindingKind, Loop, dotted_name
+from torchlint.analysis.facts import Binding, BindingKind, Call, Loop, Scope, Site, dotted_name
 from torchlint.analysis.helpers import root_name
 from torchlint.analysis.places import CPU, DEVICE
 from torchlint.analysis.vocabulary import CHAIN_METHODS
 from torchlint.findings import Applicability
-from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import module_at
+
+if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
 
 
 class BatchNotMoved(Rule):
@@ -228,11 +232,11 @@ class BatchNotMoved(Rule):
         self,
         ctx: RuleContext,
         targets: List[str],
-        scope,
+        scope: Scope,
         start: int,
         end: int,
         loop: Optional[Loop] = None,
-        anchor=None,
+        anchor: Optional[Binding] = None,
     ) -> None:
         """Report the first use, between `start` and `end` in `scope`, of a batch
         name (or a name derived from one) that is still on the CPU where it meets
@@ -256,9 +260,9 @@ class BatchNotMoved(Rule):
                 if self._still_on_cpu(a, arg.value, call.site, name, start):
                     if name not in unmoved:
                         unmoved.append(name)
-                    if how in ("dict", "key"):
+                    if how in (_Ref.DICT, _Ref.KEY):
                         dict_like.add(name)  # `model(**batch)`, `batch["input_ids"]`: move the dict
-                    if how == "index" or name not in targets:
+                    if how is _Ref.INDEX or name not in targets:
                         derived.add(name)
                     if first is None or call.site.order < first[0]:
                         first = (call.site.order, arg.value)
@@ -288,7 +292,7 @@ class BatchNotMoved(Rule):
         ctx.report(first[1], message, replacements=fix)
 
     @staticmethod
-    def _meets_device(a, call) -> bool:
+    def _meets_device(a: Analysis, call: Call) -> bool:
         """The call runs a model that is on the device, or mixes its tensor
         arguments with one that is (a loss, a torch op)."""
         mc = a.values.model_call(call)
@@ -299,7 +303,7 @@ class BatchNotMoved(Rule):
         return False
 
     @staticmethod
-    def _still_on_cpu(a, expr, site, name: str, start: int) -> bool:
+    def _still_on_cpu(a: Analysis, expr: cst.BaseExpression, site: Site, name: str, start: int) -> bool:
         if a.places.tensor_place(expr, site) != CPU:
             return False
         # `x.to(device)` as a statement (its result thrown away): TL105 reports that root cause.
@@ -318,31 +322,43 @@ class BatchNotMoved(Rule):
                 continue
             parent = use.site.parent
             if isinstance(parent, cst.Arg):
-                call = a.facts.call_of_arg(parent)
-                if call is None:
+                callee = a.facts.call_of_arg(parent)
+                if callee is None:
                     continue
                 if (
-                    a.values.model_call(call) is not None
-                    or a.values.is_loss_call(call)
-                    or (call.qualname or "").startswith("torch.")
+                    a.values.model_call(callee) is not None
+                    or a.values.is_loss_call(callee)
+                    or (callee.qualname or "").startswith("torch.")
                 ):
                     continue
-                fn = a.helpers.function(call)
+                fn = a.helpers.function(callee)
                 if fn is not None and not a.helpers.summary(fn).moves:
                     continue
-                if isinstance(call.node.func, cst.Name) and call.node.func.value in ("print", "len", "isinstance"):
+                if isinstance(callee.node.func, cst.Name) and callee.node.func.value in ("print", "len", "isinstance"):
                     continue
                 return False
         return True
 
     @staticmethod
-    def _fix(ctx: RuleContext, loop, anchor, unmoved, targets, dict_like, roots, start, end, scope):
+    def _fix(
+        ctx: RuleContext,
+        loop: Optional[Loop],
+        anchor: Optional[Binding],
+        unmoved: List[str],
+        targets: List[str],
+        dict_like: Set[str],
+        roots: Dict[str, str],
+        start: int,
+        end: int,
+        scope: Scope,
+    ) -> Optional[Dict[cst.CSTNode, Replacement]]:
         """Move every unmoved batch name where the batch arrives: the loop body's
         first statement, or the statement after `next(...)`."""
         a = ctx.analysis
         if any(n not in targets for n in unmoved):
             return None  # derived names (`batch[0]`, `x = batch["x"]`): no fix
-        site = ctx.facts.site_of_statement(loop.node) if loop is not None else anchor.site
+        anchor_site = anchor.site if anchor is not None else None
+        site = ctx.facts.site_of_statement(loop.node) if loop is not None else anchor_site
         device = a.places.device_var(site) if site is not None else None
         if device is None:
             return None
@@ -360,7 +376,7 @@ class BatchNotMoved(Rule):
         tensors = [n for n in unmoved if n not in dict_like]
         if tensors:
             lines.append(f"{', '.join(tensors)} = {', '.join(f'{n}.to({device})' for n in tensors)}\n")
-        imports: dict = {}
+        imports: Dict[cst.CSTNode, Replacement] = {}
         torch = None
         if any(n in dict_like for n in unmoved):
             found = module_at(ctx, "torch", site, add_missing=False) if site is not None else None
@@ -377,14 +393,14 @@ class BatchNotMoved(Rule):
             body = loop.node.body
             if not isinstance(body, cst.IndentedBlock):
                 return None
-            return {**imports, body: body.with_changes(body=stmts + list(body.body))}
-        line = _statement_line(ctx, anchor.site.stmt)
+            return {**imports, body: body.with_changes(body=[*stmts, *body.body])}
+        line = _statement_line(ctx, anchor_site.stmt if anchor_site is not None else None)
         if line is None:
             return None
-        return {**imports, line: cst.FlattenSentinel([line] + stmts)}
+        return {**imports, line: cst.FlattenSentinel([line, *stmts])}
 
 
-def _loop_targets(a, node: cst.For) -> List[str]:
+def _loop_targets(a: Analysis, node: cst.For) -> List[str]:
     """The names a `for` over a loader binds to batch contents (the enumerate index left out)."""
     expr: cst.BaseExpression = node.iter
     target: cst.BaseExpression = node.target
@@ -416,7 +432,7 @@ def _names_in(target: cst.BaseExpression) -> List[Tuple[str, cst.Name]]:
     return []
 
 
-def _derived_names(ctx: RuleContext, targets: List[str], scope, start: int, end: int) -> Dict[str, str]:
+def _derived_names(ctx: RuleContext, targets: List[str], scope: Scope, start: int, end: int) -> Dict[str, str]:
     """Batch names and the names unpacked or indexed from them in the region
     (`x, y = batch`, `x = batch["x"]`): name -> the batch name it comes from."""
     roots = {n: n for n in targets}
@@ -431,12 +447,12 @@ def _derived_names(ctx: RuleContext, targets: List[str], scope, start: int, end:
     return roots
 
 
-def _scope_end(ctx: RuleContext, scope) -> int:
+def _scope_end(ctx: RuleContext, scope: Scope) -> int:
     """An order past every node of `scope` (regions are also filtered by scope)."""
     return 1 << 62
 
 
-def _statement_line(ctx: RuleContext, stmt) -> Optional[cst.SimpleStatementLine]:
+def _statement_line(ctx: RuleContext, stmt: Optional[cst.CSTNode]) -> Optional[cst.SimpleStatementLine]:
     """The line holding the small statement `stmt`, when it holds only that."""
     site = ctx.facts.site_of_statement(stmt) if stmt is not None else None
     line = site.parent if site is not None else None
@@ -449,15 +465,24 @@ def _statement_line(ctx: RuleContext, stmt) -> Optional[cst.SimpleStatementLine]
 _SAME_PLACE_METHODS = CHAIN_METHODS - {"type", "type_as", "eval", "train"}
 
 
-def _batch_ref(arg: cst.Arg) -> Tuple[Optional[str], str]:
+class _Ref(enum.Enum):
+    """How an argument refers to a batch name."""
+
+    PLAIN = "plain"  # `x`, `y.long()`
+    DICT = "dict"  # `**batch`
+    KEY = "key"  # `batch["x"]`
+    INDEX = "index"  # `batch[0]`
+
+
+def _batch_ref(arg: cst.Arg) -> Tuple[Optional[str], Optional[_Ref]]:
     """(name, how) for an argument that is a batch name itself: `x`, `**batch`, `batch[0]`."""
     value = arg.value
     if isinstance(value, cst.Name):
         if arg.star == "**":
-            return value.value, "dict"
+            return value.value, _Ref.DICT
         if arg.star:
-            return None, ""
-        return value.value, "plain"
+            return None, None
+        return value.value, _Ref.PLAIN
     if (
         isinstance(value, cst.Call)
         and isinstance(value.func, cst.Attribute)
@@ -465,11 +490,11 @@ def _batch_ref(arg: cst.Arg) -> Tuple[Optional[str], str]:
         and value.func.attr.value in _SAME_PLACE_METHODS
         and not arg.star
     ):
-        return value.func.value.value, "plain"  # `target.flatten()`, `y.long()`: still the batch, where it was
+        return value.func.value.value, _Ref.PLAIN  # `target.flatten()`, `y.long()`: still the batch, where it was
     if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name) and not arg.star:
         sl = value.slice
         key = sl[0].slice if len(sl) == 1 and isinstance(sl[0].slice, cst.Index) else None
         if key is not None and isinstance(key.value, cst.SimpleString):
-            return value.value.value, "key"
-        return value.value.value, "index"
-    return None, ""
+            return value.value.value, _Ref.KEY
+        return value.value.value, _Ref.INDEX
+    return None, None

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import BindingKind, Call, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, Function, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import is_move_call
 from torchlint.analysis.places import ACCEL, CPU
 from torchlint.analysis.vocabulary import (
@@ -19,7 +19,7 @@ from torchlint.analysis.vocabulary import (
     VARIABLE,
 )
 from torchlint.findings import Applicability
-from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import comment_follows, with_keyword
 
 # `.to()` keywords that only matter for a copy; allocating in place makes them moot.
@@ -247,7 +247,7 @@ class CreateThenMove(Rule):
         a = ctx.analysis
         reported = set()
 
-        def report(factory: Call, replacements=None) -> None:
+        def report(factory: Call, replacements: Optional[Dict[cst.CSTNode, Replacement]] = None) -> None:
             if id(factory.node) in reported or a.roles.excluded(factory.site):
                 return
             reported.add(id(factory.node))
@@ -376,7 +376,7 @@ class CreateThenMove(Rule):
         factory, _ = self._factory_under(ctx, b.value, b.site)
         return factory
 
-    def _returns_factory(self, ctx: RuleContext, fn) -> bool:
+    def _returns_factory(self, ctx: RuleContext, fn: Function) -> bool:
         returns = ctx.facts.returns_of(fn)
         if not returns:
             return False
@@ -393,7 +393,7 @@ class CreateThenMove(Rule):
         return True
 
     @staticmethod
-    def _helper_moves_to_accel(ctx: RuleContext, fn, param: str) -> bool:
+    def _helper_moves_to_accel(ctx: RuleContext, fn: Function, param: str) -> bool:
         """The helper moves `param` to an accelerator (not to a device it is handed)."""
         for call in ctx.analysis.helpers.calls_in(fn):
             if is_move_call(call) and dotted_name(call.receiver) == param:
@@ -403,7 +403,7 @@ class CreateThenMove(Rule):
     # -- fix -------------------------------------------------------------------------------
 
     @staticmethod
-    def _fix(ctx: RuleContext, move: Call, factory: Call):
+    def _fix(ctx: RuleContext, move: Call, factory: Call) -> Optional[Dict[cst.CSTNode, Replacement]]:
         """Replace the move call by its receiver with `device=` (and `dtype=`) in
         the factory; None when the move does more than that."""
         q = factory.qualname or ""
@@ -468,7 +468,7 @@ def _sizes_only(ctx: RuleContext, call: Call) -> bool:
     return True
 
 
-def _bound_as_size(ctx: RuleContext, name: cst.Name, site) -> bool:
+def _bound_as_size(ctx: RuleContext, name: cst.Name, site: Site) -> bool:
     """No binding of `name` that reaches `site` holds data: each is a parameter,
     a number, arithmetic, or a call that returns a size (`len(x)`, `x.size(0)`,
     `x.shape[0]`); an element unpacked from a call (`states, actions =

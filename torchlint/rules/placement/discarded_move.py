@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import TYPE_CHECKING, Dict, Optional
 
 import libcst as cst
 
-from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.facts import Call, Site, dotted_name
 from torchlint.analysis.values import TENSOR
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
+
+if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
 
 _TENSOR_MOVES = frozenset({"to", "cuda", "cpu"})
 
@@ -154,7 +157,7 @@ class DiscardedMove(Rule):
             ctx.report(call.node, self.MESSAGE.format(name=name, method=call.method), replacements=fix)
 
     @staticmethod
-    def _assignable(ctx: RuleContext, call, site) -> bool:
+    def _assignable(ctx: RuleContext, call: Call, site: Site) -> bool:
         """`x = x.cuda()` keeps working code working: `x` is a plain name (an
         attribute may be a registered `nn.Parameter`, which refuses a plain
         tensor), and every later reader of `x` works with it where the move
@@ -166,7 +169,7 @@ class DiscardedMove(Rule):
         return ctx.analysis.consumers.all_on(call.receiver.value, site, target)
 
     @staticmethod
-    def _is_tensor(a, receiver: cst.BaseExpression, site) -> bool:
+    def _is_tensor(a: Analysis, receiver: cst.BaseExpression, site: Site) -> bool:
         """A tensor (not a module, which moves in place, nor tokenizer output,
         whose `.to()` moves in place too, nor a whole batch from a loader, which
         may be a `BatchEncoding` or another object whose `.to()` works in place)."""

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+
 import libcst as cst
 
-from torchlint.analysis.facts import BindingKind, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, NameUse, Site, dotted_name
 from torchlint.analysis.places import CPU, DEVICE
 from torchlint.analysis.values import TOKENS
 from torchlint.analysis.vocabulary import ACCEPTS_DEVICE, NO_DEVICE_KWARG
 from torchlint.findings import Applicability
-from torchlint.rules.base import Invalid, Rule, RuleContext
+from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import call_with_to, comment_follows, with_keyword
+
+if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
 
 
 class InputNotMoved(Rule):
@@ -203,7 +208,7 @@ class InputNotMoved(Rule):
                 ctx.report(creation.node, message, replacements=self._complete_fix(a, creation))
 
     @staticmethod
-    def _cpu_input(a, expr: cst.BaseExpression, site):
+    def _cpu_input(a: Analysis, expr: cst.BaseExpression, site: Site) -> Optional[Tuple[Call, Optional[str]]]:
         """(the creating call, the name it is bound to or None) for an input that
         is certainly created on the CPU and not moved before this point."""
         creation = a.places.cpu_creation(expr)
@@ -235,7 +240,7 @@ class InputNotMoved(Rule):
         creation = a.places.cpu_creation(b.value)
         return (creation, expr.value) if creation is not None else None
 
-    def _complete_fix(self, a, creation):
+    def _complete_fix(self, a: Analysis, creation: Call) -> Optional[Dict[cst.CSTNode, Replacement]]:
         """The input's fix, and the same fix for every other tensor created on
         the CPU in that scope that meets a tensor on the device (the loss's
         target, the labels an accuracy compares with): moving the input alone
@@ -253,7 +258,7 @@ class InputNotMoved(Rule):
         return fix
 
     @staticmethod
-    def _fix(a, creation):
+    def _fix(a: Analysis, creation: Call) -> Optional[Dict[cst.CSTNode, Replacement]]:
         device = a.places.device_var(creation.site)
         if device is None:
             return None
@@ -270,7 +275,7 @@ class InputNotMoved(Rule):
         return None
 
 
-def _escapes_between(a, name: str, start, end) -> bool:
+def _escapes_between(a: Analysis, name: str, start: Site, end: Site) -> bool:
     """Between the binding and the use, the name is handed to code that could
     move or replace its contents (`to_device(x)`, `x.copy_(...)` is fine)."""
     for use in a.facts.uses_of(name):
@@ -287,13 +292,13 @@ def _escapes_between(a, name: str, start, end) -> bool:
     return False
 
 
-def _companions(a, creation):
+def _companions(a: Analysis, creation: Call) -> Optional[List[Call]]:
     """CPU creations bound to a name in `creation`'s scope (other than it) that
     meet a tensor on the device: in a loss, a torch op, arithmetic or a
     comparison. None when one of them is also read on the host (moving it
     would break that)."""
     scope = creation.site.scope
-    found = {}
+    found: Dict[int, Tuple[Call, bool, bool]] = {}
     for use in a.facts.uses:
         if use.site.scope is not scope or use.site.order <= creation.site.order:
             continue
@@ -307,9 +312,8 @@ def _companions(a, creation):
         other = a.places.cpu_creation(reaching[0].value)
         if other is None or other is creation:
             continue
-        entry = found.setdefault(id(other.node), [other, False, False])
-        entry[1] = entry[1] or _meets_device(a, use)
-        entry[2] = entry[2] or _host_read(a, use)
+        first, meets, host = found.get(id(other.node), (other, False, False))
+        found[id(other.node)] = (first, meets or _meets_device(a, use), host or _host_read(a, use))
     out = []
     for other, meets, host in found.values():
         if meets:
@@ -319,7 +323,7 @@ def _companions(a, creation):
     return out
 
 
-def _meets_device(a, use) -> bool:
+def _meets_device(a: Analysis, use: NameUse) -> bool:
     """The name is combined with a tensor on the device here."""
     parent = use.site.parent
     site = use.site
@@ -340,7 +344,7 @@ def _meets_device(a, use) -> bool:
     return False
 
 
-def _host_read(a, use) -> bool:
+def _host_read(a: Analysis, use: NameUse) -> bool:
     """`x.numpy()` or a NumPy function of `x`: needs host memory."""
     parent = use.site.parent
     if isinstance(parent, cst.Attribute) and parent.value is use.node and parent.attr.value == "numpy":

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import re
-from typing import Dict, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 import libcst as cst
 
-from torchlint.analysis.facts import BindingKind, ScopeKind, dotted_name
-from torchlint.analysis.places import ACCEL, CPU, DEVICE
+from torchlint.analysis.facts import Binding, BindingKind, Call, Part, ScopeKind, Site, dotted_name
+from torchlint.analysis.places import ACCEL, CPU, DEVICE, Event, EventKind
 from torchlint.analysis.values import MODULE
 from torchlint.analysis.vocabulary import MODEL_NAME, MOVE_METHODS, STATELESS_LAYER
 from torchlint.analysis.walk import descendants
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 from torchlint.rules.nodes import call_with_to
+
+if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
 
 
 class ModelNotMoved(Rule):
@@ -233,7 +236,7 @@ class ModelNotMoved(Rule):
             ctx.report(ctor.node, message, replacements=fix)
 
     @staticmethod
-    def _moved_only_if(ctx: RuleContext, b, later) -> Optional[str]:
+    def _moved_only_if(ctx: RuleContext, b: Binding, later: List[Event]) -> Optional[str]:
         """The test of the one `if` (with no `else`, about something other than
         the device) under which every later move of the model sits, when the model
         then trains or runs over data on both paths; None otherwise."""
@@ -242,9 +245,9 @@ class ModelNotMoved(Rule):
             return None
         owner = None
         for e in later:
-            if e.kind != "move" or e.place != DEVICE or e.site.scope is not b.site.scope:
+            if e.kind is not EventKind.MOVE or e.place != DEVICE or e.site.scope is not b.site.scope:
                 return None
-            ifs = [o for o, part in e.site.region if isinstance(o, cst.If) and part == "body"]
+            ifs = [o for o, part in e.site.region if isinstance(o, cst.If) and part is Part.BODY]
             if not ifs or (owner is not None and ifs[-1] is not owner):
                 return None
             owner = ifs[-1]
@@ -268,7 +271,7 @@ class ModelNotMoved(Rule):
         return None
 
     @staticmethod
-    def _follows(a, expr, site, model: str) -> bool:
+    def _follows(a: Analysis, expr: cst.BaseExpression, site: Site, model: str) -> bool:
         """The input is on the device, or moved to wherever the model is
         (`x.to(next(model.parameters()).device)`): moving the model takes it along."""
         if a.places.tensor_place(expr, site) == DEVICE:
@@ -286,7 +289,7 @@ class ModelNotMoved(Rule):
         return model in _names(target)
 
     @staticmethod
-    def _construction(a, b):
+    def _construction(a: Analysis, b: Binding) -> Optional[Call]:
         """For `model = Net(...)` (a module that is built, not loaded or wrapped,
         and has parameters): the construction call."""
         if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.index is not None or b.value is None:
@@ -302,7 +305,7 @@ class ModelNotMoved(Rule):
         return ctor
 
     @staticmethod
-    def _imported_construction(a, b):
+    def _imported_construction(a: Analysis, b: Binding) -> Optional[Call]:
         """`model = Imported(...)`: an instance of a class from another module of the
         project, named like a model and given no device (we can't see the class:
         only the file's own conditional move tells that it needs moving)."""
@@ -337,7 +340,7 @@ class ModelNotMoved(Rule):
         return call
 
     @staticmethod
-    def _deliberately_on_cpu(a, call) -> bool:
+    def _deliberately_on_cpu(a: Analysis, call: Call) -> bool:
         """`layer(x.cpu())`, `layer(x).cuda()`, or a device variable that is the
         CPU: a model kept on the CPU on purpose."""
         for arg in call.node.args:
@@ -355,7 +358,7 @@ class ModelNotMoved(Rule):
 _DEVICE_WORDS = re.compile(r"cuda|gpu|cpu|device|mps|xla|accelerat|distributed|rank|half|fp16|amp", re.I)
 
 
-def _dict_without_device(a, expr, site) -> bool:
+def _dict_without_device(a: Analysis, expr: cst.BaseExpression, site: Site) -> bool:
     """`**params` where `params` is bound once to a dict literal with no key that
     mentions a device."""
     if not isinstance(expr, cst.Name):
@@ -371,5 +374,5 @@ def _dict_without_device(a, expr, site) -> bool:
     return True
 
 
-def _names(expr: cst.CSTNode):
+def _names(expr: cst.CSTNode) -> Set[str]:
     return {node.value for node in descendants(expr) if isinstance(node, cst.Name)}

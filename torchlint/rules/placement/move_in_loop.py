@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Set
+from typing import TYPE_CHECKING, Dict, Optional, Set
 
 import libcst as cst
 
@@ -12,6 +12,9 @@ from torchlint.analysis.values import MODULE
 from torchlint.analysis.walk import descendants
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
+
+if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
 
 _MOVES = frozenset({"to", "cuda"})
 _OTHER_MOVES = frozenset({"to", "cuda", "cpu", "to_empty"})
@@ -191,7 +194,7 @@ class MoveInLoop(Rule):
             ctx.report(call.node, self.MESSAGE.format(call=ctx.code(call.node)), replacements=fix)
 
     @staticmethod
-    def _args_invariant(a, call: Call, loop: Loop) -> bool:
+    def _args_invariant(a: Analysis, call: Call, loop: Loop) -> bool:
         """Every name the move's arguments read is bound before the loop, not in it."""
         names: Set[str] = set()
         for arg in call.node.args:
@@ -207,7 +210,7 @@ class MoveInLoop(Rule):
         )
 
     @staticmethod
-    def _moved_otherwise(a, call: Call, loop: Loop, name: str) -> bool:
+    def _moved_otherwise(a: Analysis, call: Call, loop: Loop, name: str) -> bool:
         """Another read of `name` in the loop that is not this kind of move:
         moved back (`.cpu()`), changed in place, handed to other code."""
         for use in a.facts.scoped_uses(name, loop.scope):
@@ -242,6 +245,8 @@ class MoveInLoop(Rule):
         if not _in_block(ctx, loop.node):
             return None
         new_loop = loop.node.deep_remove(line)
+        if isinstance(new_loop, cst.RemovalSentinel):
+            return None  # (never: `line` is in the loop's body, not the loop)
         moved = line.with_changes(leading_lines=[])
         return {loop.node: cst.FlattenSentinel([moved, new_loop])}
 

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Set
+from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 import libcst as cst
 
-from torchlint.analysis.facts import BindingKind, Loop, ScopeKind, dotted_name
+from torchlint.analysis.facts import Binding, BindingKind, Call, Loop, ScopeKind, Site, TopStatement, dotted_name
 from torchlint.analysis.vocabulary import ACCEPTS_DEVICE
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import call_with_to, comment_follows, with_keyword
 from torchlint.rules.placement.model_not_moved import ModelNotMoved
+
+if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
 
 
 class NoDevice(Rule):
@@ -176,7 +179,7 @@ class NoDevice(Rule):
             ctx.report(ctor.node, self.MESSAGE.format(name=b.name), replacements=self._fix(ctx, b, forwards, runners))
 
     @staticmethod
-    def _runs(a, call, name: str) -> bool:
+    def _runs(a: Analysis, call: Call, name: str) -> bool:
         mc = a.values.model_call(call)
         if mc is not None:
             return dotted_name(mc.model) == name
@@ -218,10 +221,12 @@ class NoDevice(Rule):
 
     # -- the fix: a device, the model on it, and every input the script feeds it ---------------
 
-    def _fix(self, ctx: RuleContext, b, forwards, runners):
+    def _fix(
+        self, ctx: RuleContext, b: Binding, forwards: List[Call], runners: Set[str]
+    ) -> Optional[Dict[cst.CSTNode, Replacement]]:
         a = ctx.analysis
         facts = ctx.facts
-        if facts.module_scope is None:
+        if facts.module_scope is None or b.value is None:
             return None
         scopes = {id(facts.module_scope.node)} | {
             id(f.scope.node) for f in facts.functions if f.name in runners and f.scope.parent is facts.module_scope
@@ -283,7 +288,7 @@ class NoDevice(Rule):
         else:
             new[-1] = new[-1].with_changes(leading_lines=[cst.EmptyLine()])
         if new:
-            replacements[anchor] = cst.FlattenSentinel([anchor] + new)
+            replacements[anchor] = cst.FlattenSentinel([anchor, *new])
         for c in creations:
             replacements[c.node] = with_keyword(c.node, "device", cst.Name("device"), comment_follows(a, c.node))
         for loop, names in loops.items():
@@ -295,7 +300,9 @@ class NoDevice(Rule):
         return replacements
 
     @staticmethod
-    def _movable(a, expr, site, creations, loops) -> bool:
+    def _movable(
+        a: Analysis, expr: cst.BaseExpression, site: Site, creations: List[Call], loops: Dict[Loop, List[str]]
+    ) -> bool:
         creation = a.places.cpu_creation(expr)
         if creation is not None:
             return creation in creations
@@ -319,7 +326,7 @@ class NoDevice(Rule):
         return True
 
     @staticmethod
-    def _is_output(a, expr, site, outputs) -> bool:
+    def _is_output(a: Analysis, expr: cst.BaseExpression, site: Site, outputs: Set[int]) -> bool:
         """The model's output (directly or through a name bound to it)."""
         if isinstance(expr, cst.Call):
             return id(expr) in outputs
@@ -331,7 +338,7 @@ class NoDevice(Rule):
         return False
 
     @staticmethod
-    def _import_anchor(ctx: RuleContext, b):
+    def _import_anchor(ctx: RuleContext, b: Binding) -> Optional[cst.SimpleStatementLine]:
         facts = ctx.facts
         anchor = None
         for stmt in ctx.module.body:
@@ -346,7 +353,7 @@ class NoDevice(Rule):
         return anchor
 
 
-def _follower(module: cst.Module, stmt):
+def _follower(module: cst.Module, stmt: cst.CSTNode) -> Optional[TopStatement]:
     """The top-level statement after `stmt`, if any."""
     body = list(module.body)
     for i, s in enumerate(body[:-1]):
@@ -355,13 +362,10 @@ def _follower(module: cst.Module, stmt):
     return None
 
 
-def _inside_creation(a, call) -> bool:
+def _inside_creation(a: Analysis, call: Call) -> bool:
     """A factory nested in another creation's arguments (`torch.tensor(torch.zeros(2))`)."""
-    return (
-        isinstance(call.site.parent, cst.Arg)
-        and a.facts.call_of_arg(call.site.parent) is not None
-        and a.places.cpu_creation(a.facts.call_of_arg(call.site.parent).node) is not None
-    )
+    outer = a.facts.call_of_arg(call.site.parent) if isinstance(call.site.parent, cst.Arg) else None
+    return outer is not None and a.places.cpu_creation(outer.node) is not None
 
 
 _DELIBERATE_CPU = re.compile(r"^[ \t]*#.*(\.cuda\(|\.to\(\s*['\"]?(cuda|device)|torch\.device\(|\bdevice\s*=)", re.M)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
 from torchlint.analysis.facts import Call, Loop
@@ -9,6 +11,9 @@ from torchlint.analysis.values import MODULE
 from torchlint.analysis.vocabulary import CLOCKS
 from torchlint.analysis.walk import descendants
 from torchlint.rules.base import Invalid, Rule, RuleContext
+
+if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
 
 _EMPTY_CACHE = "torch.cuda.empty_cache"
 _SYNCHRONIZE = "torch.cuda.synchronize"
@@ -169,25 +174,25 @@ class PerStepDeviceCall(Rule):
             ctx.report(where.node, message)
 
     @staticmethod
-    def _branched(a, call: Call, loop: Loop) -> bool:
+    def _branched(a: Analysis, call: Call, loop: Loop) -> bool:
         """Under an `if` in the loop that is not a test of the device in play."""
         return any(not a.places.device_test(node) for node in a.loops.branches_in(call.site, loop))
 
     @staticmethod
-    def _timed(a, loop: Loop, call: Call) -> bool:
+    def _timed(a: Analysis, loop: Loop, call: Call) -> bool:
         """The loop (or the function holding the call) reads a clock or CUDA events: timing code."""
         calls = list(a.loops.calls_in(loop)) + a.helpers.calls_in_scope(call.site.scope)
         return any(c.qualname in CLOCKS or c.method in _TIMERS or "profil" in (c.qualname or "") for c in calls)
 
     @staticmethod
-    def _saves_state(a, call: Call) -> bool:
+    def _saves_state(a: Analysis, call: Call) -> bool:
         """`torch.save` of a module, a `state_dict()`, or a dict (or name bound to one) holding one."""
         if not call.positional:
             return False
         return _holds_state(a, call.positional[0].value, call, 0)
 
 
-def _holds_state(a, expr: cst.BaseExpression, call: Call, depth: int) -> bool:
+def _holds_state(a: Analysis, expr: cst.BaseExpression, call: Call, depth: int) -> bool:
     if depth > 2:
         return False
     if isinstance(expr, cst.Name):

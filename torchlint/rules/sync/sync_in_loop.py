@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+import enum
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
 
 import libcst as cst
 
@@ -11,6 +12,9 @@ from torchlint.analysis.loops import HotContext
 from torchlint.analysis.vocabulary import LOSS_NAME
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
+
+if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
 
 _ALWAYS = frozenset({"item", "tolist"})
 _TRAINING_ONLY = frozenset({"cpu", "numpy"})
@@ -299,8 +303,8 @@ class SyncInLoop(Rule):
             # call syncs when the argument is on the device here (the helper's own read may not know).
             if id(call.node) in via_calls:
                 continue
-            what = self._helper_sync(a, call)
-            if what is None:
+            read = self._helper_sync(a, call)
+            if read is None:
                 continue
             hot = a.loops.hot_context(call.site)
             if hot is None or a.roles.excluded(call.site) or a.loops.steps_environment(hot.loop):
@@ -316,7 +320,7 @@ class SyncInLoop(Rule):
                 hot,
                 outer.site.order,
                 outer.node,
-                f"`{name}()` reads a device tensor on the host ({what}) and "
+                f"`{name}()` reads a device tensor on the host ({read}) and "
                 "is called every iteration of the loop: each call syncs host and "
                 "device; keep values on the device and convert once after the loop",
             )
@@ -348,12 +352,12 @@ class SyncInLoop(Rule):
             if _syncs_on_purpose(a, loops[key]):
                 continue  # `torch.cuda.synchronize()` every step (timing): the iteration waits anyway
             copies = _host_copies(a, loops[key])
-            for _, node, message, fix in sorted(items, key=lambda item: item[0]):
+            for _, reported, message, fix in sorted(items, key=lambda item: item[0]):
                 if len(items) > 1 or copies:
                     # another sync stays in the same iteration (a second read, or a copy of a device
                     # tensor to the host: `logits.cpu().numpy()` for a metric): removing this one gains nothing
                     fix = None
-                ctx.report(node, message, replacements=fix)
+                ctx.report(reported, message, replacements=fix)
 
     @staticmethod
     def _printed(ctx: RuleContext, fstring: cst.FormattedString) -> bool:
@@ -362,7 +366,7 @@ class SyncInLoop(Rule):
         return outer is not None and isinstance(outer.node.func, cst.Name) and outer.node.func.value == "print"
 
     @staticmethod
-    def _in_decoding(a, site: Site, hot_loop) -> bool:
+    def _in_decoding(a: Analysis, site: Site, hot_loop: Loop) -> bool:
         """`site` runs in a decoding or search loop: the hot loop itself, or a loop
         nested in it (beam search per image)."""
         loop = site.loop
@@ -375,7 +379,7 @@ class SyncInLoop(Rule):
         return False
 
     @staticmethod
-    def _whiles(ctx: RuleContext):
+    def _whiles(ctx: RuleContext) -> List[Tuple[cst.While, Site]]:
         out = []
         for loop in ctx.facts.loops:
             if isinstance(loop.node, cst.While):
@@ -393,7 +397,7 @@ class SyncInLoop(Rule):
         )
 
     @staticmethod
-    def _sync_kind(a, call: Call):
+    def _sync_kind(a: Analysis, call: Call) -> Optional[Tuple[str, bool]]:
         """(description, training_only) for a host read of a tensor on the device, or None."""
         if call.method is not None and call.receiver is not None and call.qualname is None:
             if call.method in _ALWAYS or call.method in _TRAINING_ONLY:
@@ -417,7 +421,7 @@ class SyncInLoop(Rule):
         return None
 
     @staticmethod
-    def _helper_sync(a, call: Call) -> Optional[str]:
+    def _helper_sync(a: Analysis, call: Call) -> Optional[str]:
         """What a same-file helper reads on the host every call, when `call`
         hands it a value on the accelerator for that parameter."""
         fn = a.helpers.function(call)
@@ -430,7 +434,7 @@ class SyncInLoop(Rule):
         return None
 
     @staticmethod
-    def _tensor_condition(a, test: cst.BaseExpression, site: Site) -> Optional[cst.CSTNode]:
+    def _tensor_condition(a: Analysis, test: cst.BaseExpression, site: Site) -> Optional[cst.CSTNode]:
         if isinstance(test, cst.BooleanOperation):
             return SyncInLoop._tensor_condition(a, test.left, site) or SyncInLoop._tensor_condition(a, test.right, site)
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -450,7 +454,7 @@ class SyncInLoop(Rule):
     # -- the accumulation fix ------------------------------------------------
 
     @staticmethod
-    def _accumulation_fix(ctx: RuleContext, call: Call, hot: HotContext):
+    def _accumulation_fix(ctx: RuleContext, call: Call, hot: HotContext) -> Optional[Dict[cst.CSTNode, Replacement]]:
         """`total += t.item()` in the loop and `total` read after it: accumulate
         `t.detach()` on the device and turn `total` back into the Python number
         it was (`total = float(total)` or `int(total)`) right after the loop, so
@@ -501,22 +505,29 @@ class SyncInLoop(Rule):
         receiver = call.receiver
         kind = _number_kind(ctx.analysis, receiver, call.site) if receiver is not None else None
         if isinstance(init, cst.Float):
-            convert = "float"  # a float start stays a float whatever is added
+            convert = _Number.FLOAT  # a float start stays a float whatever is added
         elif kind is not None:
             convert = kind  # an int start becomes what `.item()` gave: a count stays an int
         else:
             return None
         func = call.node.func
         detached: cst.BaseExpression = cst.Call(func.with_changes(attr=cst.Name("detach")))
-        if kind != "int":
+        if kind is not _Number.INT:
             # Accumulate in float64, as the Python float sum did: each value (float32, bf16...)
             # converts exactly and the additions round alike, so the printed numbers stay the same.
             detached = cst.Call(cst.Attribute(detached, cst.Name("double")))
         if not isinstance(loop.node, (cst.For, cst.While)) or _statement_parent(ctx, loop.node) is None:
             return None
-        back = cst.parse_statement(f"{name} = {convert}({name})\n")
+        back = cst.parse_statement(f"{name} = {convert.value}({name})\n")
         new_loop = loop.node.deep_replace(call.node, detached)
         return {loop.node: cst.FlattenSentinel([new_loop, back])}
+
+
+class _Number(enum.Enum):
+    """The Python number `.item()` gives; its value names the builtin that makes one."""
+
+    INT = "int"
+    FLOAT = "float"
 
 
 _FLOAT_METHODS = frozenset({"float", "double", "half", "bfloat16", "mean", "std", "var", "norm"})
@@ -524,16 +535,16 @@ _INT_METHODS = frozenset({"long", "int", "short", "bool"})
 _COMPARISON_METHODS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "isclose"})
 
 
-def _number_kind(a, expr: cst.BaseExpression, site: Site, depth: int = 0) -> Optional[str]:
-    """What `expr.item()` gives: "int" for a count (`(pred == y).sum()`),
-    "float" for a loss or a float value, None when we cannot tell."""
+def _number_kind(a: Analysis, expr: cst.BaseExpression, site: Site, depth: int = 0) -> Optional[_Number]:
+    """What `expr.item()` gives: INT for a count (`(pred == y).sum()`),
+    FLOAT for a loss or a float value, None when we cannot tell."""
     if depth > 4:
         return None
     if isinstance(expr, cst.Comparison):
-        return "int"
+        return _Number.INT
     if isinstance(expr, cst.Name):
         if LOSS_NAME.search(expr.value):
-            return "float"
+            return _Number.FLOAT
         found = a.places.single_value(expr.value, site)
         return _number_kind(a, found[0], found[1], depth + 1) if found is not None else None
     if not isinstance(expr, cst.Call):
@@ -542,28 +553,28 @@ def _number_kind(a, expr: cst.BaseExpression, site: Site, depth: int = 0) -> Opt
     if call is None:
         return None
     if a.values.is_loss_call(call) or LOSS_NAME.search((dotted_name(expr.func) or "").rsplit(".", 1)[-1]):
-        return "float"
+        return _Number.FLOAT
     q = (call.qualname or "").rsplit(".", 1)[-1] if (call.qualname or "").startswith("torch.") else None
     method = call.method if call.receiver is not None else q
     inner = call.receiver if call.receiver is not None else (call.positional[0].value if call.positional else None)
     if method in _FLOAT_METHODS:
-        return "float"
+        return _Number.FLOAT
     if method in _INT_METHODS or method in _COMPARISON_METHODS:
-        return "int"
+        return _Number.INT
     if method in ("sum", "count_nonzero") and inner is not None:
         if method == "count_nonzero":
-            return "int"
+            return _Number.INT
         return _number_kind(a, inner, site, depth + 1)
     return None
 
 
-def _statement_parent(ctx: RuleContext, node: cst.CSTNode):
+def _statement_parent(ctx: RuleContext, node: cst.CSTNode) -> Optional[Union[cst.Module, cst.IndentedBlock]]:
     """The block holding statement `node` (a module or an indented block)."""
     parent = ctx.facts.parent_of(node)
     return parent if isinstance(parent, (cst.Module, cst.IndentedBlock)) else None
 
 
-def _mentions_device_tensor(a, expr: cst.BaseExpression, site: Site) -> bool:
+def _mentions_device_tensor(a: Analysis, expr: cst.BaseExpression, site: Site) -> bool:
     if a.places.on_accelerator(expr, site):
         return True
     if isinstance(expr, cst.FormattedString):
@@ -576,7 +587,7 @@ def _mentions_device_tensor(a, expr: cst.BaseExpression, site: Site) -> bool:
 _HOST_REDUCTIONS = frozenset({"sum", "mean", "item", "max", "min", "argmax", "argmin", "float", "int", "all", "any"})
 
 
-def _reduced_on_host(a, call: Call) -> bool:
+def _reduced_on_host(a: Analysis, call: Call) -> bool:
     """`t.cpu().sum()`: the copy's result is reduced right away."""
     parent = a.facts.parent_of(call.node)
     if isinstance(parent, cst.Attribute) and parent.value is call.node and parent.attr.value in _HOST_REDUCTIONS:
@@ -600,7 +611,7 @@ def _exits_block(block: cst.BaseSuite) -> bool:
     return any(isinstance(small, (cst.Break, cst.Return, cst.Raise)) for small in smalls)
 
 
-def _host_copies(a, loop: Loop) -> bool:
+def _host_copies(a: Analysis, loop: Loop) -> bool:
     """The loop copies a device tensor to the host every iteration (`.cpu()`,
     `.numpy()`, `.tolist()` on the accelerator): a sync TL401 does not report."""
     return any(
@@ -612,6 +623,6 @@ def _host_copies(a, loop: Loop) -> bool:
     )
 
 
-def _syncs_on_purpose(a, loop: Loop) -> bool:
+def _syncs_on_purpose(a: Analysis, loop: Loop) -> bool:
     """The loop calls `torch.cuda.synchronize()` every iteration (to time its steps)."""
     return any(c.qualname == "torch.cuda.synchronize" for c in a.loops.calls_in(loop))

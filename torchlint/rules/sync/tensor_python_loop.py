@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import TYPE_CHECKING, AbstractSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import BindingKind, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, Loop, NameUse, Site, dotted_name
 from torchlint.analysis.places import CPU
 from torchlint.analysis.values import MODULE
 from torchlint.analysis.vocabulary import HOST_OUTPUT_PACKAGES
 from torchlint.analysis.walk import descendants
 from torchlint.rules.base import Invalid, Rule, RuleContext
+
+if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
 
 _NOT_WORK_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "requires_grad", "is_cuda"})
 # Copying a row to the host to hand it to Python code (decoding tokens, building
@@ -203,7 +206,7 @@ class TensorPythonLoop(Rule):
         self._comprehensions(ctx)
 
     @staticmethod
-    def _runs_model(a, call) -> bool:
+    def _runs_model(a: Analysis, call: Call) -> bool:
         """A model's forward, any method of a module (`G.synthesis(w)`,
         `encoder.encode(x)`), or a same-file helper that runs one
         (`score(model, x[i])`): large work per element, not a small op."""
@@ -215,7 +218,7 @@ class TensorPythonLoop(Rule):
         return call.receiver is not None and a.values.expr_kind(call.receiver, call.site) == MODULE
 
     @staticmethod
-    def _drives_big_op(ctx: RuleContext, loop) -> bool:
+    def _drives_big_op(ctx: RuleContext, loop: Loop) -> bool:
         """The loop body multiplies whole matrices (`x @ w[i]`, `torch.matmul`)."""
         if any(c.qualname in _BIG_OPS for c in ctx.analysis.loops.calls_in(loop)):
             return True
@@ -262,7 +265,9 @@ class TensorPythonLoop(Rule):
                     "element; vectorize it (one op over the whole tensor)",
                 )
 
-    def _elements(self, ctx: RuleContext, it: cst.BaseExpression, target: cst.BaseExpression, site):
+    def _elements(
+        self, ctx: RuleContext, it: cst.BaseExpression, target: cst.BaseExpression, site: Site
+    ) -> Optional[Tuple[str, Set[str], bool]]:
         """(tensor code, element names, indexed?) when the loop walks a tensor's elements."""
         a = ctx.analysis
         if self._is_element_tensor(a, it, site) and isinstance(target, cst.Name):
@@ -296,7 +301,7 @@ class TensorPythonLoop(Rule):
         return None
 
     @staticmethod
-    def _indexes_tensor(ctx: RuleContext, var: str, site) -> bool:
+    def _indexes_tensor(ctx: RuleContext, var: str, site: Site) -> bool:
         loop = ctx.analysis.loops.loop_for(site.stmt) if site.stmt is not None else None
         if loop is None:
             return False
@@ -307,7 +312,7 @@ class TensorPythonLoop(Rule):
         )
 
     @staticmethod
-    def _is_element_tensor(a, expr, site) -> bool:
+    def _is_element_tensor(a: Analysis, expr: cst.BaseExpression, site: Site) -> bool:
         """A tensor (not a model's output, which may be a tuple, nor split chunks,
         nor a container of tensors: a loader's whole batch, what a same-file
         function returns as a list, tuple or dict)."""
@@ -322,7 +327,7 @@ class TensorPythonLoop(Rule):
         return a.places.is_tensor(expr, site) and not a.places.is_forward_output(expr, site)
 
     @staticmethod
-    def _range_over(a, arg: cst.BaseExpression, site) -> Optional[str]:
+    def _range_over(a: Analysis, arg: cst.BaseExpression, site: Site) -> Optional[str]:
         """`range(len(t))`, `range(t.shape[0])`, `range(t.size(0))`: the name `t`."""
         t = None
         if (
@@ -346,7 +351,7 @@ class TensorPythonLoop(Rule):
         return name
 
     @staticmethod
-    def _small_work(ctx: RuleContext, uses, tensor: Optional[str]) -> bool:
+    def _small_work(ctx: RuleContext, uses: Sequence[NameUse], tensor: Optional[str]) -> bool:
         """Some use of an element does a host read or a small tensor op. For an
         index loop the elements are the loop's `t[i]` subscripts of tensors, and
         the names bound to them (`label = labels[i]`)."""
@@ -378,7 +383,7 @@ class TensorPythonLoop(Rule):
 _HANDFUL = 8
 
 
-def _handful(a, expr: cst.BaseExpression, site, depth: int = 0) -> bool:
+def _handful(a: Analysis, expr: cst.BaseExpression, site: Site, depth: int = 0) -> bool:
     """`expr` has a few elements known from the code: `range(3)`,
     `torch.arange(3)`, `torch.tensor([1, 2, 3])`, a literal list, `enumerate`
     or `torch.unique` of one, or a name bound once to one of these."""
@@ -400,7 +405,7 @@ def _handful(a, expr: cst.BaseExpression, site, depth: int = 0) -> bool:
     return False
 
 
-def _on_host(a, it: cst.BaseExpression, site) -> bool:
+def _on_host(a: Analysis, it: cst.BaseExpression, site: Site) -> bool:
     """Every tensor the comprehension walks (the zip's tensors) lives on the host:
     copied there once before it (`ids.cpu()`) or made there: no device work per row."""
     walked = [it]
@@ -410,12 +415,12 @@ def _on_host(a, it: cst.BaseExpression, site) -> bool:
     return bool(tensors) and all(a.places.tensor_place(e, site) == CPU for e in tensors)
 
 
-def _elements_read(ctx: RuleContext, uses) -> List[cst.Subscript]:
+def _elements_read(ctx: RuleContext, uses: Iterable[NameUse]) -> List[cst.Subscript]:
     """The `t[i]` subscripts of tensors among the index variable's uses."""
     return [sub for sub in (_tensor_element(ctx, use) for use in uses) if sub is not None]
 
 
-def _tensor_element(ctx: RuleContext, use) -> Optional[cst.Subscript]:
+def _tensor_element(ctx: RuleContext, use: NameUse) -> Optional[cst.Subscript]:
     """For a use of the loop variable `i`: the `t[i]` it forms with a tensor `t`."""
     index = ctx.facts.parent_of(use.node)
     element = ctx.facts.parent_of(index) if isinstance(index, cst.Index) else None
@@ -472,7 +477,7 @@ def _inside(ctx: RuleContext, node: cst.CSTNode, ancestor: cst.CSTNode) -> bool:
     return False
 
 
-def _selects_groups(ctx: RuleContext, uses, names) -> bool:
+def _selects_groups(ctx: RuleContext, uses: Iterable[NameUse], names: AbstractSet[str]) -> bool:
     """The loop variable is compared, as a whole value, with an expression that
     does not involve it (`mask = labels == c`, `x[y != k]`): each iteration
     selects a group of a whole tensor and works on it in bulk, a loop over a
