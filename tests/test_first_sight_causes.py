@@ -1151,3 +1151,24 @@ def test_a_loop_that_masks_a_whole_group_per_value_is_not_element_work():
     assert rule(src.format(body="out.append(feats[c != labels].sum(0))"), "TL402") == []
     # the value used per element (against a constant, or on its own): element work
     assert [f.row for f in rule(src.format(body="out.append(c * 2 if c == 0 else c)"), "TL402")] == [6]
+
+
+# -- Session 34: corpus recall ---------------------------------------------------------------
+
+
+def test_a_step_helper_that_reads_its_own_loss_is_reported_at_the_read():
+    # a per-batch helper that runs the model and returns `loss.item()`: the read shows in its code
+    src = (
+        GPU + "net = torch.nn.Linear(4, 1).to(device)\n"
+        "def one_step(xb, yb):\n    out = net(xb)\n    err = ((out - yb) ** 2).mean()\n"
+        "    err.backward()\n    return err.{read}\n"
+        "for xb, yb in loader:\n    last = one_step(xb.to(device), yb.to(device))\n"
+    )
+    assert [f.row for f in rule(src.format(read="item()"), "TL401")] == [8]
+    assert rule(src.format(read="detach()"), "TL401") == []
+    # a helper that only reads what it is handed is reported at the loop's call, as before
+    handed = (
+        GPU + "net = torch.nn.Linear(4, 1).to(device)\ndef score(t):\n    return float(t.sum())\n"
+        "for xb in loader:\n    out = net(xb.to(device))\n    out.sum().backward()\n    s = score(out)\n"
+    )
+    assert [f.row for f in rule(handed, "TL401")] == [9]
