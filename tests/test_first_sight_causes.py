@@ -1172,3 +1172,20 @@ def test_a_step_helper_that_reads_its_own_loss_is_reported_at_the_read():
         "for xb in loader:\n    out = net(xb.to(device))\n    out.sum().backward()\n    s = score(out)\n"
     )
     assert [f.row for f in rule(handed, "TL401")] == [9]
+
+
+def test_a_batch_left_behind_on_one_branch_of_a_device_chain_is_reported():
+    # one branch of an if/elif chain moves the inputs only, a sibling branch moves the labels:
+    # on the first path the labels stay on the CPU and meet the device output in the loss
+    src = (
+        "import torch\ndef fit(net, loader, lossf, opt, opts):\n    for feats, labels in loader:\n"
+        "        if opts.card is not None:\n            feats = feats.cuda(opts.card)\n{other}"
+        "        pred = net(feats)\n        err = lossf(pred, labels)\n        err.backward()\n        opt.step()\n"
+    )
+    sibling = "        elif torch.cuda.is_available():\n            labels = labels.cuda()\n"
+    assert [f.row for f in rule(src.format(other=sibling), "TL103")] == [9]
+    # both moved on the same branch, or the labels moved under a separate `if`: silent
+    both = "            labels = labels.cuda(opts.card)\n"
+    assert rule(src.format(other=both), "TL103") == []
+    apart = "        if torch.cuda.is_available():\n            labels = labels.cuda()\n"
+    assert rule(src.format(other=apart), "TL103") == []
