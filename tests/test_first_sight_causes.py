@@ -1189,3 +1189,15 @@ def test_a_batch_left_behind_on_one_branch_of_a_device_chain_is_reported():
     assert rule(src.format(other=both), "TL103") == []
     apart = "        if torch.cuda.is_available():\n            labels = labels.cuda()\n"
     assert rule(src.format(other=apart), "TL103") == []
+
+
+def test_a_factory_named_then_handed_to_a_moving_helper_is_create_then_move():
+    # `state = torch.zeros(...)`, read only by a same-file helper that moves its argument
+    src = (
+        "import torch\ndef on_gpu(t):\n    if torch.cuda.is_available():\n        return t.cuda()\n    return t\n"
+        "class Cell(torch.nn.Module):\n    def start(self, n):\n        state = torch.zeros(2, n, 8)\n{extra}"
+        "        return on_gpu(state)\n"
+    )
+    assert [f.row for f in rule(src.format(extra=""), "TL104")] == [8]
+    # filled from host data before the move: the copy is inherent, silent
+    assert rule(src.format(extra="        state[0] = torch.as_tensor(rows)\n"), "TL104") == []

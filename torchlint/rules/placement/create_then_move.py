@@ -302,6 +302,9 @@ class CreateThenMove(Rule):
                 if arg is None:
                     continue
                 factory, _ = self._factory_under(ctx, arg, call.site)
+                if factory is None and isinstance(arg, cst.Name):
+                    # `h = torch.zeros(...)` whose only use is being handed to the helper
+                    factory = self._only_use(ctx, arg, call.site)
                 if factory is not None and self._helper_moves_to_accel(ctx, fn, param):
                     report(factory)
 
@@ -360,8 +363,12 @@ class CreateThenMove(Rule):
         return False
 
     def _only_use_is_move(self, ctx: RuleContext, move: Call) -> Optional[Call]:
-        name = move.receiver.value  # type: ignore[union-attr]
-        scope = move.site.scope
+        return self._only_use(ctx, move.receiver, move.site)  # type: ignore[arg-type]
+
+    def _only_use(self, ctx: RuleContext, use: cst.Name, site) -> Optional[Call]:
+        """The factory bound once to `use`'s name, in `site`'s scope, when `use` is its only read."""
+        name = use.value
+        scope = site.scope
         bindings = ctx.facts.scoped_bindings(name, scope)
         if (
             len(bindings) != 1
@@ -371,7 +378,7 @@ class CreateThenMove(Rule):
             return None
         b = bindings[0]
         uses = ctx.facts.scoped_uses(name, scope)
-        if len(uses) != 1 or uses[0].node is not move.receiver or b.site.order > move.site.order:
+        if len(uses) != 1 or uses[0].node is not use or b.site.order > site.order:
             return None
         factory, _ = self._factory_under(ctx, b.value, b.site)
         return factory
