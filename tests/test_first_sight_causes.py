@@ -1201,3 +1201,9 @@ def test_a_factory_named_then_handed_to_a_moving_helper_is_create_then_move():
     assert [f.row for f in rule(src.format(extra=""), "TL104")] == [8]
     # filled from host data before the move: the copy is inherent, silent
     assert rule(src.format(extra="        state[0] = torch.as_tensor(rows)\n"), "TL104") == []
+    # handed to a helper that moves it to do its own work (a decode step), not to give it back
+    worker = (
+        "import torch\ndef decode(net, mask):\n    mask = mask.to('cuda')\n    return net(mask)\n"
+        "def main(net, n):\n    mask = torch.zeros(n, n).bool()\n    return decode(net, mask)\n"
+    )
+    assert rule(worker, "TL104") == []

@@ -8,7 +8,7 @@ from typing import List, Optional, Tuple
 import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, ScopeKind, Site, dotted_name
-from torchlint.analysis.helpers import is_move_call
+from torchlint.analysis.helpers import is_move_call, root_name
 from torchlint.analysis.places import ACCEL, CPU
 from torchlint.analysis.vocabulary import (
     ACCEPTS_DEVICE,
@@ -302,8 +302,9 @@ class CreateThenMove(Rule):
                 if arg is None:
                     continue
                 factory, _ = self._factory_under(ctx, arg, call.site)
-                if factory is None and isinstance(arg, cst.Name):
-                    # `h = torch.zeros(...)` whose only use is being handed to the helper
+                if factory is None and isinstance(arg, cst.Name) and _returns_argument(ctx, fn, param):
+                    # `h = torch.zeros(...)` whose only use is being handed to a helper that
+                    # returns it moved (`return t.cuda()`), not one that moves it to do its own work
                     factory = self._only_use(ctx, arg, call.site)
                 if factory is not None and self._helper_moves_to_accel(ctx, fn, param):
                     report(factory)
@@ -452,6 +453,20 @@ class CreateThenMove(Rule):
 _SIZE_NAME = re.compile(r"(size|len|dim|num|count|width|height|channel|hidden|layer|^n$|^n_|_n$|^[a-z]$)", re.I)
 # Calls whose result is a size.
 _SIZE_CALLS = frozenset({"len", "int", "min", "max", "round", "sum", "abs"})
+
+
+def _returns_argument(ctx: RuleContext, fn, param: str) -> bool:
+    """Every `return` of the helper gives back `param` (moved, or wrapped: `Variable(t.cuda())`)."""
+
+    def gives_back(value: Optional[cst.BaseExpression]) -> bool:
+        if root_name(value) == param:
+            return True  # `t`, `t.cuda()`, `t.to(device)`
+        if isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith("Variable") and value.args:
+            return root_name(value.args[0].value) == param  # `Variable(t.cuda())`: the legacy wrapper
+        return False
+
+    returns = ctx.facts.returns_of(fn)
+    return bool(returns) and all(gives_back(r.value) for r, _ in returns)
 
 
 def _sizes_only(ctx: RuleContext, call: Call) -> bool:
