@@ -1207,3 +1207,11 @@ def test_a_factory_named_then_handed_to_a_moving_helper_is_create_then_move():
         "def main(net, n):\n    mask = torch.zeros(n, n).bool()\n    return decode(net, mask)\n"
     )
     assert rule(worker, "TL104") == []
+
+
+def test_a_fresh_tensor_cast_with_type_as_a_device_tensor_is_create_then_move():
+    # `torch.ones(1, 1).type_as(ref)` takes `ref`'s dtype *and* device: a move
+    src = GPU + "ref = ids.to(device)\nfor step in range(20):\n    tok = torch.ones(1, 1).type_as({ref}).fill_(step)\n"
+    assert [f.row for f in rule(src.format(ref="ref"), "TL104")] == [5]
+    # cast like a CPU tensor: no move, silent
+    assert rule(src.format(ref="ids.cpu()"), "TL104") == []

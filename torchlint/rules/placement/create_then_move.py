@@ -9,7 +9,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import is_move_call, root_name
-from torchlint.analysis.places import ACCEL, CPU
+from torchlint.analysis.places import ACCEL, CPU, DEVICE
 from torchlint.analysis.vocabulary import (
     ACCEPTS_DEVICE,
     ALLOCATING_FACTORIES,
@@ -289,6 +289,14 @@ class CreateThenMove(Rule):
                 fn = a.helpers.function(inner) if inner is not None else None
                 if inner is not None and fn is not None and self._returns_factory(ctx, fn):
                     report(inner)
+        # `torch.ones(1, 1).type_as(t)` with `t` on the device: a move, spelled as a type change.
+        for call in ctx.facts.calls:
+            if call.method != "type_as" or len(call.node.args) != 1 or call.receiver is None:
+                continue
+            if a.places.tensor_place(call.node.args[0].value, call.site) == DEVICE:
+                factory, _ = self._factory_under(ctx, call.receiver, call.site)
+                if factory is not None:
+                    report(factory)
         # A factory handed straight to a same-file helper that moves that argument.
         for call in ctx.facts.calls:
             fn = a.helpers.function(call)
