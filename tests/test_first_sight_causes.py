@@ -1215,3 +1215,21 @@ def test_a_fresh_tensor_cast_with_type_as_a_device_tensor_is_create_then_move():
     assert [f.row for f in rule(src.format(ref="ref"), "TL104")] == [5]
     # cast like a CPU tensor: no move, silent
     assert rule(src.format(ref="ids.cpu()"), "TL104") == []
+
+
+def test_another_files_metric_that_reads_its_argument_on_the_host_syncs_in_the_loop(tmp_path):
+    # a metrics module whose function calls `.item()` on what it is handed, used per batch
+    script = (
+        "import torch\nfrom metrics import hit_rate\ndevice = torch.device('cuda')\n"
+        "net = torch.nn.Linear(8, 3).to(device)\ntotal = 0\n"
+        "for xb, yb in loader:\n    xb, yb = xb.to(device), yb.to(device)\n"
+        "    total += hit_rate(yb, net(xb).argmax(1))\n"
+    )
+    (tmp_path / "train.py").write_text(script)
+    for read, reported in ((".item()", True), ("", False)):
+        (tmp_path / "metrics.py").write_text(
+            "import torch\ndef hit_rate(gold, guess):\n    return torch.eq(gold, guess).float().mean()" + read + "\n"
+        )
+        index = api.project_index([str(tmp_path)])
+        found = [f for f in lint_source(script, str(tmp_path / "train.py"), project=index) if f.code == "TL401"]
+        assert [f.row for f in found] == ([8] if reported else []), read

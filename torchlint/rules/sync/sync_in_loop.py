@@ -446,11 +446,35 @@ class SyncInLoop(Rule):
         hands it a value on the accelerator for that parameter."""
         fn = a.helpers.function(call)
         if fn is None:
-            return None
+            return SyncInLoop._project_sync(a, call)
         for param, what in a.helpers.summary(fn).syncs:
             arg = a.values.argument_for(call, fn, param)
             if arg is not None and a.places.on_accelerator(arg, call.site):
                 return what
+        return None
+
+    @staticmethod
+    def _project_sync(a, call: Call) -> Optional[str]:
+        """A function of another project file that reads what it is handed on the host
+        (`.item()` of `torch.eq(y_true, y_pred).sum()`), handed a value on the accelerator."""
+        project = a.values.project
+        if project is None or call.qualname is None:
+            return None
+        head = dotted_name(call.node.func)
+        if head is None or any(
+            b.kind != BindingKind.IMPORT for b in a.facts.visible_bindings(head.split(".")[0], call.site.scope)
+        ):
+            return None  # a parameter or local that shadows the import (`accuracy_fn` handed in)
+        position = 0
+        for arg in call.node.args:
+            if arg.star:
+                return None
+            where = arg.keyword.value if arg.keyword is not None else position
+            if arg.keyword is None:
+                position += 1
+            method = project.syncs_argument(call.qualname, where)
+            if method is not None and a.places.on_accelerator(arg.value, call.site):
+                return f"`.{method}()`"
         return None
 
     @staticmethod
