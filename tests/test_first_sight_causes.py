@@ -1151,3 +1151,85 @@ def test_a_loop_that_masks_a_whole_group_per_value_is_not_element_work():
     assert rule(src.format(body="out.append(feats[c != labels].sum(0))"), "TL402") == []
     # the value used per element (against a constant, or on its own): element work
     assert [f.row for f in rule(src.format(body="out.append(c * 2 if c == 0 else c)"), "TL402")] == [6]
+
+
+# -- Session 34: corpus recall ---------------------------------------------------------------
+
+
+def test_a_step_helper_that_reads_its_own_loss_is_reported_at_the_read():
+    # a per-batch helper that runs the model and returns `loss.item()`: the read shows in its code
+    src = (
+        GPU + "net = torch.nn.Linear(4, 1).to(device)\n"
+        "def one_step(xb, yb):\n    out = net(xb)\n    err = ((out - yb) ** 2).mean()\n"
+        "    err.backward()\n    return err.{read}\n"
+        "for xb, yb in loader:\n    last = one_step(xb.to(device), yb.to(device))\n"
+    )
+    assert [f.row for f in rule(src.format(read="item()"), "TL401")] == [8]
+    assert rule(src.format(read="detach()"), "TL401") == []
+    # a helper that only reads what it is handed is reported at the loop's call, as before
+    handed = (
+        GPU + "net = torch.nn.Linear(4, 1).to(device)\ndef score(t):\n    return float(t.sum())\n"
+        "for xb in loader:\n    out = net(xb.to(device))\n    out.sum().backward()\n    s = score(out)\n"
+    )
+    assert [f.row for f in rule(handed, "TL401")] == [9]
+
+
+def test_a_batch_left_behind_on_one_branch_of_a_device_chain_is_reported():
+    # one branch of an if/elif chain moves the inputs only, a sibling branch moves the labels:
+    # on the first path the labels stay on the CPU and meet the device output in the loss
+    src = (
+        "import torch\ndef fit(net, loader, lossf, opt, opts):\n    for feats, labels in loader:\n"
+        "        if opts.card is not None:\n            feats = feats.cuda(opts.card)\n{other}"
+        "        pred = net(feats)\n        err = lossf(pred, labels)\n        err.backward()\n        opt.step()\n"
+    )
+    sibling = "        elif torch.cuda.is_available():\n            labels = labels.cuda()\n"
+    assert [f.row for f in rule(src.format(other=sibling), "TL103")] == [9]
+    # both moved on the same branch, or the labels moved under a separate `if`: silent
+    both = "            labels = labels.cuda(opts.card)\n"
+    assert rule(src.format(other=both), "TL103") == []
+    apart = "        if torch.cuda.is_available():\n            labels = labels.cuda()\n"
+    assert rule(src.format(other=apart), "TL103") == []
+
+
+def test_a_factory_named_then_handed_to_a_moving_helper_is_create_then_move():
+    # `state = torch.zeros(...)`, read only by a same-file helper that moves its argument
+    src = (
+        "import torch\ndef on_gpu(t):\n    if torch.cuda.is_available():\n        return t.cuda()\n    return t\n"
+        "class Cell(torch.nn.Module):\n    def start(self, n):\n        state = torch.zeros(2, n, 8)\n{extra}"
+        "        return on_gpu(state)\n"
+    )
+    assert [f.row for f in rule(src.format(extra=""), "TL104")] == [8]
+    # filled from host data before the move: the copy is inherent, silent
+    assert rule(src.format(extra="        state[0] = torch.as_tensor(rows)\n"), "TL104") == []
+    # handed to a helper that moves it to do its own work (a decode step), not to give it back
+    worker = (
+        "import torch\ndef decode(net, mask):\n    mask = mask.to('cuda')\n    return net(mask)\n"
+        "def main(net, n):\n    mask = torch.zeros(n, n).bool()\n    return decode(net, mask)\n"
+    )
+    assert rule(worker, "TL104") == []
+
+
+def test_a_fresh_tensor_cast_with_type_as_a_device_tensor_is_create_then_move():
+    # `torch.ones(1, 1).type_as(ref)` takes `ref`'s dtype *and* device: a move
+    src = GPU + "ref = ids.to(device)\nfor step in range(20):\n    tok = torch.ones(1, 1).type_as({ref}).fill_(step)\n"
+    assert [f.row for f in rule(src.format(ref="ref"), "TL104")] == [5]
+    # cast like a CPU tensor: no move, silent
+    assert rule(src.format(ref="ids.cpu()"), "TL104") == []
+
+
+def test_another_files_metric_that_reads_its_argument_on_the_host_syncs_in_the_loop(tmp_path):
+    # a metrics module whose function calls `.item()` on what it is handed, used per batch
+    script = (
+        "import torch\nfrom metrics import hit_rate\ndevice = torch.device('cuda')\n"
+        "net = torch.nn.Linear(8, 3).to(device)\ntotal = 0\n"
+        "for xb, yb in loader:\n    xb, yb = xb.to(device), yb.to(device)\n"
+        "    total += hit_rate(yb, net(xb).argmax(1))\n"
+    )
+    (tmp_path / "train.py").write_text(script)
+    for read, reported in ((".item()", True), ("", False)):
+        (tmp_path / "metrics.py").write_text(
+            "import torch\ndef hit_rate(gold, guess):\n    return torch.eq(gold, guess).float().mean()" + read + "\n"
+        )
+        index = api.project_index([str(tmp_path)])
+        found = [f for f in lint_source(script, str(tmp_path / "train.py"), project=index) if f.code == "TL401"]
+        assert [f.row for f in found] == ([8] if reported else []), read

@@ -32,6 +32,7 @@ from torchlint.analysis.facts import (
     Call,
     Facts,
     Function,
+    Loop,
     Part,
     Scope,
     ScopeKind,
@@ -127,6 +128,46 @@ class EventKind(enum.Enum):
 
     MOVE = "move"  # moved to a place
     ESCAPE = "escape"  # handed on, where it may be moved unseen
+
+
+@dataclass(frozen=True)
+class SplitMove:
+    """`unmoved` stays on the CPU on the branch of the chain at `head` that moves
+    only `moved` (`test`: that branch's condition; None for the final `else`)."""
+
+    unmoved: str
+    moved: str
+    head: cst.If
+    test: Optional[cst.BaseExpression]
+
+
+def _chain_branches(head: cst.If) -> List[Tuple[cst.If, Part]]:
+    """The branches of an `if`/`elif`/`else` chain: (the `if` owning it, its body or its else)."""
+    out: List[Tuple[cst.If, Part]] = []
+    node: Optional[cst.If] = head
+    while node is not None:
+        out.append((node, Part.BODY))
+        orelse = node.orelse
+        if isinstance(orelse, cst.If):
+            node = orelse
+        else:
+            if orelse is not None:
+                out.append((node, Part.ELSE))
+            node = None
+    return out
+
+
+def _branch_of(region: Tuple[Tuple[cst.CSTNode, Part], ...], depth: int, chain: Set[int]) -> Optional[Tuple[int, Part]]:
+    """The chain branch a site sits directly in (no deeper block), given the
+    region's entries past the loop body (`depth`); None otherwise."""
+    rest = region[depth:]
+    if not rest or any(id(owner) not in chain or not isinstance(owner, cst.If) for owner, _ in rest):
+        return None
+    for (owner, part), (nxt, _) in zip(rest, rest[1:]):
+        if part is not Part.ELSE or owner.orelse is not nxt:  # type: ignore[attr-defined]
+            return None
+    owner, part = rest[-1]
+    return id(owner), part
 
 
 @dataclass(frozen=True)
@@ -1163,6 +1204,52 @@ class Places:
             if where is not None:
                 return DEVICE if where == ACCEL else CPU
         return None
+
+    def split_moves(self, names: List[str], loop: Loop) -> List["SplitMove"]:
+        """Batch names left behind on one branch of an `if`/`elif` chain in the loop's
+        body: the branch moves one name (`y`) to the device and not another (`x`) that
+        a sibling branch does move (`if a: x = x.cuda()` / `elif b: y = y.cuda()`).
+        Branches of one chain exclude each other, so on that path `x` is on the CPU
+        while `y` is on the device. Only names bound in the loop by such moves alone,
+        each branch's moves unconditional in it."""
+        site = self.facts.site_of_statement(loop.node)
+        if site is None:
+            return []
+        body = site.region + ((loop.node, Part.BODY),)
+        out: List[SplitMove] = []
+        for head, head_site in self.facts.ifs:
+            if head_site.scope is not site.scope or head_site.region != body:
+                continue
+            branches = _chain_branches(head)
+            chain_ifs = {id(b[0]) for b in branches}
+            moved: Dict[Tuple[int, Part], Set[str]] = {}
+            clean = True
+            for b in self.facts.bindings_in(site.scope):
+                if b.name not in names or not loop.contains(b.site.order):
+                    continue
+                if b.kind == BindingKind.FOR and b.site.order == loop.order:
+                    continue  # the loop's own target
+                key = _branch_of(b.site.region, len(body), chain_ifs)
+                call = self.facts.call_for(b.value) if isinstance(b.value, cst.Call) else None
+                if (
+                    key is None
+                    or call is None
+                    or dotted_name(call.receiver) != b.name
+                    or self.move_device(call) != ACCEL
+                ):
+                    clean = False  # bound elsewhere in the loop, or not by a move to the device
+                    break
+                moved.setdefault(key, set()).add(b.name)
+            if not clean or len(moved) < 2:
+                continue
+            every = set().union(*moved.values())
+            for node, part in branches:
+                here = moved.get((id(node), part), set())
+                for x in sorted(every - here):
+                    for y in sorted(here):
+                        test = node.test if part is Part.BODY else None
+                        out.append(SplitMove(x, y, head, test))
+        return out
 
     def next_batch(self, value: Optional[cst.BaseExpression], site: Site) -> bool:
         """`next(iter(loader))` / `next(it)` with `it = iter(loader)`: a CPU batch."""

@@ -49,7 +49,7 @@ MAX_DEPTH = 8  # re-exports, aliases and helpers followed at most this deep
 Definition = Union[ClassSummary, FunctionSummary, AssignSummary]
 # Questions answered None when unknown (the others: False).
 _OPTIONAL = frozenset({Question.CLASS_KIND, Question.RETURNS, Question.PLACES_ITSELF, Question.HAS_PARAMETERS})
-Answer = Union[None, bool, ClassKind, ValueKind]
+Answer = Union[None, bool, str, ClassKind, ValueKind]
 Arg = Union[None, int, str, bool]  # a question's argument besides the name
 
 
@@ -384,6 +384,19 @@ class ProjectIndex:
                     return True
         return False
 
+    def _syncs_argument(self, target: Target, position: object) -> Optional[str]:
+        found = self._definition(target)
+        if not isinstance(found, FunctionSummary):
+            return None
+        if isinstance(position, int) and not isinstance(position, bool):
+            param = found.params[position] if 0 <= position < len(found.params) else None
+        else:
+            param = position if position in found.keywords else None
+        for p, method in found.syncs:
+            if p == param:
+                return method
+        return None
+
     def _trains(self, target: Target, _: object) -> bool:
         found = self._definition(target)
         if not isinstance(found, FunctionSummary):
@@ -482,6 +495,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.FORWARD_CONTAINER: ProjectIndex._forward_container,
     Question.HAS_PARAMETERS: ProjectIndex._has_parameters,
     Question.IMPORTED: ProjectIndex._imported,
+    Question.SYNCS_ARGUMENT: ProjectIndex._syncs_argument,
 }
 
 
@@ -522,6 +536,12 @@ class FileView:
         """Function `qualname` moves (a part of) its argument at position `index`
         (or keyword `index`) to a device."""
         return bool(self.index._record(self.path, Question.MOVES_ARGUMENT, qualname, index))
+
+    def syncs_argument(self, qualname: str, index: Union[int, str]) -> Optional[str]:
+        """Function `qualname` reads its argument at position `index` (or keyword
+        `index`) on the host every call: the method (`item`, `tolist`), or None."""
+        answer = self.index._record(self.path, Question.SYNCS_ARGUMENT, qualname, index)
+        return answer if isinstance(answer, str) else None
 
     def places_itself(self, qualname: str) -> Optional[bool]:
         """Code in class `qualname` (or a project base class) moves something or

@@ -52,6 +52,7 @@ class Question(enum.Enum):
     FORWARD_CONTAINER = "forward_container"
     HAS_PARAMETERS = "has_parameters"
     IMPORTED = "imported"
+    SYNCS_ARGUMENT = "syncs_argument"
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,9 @@ class FunctionSummary:
     passes: Tuple[Pass, ...] = ()  # parameters handed on to other calls
     trains: bool = False  # calls .backward(), torch.autograd.grad/backward or an optimizer's step()
     callees: Tuple[str, ...] = ()  # dotted callees of its calls (for `trains` through helpers)
+    # parameters read on the host: `.item()`/`.tolist()` of a value computed from one
+    # (`torch.eq(y_true, y_pred).sum().item()`): (parameter, the method)
+    syncs: Tuple[Tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,7 @@ class Dependency:
     question: Question
     qualname: str
     arg: Union[None, int, str, bool]
-    answer: Union[None, bool, ClassKind, ValueKind]
+    answer: Union[None, bool, str, ClassKind, ValueKind]
 
     def sort_key(self) -> Tuple[str, str, str]:
         return (self.question.value, self.qualname, repr(self.arg))

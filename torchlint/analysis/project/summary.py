@@ -485,9 +485,14 @@ class _Function:
         passes: Set[Pass] = set()
         callees: Set[str] = set()
         trains = False
+        syncs: Set[Tuple[str, str]] = set()
         for call in self.calls:
             func = call.func
             callee = dotted(func)
+            if isinstance(func, ast.Attribute) and func.attr in _HOST_READS and not call.args and not call.keywords:
+                for n in ast.walk(func.value):
+                    if isinstance(n, ast.Name) and n.id in derived:
+                        syncs.add((derived[n.id], func.attr))
             if isinstance(func, ast.Attribute):
                 if func.attr in MOVE_METHODS and not (func.attr == "to" and not call.args and not call.keywords):
                     root = _root(func.value)
@@ -523,6 +528,7 @@ class _Function:
             passes=tuple(sorted(passes, key=lambda p: (p.callee, str(p.position), p.param))),
             trains=trains,
             callees=tuple(sorted(callees)),
+            syncs=tuple(sorted(syncs)),
         )
 
     def _derived(self) -> Dict[str, str]:
@@ -621,6 +627,10 @@ _HANDLERS: Dict[type, Callable[[_Function, Any], None]] = {
     ast.ImportFrom: _Function._import,
     ast.If: _Function._if,
 }
+
+
+# Tensor methods that read a value on the host (a device tensor's read waits for the device).
+_HOST_READS = frozenset({"item", "tolist"})
 
 
 def _optimizer_name(name: Optional[str]) -> bool:

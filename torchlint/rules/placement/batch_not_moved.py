@@ -11,6 +11,7 @@ from torchlint.analysis.facts import Binding, BindingKind, Call, Loop, Scope, Si
 from torchlint.analysis.helpers import root_name
 from torchlint.analysis.places import CPU, DEVICE
 from torchlint.analysis.vocabulary import CHAIN_METHODS
+from torchlint.analysis.walk import descendants
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import module_at
@@ -215,8 +216,8 @@ class BatchNotMoved(Rule):
             if site is None or not a.places.batch_source(node.iter, site):
                 continue
             targets = _loop_targets(a, node)
-            if targets:
-                self._check_region(ctx, targets, site.scope, loop.order, loop.end_order, loop=loop)
+            if targets and not self._check_region(ctx, targets, site.scope, loop.order, loop.end_order, loop=loop):
+                self._check_split(ctx, targets, loop)
         # `x, y = next(iter(loader))`
         for b in ctx.facts.bindings:
             if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and a.places.next_batch(b.value, b.site):
@@ -237,7 +238,7 @@ class BatchNotMoved(Rule):
         end: int,
         loop: Optional[Loop] = None,
         anchor: Optional[Binding] = None,
-    ) -> None:
+    ) -> bool:
         """Report the first use, between `start` and `end` in `scope`, of a batch
         name (or a name derived from one) that is still on the CPU where it meets
         a model on the device or a tensor on the device."""
@@ -283,13 +284,57 @@ class BatchNotMoved(Rule):
                     if first is None or use.site.order < first[0]:
                         first = (use.site.order, use.node)
         if first is None:
-            return
+            return False
         order = {n: i for i, n in enumerate(targets)}
         unmoved.sort(key=lambda n: order.get(n, len(order)))
         shown = ", ".join(f"`{n}`" for n in unmoved)
         message = self.MESSAGE.format(names=shown, s="es" if len(unmoved) == 1 else "")
         fix = None if derived else self._fix(ctx, loop, anchor, unmoved, targets, dict_like, roots, start, end, scope)
         ctx.report(first[1], message, replacements=fix)
+        return True
+
+    def _check_split(self, ctx: RuleContext, targets: List[str], loop: Loop) -> None:
+        """`if a: x = x.cuda()` / `elif b: y = y.cuda()`: on the branch that moves only
+        `x`, `y` stays on the CPU; report where `y` then meets `x` (or what the
+        iteration computed from it) in a model, loss or torch call."""
+        a = ctx.analysis
+        for split in a.places.split_moves(targets, loop):
+            head_site = ctx.facts.site_of_statement(split.head)
+            if head_site is None:
+                continue
+            chain = {id(n) for n in descendants(split.head) if isinstance(n, cst.If)} | {id(split.head)}
+            derived = {split.moved}
+            for b in ctx.facts.bindings_in(head_site.scope):
+                if b.site.order > head_site.order and loop.contains(b.site.order) and b.value is not None:
+                    if any(isinstance(n, cst.Name) and n.value in derived for n in descendants(b.value)):
+                        derived.add(b.name)
+            for call in a.helpers.calls_in_scope(head_site.scope):
+                if call.site.order <= head_site.order or not loop.contains(call.site.order):
+                    continue
+                if any(id(owner) in chain for owner, _ in call.site.region):
+                    continue
+                if not (
+                    a.values.model_call(call) is not None
+                    or a.values.is_loss_call(call)
+                    or (call.qualname or "").startswith("torch.")
+                ):
+                    continue
+                left = [arg for arg in call.node.args if _batch_ref(arg) == (split.unmoved, _Ref.PLAIN)]
+                if not left or not any(
+                    arg not in left
+                    and any(isinstance(n, cst.Name) and n.value in derived for n in descendants(arg.value))
+                    for arg in call.node.args
+                ):
+                    continue
+                if _handed_on(a, split.unmoved, head_site, call.site):
+                    break
+                where = f"`if {ctx.code(split.test)}`" if split.test is not None else "the final `else`"
+                ctx.report(
+                    left[0].value,
+                    f"Batch tensor `{split.unmoved}` stays on the CPU on the branch {where}, which moves only "
+                    f"`{split.moved}` to the device: there it meets device values here (device mismatch)",
+                )
+                return
 
     @staticmethod
     def _meets_device(a: Analysis, call: Call) -> bool:
@@ -445,6 +490,20 @@ def _derived_names(ctx: RuleContext, targets: List[str], scope: Scope, start: in
         if isinstance(src, cst.Name) and src.value in roots and b.name not in roots and "." not in b.name:
             roots[b.name] = roots[src.value]
     return roots
+
+
+def _handed_on(a: Analysis, name: str, after: Site, before: Site) -> bool:
+    """`name` is handed to code other than a model, loss or torch op between the two sites."""
+    for use in a.facts.scoped_uses(name, before.scope):
+        if not (after.order < use.site.order < before.order) or not isinstance(use.site.parent, cst.Arg):
+            continue
+        call = a.facts.call_of_arg(use.site.parent)
+        if call is None or a.values.model_call(call) is not None or a.values.is_loss_call(call):
+            continue
+        if (call.qualname or "").startswith("torch.") or dotted_name(call.node.func) in ("print", "len"):
+            continue
+        return True
+    return False
 
 
 def _scope_end(ctx: RuleContext, scope: Scope) -> int:

@@ -8,8 +8,8 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Function, ScopeKind, Site, dotted_name
-from torchlint.analysis.helpers import is_move_call
-from torchlint.analysis.places import ACCEL, CPU
+from torchlint.analysis.helpers import is_move_call, root_name
+from torchlint.analysis.places import ACCEL, CPU, DEVICE
 from torchlint.analysis.vocabulary import (
     ACCEPTS_DEVICE,
     ALLOCATING_FACTORIES,
@@ -289,6 +289,14 @@ class CreateThenMove(Rule):
                 fn = a.helpers.function(inner) if inner is not None else None
                 if inner is not None and fn is not None and self._returns_factory(ctx, fn):
                     report(inner)
+        # `torch.ones(1, 1).type_as(t)` with `t` on the device: a move, spelled as a type change.
+        for call in ctx.facts.calls:
+            if call.method != "type_as" or len(call.node.args) != 1 or call.receiver is None:
+                continue
+            if a.places.tensor_place(call.node.args[0].value, call.site) == DEVICE:
+                factory, _ = self._factory_under(ctx, call.receiver, call.site)
+                if factory is not None:
+                    report(factory)
         # A factory handed straight to a same-file helper that moves that argument.
         for call in ctx.facts.calls:
             fn = a.helpers.function(call)
@@ -302,6 +310,10 @@ class CreateThenMove(Rule):
                 if arg is None:
                     continue
                 factory, _ = self._factory_under(ctx, arg, call.site)
+                if factory is None and isinstance(arg, cst.Name) and _returns_argument(ctx, fn, param):
+                    # `h = torch.zeros(...)` whose only use is being handed to a helper that
+                    # returns it moved (`return t.cuda()`), not one that moves it to do its own work
+                    factory = self._only_use(ctx, arg, call.site)
                 if factory is not None and self._helper_moves_to_accel(ctx, fn, param):
                     report(factory)
 
@@ -360,8 +372,12 @@ class CreateThenMove(Rule):
         return False
 
     def _only_use_is_move(self, ctx: RuleContext, move: Call) -> Optional[Call]:
-        name = move.receiver.value  # type: ignore[union-attr]
-        scope = move.site.scope
+        return self._only_use(ctx, move.receiver, move.site)  # type: ignore[arg-type]
+
+    def _only_use(self, ctx: RuleContext, use: cst.Name, site: Site) -> Optional[Call]:
+        """The factory bound once to `use`'s name, in `site`'s scope, when `use` is its only read."""
+        name = use.value
+        scope = site.scope
         bindings = ctx.facts.scoped_bindings(name, scope)
         if (
             len(bindings) != 1
@@ -371,7 +387,7 @@ class CreateThenMove(Rule):
             return None
         b = bindings[0]
         uses = ctx.facts.scoped_uses(name, scope)
-        if len(uses) != 1 or uses[0].node is not move.receiver or b.site.order > move.site.order:
+        if len(uses) != 1 or uses[0].node is not use or b.site.order > site.order:
             return None
         factory, _ = self._factory_under(ctx, b.value, b.site)
         return factory
@@ -445,6 +461,20 @@ class CreateThenMove(Rule):
 _SIZE_NAME = re.compile(r"(size|len|dim|num|count|width|height|channel|hidden|layer|^n$|^n_|_n$|^[a-z]$)", re.I)
 # Calls whose result is a size.
 _SIZE_CALLS = frozenset({"len", "int", "min", "max", "round", "sum", "abs"})
+
+
+def _returns_argument(ctx: RuleContext, fn: Function, param: str) -> bool:
+    """Every `return` of the helper gives back `param` (moved, or wrapped: `Variable(t.cuda())`)."""
+
+    def gives_back(value: Optional[cst.BaseExpression]) -> bool:
+        if root_name(value) == param:
+            return True  # `t`, `t.cuda()`, `t.to(device)`
+        if isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith("Variable") and value.args:
+            return root_name(value.args[0].value) == param  # `Variable(t.cuda())`: the legacy wrapper
+        return False
+
+    returns = ctx.facts.returns_of(fn)
+    return bool(returns) and all(gives_back(r.value) for r, _ in returns)
 
 
 def _sizes_only(ctx: RuleContext, call: Call) -> bool:

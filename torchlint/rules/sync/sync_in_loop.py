@@ -9,6 +9,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Loop, Site, dotted_name
 from torchlint.analysis.loops import HotContext
+from torchlint.analysis.places import DEVICE
 from torchlint.analysis.vocabulary import LOSS_NAME
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
@@ -30,8 +31,10 @@ class SyncInLoop(Rule):
     of a value that is then reduced on the host (`pred.eq(y).cpu().sum()`),
     and, in training loops, `.cpu()`, `.numpy()` and `print(t)` of a tensor.
     A same-file helper the loop calls every iteration and that syncs inside
-    (`accuracy(out, y)` returning `float(...)`, a `train_step` returning
-    `loss.item()`) is reported at that call.
+    is reported where the device read shows: a `train_step` returning
+    `loss.item()` of its own forward's loss at that `.item()`; a helper
+    reading what it is handed (`accuracy(out, y)` returning `float(...)`) at
+    the loop's call.
 
     Only values on the accelerator count: a loss, a model output (also
     unpacked from a tuple, `loss, logits = model(x)`), a loss returned by a
@@ -284,8 +287,19 @@ class SyncInLoop(Rule):
             if a.loops.control_exit(call.node, call.site):
                 continue  # `if signal.item() == 0: break`: whether the loop goes on is read on the host
             if hot.call is not None:
-                # Inside a same-file helper: report where the loop calls it, every iteration.
-                if id(hot.call.node) not in via_calls and not a.roles.excluded(hot.call.site):
+                # Inside a same-file helper the loop calls every iteration: the helper's own code
+                # shows the device read, so it is reported there (once, whatever loops call it).
+                # Inside a same-file helper the loop calls every iteration. Where the helper's own
+                # code shows the value on the device (`loss = self.model(x)`, `return loss.item()`)
+                # the read is reported there; a parameter it is merely handed, at the loop's call.
+                if a.roles.excluded(hot.call.site):
+                    continue
+                fn = a.facts.function_of(call.site.scope.function) if call.site.scope.function else None
+                if fn is not None and self._read_on_device(a, call):
+                    via_calls.add(id(hot.call.node))  # the loop's call is this same read
+                    where = HotContext(hot.loop, hot.training, fn.name, hot.call)
+                    add(hot, call.site.order, call.node, self._message(what[0], where))
+                elif id(hot.call.node) not in via_calls:
                     via_calls.add(id(hot.call.node))
                     add(
                         hot,
@@ -421,16 +435,50 @@ class SyncInLoop(Rule):
         return None
 
     @staticmethod
+    def _read_on_device(a: Analysis, call: Call) -> bool:
+        """The helper that holds `call` runs a model step of its own and the tensor it
+        reads on the host is on the device: the read shows in the helper's code."""
+        expr = call.receiver if call.method is not None else (call.node.args[0].value if call.node.args else None)
+        if expr is None or a.places.tensor_place(expr, call.site) != DEVICE:
+            return False
+        # a step of its own: the helper runs the model (`train_step`, `_run_batch`, `test`)
+        return any(a.values.model_call(c) is not None for c in a.helpers.calls_in_scope(call.site.scope))
+
+    @staticmethod
     def _helper_sync(a: Analysis, call: Call) -> Optional[str]:
         """What a same-file helper reads on the host every call, when `call`
         hands it a value on the accelerator for that parameter."""
         fn = a.helpers.function(call)
         if fn is None:
-            return None
+            return SyncInLoop._project_sync(a, call)
         for param, what in a.helpers.summary(fn).syncs:
             arg = a.values.argument_for(call, fn, param)
             if arg is not None and a.places.on_accelerator(arg, call.site):
                 return what
+        return None
+
+    @staticmethod
+    def _project_sync(a: Analysis, call: Call) -> Optional[str]:
+        """A function of another project file that reads what it is handed on the host
+        (`.item()` of `torch.eq(y_true, y_pred).sum()`), handed a value on the accelerator."""
+        project = a.values.project
+        if project is None or call.qualname is None:
+            return None
+        head = dotted_name(call.node.func)
+        if head is None or any(
+            b.kind != BindingKind.IMPORT for b in a.facts.visible_bindings(head.split(".")[0], call.site.scope)
+        ):
+            return None  # a parameter or local that shadows the import (`accuracy_fn` handed in)
+        position = 0
+        for arg in call.node.args:
+            if arg.star:
+                return None
+            where = arg.keyword.value if arg.keyword is not None else position
+            if arg.keyword is None:
+                position += 1
+            method = project.syncs_argument(call.qualname, where)
+            if method is not None and a.places.on_accelerator(arg.value, call.site):
+                return f"`.{method}()`"
         return None
 
     @staticmethod
