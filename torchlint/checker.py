@@ -49,6 +49,7 @@ def checked(
     displayed: AbstractSet[int] = frozenset(),
     project: Optional[FileView] = None,
     cells: Sequence[int] = (),
+    statement_code: Optional[Callable[[int], str]] = None,
 ) -> Tuple[List[Report], List[Problem], Analysis]:
     """Every enabled rule's reports on `module`, in rule order, and the problems
     of the rules that failed. An error in the shared facts propagates: it is
@@ -57,9 +58,12 @@ def checked(
     cancellation of a stale lint) to stop the run there. `displayed`: rows
     where a notebook cell's displayed last expression starts; `cells`: rows
     where its cells start. `project`: the project index as this file asks it
-    (None: the file alone). Also returns the analysis (its facts' parent map
+    (None: the file alone). `statement_code`: the code of top-level statement
+    i, where the caller keeps them. Also returns the analysis (its facts' parent map
     tells the renderer which statements hold the reports)."""
-    analysis = Analysis(module, path, source, project=project, displayed_rows=displayed, cell_rows=cells)
+    analysis = Analysis(
+        module, path, source, project=project, displayed_rows=displayed, cell_rows=cells, statement_code=statement_code
+    )
     ctx = RuleContext(module=module, analysis=analysis, path=path, source=source)
     problems: List[Problem] = []
     for rule_cls in enabled_rules(enabled):

@@ -91,6 +91,11 @@ class DocumentState:
         if self.cancelled():
             raise Cancelled()
 
+    def statement_codes(self, module: cst.Module) -> Optional[Callable[[int], str]]:
+        if self.parsed is not None and self.parsed.module is module:
+            return self.parsed.statement_code
+        return None
+
 
 class Session:
     """One document's lints and fixes under one path and settings: `check` and

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING, AbstractSet, Iterable, List, Optional, Protocol, Sequence, Tuple
+from typing import TYPE_CHECKING, AbstractSet, Callable, Iterable, List, Optional, Protocol, Sequence, Tuple
 
 import libcst as cst
 
@@ -89,6 +89,11 @@ class Reuse(Protocol):
         """Called between stages; may raise a BaseException to stop the lint."""
         ...
 
+    def statement_codes(self, module: cst.Module) -> Optional[Callable[[int], str]]:
+        """The code of `module`'s top-level statement i, where kept (shared
+        with the renderer); None: not kept."""
+        ...
+
 
 class _Cold:
     """No reuse: parse and render from scratch."""
@@ -113,6 +118,9 @@ class _Cold:
 
     def checkpoint(self) -> None:
         pass
+
+    def statement_codes(self, module: cst.Module) -> Optional[Callable[[int], str]]:
+        return None
 
 
 COLD: Reuse = _Cold()
@@ -232,6 +240,7 @@ def _lint_unpaused(
             displayed=displayed,
             project=project_view(project, path, text),
             cells=cells,
+            statement_code=reuse.statement_codes(module) if cells else None,
         )
         reuse.checkpoint()
         parent_of = analysis.facts.parent_of
