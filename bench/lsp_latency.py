@@ -23,6 +23,7 @@ Ruff gets it through `notebookDocument/*` (as notebook editors send it).
     python bench/lsp_latency.py                   # every size, 30 edits each (10 over 5,000 lines)
     python bench/lsp_latency.py --sizes 2000 --repeats 20 --json
     python bench/lsp_latency.py --no-ruff --breakdown
+    python bench/lsp_latency.py --no-ruff --opens 7      # open/parse over 7 new texts, each parse timed beside it
 """
 
 from __future__ import annotations
@@ -361,6 +362,60 @@ def _summary(open_s: float, times: List[float], fix_s: float, findings: int) -> 
     }
 
 
+def open_ratios(case: Case, opens: int) -> Dict[str, Any]:
+    """Open-to-first-diagnostics over `opens` texts never linted (the edited
+    number differs in each), one server, each open divided by a bare parse
+    timed just before and after it (the load of a shared machine changes
+    between runs, less within a few seconds); and the same for a lint
+    session's first lint in-process, in CPU seconds (`time.process_time`)."""
+    import libcst as cst
+
+    from torchlint.api import session
+
+    def variant(k: int) -> str:
+        return case.text.replace(EDIT_MARK, EDIT_MARK.replace("0.01", f"0.{k + 2:02d}"), 1)
+
+    def parse_s(clock: Callable[[], float]) -> float:
+        t = clock()
+        cst.parse_module(case.source)
+        return clock() - t
+
+    client = Client(torchlint_server().cmd)
+    wall: List[float] = []
+    try:
+        client.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": CAPABILITIES})
+        client.notify("initialized", {})
+        time.sleep(SETTLE_S)
+        parse_s(time.perf_counter)
+        for k in range(opens):
+            uri = (ROOT / "bench" / f"_opened_{k}{case.suffix}").as_uri()  # never written
+            before = parse_s(time.perf_counter)
+            item = {"uri": uri, "languageId": _language(case), "version": 1, "text": variant(k)}
+            sent = client.notify("textDocument/didOpen", {"textDocument": item})
+            arrived, _ = client.wait(publish_for(uri, 1))
+            wall.append((arrived - sent) / ((before + parse_s(time.perf_counter)) / 2))
+            client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    finally:
+        client.close()
+    cpu: List[float] = []
+    path = str(ROOT / "bench" / f"_opened{case.suffix}")
+    session("warm.py").check("import torch\nx = torch.zeros(1)\n")
+    for k in range(opens):
+        before = parse_s(time.process_time)
+        lints = session(path)
+        t = time.process_time()
+        lints.check(variant(opens + k))
+        spent = time.process_time() - t
+        cpu.append(spent / ((before + parse_s(time.process_time)) / 2))
+    return {
+        "opens": opens,
+        "open_ratio_p50": statistics.median(wall),
+        "open_ratio_min": min(wall),
+        "open_ratio_max": max(wall),
+        "open_cpu_ratio_p50": statistics.median(cpu),
+    }
+
+
 # -- in-process references -------------------------------------------------------------------------
 def parse_times(source: str, repeats: int) -> List[float]:
     """Seconds of `repeats` bare LibCST parses (after one to warm up)."""
@@ -443,6 +498,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--parse-repeats", type=int, default=5)
     parser.add_argument("--no-ruff", action="store_true")
     parser.add_argument("--breakdown", action="store_true", help="torchlint's stages, in-process")
+    parser.add_argument(
+        "--opens", type=int, default=0, help="also open N texts never linted, each against a parse timed beside it"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     cases = [script_case(n) for n in args.sizes] + ([] if args.no_notebook else [notebook_case()])
@@ -463,6 +521,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             row[server.name] = run_server(server, case, args.big_repeats if case.lines > 5000 else args.repeats)
         parses += parse_times(case.source, args.parse_repeats)
         row["parse_ms"] = statistics.median(parses) * 1000
+        if args.opens:
+            row["torchlint_opens"] = open_ratios(case, args.opens)
         if args.breakdown:
             row["torchlint_breakdown"] = breakdown(case, max(3, args.parse_repeats))
         results.append(row)
@@ -486,6 +546,12 @@ def _print_row(row: Dict[str, Any], servers: List[str]) -> None:
             f"({r['edit_p50_ms'] / parse:.2f}x parse), p95 {r['edit_p95_ms']:6.0f} ms "
             f"({r['edit_p95_ms'] / parse:.2f}x) | fix-all {r['fix_all_ms']:6.0f} ms | {r['findings']} diagnostics"
             + (f" | reopen {r['reopen_ms']:.0f} ms" if "reopen_ms" in r else "")
+        )
+    if "torchlint_opens" in row:
+        o = row["torchlint_opens"]
+        print(
+            f"  torchlint {o['opens']} opens / parse beside each: median {o['open_ratio_p50']:.2f}x "
+            f"({o['open_ratio_min']:.2f}-{o['open_ratio_max']:.2f}); in-process CPU {o['open_cpu_ratio_p50']:.2f}x"
         )
     if "torchlint_breakdown" in row:
         b = row["torchlint_breakdown"]

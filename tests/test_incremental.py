@@ -87,6 +87,47 @@ def test_unchanged_statements_are_not_rendered_again():
     assert not lints.state.parsed.whole_parses
 
 
+_QUIET_UNTIL_MOVED = """import torch
+from torch.utils.data import DataLoader
+
+
+def helper():
+    return 1
+
+
+def make_loader(dataset):
+    return DataLoader(dataset, batch_size=32)
+
+
+def other():
+    return 2
+
+
+model = torch.nn.Linear(3, 3)
+"""
+_MOVED = _QUIET_UNTIL_MOVED.replace("torch.nn.Linear(3, 3)", 'torch.nn.Linear(3, 3).to("cuda")')
+
+
+def test_first_lint_renders_only_the_statements_holding_findings():
+    lints = session("train.py")
+    result = lints.check(_MOVED)
+    assert result == check(_MOVED, "train.py")
+    assert [(f.code, f.row) for f in result.findings] == [("TL303", 10)]
+    assert lints.state.renders.statements_rendered == 1  # make_loader, of 6 statements
+
+
+def test_a_finding_appearing_in_a_statement_never_rendered_matches_the_cold_lint():
+    """Moving the model makes a device in play: TL303 now reports the loader of
+    `make_loader`, a statement the edit left alone and no lint rendered."""
+    lints = session("train.py")
+    assert lints.check(_QUIET_UNTIL_MOVED) == check(_QUIET_UNTIL_MOVED, "train.py")
+    assert lints.state.renders.statements_rendered == 0
+    result = lints.check(_MOVED)
+    assert result == check(_MOVED, "train.py") and result.findings
+    assert not lints.state.parsed.whole_parses
+    assert lints.state.renders.statements_rendered == 1
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_fix_all_from_kept_fixes_applies_every_safe_fix(seed):
     """Built from the kept lint (no lint of the result): every safe fix that

@@ -35,6 +35,22 @@ def run_rules(
     project: Optional[FileView] = None,
     cells: Sequence[int] = (),
 ) -> Tuple[List[Report], List[Problem]]:
+    """`checked`'s reports and problems."""
+    reports, problems, _ = checked(module, source, path, enabled, checkpoint, displayed, project, cells)
+    return reports, problems
+
+
+def checked(
+    module: cst.Module,
+    source: str,
+    path: str,
+    enabled: AbstractSet[str],
+    checkpoint: Optional[Callable[[], None]] = None,
+    displayed: AbstractSet[int] = frozenset(),
+    project: Optional[FileView] = None,
+    cells: Sequence[int] = (),
+    statement_code: Optional[Callable[[int], str]] = None,
+) -> Tuple[List[Report], List[Problem], Analysis]:
     """Every enabled rule's reports on `module`, in rule order, and the problems
     of the rules that failed. An error in the shared facts propagates: it is
     the whole file's problem, not one rule's. `checkpoint` is called before
@@ -42,8 +58,12 @@ def run_rules(
     cancellation of a stale lint) to stop the run there. `displayed`: rows
     where a notebook cell's displayed last expression starts; `cells`: rows
     where its cells start. `project`: the project index as this file asks it
-    (None: the file alone)."""
-    analysis = Analysis(module, path, source, project=project, displayed_rows=displayed, cell_rows=cells)
+    (None: the file alone). `statement_code`: the code of top-level statement
+    i, where the caller keeps them. Also returns the analysis (its facts' parent map
+    tells the renderer which statements hold the reports)."""
+    analysis = Analysis(
+        module, path, source, project=project, displayed_rows=displayed, cell_rows=cells, statement_code=statement_code
+    )
     ctx = RuleContext(module=module, analysis=analysis, path=path, source=source)
     problems: List[Problem] = []
     for rule_cls in enabled_rules(enabled):
@@ -64,4 +84,4 @@ def run_rules(
         except Exception as exc:  # one rule's bug must not hide the others' findings
             log.exception("rule %s crashed on %s", rule_cls.CODE, path)
             problems.append(Problem(path, f"internal error in rule: {type(exc).__name__}: {exc}", rule_cls.CODE))
-    return ctx.reports, problems
+    return ctx.reports, problems, analysis

@@ -3,8 +3,8 @@ cold lint of its text, computed from what the previous lints left.
 
 - the module comes from an incremental parse (torchlint/reparse.py): only the
   top-level statements an edit touched are parsed again;
-- positions and fix anchors are rendered for new statements only
-  (torchlint/render_cache.py);
+- positions and fix anchors are rendered only for the statements that hold
+  findings and are new, or whose findings are (torchlint/render_cache.py);
 - a text linted before (an undo, the result of a fix-all the editor then
   applies, a code action on text just linted) is answered from memory;
 - a lint can be cancelled between stages and between rules (`cancelled`),
@@ -31,7 +31,7 @@ from torchlint.findings import Applicability, Edit, FileResult
 from torchlint.fixes import apply_fix_groups
 from torchlint.node_edits import Rendered, render
 from torchlint.parsing import cpython_error
-from torchlint.pipeline import BOM, Linted, is_notebook, process_text
+from torchlint.pipeline import BOM, Linted, ParentOf, is_notebook, process_text
 from torchlint.render_cache import RenderCache
 from torchlint.reparse import Parsed, reparse
 
@@ -76,14 +76,25 @@ class DocumentState:
         self.parsed = reparse(self.parsed, text)
         return self.parsed.module
 
-    def render(self, module: cst.Module, nodes: Iterable[cst.CSTNode], anchors: Iterable[cst.CSTNode]) -> Rendered:
+    def render(
+        self,
+        module: cst.Module,
+        nodes: Iterable[cst.CSTNode],
+        anchors: Iterable[cst.CSTNode],
+        parent_of: Optional[ParentOf] = None,
+    ) -> Rendered:
         if self.parsed is not None and self.parsed.module is module:
-            return self.renders.render(self.parsed, nodes, anchors)
+            return self.renders.render(self.parsed, nodes, anchors, parent_of)
         return render(module, nodes, anchors)
 
     def checkpoint(self) -> None:
         if self.cancelled():
             raise Cancelled()
+
+    def statement_codes(self, module: cst.Module) -> Optional[Callable[[int], str]]:
+        if self.parsed is not None and self.parsed.module is module:
+            return self.parsed.statement_code
+        return None
 
 
 class Session:

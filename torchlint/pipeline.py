@@ -26,18 +26,18 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING, AbstractSet, Iterable, List, Optional, Protocol, Sequence, Tuple
+from typing import TYPE_CHECKING, AbstractSet, Callable, Iterable, List, Optional, Protocol, Sequence, Tuple
 
 import libcst as cst
 
 from torchlint import notebook
-from torchlint.checker import enabled_rules, run_rules
+from torchlint.checker import checked, enabled_rules
 from torchlint.decode import DecodeError, decode_source
 from torchlint.findings import MODES, Applicability, FileOutcome, FileResult, Finding, Fix, Problem
 from torchlint.fix_loop import Fixed, TextDocument, fix_document
 from torchlint.fixes import LineIndex, diff_edits, replace_nodes, unified_diff
 from torchlint.gc_pause import gc_paused
-from torchlint.node_edits import Rendered, fix_edits, render
+from torchlint.node_edits import ParentOf, Rendered, fix_edits, render
 from torchlint.parsing import SourceError, cpython_error, parse
 from torchlint.precheck import could_matter
 from torchlint.rules.base import Report
@@ -74,12 +74,24 @@ class Reuse(Protocol):
         """`parsing.parse(text)` (raises SourceError alike)."""
         ...
 
-    def render(self, module: cst.Module, nodes: Iterable[cst.CSTNode], anchors: Iterable[cst.CSTNode]) -> Rendered:
-        """`node_edits.render(module, nodes, anchors)`."""
+    def render(
+        self,
+        module: cst.Module,
+        nodes: Iterable[cst.CSTNode],
+        anchors: Iterable[cst.CSTNode],
+        parent_of: Optional[ParentOf] = None,
+    ) -> Rendered:
+        """`node_edits.render(module, nodes, anchors)`; `parent_of`: each
+        visited node's parent (the facts'), to find the statements holding them."""
         ...
 
     def checkpoint(self) -> None:
         """Called between stages; may raise a BaseException to stop the lint."""
+        ...
+
+    def statement_codes(self, module: cst.Module) -> Optional[Callable[[int], str]]:
+        """The code of `module`'s top-level statement i, where kept (shared
+        with the renderer); None: not kept."""
         ...
 
 
@@ -95,11 +107,20 @@ class _Cold:
     def parse(self, text: str) -> cst.Module:
         return parse(text)
 
-    def render(self, module: cst.Module, nodes: Iterable[cst.CSTNode], anchors: Iterable[cst.CSTNode]) -> Rendered:
-        return render(module, nodes, anchors)
+    def render(
+        self,
+        module: cst.Module,
+        nodes: Iterable[cst.CSTNode],
+        anchors: Iterable[cst.CSTNode],
+        parent_of: Optional[ParentOf] = None,
+    ) -> Rendered:
+        return render(module, nodes, anchors)  # one pass over the module: no parent map needed
 
     def checkpoint(self) -> None:
         pass
+
+    def statement_codes(self, module: cst.Module) -> Optional[Callable[[int], str]]:
+        return None
 
 
 COLD: Reuse = _Cold()
@@ -210,7 +231,7 @@ def _lint_unpaused(
     except SourceError as exc:
         return FileResult(path, (SyntaxErrorRule.finding(path, exc.message, exc.row, exc.column),)), False
     try:
-        reports, problems = run_rules(
+        reports, problems, analysis = checked(
             module,
             text,
             path,
@@ -219,9 +240,11 @@ def _lint_unpaused(
             displayed=displayed,
             project=project_view(project, path, text),
             cells=cells,
+            statement_code=reuse.statement_codes(module) if cells else None,
         )
         reuse.checkpoint()
-        findings = _findings(module, text, path, reports, problems, reuse) if reports else []
+        parent_of = analysis.facts.parent_of
+        findings = _findings(module, text, path, reports, problems, reuse, parent_of) if reports else []
     except RecursionError:
         return FileResult(path, (), (Problem(path, "file too deeply nested to analyse; skipped"),)), True
     except Exception as exc:  # shared analysis (facts, positions, suppressions): this file only
@@ -232,12 +255,18 @@ def _lint_unpaused(
 
 
 def _findings(
-    module, text: str, path: str, reports: Sequence[Report], problems: List[Problem], reuse: Reuse = COLD
+    module,
+    text: str,
+    path: str,
+    reports: Sequence[Report],
+    problems: List[Problem],
+    reuse: Reuse = COLD,
+    parent_of: Optional[ParentOf] = None,
 ) -> List[Finding]:
     """Position the reports, drop the suppressed ones and duplicates, and build
     the fixes of those that remain."""
     anchors = [old for rep in reports if rep.replacements for old in rep.replacements]
-    rendered = reuse.render(module, [rep.node for rep in reports], anchors)
+    rendered = reuse.render(module, [rep.node for rep in reports], anchors, parent_of)
     suppressions = parse_suppressions(text)
     kept: List[Tuple[Report, Finding]] = []
     seen = set()

@@ -8,21 +8,27 @@ so the pass splits into one per statement: each records, at offsets relative
 to the statement, where the wanted nodes inside it are. A statement reused by
 an incremental parse (torchlint/reparse.py: the same node object) keeps its
 record from the previous lint, and its code; only the new statements are
-rendered. A wanted node that no record knows (a finding on unchanged code that
-was not reported last time) makes every statement render again, so the result
-is always that of `node_edits.render` (tests/test_incremental.py compares them).
+rendered. Only the statements that hold a wanted node are rendered at all (the
+others' code comes from the plain code generation, `Parsed.statement_code`):
+given the facts' parent map (`parent_of`), each wanted node no record knows is
+traced up to its top-level statement, and that statement alone is rendered
+(again, when it was rendered before for other nodes). A document's first lint
+thus renders only the statements with findings. A wanted node that cannot be
+traced (no parent map, a token the facts walk skips), or that its statement
+does not hold, makes every statement render again, so the result is always
+that of `node_edits.render` (tests/test_incremental.py compares them).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Mapping, Set, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 import libcst as cst
 from libcst._position import CodePosition, CodeRange
 
 from torchlint.fixes import LineIndex
-from torchlint.node_edits import Anchor, Rendered, _Recorder, render
+from torchlint.node_edits import Anchor, ParentOf, Rendered, _Recorder, render
 from torchlint.reparse import Parsed
 
 
@@ -54,8 +60,14 @@ class RenderCache:
         self.statements_rendered = 0  # for tests and measurements
 
     def render(
-        self, parsed: Parsed, nodes: Iterable[cst.CSTNode] = (), anchors: Iterable[cst.CSTNode] = ()
+        self,
+        parsed: Parsed,
+        nodes: Iterable[cst.CSTNode] = (),
+        anchors: Iterable[cst.CSTNode] = (),
+        parent_of: Optional[ParentOf] = None,
     ) -> Rendered:
+        """`node_edits.render(parsed.module, nodes, anchors)`; `parent_of` (the
+        facts' parent map) lets it render only the statements holding them."""
         module = parsed.module
         nodes, anchors = list(nodes), list(anchors)
         if not module.has_trailing_newline or module in nodes or module in anchors:
@@ -63,9 +75,14 @@ class RenderCache:
             return render(module, nodes, anchors)  # the module's own range, or a popped final newline
         wanted = set(nodes) | set(anchors)
         records: Dict[cst.CSTNode, _Record] = {s: self._records[s] for s in module.body if s in self._records}
-        if not wanted <= _known(records.values()):
-            fresh = [s for s in module.body if s not in records]
-            records.update(self._render(parsed, fresh, wanted))
+        missing = wanted - _known(records.values())
+        if missing:
+            holding = _holding(module, missing, parent_of) if parent_of is not None else None
+            if holding is not None:  # render (again) just the statements holding them
+                statements = [s for s in module.body if s in holding]
+            else:
+                statements = [s for s in module.body if s not in records]
+            records.update(self._render(parsed, statements, wanted))
             if not wanted <= _known(records.values()):  # reported on unchanged code: render it all again
                 records = self._render(parsed, module.body, wanted)
         self._records = records
@@ -123,6 +140,21 @@ class RenderCache:
                 positions[node] = CodeRange(where(start), where(end))
         out_anchors = {node: found_anchors[node] for node in anchors if node in found_anchors and node not in twice}
         return Rendered(positions, code, out_anchors)
+
+
+def _holding(module: cst.Module, nodes: Iterable[cst.CSTNode], parent_of: ParentOf) -> Optional[Set[cst.CSTNode]]:
+    """The top-level statements of `module` that hold `nodes`, by the parent
+    map; None when one of them cannot be traced to a top-level statement."""
+    top = {id(statement) for statement in module.body}
+    out: Set[cst.CSTNode] = set()
+    for node in nodes:
+        current: Optional[cst.CSTNode] = node
+        while current is not None and id(current) not in top:
+            current = parent_of(current)
+        if current is None:
+            return None
+        out.add(current)
+    return out
 
 
 def _known(records: Iterable[_Record]) -> Set[cst.CSTNode]:

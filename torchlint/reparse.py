@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
 
 from torchlint.fixes import common_prefix, common_suffix
+from torchlint.node_edits import PlainCodegen
 from torchlint.parsing import SourceError, parse
 
 # A chunk larger than this share of the file is not worth splitting out: the
@@ -116,13 +116,13 @@ class Parsed:
 
 def statement_code(module: cst.Module, statement: cst.CSTNode) -> str:
     """The code of a top-level statement of `module`, as the module renders it."""
-    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    state = PlainCodegen(default_indent=module.default_indent, default_newline=module.default_newline)
     statement._codegen(state)
     return "".join(state.tokens)
 
 
 def _lines_code(module: cst.Module, lines: Sequence[cst.EmptyLine]) -> str:
-    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    state = PlainCodegen(default_indent=module.default_indent, default_newline=module.default_newline)
     for line in lines:
         line._codegen(state)
     return "".join(state.tokens)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 from bisect import bisect_right
 from functools import cached_property
-from typing import TYPE_CHECKING, AbstractSet, Any, Dict, FrozenSet, Optional, Sequence
+from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Dict, FrozenSet, List, Optional, Sequence
 
 # The parts are imported when first used, not here: the project pass
 # (torchlint/analysis/project/) is imported by a run answered from the cache,
@@ -85,6 +85,7 @@ class Analysis:
         project: Optional[FileView] = None,
         displayed_rows: AbstractSet[int] = frozenset(),
         cell_rows: Sequence[int] = (),
+        statement_code: Optional[Callable[[int], str]] = None,
     ) -> None:
         self.module = module
         self.path = path
@@ -95,6 +96,9 @@ class Analysis:
         self.displayed_rows = displayed_rows
         # Rows where a notebook's cells start.
         self.cell_rows = tuple(cell_rows)
+        # The code of top-level statement i, where a caller keeps them (a lint
+        # session's parse: torchlint/reparse.py); None: generated here.
+        self._statement_code = statement_code
         # Through the package's attribute (see `__getattr__`), which tests may replace.
         self.facts: Facts = sys.modules[__name__].collect_facts(module)
 
@@ -106,14 +110,32 @@ class Analysis:
             return {}
         out: Dict[int, "TopStatement"] = {}
         heads: Dict[int, "TopStatement"] = {}
-        row = 1 + len(self.module.header)
-        for stmt in self.module.body:
-            start = row + len(stmt.leading_lines)
+        for stmt, start in zip(self.module.body, self._statement_rows):
             cell = bisect_right(self.cell_rows, start) - 1
             if cell not in heads and not _placeholder(stmt):
                 heads[cell] = stmt
             out[id(stmt)] = heads.get(cell, stmt)
-            row += self.module.code_for_node(stmt).count("\n")
+        return out
+
+    @cached_property
+    def _statement_rows(self) -> List[int]:
+        """The row where each top-level statement's own code starts (after its
+        leading comments and blank lines), from one code generation pass (or
+        the codes the caller keeps)."""
+        from torchlint.node_edits import PlainCodegen
+
+        module = self.module
+        state = PlainCodegen(default_indent=module.default_indent, default_newline=module.default_newline)
+        out: List[int] = []
+        row = 1 + len(module.header)
+        for i, stmt in enumerate(module.body):
+            out.append(row + len(stmt.leading_lines))
+            if self._statement_code is not None:
+                row += self._statement_code(i).count("\n")
+                continue
+            before = len(state.tokens)
+            stmt._codegen(state)
+            row += sum(token.count("\n") for token in state.tokens[before:])
         return out
 
     def cell_head(self, stmt: cst.CSTNode) -> Optional["TopStatement"]:
@@ -130,13 +152,10 @@ class Analysis:
         if not self.displayed_rows:
             return frozenset()
         found = set()
-        row = 1 + len(self.module.header)
-        for stmt in self.module.body:
-            start = row + len(stmt.leading_lines)
+        for stmt, start in zip(self.module.body, self._statement_rows):
             if start in self.displayed_rows and isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
                 if isinstance(stmt.body[0], cst.Expr):
                     found.add(id(stmt.body[0]))
-            row += self.module.code_for_node(stmt).count("\n")
         return frozenset(found)
 
     def displayed(self, stmt: cst.CSTNode) -> bool:
