@@ -420,3 +420,8 @@ HOST_TENSOR_COPIES = methods(lambda m: E.TO_HOST in m.effects and m.returns in (
 HOST_COPIES = methods(lambda m: E.TO_HOST in m.effects and m.returns is not R.HOST_NUMBER)
 # Builtins that read a tensor's value on the host: `float(t)`.
 HOST_CASTS = symbols(lambda s: s.returns is R.HOST_NUMBER and E.SYNCS in s.effects)
+
+# -- symbol groups the rules ask ------------------------------------------------------------
+
+LEGACY_PROFILERS = doing(E.LEGACY_PROFILER)
+DATA_PARALLEL = doing(E.SCATTERS)

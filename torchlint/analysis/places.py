@@ -38,6 +38,7 @@ from torchlint.analysis.facts import (
     dominates,
     dotted_name,
     group_under_scopes,
+    strip_methods,
 )
 from torchlint.analysis.helpers import Helpers, is_move_call, root_name
 from torchlint.analysis.values import LOADER, MODULE, TOKENS, ModelCall, Values
@@ -502,13 +503,7 @@ class Places:
 
             for call in self.facts.calls:
                 if is_move_call(call) or (call.method == "cpu" and call.receiver is not None and not call.node.args):
-                    root = call.receiver
-                    while (
-                        isinstance(root, cst.Call)
-                        and isinstance(root.func, cst.Attribute)
-                        and root.func.attr.value in CHAIN_METHODS
-                    ):
-                        root = root.func.value
+                    root = strip_methods(call.receiver, CHAIN_METHODS)
                     device = self.move_device(call)
                     add(
                         dotted_name(root),

@@ -8,8 +8,8 @@ import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Loop, dotted_name
 from torchlint.analysis.helpers import root_name
+from torchlint.analysis.knowledge import SAME_PLACE_TENSOR_METHODS
 from torchlint.analysis.places import CPU, DEVICE
-from torchlint.analysis.vocabulary import CHAIN_METHODS
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
 from torchlint.rules.nodes import module_at
@@ -446,7 +446,7 @@ def _statement_line(ctx: RuleContext, stmt) -> Optional[cst.SimpleStatementLine]
 
 
 # Methods whose result stays where the tensor is (`type`/`type_as` may move it).
-_SAME_PLACE_METHODS = CHAIN_METHODS - {"type", "type_as", "eval", "train"}
+_SAME_PLACE_METHODS = SAME_PLACE_TENSOR_METHODS
 
 
 def _batch_ref(arg: cst.Arg) -> Tuple[Optional[str], str]:

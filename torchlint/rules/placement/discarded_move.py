@@ -7,11 +7,12 @@ from typing import Dict, Optional
 import libcst as cst
 
 from torchlint.analysis.facts import dotted_name
+from torchlint.analysis.knowledge import TENSOR_CUDA_OR_HOST_MOVES
 from torchlint.analysis.values import TENSOR
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 
-_TENSOR_MOVES = frozenset({"to", "cuda", "cpu"})
+_TENSOR_MOVES = TENSOR_CUDA_OR_HOST_MOVES  # to, cuda, cpu
 
 
 class DiscardedMove(Rule):

@@ -7,14 +7,15 @@ from typing import Dict, Optional, Set
 import libcst as cst
 
 from torchlint.analysis.facts import Call, Loop
+from torchlint.analysis.knowledge import CUDA_OR_HOST_MOVES, TENSOR_DEVICE_MOVES
 from torchlint.analysis.places import ACCEL, CPU
 from torchlint.analysis.values import MODULE
 from torchlint.analysis.walk import descendants
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 
-_MOVES = frozenset({"to", "cuda"})
-_OTHER_MOVES = frozenset({"to", "cuda", "cpu", "to_empty"})
+_MOVES = TENSOR_DEVICE_MOVES  # to, cuda
+_OTHER_MOVES = CUDA_OR_HOST_MOVES  # to, cuda, cpu, to_empty
 
 
 class MoveInLoop(Rule):

@@ -7,14 +7,15 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Loop, Site, dotted_name
+from torchlint.analysis.knowledge import HOST_CASTS, HOST_TENSOR_COPIES, HOST_VALUE_READS
 from torchlint.analysis.loops import HotContext
 from torchlint.analysis.vocabulary import LOSS_NAME
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 
-_ALWAYS = frozenset({"item", "tolist"})
-_TRAINING_ONLY = frozenset({"cpu", "numpy"})
-_CASTS = frozenset({"float", "int", "bool"})
+_ALWAYS = HOST_VALUE_READS  # item, tolist
+_TRAINING_ONLY = HOST_TENSOR_COPIES  # cpu, numpy
+_CASTS = HOST_CASTS  # float, int, bool
 
 
 class SyncInLoop(Rule):

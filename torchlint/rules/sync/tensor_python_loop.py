@@ -7,6 +7,7 @@ from typing import List, Optional
 import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, dotted_name
+from torchlint.analysis.knowledge import HOST_COPIES
 from torchlint.analysis.places import CPU
 from torchlint.analysis.values import MODULE
 from torchlint.analysis.vocabulary import HOST_OUTPUT_PACKAGES
@@ -16,7 +17,7 @@ from torchlint.rules.base import Invalid, Rule, RuleContext
 _NOT_WORK_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "requires_grad", "is_cuda"})
 # Copying a row to the host to hand it to Python code (decoding tokens, building
 # references) is the point of such loops, not per-element tensor work.
-_HOST_COPIES = frozenset({"tolist", "cpu", "numpy"})
+_HOST_COPIES = HOST_COPIES  # tolist, cpu, numpy
 # Operations whose work scales with another tensor: an element that drives one is a
 # group in a dispatch (a direction, an expert), not a small per-element step.
 _BIG_OPS = frozenset(
