@@ -265,11 +265,12 @@ SYMBOLS: Mapping[str, Symbol] = _build(
         # -- the code's role
         _d("pdb.set_trace ipdb.set_trace pudb.set_trace breakpoint", R.OTHER, E.BREAKS),
         _d(
-            "torch.onnx.export torch.onnx.dynamo_export torch.jit.trace torch.jit.save torch.export.export "
+            "torch.onnx.export torch.jit.trace torch.jit.save torch.export.export "
             "torch.export.save torch.utils.mobile_optimizer.optimize_for_mobile coremltools.convert",
             R.OTHER,
             E.EXPORTS,
         ),
+        _d("torch.onnx.dynamo_export", R.OTHER, E.EXPORTS, real=False),  # removed in torch 2.9
         _d(
             "torchsummary.summary torchinfo.summary thop.profile thop.clever_format fvcore.nn.FlopCountAnalysis "
             "ptflops.get_model_complexity_info torch.utils.flop_counter.FlopCounterMode",
