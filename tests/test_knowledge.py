@@ -75,6 +75,9 @@ def test_no_contradictions() -> None:
     assert not v.NO_DEVICE_KWARG & v.ACCEPTS_DEVICE
     assert not k.MOVE_METHODS & k.CHAIN_METHODS
     assert not v.FILE_READERS & v.TORCHVISION_FILE_DATASETS
+    # A name declared twice unions its effects (and only its own).
+    t = k._build([k._d("a b", Returns.TENSOR, Effect.ALLOCATES), k._d("a c", Returns.TENSOR, Effect.SAMPLES)])
+    assert t["a"].effects == {Effect.ALLOCATES, Effect.SAMPLES} and t["c"].effects == {Effect.SAMPLES}
     # Declaring a name twice with two answers is refused.
     with pytest.raises(ValueError):
         k._build([k._d("torch.x", Returns.TENSOR), k._d("torch.x", Returns.MODULE)])
@@ -117,6 +120,11 @@ def test_no_contradictions() -> None:
             {"torch.nn.parallel.DistributedDataParallel"},
         ),
         (k.LEGACY_PROFILERS, {"torch.autograd.profiler.profile"}, {"torch.profiler.profile"}),
+        (k.PYG_LOADERS, {"torch_geometric.loader.NeighborLoader"}, {"torch.utils.data.DataLoader"}),
+        (v.DATALOADER, {"torch.utils.data.dataloader.DataLoader"}, {"torch_geometric.loader.DataLoader"}),
+        (k.TUPLE_METHODS, {"max", "topk", "aminmax"}, {"argmax", "item"}),
+        (k.doing(Effect.OPAQUE), {"torch.save", "torch.compile"}, {"torch.load", "torch.jit.save"}),
+        (k.doing(Effect.JOINS), {"torch.cat", "torch.column_stack"}, {"torch.split"}),
     ],
 )
 def test_views_hold_what_they_held(view, members, non_members) -> None:

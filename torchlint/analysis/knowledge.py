@@ -24,6 +24,7 @@ class Returns(enum.Enum):
     HOST_NUMBER = "host number"  # a Python scalar
     HOST_LIST = "host list"  # nested Python lists
     HOST_ARRAY = "host array"  # a numpy array
+    TENSORS = "tensors"  # a tuple of tensors: `(values, indices)`, `torch.split(...)`
     SAME = "same"  # (methods) the receiver's kind
     CONTEXT = "context"  # a context manager or mode switch
     OTHER = "other"
@@ -63,6 +64,11 @@ class Effect(enum.Enum):
     BREAKS = "stops in a debugger"
     LOSS = "computes a loss"
     LEGACY_PROFILER = "the autograd profiler torch.profiler replaces"
+    JOINS = "joins a sequence of tensors into one, where they are"
+    COLLATES = "stacks a list of samples into a batch, where they are (default_collate)"
+    OPAQUE = "stores, traces or compiles what it is handed: no tensor where its inputs were"
+    READS_METADATA = "reads a tensor's metadata, wherever it lives"
+    BIG_OP = "work that scales with another tensor (a matmul, a convolution)"
     SYNCS = "waits for the device (on a device tensor)"
     # -- methods
     MOVES = "moves the receiver (tensors: a copy; modules: in place)"
@@ -116,11 +122,9 @@ def _build(groups: Iterable[tuple[str, Returns, FrozenSet[Effect], bool]]) -> Di
     for names, returns, effects, real in groups:
         for name in names.split():
             old = table.get(name)
-            if old is not None:
-                if old.returns is not returns or old.real is not real:
-                    raise ValueError(f"knowledge: {name} declared twice, differently")
-                effects = old.effects | effects
-            table[name] = Symbol(returns, effects, real)
+            if old is not None and (old.returns is not returns or old.real is not real):
+                raise ValueError(f"knowledge: {name} declared twice, differently")
+            table[name] = Symbol(returns, effects | old.effects if old else effects, real)
     return table
 
 
@@ -226,6 +230,22 @@ SYMBOLS: Mapping[str, Symbol] = _build(
             E.SEEDS,
         ),
         _d("torch.utils.data.DataLoader torch.utils.data.dataloader.DataLoader", R.LOADER),
+        # torch_geometric's loaders subclass torch's DataLoader and take its keyword
+        # arguments (their own positional ones stop before `num_workers`).
+        _d(
+            _torch(
+                "torch_geometric.loader.", "DataLoader DataListLoader DenseDataLoader NeighborLoader LinkNeighborLoader"
+            )
+            + " "
+            + _torch("torch_geometric.data.", "DataLoader DataListLoader DenseDataLoader"),
+            R.LOADER,
+        ),
+        _d("torch.utils.data.default_collate torch.utils.data.dataloader.default_collate", R.OTHER, E.COLLATES),
+        _d(
+            _torch("torch.", "stack cat concat concatenate vstack hstack dstack row_stack column_stack"),
+            R.TENSOR,
+            E.JOINS,
+        ),
         _d("torch.utils.data.Dataset torch.utils.data.dataset.Dataset", R.DATASET, E.SUBCLASSED),
         _d(
             "torch.utils.data.IterableDataset torch.utils.data.dataset.IterableDataset",
@@ -261,6 +281,16 @@ SYMBOLS: Mapping[str, Symbol] = _build(
             "enumerate tqdm tqdm.tqdm tqdm.auto.tqdm tqdm.notebook.tqdm tqdm.rich.tqdm tqdm.tqdm_notebook tqdm.std.tqdm",
             R.OTHER,
             E.WRAPS_ITERABLE,
+        ),
+        # -- what a value handed to a call becomes
+        _d("torch.save torch.jit.trace torch.jit.script torch.compile torch.onnx.export", R.OTHER, E.OPAQUE),
+        _d("torch.is_tensor torch.is_floating_point torch.is_complex", R.OTHER, E.READS_METADATA),
+        _d("torch.numel", R.HOST_NUMBER, E.READS_METADATA),
+        _d(
+            "torch.matmul torch.mm torch.bmm torch.einsum torch.nn.functional.linear torch.nn.functional.conv2d "
+            "torch.nn.functional.conv1d torch.cdist",
+            R.TENSOR,
+            E.BIG_OP,
         ),
         # -- the code's role
         _d("pdb.set_trace ipdb.set_trace pudb.set_trace breakpoint", R.OTHER, E.BREAKS),
@@ -328,6 +358,7 @@ METHODS: Mapping[str, Method] = {
         R.OTHER,
         _MODULE,
     ),
+    **_methods("max min sort topk kthvalue mode median aminmax", R.TENSORS, _TENSOR),  # (values, indices)
     **_methods("item", R.HOST_NUMBER, _TENSOR, E.TO_HOST, E.SYNCS),
     **_methods("tolist", R.HOST_LIST, _TENSOR, E.TO_HOST, E.SYNCS),
     **_methods("numpy", R.HOST_ARRAY, _TENSOR, E.TO_HOST),
@@ -425,4 +456,7 @@ HOST_CASTS = symbols(lambda s: s.returns is R.HOST_NUMBER and E.SYNCS in s.effec
 # -- symbol groups the rules ask ------------------------------------------------------------
 
 LEGACY_PROFILERS = doing(E.LEGACY_PROFILER)
+PYG_LOADERS = frozenset(n for n in symbols(lambda s: s.returns is R.LOADER) if n.startswith("torch_geometric."))
+# Methods that return a tuple of tensors (values, indices).
+TUPLE_METHODS = methods(lambda m: m.returns is R.TENSORS)
 DATA_PARALLEL = doing(E.SCATTERS)

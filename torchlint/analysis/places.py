@@ -41,6 +41,7 @@ from torchlint.analysis.facts import (
     strip_methods,
 )
 from torchlint.analysis.helpers import Helpers, is_move_call, root_name
+from torchlint.analysis.knowledge import TUPLE_METHODS
 from torchlint.analysis.values import LOADER, MODULE, TOKENS, ModelCall, Values
 from torchlint.analysis.vocabulary import (
     CHAIN_METHODS,
@@ -118,7 +119,7 @@ _OUTPUT_TENSOR_ATTR = re.compile(
     r"prediction|predictions|output)$"
 )
 # Tensor methods that return a tuple of tensors (values, indices).
-_TUPLE_METHODS = frozenset({"max", "min", "sort", "topk", "kthvalue", "mode", "median", "aminmax"})
+_TUPLE_METHODS = TUPLE_METHODS
 _DEVICE_TEST = re.compile(r"cuda|gpu|device|mps|accelerat|xpu", re.I)
 
 

@@ -109,7 +109,7 @@ RNG_SEEDERS = _doing(Effect.SEEDS)
 SEEDING_NAMES = frozenset({"seed_everything", "set_seed", "set_random_seed"})
 # Calls that make a sequence of integer indices (a loader over one yields batches of indices).
 INDEX_FACTORIES = _doing(Effect.INDICES)
-DATALOADER = _symbols(lambda s: s.returns is Returns.LOADER)
+DATALOADER = frozenset(n for n in _symbols(lambda s: s.returns is Returns.LOADER) if n.startswith("torch."))
 # Calls that read or decode a file: a dataset calling one per item gives worker processes real work.
 FILE_READERS = _symbols(lambda s: Effect.READS_FILE in s.effects and s.returns is not Returns.DATASET)
 # torchvision datasets that read (and decode) an image file per item. (The in-memory ones, MNIST or

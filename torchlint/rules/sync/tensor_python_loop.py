@@ -7,7 +7,7 @@ from typing import List, Optional
 import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, dotted_name
-from torchlint.analysis.knowledge import HOST_COPIES
+from torchlint.analysis.knowledge import HOST_COPIES, Effect, doing
 from torchlint.analysis.places import CPU
 from torchlint.analysis.values import MODULE
 from torchlint.analysis.vocabulary import HOST_OUTPUT_PACKAGES
@@ -20,18 +20,7 @@ _NOT_WORK_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "requires_grad"
 _HOST_COPIES = HOST_COPIES  # tolist, cpu, numpy
 # Operations whose work scales with another tensor: an element that drives one is a
 # group in a dispatch (a direction, an expert), not a small per-element step.
-_BIG_OPS = frozenset(
-    {
-        "torch.matmul",
-        "torch.mm",
-        "torch.bmm",
-        "torch.einsum",
-        "torch.nn.functional.linear",
-        "torch.nn.functional.conv2d",
-        "torch.nn.functional.conv1d",
-        "torch.cdist",
-    }
-)
+_BIG_OPS = doing(Effect.BIG_OP)
 
 
 class TensorPythonLoop(Rule):
