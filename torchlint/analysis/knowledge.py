@@ -69,6 +69,8 @@ class Effect(enum.Enum):
     OPAQUE = "stores, traces or compiles what it is handed: no tensor where its inputs were"
     READS_METADATA = "reads a tensor's metadata, wherever it lives"
     BIG_OP = "work that scales with another tensor (a matmul, a convolution)"
+    READS_MEMORY = "reads the accelerator's memory counters"
+    RESETS_MEMORY = "empties the allocator's cache or resets its counters"
     SYNCS = "waits for the device (on a device tensor)"
     # -- methods
     MOVES = "moves the receiver (tensors: a copy; modules: in place)"
@@ -292,6 +294,19 @@ SYMBOLS: Mapping[str, Symbol] = _build(
             R.TENSOR,
             E.BIG_OP,
         ),
+        # -- the accelerator memory API (`torch.cuda.*`; `torch.xpu.*` and other device modules have the same)
+        _d(
+            _torch(
+                "torch.cuda.", "memory_allocated max_memory_allocated memory_reserved max_memory_reserved memory_stats"
+            ),
+            R.HOST_NUMBER,
+            E.READS_MEMORY,
+        ),
+        _d(
+            _torch("torch.cuda.", "empty_cache reset_peak_memory_stats reset_max_memory_allocated"),
+            R.OTHER,
+            E.RESETS_MEMORY,
+        ),
         # -- the code's role
         _d("pdb.set_trace ipdb.set_trace pudb.set_trace breakpoint", R.OTHER, E.BREAKS),
         _d(
@@ -424,6 +439,7 @@ CHAIN_METHODS = methods(
 # Methods only an nn.Module has (a name used so is a module, whatever its class).
 MODULE_ONLY_METHODS = methods(lambda m: m.on == _MODULE and E.MOVES not in m.effects)
 # Methods a module answers with itself (moved, cast or switched): `Net().to(d).eval()` is a Net.
+# (The project summaries ask it without `share_memory`, as they always did.)
 MODULE_SAME_KIND_METHODS = methods(
     lambda m: (
         m.returns is R.SAME
@@ -456,6 +472,9 @@ HOST_CASTS = symbols(lambda s: s.returns is R.HOST_NUMBER and E.SYNCS in s.effec
 # -- symbol groups the rules ask ------------------------------------------------------------
 
 LEGACY_PROFILERS = doing(E.LEGACY_PROFILER)
+# The memory API by bare name (any device module's: `torch.cuda.`, `torch.xpu.`).
+MEMORY_READS = frozenset(n.rsplit(".", 1)[1] for n in doing(E.READS_MEMORY))
+MEMORY_RESETS = frozenset(n.rsplit(".", 1)[1] for n in doing(E.RESETS_MEMORY))
 PYG_LOADERS = frozenset(n for n in symbols(lambda s: s.returns is R.LOADER) if n.startswith("torch_geometric."))
 # Methods that return a tuple of tensors (values, indices).
 TUPLE_METHODS = methods(lambda m: m.returns is R.TENSORS)
