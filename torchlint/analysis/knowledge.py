@@ -341,43 +341,59 @@ _BOTH, _TENSOR, _MODULE = frozenset({_T, _M}), frozenset({_T}), frozenset({_M})
 
 
 def _methods(
-    names: str, returns: Returns, on: FrozenSet[Receiver], *effects: Effect, **kw: object
+    names: str,
+    returns: Returns,
+    on: FrozenSet[Receiver],
+    *effects: Effect,
+    target: Optional[Target] = None,
+    real: bool = True,
 ) -> Dict[str, Method]:
-    return {n: Method(returns, on, frozenset(effects), **kw) for n in names.split()}  # type: ignore[arg-type]
+    return {n: Method(returns, on, frozenset(effects), target, real) for n in names.split()}
 
 
-METHODS: Mapping[str, Method] = {
-    **_methods("to", R.SAME, _BOTH, E.MOVES, target=Target.ARGUMENT),
-    **_methods("cuda", R.SAME, _BOTH, E.MOVES, target=Target.CUDA),
-    **_methods("cpu", R.SAME, _BOTH, E.MOVES, E.TO_HOST, E.SYNCS, target=Target.HOST),
-    **_methods("to_empty", R.SAME, _MODULE, E.MOVES, E.DISCARDS_DATA, target=Target.ARGUMENT),
-    **_methods("xpu ipu", R.SAME, _BOTH, E.MOVES, target=Target.OTHER_BACKEND),
-    **_methods("mps", R.SAME, _BOTH, E.MOVES, target=Target.OTHER_BACKEND, real=False),
-    **_methods("share_memory", R.SAME, _MODULE, E.MOVES, target=Target.SHARED),
-    **_methods("half float double bfloat16", R.SAME, _BOTH, E.CASTS),
-    **_methods("long int bool", R.SAME, _TENSOR, E.CASTS),
-    **_methods("type", R.SAME, _BOTH, E.CASTS, E.MAY_MOVE),
-    **_methods("type_as", R.SAME, _TENSOR, E.CASTS, E.MAY_MOVE),
-    **_methods("train eval", R.SAME, _MODULE),
-    **_methods("requires_grad_", R.SAME, _BOTH),
-    **_methods(
+def _method_table(*parts: Dict[str, Method]) -> Dict[str, Method]:
+    """Join the declarations below; a method declared twice is a contradiction."""
+    table: Dict[str, Method] = {}
+    for part in parts:
+        for name, m in part.items():
+            if name in table:
+                raise ValueError(f"knowledge: method {name} declared twice")
+            table[name] = m
+    return table
+
+
+METHODS: Mapping[str, Method] = _method_table(
+    _methods("to", R.SAME, _BOTH, E.MOVES, target=Target.ARGUMENT),
+    _methods("cuda", R.SAME, _BOTH, E.MOVES, target=Target.CUDA),
+    _methods("cpu", R.SAME, _BOTH, E.MOVES, E.TO_HOST, E.SYNCS, target=Target.HOST),
+    _methods("to_empty", R.SAME, _MODULE, E.MOVES, E.DISCARDS_DATA, target=Target.ARGUMENT),
+    _methods("xpu ipu", R.SAME, _BOTH, E.MOVES, target=Target.OTHER_BACKEND),
+    _methods("mps", R.SAME, _BOTH, E.MOVES, target=Target.OTHER_BACKEND, real=False),
+    _methods("share_memory", R.SAME, _MODULE, E.MOVES, target=Target.SHARED),
+    _methods("half float double bfloat16", R.SAME, _BOTH, E.CASTS),
+    _methods("long int bool", R.SAME, _TENSOR, E.CASTS),
+    _methods("type", R.SAME, _BOTH, E.CASTS, E.MAY_MOVE),
+    _methods("type_as", R.SAME, _TENSOR, E.CASTS, E.MAY_MOVE),
+    _methods("train eval", R.SAME, _MODULE),
+    _methods("requires_grad_", R.SAME, _BOTH),
+    _methods(
         "unsqueeze squeeze view reshape permute t contiguous flatten clone detach transpose expand repeat "
         "fill_ zero_ normal_ uniform_",
         R.SAME,
         _TENSOR,
     ),
-    **_methods("apply", R.SAME, _MODULE, E.CALLS_USER_CODE),
-    **_methods(
+    _methods("apply", R.SAME, _MODULE, E.CALLS_USER_CODE),
+    _methods(
         "parameters named_parameters state_dict load_state_dict modules named_modules children named_children "
         "buffers named_buffers register_buffer",
         R.OTHER,
         _MODULE,
     ),
-    **_methods("max min sort topk kthvalue mode median aminmax", R.TENSORS, _TENSOR),  # (values, indices)
-    **_methods("item", R.HOST_NUMBER, _TENSOR, E.TO_HOST, E.SYNCS),
-    **_methods("tolist", R.HOST_LIST, _TENSOR, E.TO_HOST, E.SYNCS),
-    **_methods("numpy", R.HOST_ARRAY, _TENSOR, E.TO_HOST),
-}
+    _methods("max min sort topk kthvalue mode median aminmax", R.TENSORS, _TENSOR),  # (values, indices)
+    _methods("item", R.HOST_NUMBER, _TENSOR, E.TO_HOST, E.SYNCS),
+    _methods("tolist", R.HOST_LIST, _TENSOR, E.TO_HOST, E.SYNCS),
+    _methods("numpy", R.HOST_ARRAY, _TENSOR, E.TO_HOST),
+)
 
 
 # torch.nn names that are not Module classes.
