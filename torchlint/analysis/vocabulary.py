@@ -8,12 +8,29 @@ from __future__ import annotations
 
 import re
 
-from torchlint.analysis import knowledge as _k
-from torchlint.analysis.knowledge import CHAIN_METHODS, MODULE_ONLY_METHODS, MOVE_METHODS, Effect, Returns
+from torchlint.analysis.knowledge import (
+    CHAIN_METHODS,
+    MODULE_ONLY_METHODS,
+    MOVE_METHODS,
+    NN_NON_MODULES,
+    NON_MODEL_PRETRAINED,
+    OPTIMIZER_PREFIX,
+    STATELESS_LAYER,
+    Effect,
+    Returns,
+)
 from torchlint.analysis.knowledge import doing as _doing
 from torchlint.analysis.knowledge import symbols as _symbols
 
-__all__ = ["CHAIN_METHODS", "MODULE_ONLY_METHODS", "MOVE_METHODS"]
+__all__ = [
+    "CHAIN_METHODS",
+    "MODULE_ONLY_METHODS",
+    "MOVE_METHODS",
+    "NN_NON_MODULES",
+    "NON_MODEL_PRETRAINED",
+    "OPTIMIZER_PREFIX",
+    "STATELESS_LAYER",
+]
 
 # -- tensors -------------------------------------------------------------------
 
@@ -44,12 +61,8 @@ VARIABLE = _doing(Effect.VARIABLE)
 NN_MODULE = _symbols(lambda s: s.returns is Returns.MODULE and Effect.SUBCLASSED in s.effects)
 DATASET_BASES = _symbols(lambda s: s.returns is Returns.DATASET and Effect.SUBCLASSED in s.effects)
 ITERABLE_DATASET_BASES = _symbols(lambda s: s.returns is Returns.ITERABLE_DATASET and Effect.SUBCLASSED in s.effects)
-# torch.nn names that are not Module classes.
-NN_NON_MODULES = _k.NN_NON_MODULES
-# torch.nn layers without parameters or buffers worth moving: never "models".
-STATELESS_LAYER = _k.STATELESS_LAYER
-# `X.from_pretrained(...)` that does not build a model.
-NON_MODEL_PRETRAINED = _k.NON_MODEL_PRETRAINED
+# NN_NON_MODULES, STATELESS_LAYER (torch.nn layers never "models"), NON_MODEL_PRETRAINED,
+# MODULE_ONLY_METHODS: knowledge.py.
 # Wrappers that scatter their inputs to the devices of the wrapped model.
 WRAPPER_CLASSES = frozenset({"DataParallel", "DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP"})
 # Calls that may place a model they are handed.
@@ -119,7 +132,6 @@ TENSOR_DATASET = _doing(Effect.HOLDS_TENSORS)
 LOADER_NAME = re.compile(r"loader", re.I)
 # Iterables that wrap another and yield its items (first positional argument).
 ITER_WRAPPERS = _doing(Effect.WRAPS_ITERABLE)
-OPTIMIZER_PREFIX = _k.OPTIMIZER_PREFIX
 
 # -- calls that never place or keep what they are handed ---------------------------------
 
