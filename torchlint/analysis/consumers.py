@@ -26,6 +26,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, NameUse, Site, dominates
 from torchlint.analysis.helpers import Helpers, is_move_call
+from torchlint.analysis.knowledge import Effect, doing
 from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, WRAPPED, Device, Places
 from torchlint.analysis.values import Values
 
@@ -54,8 +55,8 @@ _INDIFFERENT_BUILTINS = frozenset(
     {"print", "len", "str", "repr", "format", "isinstance", "type", "id", "float", "int", "bool", "hash", "callable"}
 )
 # torch functions that do not return a tensor where their inputs are, or that store them away.
-_TORCH_OPAQUE = frozenset({"torch.save", "torch.jit.trace", "torch.jit.script", "torch.compile", "torch.onnx.export"})
-_TORCH_INDIFFERENT = frozenset({"torch.is_tensor", "torch.numel", "torch.is_floating_point", "torch.is_complex"})
+_TORCH_OPAQUE = doing(Effect.OPAQUE)
+_TORCH_INDIFFERENT = doing(Effect.READS_METADATA)
 _HOST_LIBRARIES = ("numpy", "np", "matplotlib", "plt", "pandas", "pd", "sklearn", "scipy", "PIL", "cv2")
 
 # (name, order) pairs already followed, against cycles.

@@ -10,7 +10,22 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Hashable, Iterable, Iterator, List, Optional, Set, Tuple, TypeVar, Union
+from typing import (
+    AbstractSet,
+    Any,
+    Callable,
+    Dict,
+    Hashable,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Set,
+    Tuple,
+    TypeVar,
+    Union,
+    overload,
+)
 
 import libcst as cst
 
@@ -485,6 +500,18 @@ def dotted_name(expr: Optional[cst.BaseExpression]) -> Optional[str]:
         base = dotted_name(expr.value)
         return f"{base}.{expr.attr.value}" if base else None
     return None
+
+
+@overload
+def strip_methods(expr: cst.BaseExpression, names: AbstractSet[str]) -> cst.BaseExpression: ...
+@overload
+def strip_methods(expr: Optional[cst.BaseExpression], names: AbstractSet[str]) -> Optional[cst.BaseExpression]: ...
+def strip_methods(expr: Optional[cst.BaseExpression], names: AbstractSet[str]) -> Optional[cst.BaseExpression]:
+    """The receiver under a chain of calls of the methods `names`: `Net()` for
+    `Net().to(d).eval()` (names: to, eval); `expr` itself when it is no such call."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in names:
+        expr = expr.func.value
+    return expr
 
 
 def is_main_guard(node: cst.If) -> bool:

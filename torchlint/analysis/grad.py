@@ -13,8 +13,20 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Loop, Scope, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import (
+    BindingKind,
+    Call,
+    Facts,
+    Function,
+    Loop,
+    Scope,
+    ScopeKind,
+    Site,
+    dotted_name,
+    strip_methods,
+)
 from torchlint.analysis.helpers import Helpers, root_name
+from torchlint.analysis.knowledge import MODULE_BUILD_CHAIN
 from torchlint.analysis.loops import INFER, Loops
 from torchlint.analysis.places import Places
 from torchlint.analysis.project.kinds import ClassKind
@@ -426,14 +438,7 @@ class Grad:
         for b in bindings:
             if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.value is None or b.index is not None:
                 return False
-            inner = b.value
-            while (
-                isinstance(inner, cst.Call)
-                and isinstance(inner.func, cst.Attribute)
-                and inner.func.attr.value
-                in ("to", "cuda", "eval", "train", "half", "float", "double", "bfloat16", "requires_grad_")
-            ):
-                inner = inner.func.value
+            inner = strip_methods(b.value, MODULE_BUILD_CHAIN)
             call = self.facts.call_for(inner) if isinstance(inner, cst.Call) else None
             if (
                 call is None

@@ -11,6 +11,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Part, Scope, ScopeKind, dotted_name
+from torchlint.analysis.knowledge import HOST_CASTS, HOST_VALUE_READS
 from torchlint.analysis.values import MODULE, Values
 from torchlint.analysis.vocabulary import MOVE_METHODS, PLACING_NAME
 
@@ -205,8 +206,8 @@ class Helpers:
         return computed
 
 
-_HOST_READS = frozenset({"item", "tolist"})
-_HOST_CASTS = frozenset({"float", "int", "bool"})
+_HOST_READS = HOST_VALUE_READS  # item, tolist
+_HOST_CASTS = HOST_CASTS  # float, int, bool
 
 
 def _host_read(call: Call, facts: Facts) -> Optional[Tuple[cst.BaseExpression, str]]:

@@ -16,6 +16,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, Function, Loop, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers, is_move_call, root_name
+from torchlint.analysis.knowledge import Effect, doing
 from torchlint.analysis.loops import Loops
 from torchlint.analysis.options import option_defaults
 from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, Place, Places
@@ -1143,7 +1144,7 @@ class Loaders:
 
 
 # Calls a collate function makes that only stack or arrange what it is handed.
-_COLLATE_PLAIN = frozenset({"torch.utils.data.default_collate", "torch.utils.data.dataloader.default_collate"})
+_COLLATE_PLAIN = doing(Effect.COLLATES)
 _BUILTIN_CALLS = frozenset(
     "len zip list tuple dict set sorted max min sum range enumerate isinstance int float bool str map filter".split()
 )
@@ -1235,10 +1236,7 @@ def _as_loaded(expr: cst.BaseExpression, names: Set[str]) -> bool:
 
 
 # torch functions that join a sequence of tensors into one, where they are.
-_STACKERS = frozenset(
-    "torch.stack torch.cat torch.concat torch.concatenate torch.vstack torch.hstack torch.dstack torch.row_stack "
-    "torch.column_stack".split()
-)
+_STACKERS = doing(Effect.JOINS)
 # Tensor methods whose result lives where the tensor does.
 _SAME_PLACE_METHODS = frozenset(
     "float double half bfloat16 long int short bool byte char view view_as reshape reshape_as unsqueeze squeeze "

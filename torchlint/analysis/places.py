@@ -40,8 +40,10 @@ from torchlint.analysis.facts import (
     dominates,
     dotted_name,
     group_under_scopes,
+    strip_methods,
 )
 from torchlint.analysis.helpers import Helpers, is_move_call, root_name
+from torchlint.analysis.knowledge import TUPLE_METHODS
 from torchlint.analysis.values import LOADER, MODULE, TOKENS, ModelCall, Values
 from torchlint.analysis.vocabulary import (
     CHAIN_METHODS,
@@ -119,7 +121,7 @@ _OUTPUT_TENSOR_ATTR = re.compile(
     r"prediction|predictions|output)$"
 )
 # Tensor methods that return a tuple of tensors (values, indices).
-_TUPLE_METHODS = frozenset({"max", "min", "sort", "topk", "kthvalue", "mode", "median", "aminmax"})
+_TUPLE_METHODS = TUPLE_METHODS
 _DEVICE_TEST = re.compile(r"cuda|gpu|device|mps|accelerat|xpu", re.I)
 
 
@@ -551,13 +553,7 @@ class Places:
 
             for call in self.facts.calls:
                 if is_move_call(call) or (call.method == "cpu" and call.receiver is not None and not call.node.args):
-                    root = call.receiver
-                    while (
-                        isinstance(root, cst.Call)
-                        and isinstance(root.func, cst.Attribute)
-                        and root.func.attr.value in CHAIN_METHODS
-                    ):
-                        root = root.func.value
+                    root = strip_methods(call.receiver, CHAIN_METHODS)
                     device = self.move_device(call)
                     add(
                         dotted_name(root),

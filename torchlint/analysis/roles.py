@@ -25,6 +25,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import Call, Facts, Function, Loop, Part, Scope, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers
+from torchlint.analysis.knowledge import MEMORY_READS, MEMORY_RESETS
 from torchlint.analysis.loops import Loops
 from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import (
@@ -380,10 +381,8 @@ class Roles:
 
 
 # The accelerator memory API (`torch.cuda.*`, `torch.xpu.*`, any device module's).
-_MEMORY_READS = frozenset(
-    {"memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats"}
-)
-_MEMORY_RESETS = frozenset({"empty_cache", "reset_peak_memory_stats", "reset_max_memory_allocated"})
+_MEMORY_READS = MEMORY_READS
+_MEMORY_RESETS = MEMORY_RESETS
 
 
 def _constant_truth(test: cst.BaseExpression) -> Optional[bool]:

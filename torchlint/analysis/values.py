@@ -22,7 +22,18 @@ from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, Function, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import (
+    Binding,
+    BindingKind,
+    Call,
+    Facts,
+    Function,
+    ScopeKind,
+    Site,
+    dotted_name,
+    strip_methods,
+)
+from torchlint.analysis.knowledge import MODULE_SAME_KIND_METHODS
 from torchlint.analysis.project.kinds import ClassKind, ValueKind
 from torchlint.analysis.vocabulary import (
     COPIES,
@@ -72,22 +83,7 @@ TOKENS, TOKENIZER, OPTIMIZER, LOSS_FN = Kind.TOKENS, Kind.TOKENIZER, Kind.OPTIMI
 # Methods that return a value of the receiver's kind.
 # `_forward_container`'s answer where only bindings already asked about answer.
 _CYCLE = object()
-_SAME_KIND_METHODS = frozenset(
-    {
-        "to",
-        "cuda",
-        "cpu",
-        "half",
-        "float",
-        "double",
-        "bfloat16",
-        "train",
-        "eval",
-        "requires_grad_",
-        "to_empty",
-        "share_memory",
-    }
-)
+_SAME_KIND_METHODS = MODULE_SAME_KIND_METHODS
 
 _CONTAINER_NODES = (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)
 _CONTAINER_BUILTINS = frozenset({"list", "tuple", "dict", "set", "zip", "sorted"})
@@ -414,13 +410,7 @@ class Values:
         for b in self.facts.bindings:
             if b.kind != BindingKind.ASSIGN or b.index is not None or id(b) not in modules:
                 continue
-            value = b.value
-            while (
-                isinstance(value, cst.Call)
-                and isinstance(value.func, cst.Attribute)
-                and value.func.attr.value in _SAME_KIND_METHODS
-            ):
-                value = value.func.value
+            value = strip_methods(b.value, _SAME_KIND_METHODS)
             if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
                 built.add(id(value))
         out: Set[int] = set()
@@ -789,13 +779,7 @@ class Values:
             return False
         for b in self.bindings_for(name, site):
             if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and isinstance(b.value, cst.Call):
-                inner: cst.BaseExpression = b.value
-                while (
-                    isinstance(inner, cst.Call)
-                    and isinstance(inner.func, cst.Attribute)
-                    and inner.func.attr.value in _SAME_KIND_METHODS
-                ):
-                    inner = inner.func.value
+                inner = strip_methods(b.value, _SAME_KIND_METHODS)
                 if isinstance(inner, cst.Call) and self.facts.qualname(inner.func) in MODEL_LOADERS:
                     return True
         return False

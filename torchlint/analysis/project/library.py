@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
+from torchlint.analysis.knowledge import PYG_LOADERS
 from torchlint.analysis.project.kinds import ClassKind, ValueKind
 from torchlint.analysis.vocabulary import (
     DATALOADER,
@@ -27,14 +28,6 @@ def _lightning(cls: str, modules: Tuple[str, ...]) -> Dict[str, ClassKind]:
     names += [f"{root}.core.{m}.{cls}" for root in _LIGHTNING[1:] for m in modules]
     return {n: kind for n in names}
 
-
-# torch_geometric's loaders subclass torch's DataLoader and take its keyword
-# arguments (their own positional ones stop before `num_workers`).
-PYG_LOADERS = frozenset(
-    f"torch_geometric.{pkg}.{cls}"
-    for pkg in ("loader", "data")
-    for cls in ("DataLoader", "DataListLoader", "DenseDataLoader")
-) | frozenset({"torch_geometric.loader.NeighborLoader", "torch_geometric.loader.LinkNeighborLoader"})
 
 CLASS_KINDS: Dict[str, ClassKind] = {
     **{n: ClassKind.DATASET for n in DATASET_BASES | TENSOR_DATASET},

@@ -24,6 +24,7 @@ import re
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
+from torchlint.analysis.knowledge import MODULE_SAME_KIND_METHODS
 from torchlint.analysis.project.kinds import (
     AssignSummary,
     ClassSummary,
@@ -42,9 +43,7 @@ from torchlint.analysis.vocabulary import (
 )
 
 # Methods that hand back the receiver's kind (`Net().to(device)` is still a Net).
-SAME_KIND_METHODS = frozenset(
-    {"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval", "requires_grad_", "to_empty"}
-)
+SAME_KIND_METHODS = MODULE_SAME_KIND_METHODS - {"share_memory"}
 CONTEXT_MANAGER_DECORATORS = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager"})
 _OPT_NAME = re.compile(r"^(opt|optimi[sz]er)(_\w+)?$|^\w+_opt$")
 # Text that a class which places something must contain (a cheap pre-check of `_places`).

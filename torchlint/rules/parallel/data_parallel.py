@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 from torchlint.analysis.facts import Call
+from torchlint.analysis.knowledge import DATA_PARALLEL
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
-_DATA_PARALLEL = frozenset(
-    {
-        "torch.nn.DataParallel",
-        "torch.nn.parallel.DataParallel",
-        "torch.nn.parallel.data_parallel.DataParallel",
-    }
-)
+_DATA_PARALLEL = DATA_PARALLEL
 _DDP_RECIPE = "https://pytorch.org/tutorials/intermediate/ddp_tutorial.html"
 
 

@@ -9,8 +9,8 @@ import libcst as cst
 
 from torchlint.analysis.facts import Binding, BindingKind, Call, Loop, Scope, Site, dotted_name
 from torchlint.analysis.helpers import root_name
+from torchlint.analysis.knowledge import SAME_PLACE_TENSOR_METHODS
 from torchlint.analysis.places import CPU, DEVICE
-from torchlint.analysis.vocabulary import CHAIN_METHODS
 from torchlint.analysis.walk import descendants
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
@@ -521,7 +521,7 @@ def _statement_line(ctx: RuleContext, stmt: Optional[cst.CSTNode]) -> Optional[c
 
 
 # Methods whose result stays where the tensor is (`type`/`type_as` may move it).
-_SAME_PLACE_METHODS = CHAIN_METHODS - {"type", "type_as", "eval", "train"}
+_SAME_PLACE_METHODS = SAME_PLACE_TENSOR_METHODS
 
 
 class _Ref(enum.Enum):

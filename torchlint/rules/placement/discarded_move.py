@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Dict, Optional
 import libcst as cst
 
 from torchlint.analysis.facts import Call, Site, dotted_name
+from torchlint.analysis.knowledge import TENSOR_CUDA_OR_HOST_MOVES
 from torchlint.analysis.values import TENSOR
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
@@ -14,7 +15,7 @@ from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 if TYPE_CHECKING:
     from torchlint.analysis import Analysis
 
-_TENSOR_MOVES = frozenset({"to", "cuda", "cpu"})
+_TENSOR_MOVES = TENSOR_CUDA_OR_HOST_MOVES  # to, cuda, cpu
 
 
 class DiscardedMove(Rule):

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Dict, Optional, Set
 import libcst as cst
 
 from torchlint.analysis.facts import Call, Loop
+from torchlint.analysis.knowledge import CUDA_OR_HOST_MOVES, TENSOR_DEVICE_MOVES
 from torchlint.analysis.places import ACCEL, CPU
 from torchlint.analysis.values import MODULE
 from torchlint.analysis.walk import descendants
@@ -16,8 +17,8 @@ from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 if TYPE_CHECKING:
     from torchlint.analysis import Analysis
 
-_MOVES = frozenset({"to", "cuda"})
-_OTHER_MOVES = frozenset({"to", "cuda", "cpu", "to_empty"})
+_MOVES = TENSOR_DEVICE_MOVES  # to, cuda
+_OTHER_MOVES = CUDA_OR_HOST_MOVES  # to, cuda, cpu, to_empty
 
 
 class MoveInLoop(Rule):

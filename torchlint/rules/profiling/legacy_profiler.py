@@ -7,13 +7,14 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from torchlint.analysis.facts import Call, dotted_name
+from torchlint.analysis.knowledge import LEGACY_PROFILERS
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import comment_follows, module_at, with_keyword
 
 _EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
 
-LEGACY = frozenset({"torch.autograd.profiler.profile", "torch.autograd.profile"})
+LEGACY = LEGACY_PROFILERS
 # Keywords the new profiler accepts with the same meaning.
 _CARRIED = frozenset({"record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules"})
 # Methods of the result whose meaning is the same on both profilers.

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
 import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Loop, Site, dotted_name
+from torchlint.analysis.knowledge import HOST_CASTS, HOST_TENSOR_COPIES, HOST_VALUE_READS
 from torchlint.analysis.loops import HotContext
 from torchlint.analysis.places import DEVICE
 from torchlint.analysis.vocabulary import LOSS_NAME
@@ -17,9 +18,9 @@ from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 if TYPE_CHECKING:
     from torchlint.analysis import Analysis
 
-_ALWAYS = frozenset({"item", "tolist"})
-_TRAINING_ONLY = frozenset({"cpu", "numpy"})
-_CASTS = frozenset({"float", "int", "bool"})
+_ALWAYS = HOST_VALUE_READS  # item, tolist
+_TRAINING_ONLY = HOST_TENSOR_COPIES  # cpu, numpy
+_CASTS = HOST_CASTS  # float, int, bool
 
 
 class SyncInLoop(Rule):

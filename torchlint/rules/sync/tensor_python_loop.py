@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, AbstractSet, Iterable, List, Optional, Sequenc
 import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Loop, NameUse, Site, dotted_name
+from torchlint.analysis.knowledge import HOST_COPIES, Effect, doing
 from torchlint.analysis.places import CPU
 from torchlint.analysis.values import MODULE
 from torchlint.analysis.vocabulary import HOST_OUTPUT_PACKAGES
@@ -19,21 +20,10 @@ if TYPE_CHECKING:
 _NOT_WORK_ATTRS = frozenset({"shape", "device", "dtype", "ndim", "requires_grad", "is_cuda"})
 # Copying a row to the host to hand it to Python code (decoding tokens, building
 # references) is the point of such loops, not per-element tensor work.
-_HOST_COPIES = frozenset({"tolist", "cpu", "numpy"})
+_HOST_COPIES = HOST_COPIES  # tolist, cpu, numpy
 # Operations whose work scales with another tensor: an element that drives one is a
 # group in a dispatch (a direction, an expert), not a small per-element step.
-_BIG_OPS = frozenset(
-    {
-        "torch.matmul",
-        "torch.mm",
-        "torch.bmm",
-        "torch.einsum",
-        "torch.nn.functional.linear",
-        "torch.nn.functional.conv2d",
-        "torch.nn.functional.conv1d",
-        "torch.cdist",
-    }
-)
+_BIG_OPS = doing(Effect.BIG_OP)
 
 
 class TensorPythonLoop(Rule):
