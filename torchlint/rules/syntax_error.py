@@ -53,6 +53,11 @@ class SyntaxErrorRule(Rule):
         """A module exists, so it parsed: nothing to report."""
 
     @classmethod
+    def may_report(cls, text: str, project) -> bool:
+        """Reported by the parse stage only, never by `check`."""
+        return False
+
+    @classmethod
     def finding(cls, path: str, message: str, row: int = 1, column: int = 1) -> Finding:
         """The finding for a file that cannot be decoded or parsed, at (row, column)."""
         row, column = max(1, row), max(1, column)

@@ -52,6 +52,7 @@ class Question(enum.Enum):
     FORWARD_CONTAINER = "forward_container"
     HAS_PARAMETERS = "has_parameters"
     IMPORTED = "imported"
+    LOADER_NAMES = "loader_names"
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ class Dependency:
     question: Question
     qualname: str
     arg: Union[None, int, str, bool]
-    answer: Union[None, bool, ClassKind, ValueKind]
+    answer: Union[None, bool, ClassKind, ValueKind, Tuple[str, ...]]
 
     def sort_key(self) -> Tuple[str, str, str]:
         return (self.question.value, self.qualname, repr(self.arg))

@@ -11,6 +11,7 @@ from torchlint.analysis.loaders import (
     PLACES,
     BatchUse,
     Workers,
+    could_call_loader,
 )
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Rule, RuleContext
@@ -201,6 +202,12 @@ class LoaderNoPinMemory(Rule):
             line=2,
         ),
     )
+
+    @classmethod
+    def may_report(cls, text: str, project) -> bool:
+        """Only a DataLoader call is reported: its file says "loader" or names
+        a project class (or re-export) that builds one."""
+        return could_call_loader(text, project)
 
     def check(self, ctx: RuleContext) -> None:
         a = ctx.analysis
