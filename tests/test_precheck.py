@@ -135,3 +135,11 @@ def test_a_rule_may_narrow_the_precheck():
     view = torchlint.analysis.project.ProjectIndex.empty().view("a.py")
     assert loader.may_report("from torch.utils.data import DataLoader as DL\n", view)
     assert not loader.may_report("import torch\nx = torch.zeros(2, device='cuda')\n", view)
+
+
+def test_a_default_run_analyses_only_files_that_may_call_a_loader():
+    # TL000 and TL001 come from the parse and the runner, never from `check`.
+    view = torchlint.analysis.project.ProjectIndex.empty().view("a.py")
+    default = [r for r in all_rules() if r.CODE in ("TL000", "TL001", "TL303")]
+    assert not pipeline._may_report("import torch\nx = torch.zeros(2, device='cuda')\n", default, view)
+    assert pipeline._may_report("import torch\nloader = make()\n", default, view)

@@ -51,6 +51,11 @@ class IoErrorRule(Rule):
         """A module exists, so the file was read: nothing to report."""
 
     @classmethod
+    def may_report(cls, text: str, project) -> bool:
+        """Reported by the runner when a file cannot be read, never by `check`."""
+        return False
+
+    @classmethod
     def finding(cls, path: str, message: str) -> Finding:
         """The finding for a file that could not be read (at its first line)."""
         return Finding(cls.CODE, cls.NAME, message, path, 1, 1, 1, 1)
