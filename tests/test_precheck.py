@@ -115,3 +115,31 @@ def test_plain_valid_file_has_no_findings_and_skips_the_analysis(monkeypatch):
     assert [p.message for p in analysed.problems] == [
         "internal error in analysis: AssertionError: facts should not be collected"
     ]
+
+
+NARROWED = [r for r in all_rules() if "may_report" in vars(r)]
+
+
+@pytest.mark.parametrize("name,source", CORPUS, ids=[n for n, _ in CORPUS])
+def test_a_rule_enabled_alone_finds_the_same_with_its_own_precheck(name, source):
+    # `Rule.may_report` lets a run whose rules cannot report skip the file (TL303 needs a loader).
+    for rule in NARROWED:
+        enabled = frozenset({rule.CODE, "TL000"})
+        with_pre = pipeline.lint_text(source, name, enabled, precheck=True)
+        without = pipeline.lint_text(source, name, enabled, precheck=False)
+        assert with_pre.findings == without.findings, rule.CODE
+
+
+def test_a_rule_may_narrow_the_precheck():
+    loader = next(r for r in NARROWED if r.CODE == "TL303")
+    view = torchlint.analysis.project.ProjectIndex.empty().view("a.py")
+    assert loader.may_report("from torch.utils.data import DataLoader as DL\n", view)
+    assert not loader.may_report("import torch\nx = torch.zeros(2, device='cuda')\n", view)
+
+
+def test_a_default_run_analyses_only_files_that_may_call_a_loader():
+    # TL000 and TL001 come from the parse and the runner, never from `check`.
+    view = torchlint.analysis.project.ProjectIndex.empty().view("a.py")
+    default = [r for r in all_rules() if r.CODE in ("TL000", "TL001", "TL303")]
+    assert not pipeline._may_report("import torch\nx = torch.zeros(2, device='cuda')\n", default, view)
+    assert pipeline._may_report("import torch\nloader = make()\n", default, view)

@@ -19,6 +19,7 @@ from torchlint.analysis.project import ClassKind, ProjectIndex, ValueKind, summa
 from torchlint.analysis.project.build import build_index, summarize_bytes
 from torchlint.analysis.project.kinds import Dependency, Question
 from torchlint.cli import main
+from torchlint.config import Settings
 from torchlint.runner import run as run_files
 
 from helpers import EVERY_RULE, api
@@ -33,10 +34,10 @@ def write(root: Path, files: Dict[str, str]) -> None:
         path.write_text(textwrap.dedent(src).lstrip("\n"), encoding="utf-8")
 
 
-def findings(root: Path, target: str = "", **kwargs) -> Found:
+def findings(root: Path, target: str = "", settings: Settings = EVERY_RULE, **kwargs) -> Found:
     """(file relative to root, row, code) of a run over `root` (or one file of it),
-    every rule on; `mapper` (the runner's) sees the files that are linted."""
-    result = run_files([str(root / target) if target else str(root)], EVERY_RULE, **kwargs)
+    every rule on (or `settings`); `mapper` (the runner's) sees the files that are linted."""
+    result = run_files([str(root / target) if target else str(root)], settings, **kwargs)
     assert not result.problems, result.problems
     return [(Path(f.path).relative_to(root).as_posix(), f.row, f.code) for f in result.findings]
 
@@ -709,3 +710,58 @@ def test_a_run_with_no_analysis_rule_skips_the_project_pass(tmp_path):
     assert _project_index(files, [str(tmp_path)], items=syntax_only).paths == ()
     every = [FileJob(files[0][0], frozenset({"TL000", "TL101"}))]
     assert len(_project_index(files, [str(tmp_path)], items=every).paths) == 1
+
+
+# -- a file no enabled rule may report on is not analysed ---------------------------------------------
+
+FAST_LOADER = """
+from torch.utils.data import {base}
+
+class Fast({base}):
+    pass
+"""
+UNNAMED_LOADER = """
+import torch
+from data.fast import Fast
+from data import Quick
+
+device = torch.device("cuda")
+it = {cls}(ds, batch_size=32, num_workers=4)
+for x, y in it:
+    x = x.to(device, non_blocking=True)
+    model(x).sum().backward()
+"""
+ONLY_TL303 = Settings(select=("TL303",))
+
+
+@pytest.mark.parametrize("cls", ["Fast", "Quick"])  # a project subclass, and a re-export of it under another name
+def test_a_loader_class_of_another_file_is_found_by_the_default_rules(tmp_path, cls):
+    # The caller never says "loader": TL303's pre-check asks the index which names build one.
+    files = {
+        "data/__init__.py": "from .fast import Fast as Quick\n",
+        "data/fast.py": FAST_LOADER.format(base="DataLoader"),
+        "train.py": UNNAMED_LOADER.format(cls=cls),
+    }
+    write(tmp_path, files)
+    assert findings(tmp_path, settings=ONLY_TL303) == [("train.py", 6, "TL303")]
+    assert findings(tmp_path) == [("train.py", 6, "TL303")]
+    idx = index_of(tmp_path, files)
+    assert idx.loader_names() == ("Fast", "Quick")
+    write(tmp_path, {"data/fast.py": FAST_LOADER.format(base="Dataset")})
+    assert findings(tmp_path, settings=ONLY_TL303) == []
+
+
+def test_a_cached_result_skipped_by_the_precheck_follows_a_new_loader_class(tmp_path):
+    proj = tmp_path / "proj"
+    write(
+        proj,
+        {
+            "data/__init__.py": "",
+            "data/fast.py": FAST_LOADER.format(base="Dataset"),
+            "train.py": UNNAMED_LOADER.format(cls="Fast").replace("from data import Quick\n", ""),
+        },
+    )
+    cache = {"cache_root": str(tmp_path), "settings": ONLY_TL303}
+    assert findings(proj, **cache) == []
+    write(proj, {"data/fast.py": FAST_LOADER.format(base="DataLoader")})
+    assert findings(proj, **cache) == [("train.py", 5, "TL303")]

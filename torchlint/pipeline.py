@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING, AbstractSet, Callable, Iterable, List, Optional, Protocol, Sequence, Tuple
+from typing import TYPE_CHECKING, AbstractSet, Callable, Iterable, List, Optional, Protocol, Sequence, Tuple, Type
 
 import libcst as cst
 
@@ -40,7 +40,7 @@ from torchlint.gc_pause import gc_paused
 from torchlint.node_edits import ParentOf, Rendered, fix_edits, render
 from torchlint.parsing import SourceError, cpython_error, parse
 from torchlint.precheck import could_matter
-from torchlint.rules.base import Report
+from torchlint.rules.base import Report, Rule
 from torchlint.rules.syntax_error import SyntaxErrorRule
 from torchlint.suppression import parse_suppressions, unknown_codes
 
@@ -223,7 +223,8 @@ def _lint_unpaused(
     project: Optional[ProjectIndex] = None,
     cells: Sequence[int] = (),
 ) -> Linted:
-    if precheck and not could_matter(text, enabled_rules(enabled)):
+    view = project_view(project, path, text)
+    if precheck and not _may_report(text, enabled_rules(enabled), view):
         if cpython_error(text) is None:
             return FileResult(path), True
     try:
@@ -238,7 +239,7 @@ def _lint_unpaused(
             enabled,
             reuse.checkpoint,
             displayed=displayed,
-            project=project_view(project, path, text),
+            project=view,
             cells=cells,
             statement_code=reuse.statement_codes(module) if cells else None,
         )
@@ -252,6 +253,13 @@ def _lint_unpaused(
         problem = Problem(path, f"internal error in analysis: {type(exc).__name__}: {exc}")
         return FileResult(path, (), (problem,)), True
     return FileResult(path, tuple(findings), tuple(problems)), True
+
+
+def _may_report(text: str, rules: Sequence[Type[Rule]], project: FileView) -> bool:
+    """Some enabled rule may report on `text`: the text mentions something
+    rules look for (torchlint/precheck.py) and some rule's own necessary
+    condition holds (`Rule.may_report`)."""
+    return could_matter(text, rules) and any(rule.may_report(text, project) for rule in rules)
 
 
 def _findings(

@@ -10,7 +10,7 @@ import enum
 import re
 from collections import deque
 from dataclasses import dataclass
-from typing import Deque, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple, Union
+from typing import TYPE_CHECKING, Deque, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
@@ -36,6 +36,9 @@ from torchlint.analysis.vocabulary import (
     TORCHVISION_FILE_DATASETS,
 )
 from torchlint.analysis.walk import descendants
+
+if TYPE_CHECKING:
+    from torchlint.analysis.project import FileView
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, ...)
 SAMPLER_POSITION = 3
@@ -155,6 +158,20 @@ class LoaderInfo:
     # Its `collate_fn` is a same-file function that does per-batch work besides stacking (a
     # tokenizer's `pad`, a processor, a transform): work for worker processes even over data in memory.
     collate_works: bool = False
+
+
+_SAYS_LOADER = re.compile("loader", re.IGNORECASE)
+
+
+def could_call_loader(text: str, project: FileView) -> bool:
+    """False only when `Loaders.calls()` finds no call in a module of `text`:
+    a call of torch's (or a library's) DataLoader spells "loader" in its file
+    (the name or the import of the name); one of a project class, the name
+    its lookup lands on first, one of `project.loader_names()`."""
+    if _SAYS_LOADER.search(text):
+        return True
+    names = project.loader_names()
+    return bool(names) and re.search(r"\b(?:%s)\b" % "|".join(map(re.escape, names)), text) is not None
 
 
 _ACCUMULATION = re.compile(r"grad\w*accum|accumulate_grad|accum\w*_(steps?|iters?|batches)$", re.I)

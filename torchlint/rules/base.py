@@ -20,6 +20,7 @@ from torchlint.findings import Applicability
 if TYPE_CHECKING:
     from torchlint.analysis import Analysis
     from torchlint.analysis.facts import Facts
+    from torchlint.analysis.project import FileView
 
 Replacement = Union[cst.CSTNode, cst.FlattenSentinel[cst.CSTNode], cst.RemovalSentinel]
 
@@ -72,6 +73,14 @@ class Rule:
 
     def check(self, ctx: "RuleContext") -> None:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    @classmethod
+    def may_report(cls, text: str, project: "FileView") -> bool:
+        """False only when `check` can report nothing on a module of `text`
+        (a necessary condition read from the text, and the project index as
+        the file asks it). A file no enabled rule may report on is only
+        checked for syntax (torchlint/precheck.py)."""
+        return True
 
     @classmethod
     def doc(cls) -> str:

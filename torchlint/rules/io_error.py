@@ -12,8 +12,13 @@ treat it as torchlint's.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from torchlint.findings import Finding
 from torchlint.rules.base import Rule, RuleContext
+
+if TYPE_CHECKING:
+    from torchlint.analysis.project import FileView
 
 
 class IoErrorRule(Rule):
@@ -49,6 +54,11 @@ class IoErrorRule(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         """A module exists, so the file was read: nothing to report."""
+
+    @classmethod
+    def may_report(cls, text: str, project: FileView) -> bool:
+        """Reported by the runner when a file cannot be read, never by `check`."""
+        return False
 
     @classmethod
     def finding(cls, path: str, message: str) -> Finding:

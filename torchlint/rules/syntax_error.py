@@ -8,8 +8,13 @@ documented and listed like the others.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from torchlint.findings import Finding
 from torchlint.rules.base import Invalid, Rule, RuleContext
+
+if TYPE_CHECKING:
+    from torchlint.analysis.project import FileView
 
 
 class SyntaxErrorRule(Rule):
@@ -51,6 +56,11 @@ class SyntaxErrorRule(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         """A module exists, so it parsed: nothing to report."""
+
+    @classmethod
+    def may_report(cls, text: str, project: FileView) -> bool:
+        """Reported by the parse stage only, never by `check`."""
+        return False
 
     @classmethod
     def finding(cls, path: str, message: str, row: int = 1, column: int = 1) -> Finding:

@@ -23,6 +23,7 @@ gives the same answers (`still_answers`).
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
@@ -45,11 +46,12 @@ from torchlint.analysis.vocabulary import NO_GRAD_CONTEXTS
 # `view.local("Net")`: a top-level name of the asking file itself.
 LOCAL = "<local>."
 MAX_DEPTH = 8  # re-exports, aliases and helpers followed at most this deep
+_SAYS_LOADER = re.compile("loader", re.IGNORECASE)
 
 Definition = Union[ClassSummary, FunctionSummary, AssignSummary]
 # Questions answered None when unknown (the others: False).
 _OPTIONAL = frozenset({Question.CLASS_KIND, Question.RETURNS, Question.PLACES_ITSELF, Question.HAS_PARAMETERS})
-Answer = Union[None, bool, str, ClassKind, ValueKind]
+Answer = Union[None, bool, str, ClassKind, ValueKind, Tuple[str, ...]]
 Arg = Union[None, int, str, bool]  # a question's argument besides the name
 
 
@@ -97,6 +99,7 @@ class ProjectIndex:
         self._busy: Set[Tuple[Question, Target, object]] = set()
         self._asked: Dict[str, Dict[Tuple[Question, str, Arg], Answer]] = {}
         self._lock = threading.RLock()
+        self._loader_names: Optional[Tuple[str, ...]] = None
 
     # -- construction ----------------------------------------------------------------------
 
@@ -155,6 +158,8 @@ class ProjectIndex:
 
     def answer(self, path: str, question: Question, qualname: str, arg: Arg = None) -> Answer:
         """One question, asked by file `path` (not recorded)."""
+        if question is Question.LOADER_NAMES:
+            return self.loader_names()
         with self._lock:
             target = self._lookup(path, qualname)
             if target is None:
@@ -302,6 +307,26 @@ class ProjectIndex:
             if isinstance(kind, ClassKind):
                 return kind
         return None
+
+    def loader_names(self) -> Tuple[str, ...]:
+        """The top-level names, in any project file, that resolve to a class
+        building a torch DataLoader (`builds_loader`), less those that say
+        "loader" themselves (sorted). A call of a loader spells, in its file,
+        "loader" or the name its lookup lands on first (an attribute, an
+        imported or local name), which is one of these."""
+        if self._loader_names is None:
+            with self._lock:
+                found = set()
+                for path in self.paths:
+                    names = self._definitions(path).keys() | self._imports[path].keys()
+                    for name in names:
+                        if _SAYS_LOADER.search(name) or name in found:
+                            continue
+                        target = self._attribute(path, [name], 0)
+                        if target is not None and self._ask(Question.BUILDS_LOADER, target):
+                            found.add(name)
+                self._loader_names = tuple(sorted(found))
+        return self._loader_names
 
     def _builds_loader(self, target: Target, _: object) -> bool:
         if isinstance(target, Library):
@@ -516,6 +541,12 @@ class FileView:
         """What the class `qualname` subclasses: MODULE, DATASET, LOADER... (None: unknown)."""
         answer = self.index._record(self.path, Question.CLASS_KIND, qualname, None)
         return answer if isinstance(answer, ClassKind) else None
+
+    def loader_names(self) -> Tuple[str, ...]:
+        """`ProjectIndex.loader_names` (recorded: a new loader class anywhere
+        invalidates the cached results that relied on the list)."""
+        answer = self.index._record(self.path, Question.LOADER_NAMES, "", None)
+        return answer if isinstance(answer, tuple) else ()
 
     def builds_loader(self, qualname: str) -> bool:
         """A call of class `qualname` builds a torch DataLoader with DataLoader's

@@ -53,6 +53,7 @@ class Question(enum.Enum):
     HAS_PARAMETERS = "has_parameters"
     IMPORTED = "imported"
     SYNCS_ARGUMENT = "syncs_argument"
+    LOADER_NAMES = "loader_names"
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ class Dependency:
     question: Question
     qualname: str
     arg: Union[None, int, str, bool]
-    answer: Union[None, bool, str, ClassKind, ValueKind]
+    answer: Union[None, bool, str, ClassKind, ValueKind, Tuple[str, ...]]
 
     def sort_key(self) -> Tuple[str, str, str]:
         return (self.question.value, self.qualname, repr(self.arg))

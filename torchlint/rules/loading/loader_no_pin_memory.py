@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import TYPE_CHECKING, Dict, Optional
 
 import libcst as cst
 
@@ -14,10 +14,14 @@ from torchlint.analysis.loaders import (
     PLACES,
     BatchUse,
     Workers,
+    could_call_loader,
 )
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import comment_follows, module_at, with_keyword
+
+if TYPE_CHECKING:
+    from torchlint.analysis.project import FileView
 
 _NO_BENEFIT_YET = (
     "; pinning pays off with worker processes (`num_workers`) or `non_blocking=True` copies, so add one of them with it"
@@ -204,6 +208,12 @@ class LoaderNoPinMemory(Rule):
             line=2,
         ),
     )
+
+    @classmethod
+    def may_report(cls, text: str, project: FileView) -> bool:
+        """Only a DataLoader call is reported: its file says "loader" or names
+        a project class (or re-export) that builds one."""
+        return could_call_loader(text, project)
 
     def check(self, ctx: RuleContext) -> None:
         a = ctx.analysis
