@@ -7,7 +7,10 @@ dependencies and torch installed; torch is never imported, only located):
     python bench/bench.py
 
 Options: --repeat N (best of N, default 1), --json FILE (write the results),
---no-torchfix (skip installing/running TorchFix). torchlint is driven through
+--no-torchfix (skip installing/running TorchFix), --preview (every torchlint
+run with every rule, preview included: the analysis' whole cost; the default
+runs only the stable rules, and a file none of them may report on is only
+syntax-checked). torchlint is driven through
 its CLI, `python -m torchlint check ...`, from this checkout.
 
 For each file set (the installed torch's nn/, optim/, utils/data/ sources, and
@@ -127,8 +130,12 @@ PARSE_SNIPPET = (
 )
 
 
-def torchlint_cmd(python: str, files: Sequence[Path], jobs: Optional[int], cache: bool) -> List[str]:
+def torchlint_cmd(
+    python: str, files: Sequence[Path], jobs: Optional[int], cache: bool, preview: bool = False
+) -> List[str]:
     cmd = [python, "-m", "torchlint", "check", "--exit-zero", "--output-format", "concise"]
+    if preview:
+        cmd.append("--preview")
     if not cache:
         cmd.append("--no-cache")
     if jobs is not None:
@@ -171,7 +178,8 @@ def ensure_torchfix(python: str) -> Optional[Path]:
 def bench_set(name: str, files: List[Path], args, torchfix: Optional[Path]) -> Dict[str, object]:
     python = sys.executable
     lines = count_lines(files)
-    print(f"\n== {name}: {len(files)} files, {lines} lines (cores: {os.cpu_count()})")
+    rules = "every rule (--preview)" if args.preview else "default rules"
+    print(f"\n== {name}: {len(files)} files, {lines} lines (cores: {os.cpu_count()}; torchlint: {rules})")
     work = Path(tempfile.mkdtemp(prefix="torchlint-bench-"))
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     results: Dict[str, object] = {"files": len(files), "lines": lines}
@@ -179,13 +187,13 @@ def bench_set(name: str, files: List[Path], args, torchfix: Optional[Path]) -> D
         lst = file_list_arg(files, work)
         runs = {
             "parse": ([python, "-c", PARSE_SNIPPET, str(lst)], None),
-            "cold_j1": (torchlint_cmd(python, files, 1, cache=False), None),
-            "cold_jn": (torchlint_cmd(python, files, None, cache=False), None),
+            "cold_j1": (torchlint_cmd(python, files, 1, cache=False, preview=args.preview), None),
+            "cold_jn": (torchlint_cmd(python, files, None, cache=False, preview=args.preview), None),
         }
         for key, (cmd, _) in runs.items():
             results[key] = best_of(args.repeat, cmd, cwd=work, env=env)
         cache_dir = work / ".torchlint_cache"
-        warm_cmd = torchlint_cmd(python, files, None, cache=True)
+        warm_cmd = torchlint_cmd(python, files, None, cache=True, preview=args.preview)
         shutil.rmtree(cache_dir, ignore_errors=True)
         results["prime"] = best_of(1, warm_cmd, cwd=work, env=env)
         # Warm runs are short, so scheduling noise weighs most: best of at least 3.
@@ -265,6 +273,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--no-torchfix", action="store_true")
+    ap.add_argument("--preview", action="store_true", help="run torchlint with every rule, preview included")
     args = ap.parse_args(argv)
     sets = []
     torch_files = torch_sources()
