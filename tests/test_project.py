@@ -90,9 +90,9 @@ def test_subclass_of_a_plain_class_in_another_file_stays_unknown(tmp_path):
     assert findings(tmp_path) == []
 
 
-def test_a_file_linted_alone_does_not_see_the_base(tmp_path):
+def test_a_file_linted_alone_reads_the_base_it_imports(tmp_path):
     write(tmp_path, {"models/__init__.py": "", "models/base.py": BACKBONE_MODULE, "train.py": NET_SCRIPT})
-    assert findings(tmp_path, "train.py") == []
+    assert findings(tmp_path, "train.py") == [("train.py", 9, "TL101")]  # models/base.py is read, not linted
 
 
 def test_relative_imports_and_re_exports(tmp_path):
@@ -181,7 +181,8 @@ def test_a_decorator_factory_of_another_file_guards_grad(tmp_path):
     # read as one even alone): only the other file tells.
     write(tmp_path, {"utils/torch_utils.py": TORCH_UTILS, "val.py": VAL.format(name="fast_eval")})
     assert findings(tmp_path) == []
-    assert findings(tmp_path, "val.py") == [("val.py", 10, "TL201")]  # alone it cannot tell
+    assert findings(tmp_path, "val.py") == []  # alone, it reads the module it imports
+    assert api.check(VAL.format(name="fast_eval"), str(tmp_path / "val.py")).findings  # a text alone cannot tell
 
 
 def test_a_decorator_that_does_something_else_is_not_a_guard(tmp_path):
@@ -569,13 +570,15 @@ def test_cached_findings_follow_a_change_in_another_file(tmp_path):
     assert linted == ["train.py"]  # base.py as it was at first: its own result is still cached
 
 
-def test_a_cached_result_of_a_whole_project_is_not_reused_for_one_file(tmp_path):
+def test_a_cached_result_is_not_reused_when_an_imported_file_changes(tmp_path):
     proj = tmp_path / "proj"
     write(proj, {"models/base.py": BACKBONE_MODULE, "train.py": NET_SCRIPT})
     cache = {"cache_root": str(tmp_path)}
     assert findings(proj, **cache) == [("train.py", 9, "TL101")]
-    assert findings(proj, "train.py", **cache) == []  # alone, the base is unknown
-    assert findings(proj, **cache) == [("train.py", 9, "TL101")]
+    write(proj, {"models/base.py": BACKBONE_PLAIN})  # train.py unchanged: its cached result must not be reused
+    assert findings(proj, "train.py", **cache) == []  # alone, it reads the base it imports
+    write(proj, {"models/base.py": BACKBONE_MODULE})
+    assert findings(proj, "train.py", **cache) == [("train.py", 9, "TL101")]
 
 
 def test_dependencies_record_questions_and_answers(tmp_path):

@@ -196,12 +196,12 @@ def discover(paths: Sequence[str], settings: Optional[Settings] = None) -> Disco
 def project_index(paths: Sequence[str], settings: Optional[Settings] = None) -> ProjectIndex:
     """The project index of the files a run over `paths` would lint (for
     `check(..., project=...)` on texts that belong to that project)."""
-    from torchlint.analysis.project.build import build_index
     from torchlint.discovery import discover as find
-    from torchlint.runner import read_all
+    from torchlint.runner import _project_index, read_all
 
-    found = find(list(paths), settings or Settings())
-    return build_index(read_all(found.files), list(paths))
+    settings = settings or Settings()
+    found = find(list(paths), settings)
+    return _project_index(read_all(found.files), list(paths), settings=settings)
 
 
 def workspace(roots: Sequence[str], settings: Optional[Settings] = None) -> Workspace:

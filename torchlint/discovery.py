@@ -214,6 +214,20 @@ def _excluded_file(path: str, settings: Settings) -> bool:
     return _gitignored_here(path, False, ignores)
 
 
+def excluded(path: str, settings: Settings, root: str) -> bool:
+    """Whether a walk of `root` would skip file `path` (under it): the file or
+    a folder on the way excluded, or gitignored."""
+    if _excluded_file(path, settings):
+        return True
+    root = os.path.abspath(root)
+    folder = os.path.dirname(os.path.abspath(path))
+    while folder != root and _under(folder, root):
+        if settings.is_excluded(folder):
+            return True
+        folder = os.path.dirname(folder)
+    return False
+
+
 def _unlintable(path: str) -> Optional[str]:
     """Why a named path that is neither a folder nor a regular file cannot be
     linted, without opening it (a FIFO would block)."""

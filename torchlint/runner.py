@@ -242,15 +242,26 @@ _NO_ANALYSIS = frozenset({"TL000", IO_ERROR})
 
 
 def _project_index(
-    files: Sequence[Tuple[str, bytes]], roots: Sequence[str], summaries=None, items: Sequence[FileJob] = ()
+    files: Sequence[Tuple[str, bytes]],
+    roots: Sequence[str],
+    summaries=None,
+    items: Sequence[FileJob] = (),
+    settings: Optional[Settings] = None,
 ) -> "ProjectIndex":
-    """The project pass over a run's files (summaries cached in `summaries`);
-    an empty index when no file of the run has a rule that reads the analysis."""
+    """The project pass over a run's files (summaries cached in `summaries`),
+    and, given `settings`, the files of the project (under `settings.root`)
+    they import; an empty index when no file of the run has a rule that reads
+    the analysis."""
     from torchlint.analysis.project.build import build_index
 
     if items and all(job.enabled <= _NO_ANALYSIS for job in items):
         return build_index((), roots)
-    return build_index(files, roots, summaries)
+    if settings is None:
+        return build_index(files, roots, summaries)
+    from torchlint.discovery import excluded
+
+    root = os.path.abspath(settings.root)
+    return build_index(files, roots, summaries, root, lambda path: not excluded(path, settings, root))
 
 
 def read_all(paths: Iterable[str]) -> List[Tuple[str, bytes]]:
@@ -264,7 +275,13 @@ def read_all(paths: Iterable[str]) -> List[Tuple[str, bytes]]:
 
 
 def _lint_cached(
-    items: List[FileJob], mapper: Optional[Mapper], jobs: int, cache, roots: Sequence[str] = (), summaries=None
+    items: List[FileJob],
+    mapper: Optional[Mapper],
+    jobs: int,
+    cache,
+    roots: Sequence[str] = (),
+    summaries=None,
+    settings: Optional[Settings] = None,
 ) -> List[FileOutcome]:
     """Lint mode with the cache: read each file once, build the project index,
     answer hits from the cache (while the index gives the answers they used),
@@ -277,7 +294,7 @@ def _lint_cached(
             outcomes[i] = _unreadable(job, why)
         else:
             read.append((i, data))
-    index = _project_index([(items[i].path, data) for i, data in read], roots, summaries, items)
+    index = _project_index([(items[i].path, data) for i, data in read], roots, summaries, items, settings)
     todo: List[Tuple[int, bytes]] = []
     for i, data in read:
         job = items[i]
@@ -359,12 +376,12 @@ def run(
 
             cache = Cache(cache_root, settings_key_for(settings), cache_dir=cache_dir)
             summaries = summary_cache(cache_root, cache_dir)
-        outcomes = _lint_cached(items, mapper, jobs, cache, paths, summaries)
+        outcomes = _lint_cached(items, mapper, jobs, cache, paths, summaries, settings)
     else:
         if jobs != 1 and mapper is None:
             _preload()
         files = read_all(job.path for job in items) if any(job.enabled - _NO_ANALYSIS for job in items) else []
-        with _project(_project_index(files, paths)):
+        with _project(_project_index(files, paths, settings=settings)):
             outcomes = list((mapper or _default_mapper(jobs))(process_file, items))
     return merge(outcomes, len(items), found.problems)
 

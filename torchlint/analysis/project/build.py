@@ -7,8 +7,9 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from typing import TYPE_CHECKING, Dict, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence, Tuple
 
+from torchlint.analysis.project.imports import imported_summaries
 from torchlint.analysis.project.index import ProjectIndex
 from torchlint.analysis.project.kinds import ModuleSummary
 from torchlint.analysis.project.summary import summarize
@@ -56,19 +57,38 @@ def summary_cache(cache_root: str, cache_dir: Optional[str] = None) -> "Cache":
     return Cache(cache_root, SUMMARY_CACHE_KEY, cache_dir=os.path.join(folder, SUMMARY_FOLDER))
 
 
+def _cached_summary(path: str, data: bytes, cache: Optional["Cache"]) -> ModuleSummary:
+    found = cache.get(data, path) if cache is not None else None  # a summary names its module: keyed by path too
+    if not isinstance(found, ModuleSummary):
+        found = summarize_bytes(path, data)
+        if cache is not None:
+            cache.put(data, path, found)
+    return found
+
+
 def build_index(
-    files: Sequence[Tuple[str, bytes]], roots: Sequence[str] = (), cache: Optional["Cache"] = None
+    files: Sequence[Tuple[str, bytes]],
+    roots: Sequence[str] = (),
+    cache: Optional["Cache"] = None,
+    project_root: Optional[str] = None,
+    admit: Callable[[str], bool] = lambda path: True,
 ) -> ProjectIndex:
     """The index of a run's files, given as (path, contents); `cache` (see
-    `summary_cache`) answers the summaries of unchanged contents."""
-    summaries: Dict[str, ModuleSummary] = {}
-    for path, data in files:
-        found = cache.get(data, path) if cache is not None else None  # a summary names its module: keyed by path too
-        if not isinstance(found, ModuleSummary):
-            found = summarize_bytes(path, data)
-            if cache is not None:
-                cache.put(data, path, found)
-        summaries[path] = found
+    `summary_cache`) answers the summaries of unchanged contents. With
+    `project_root`, the project files under it that the run's files import
+    (those `admit` lets in) are summarised too (imports.py)."""
+    summaries: Dict[str, ModuleSummary] = {path: _cached_summary(path, data, cache) for path, data in files}
+    if project_root is not None and summaries:
+
+        def read(path: str) -> Optional[ModuleSummary]:
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                return None
+            return _cached_summary(path, data, cache)
+
+        summaries.update(imported_summaries(summaries, project_root, read, admit))
     return ProjectIndex(summaries, roots)
 
 
