@@ -11,7 +11,7 @@ import libcst as cst
 import pytest
 
 from torchlint.analysis import facts as facts_mod
-from torchlint.analysis.walk import child_fields, walk
+from torchlint.analysis.walk import child_fields, children, nodes_of, walk
 from torchlint.rules import all_rules
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -228,3 +228,35 @@ def test_field_order_does_not_depend_on_the_first_instance_seen():
 
     walk(module, Names())
     assert names == ["a", "x", "b", "y", "width"]
+
+
+@pytest.mark.parametrize("name,source", SOURCES, ids=[n for n, _ in SOURCES])
+def test_children_read_from_fields_equal_libcsts_children(name, source):
+    """`walk.children` (what `descendants` follows) is LibCST's `children`
+    property, node for node, without rebuilding each node."""
+    stack = [cst.parse_module(source)]
+    seen = 0
+    while stack:
+        node = stack.pop()
+        expected = list(node.children)
+        got = children(node)
+        assert len(got) == len(expected), type(node).__name__
+        assert all(a is b for a, b in zip(got, expected)), type(node).__name__
+        stack.extend(expected)
+        seen += 1
+    assert seen > 1
+
+
+def test_nodes_of_finds_every_node_of_the_types_in_source_order():
+    module = cst.parse_module(TRICKY)
+    wanted = (cst.Call, cst.Assign, cst.Arg)
+    expected = [n for n in _preorder(module) if isinstance(n, wanted)]
+    got = nodes_of(module, wanted)
+    assert got and len(got) == len(expected)
+    assert all(a is b for a, b in zip(got, expected))
+
+
+def _preorder(node):
+    yield node
+    for child in node.children:
+        yield from _preorder(child)

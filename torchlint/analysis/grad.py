@@ -33,7 +33,7 @@ from torchlint.analysis.project.kinds import ClassKind
 from torchlint.analysis.roles import Roles
 from torchlint.analysis.values import MODULE, ModelCall, Values
 from torchlint.analysis.vocabulary import ENABLE_GRAD, INFERENCE_NAME, NO_GRAD_CONTEXTS, SET_GRAD_ENABLED
-from torchlint.analysis.walk import contains, mentions
+from torchlint.analysis.walk import children, contains, mentions
 
 MAX_TAINT_ROUNDS = 6
 # A project's own decorator or context manager named after what it wraps.
@@ -615,7 +615,7 @@ def _names_in(expr: Optional[cst.CSTNode]) -> List[str]:
         elif isinstance(node, cst.Attribute):
             stack.append(node.value)  # `x.attr`: `x`, not a variable named `attr`
         else:
-            stack.extend(node.children)
+            stack.extend(children(node))
     return out
 
 

@@ -35,7 +35,7 @@ from torchlint.analysis.vocabulary import (
     TENSOR_DATASET,
     TORCHVISION_FILE_DATASETS,
 )
-from torchlint.analysis.walk import descendants
+from torchlint.analysis.walk import children, descendants, nodes_of
 
 if TYPE_CHECKING:
     from torchlint.analysis.project import FileView
@@ -203,7 +203,7 @@ class Loaders:
         return self._accumulates
 
     def _find_accumulation(self) -> bool:
-        for node in descendants(self.facts.module):
+        for node in nodes_of(self.facts.module, (cst.Arg, cst.Assign, cst.AnnAssign, cst.DictElement)):
             key: Optional[str] = None
             value: Optional[cst.BaseExpression] = None
             if isinstance(node, cst.Arg) and node.keyword is not None:
@@ -228,7 +228,7 @@ class Loaders:
         the method (per-sample inference), not a choice."""
         if self._required_one is None:
             found = set()
-            for node in descendants(self.facts.module):
+            for node in nodes_of(self.facts.module, (cst.Assert, cst.If)):
                 if isinstance(node, cst.Assert):
                     found.update(_compared_to_one(node.test, equal=True))
                 elif isinstance(node, cst.If) and isinstance(node.body, cst.IndentedBlock):
@@ -544,7 +544,7 @@ class Loaders:
                     ):
                         todo.append(b.value)
                 continue
-            todo.extend(node.children)
+            todo.extend(children(node))
 
     def _draws_per_item(self, class_name: str) -> bool:
         """`__getitem__` (or what it calls, two deep) calls `random.*`,

@@ -16,7 +16,7 @@ from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Loop, P
 from torchlint.analysis.helpers import Helpers
 from torchlint.analysis.values import DATASET, LOADER, ForwardMethod, Values
 from torchlint.analysis.vocabulary import INFERENCE_NAME, ITER_WRAPPERS, LOADER_NAME, TOKEN_PICKS
-from torchlint.analysis.walk import contains, descendants, mentions
+from torchlint.analysis.walk import children, contains, descendants, mentions
 
 
 class LoopRole(enum.Enum):
@@ -107,7 +107,7 @@ def _bounded_counter(node: cst.If) -> bool:
             and current.target.value == counter
         ):
             return True
-        stack.extend(current.children)
+        stack.extend(children(current))
     return False
 
 
@@ -655,13 +655,13 @@ def _only_break(block: cst.BaseSuite) -> bool:
 
 def _breaks(body: cst.CSTNode) -> bool:
     """A `break` of this loop in `body` (not of a nested loop)."""
-    stack = list(body.children)
+    stack = children(body)
     while stack:
         node = stack.pop()
         if isinstance(node, cst.Break):
             return True
         if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(node.orelse.children if isinstance(node, (cst.For, cst.While)) and node.orelse else [])
+            stack.extend(children(node.orelse) if isinstance(node, (cst.For, cst.While)) and node.orelse else [])
             continue
-        stack.extend(node.children)
+        stack.extend(children(node))
     return False

@@ -35,7 +35,17 @@ import libcst as cst
 from libcst._nodes import op as _op
 from libcst._nodes import whitespace as _ws
 
-__all__ = ["walk", "child_fields", "own_method", "TOKEN_TYPES", "descendants", "contains", "mentions"]
+__all__ = [
+    "walk",
+    "child_fields",
+    "children",
+    "own_method",
+    "TOKEN_TYPES",
+    "descendants",
+    "nodes_of",
+    "contains",
+    "mentions",
+]
 
 
 def _node_classes(module: types.ModuleType) -> List[type]:
@@ -207,6 +217,34 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     rec(node)
 
 
+_IS_NODE: Dict[type, bool] = {}
+
+
+def children(node: cst.CSTNode) -> List[cst.CSTNode]:
+    """`node.children` (its direct child nodes, tokens and whitespace included,
+    in LibCST's order) read from its fields: LibCST's property rebuilds the
+    node through `_visit_and_replace_children` on every call."""
+    out: List[cst.CSTNode] = []
+    is_node = _IS_NODE
+    for name in child_fields(node):
+        value = getattr(node, name)
+        t = type(value)
+        k = is_node.get(t)
+        if k is None:
+            k = is_node[t] = issubclass(t, cst.CSTNode)
+        if k:
+            out.append(value)
+        elif t is tuple or t is list:
+            for item in value:
+                ti = type(item)
+                ki = is_node.get(ti)
+                if ki is None:
+                    ki = is_node[ti] = issubclass(ti, cst.CSTNode)
+                if ki:
+                    out.append(item)
+    return out
+
+
 def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """`node` and every node below it (tokens and whitespace included), depth
     first: for small questions about one expression or statement."""
@@ -214,7 +252,32 @@ def descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(current.children)
+        stack.extend(children(current))
+
+
+class _Collector(cst.CSTVisitor):
+    """Collects the nodes of some types (none of them tokens) for `nodes_of`."""
+
+    def __init__(self, types: Tuple[type, ...]) -> None:
+        self.types = types
+        self.found: List[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, self.types):
+            self.found.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        pass
+
+
+def nodes_of(node: cst.CSTNode, types: Tuple[type, ...]) -> List[cst.CSTNode]:
+    """Every node of `types` at or below `node`, in source order, found by `walk`
+    (tokens and whitespace not visited: `types` must not be token types). For
+    questions about a whole module, where `descendants` would visit every token."""
+    collector = _Collector(types)
+    walk(node, collector)
+    return collector.found
 
 
 def contains(node: Optional[cst.CSTNode], target: cst.CSTNode) -> bool:

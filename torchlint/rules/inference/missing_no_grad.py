@@ -10,6 +10,7 @@ from torchlint.analysis.facts import Call, Function, Loop, Scope, ScopeKind
 from torchlint.analysis.helpers import root_name
 from torchlint.analysis.values import ForwardMethod
 from torchlint.analysis.vocabulary import VARIABLE
+from torchlint.analysis.walk import children
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import module_at
@@ -480,7 +481,7 @@ def _yields(node: cst.CSTNode) -> bool:
         if isinstance(n, cst.Yield):
             return True
         if not isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) or n is node:
-            stack.extend(n.children)
+            stack.extend(children(n))
     return False
 
 
