@@ -191,6 +191,7 @@ class Loaders:
         self._seeds: Optional[bool] = None
         self._options: Optional[Dict[str, Optional[cst.BaseExpression]]] = None
         self._required_one: Optional[FrozenSet[str]] = None
+        self._settings: Optional[List[cst.CSTNode]] = None
 
     def accumulates_gradients(self) -> bool:
         """The file configures gradient accumulation: a setting named like
@@ -203,7 +204,7 @@ class Loaders:
         return self._accumulates
 
     def _find_accumulation(self) -> bool:
-        for node in nodes_of(self.facts.module, (cst.Arg, cst.Assign, cst.AnnAssign, cst.DictElement)):
+        for node in self._settings_nodes():
             key: Optional[str] = None
             value: Optional[cst.BaseExpression] = None
             if isinstance(node, cst.Arg) and node.keyword is not None:
@@ -221,6 +222,16 @@ class Loaders:
                 return True
         return any(self.values.is_optimizer_step(c) and self.loops.periodic_guard(c.site) for c in self.facts.calls)
 
+    def _settings_nodes(self) -> List[cst.CSTNode]:
+        """The module's keyword arguments, assignments, dict entries, asserts and
+        `if`s: where settings and their checks are written (one walk, shared by
+        `accumulates_gradients` and `required_one`)."""
+        if self._settings is None:
+            self._settings = nodes_of(
+                self.facts.module, (cst.Arg, cst.Assign, cst.AnnAssign, cst.DictElement, cst.Assert, cst.If)
+            )
+        return self._settings
+
     def required_one(self) -> FrozenSet[str]:
         """Names (the last part of a dotted name) that the file requires to be 1:
         `assert bs == 1`, or `if args.eval_batch_size != 1: raise ...` (also as a
@@ -228,7 +239,7 @@ class Loaders:
         the method (per-sample inference), not a choice."""
         if self._required_one is None:
             found = set()
-            for node in nodes_of(self.facts.module, (cst.Assert, cst.If)):
+            for node in self._settings_nodes():
                 if isinstance(node, cst.Assert):
                     found.update(_compared_to_one(node.test, equal=True))
                 elif isinstance(node, cst.If) and isinstance(node.body, cst.IndentedBlock):

@@ -260,10 +260,15 @@ class _Collector(cst.CSTVisitor):
 
     def __init__(self, types: Tuple[type, ...]) -> None:
         self.types = types
+        self.wanted: Dict[type, bool] = {}  # per node type: one of `types` (no ABC check per node)
         self.found: List[cst.CSTNode] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, self.types):
+        t = type(node)
+        wanted = self.wanted.get(t)
+        if wanted is None:
+            wanted = self.wanted[t] = issubclass(t, self.types)
+        if wanted:
             self.found.append(node)
         return True
 
