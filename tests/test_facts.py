@@ -527,3 +527,62 @@ def test_a_tensor_datasets_tensors_are_followed_to_where_they_live():
     a = analyse(unknown)
     (loader,) = list(a.loaders.calls())
     assert not a.loaders.info(loader).host_items
+
+
+# -- `self.x` is read from its own class family -----------------------------------------
+
+
+def test_self_attribute_reads_its_own_classes_bindings():
+    """`self.head` read in one class sees that class's (and its same-file bases')
+    bindings, not another class's `self.head`."""
+    a = analyse(
+        """
+        import torch
+        from torch import nn
+        class Scale(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = torch.zeros(3)
+            def forward(self, x):
+                return x * self.head
+        class Base(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = nn.Linear(3, 3)
+        class Net(Base):
+            def forward(self, x):
+                return self.head(x)
+        def helper(self, x):
+            return self.head(x)
+        """,
+        "models.py",
+    )
+    net_read = call_at(a, "self.head(x)")
+    assert a.values.model_call(net_read) is not None  # Net's `self.head` is Base's layer
+    assert [b.site.scope.name for b in a.values.bindings_for("self.head", net_read.site)] == ["__init__"]
+    assert len(a.values.bindings_for("self.head", net_read.site)) == 1
+    outside = [c for c in a.facts.calls if a.facts.module.code_for_node(c.node) == "self.head(x)"][-1]
+    assert len(a.values.bindings_for("self.head", outside.site)) == 2  # outside every class: any class's
+
+
+def test_callers_and_methods_are_found_through_indexes():
+    a = analyse(
+        """
+        class Trainer:
+            def step(self, x):
+                return x
+            def run(self, xs):
+                for x in xs:
+                    self.step(x)
+        class Other:
+            def step(self, x):
+                return x
+        def step(x):
+            return x
+        step(1)
+        """,
+    )
+    trainer_step, other_step, free_step = [fn for fn in a.facts.functions if fn.name == "step"]
+    assert [a.facts.module.code_for_node(c.node) for c in a.values.callers(trainer_step)] == ["self.step(x)"]
+    assert a.values.callers(other_step) == []
+    assert [a.facts.module.code_for_node(c.node) for c in a.values.callers(free_step)] == ["step(1)"]

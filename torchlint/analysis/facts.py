@@ -360,6 +360,24 @@ class Facts:
         index = self._index("bindings by statement", lambda: group(self.bindings, lambda b: id(b.site.stmt)))
         return index.get(id(stmt), [])
 
+    def calls_with_method(self, method: str) -> List[Call]:
+        """Calls of a method named `method` (`x.method(...)`), in source order."""
+        index = self._index("calls by method", lambda: group(self.calls, lambda c: c.method))
+        return index.get(method, [])
+
+    def declared_global(self, name: str) -> bool:
+        """`name` is declared `global` or `nonlocal` somewhere in the file."""
+        kinds = (BindingKind.GLOBAL, BindingKind.NONLOCAL)
+        index = self._index("declared global", lambda: {b.name: True for b in self.bindings if b.kind in kinds})
+        return name in index
+
+    def attribute_bindings(self, name: str, classes: Iterable[Optional[cst.ClassDef]]) -> List[Binding]:
+        """Bindings of the dotted `name` (`self.fc`) made inside each of `classes`
+        (None: outside every class), in source order."""
+        index = self._index("attribute bindings by class", lambda: group(self.bindings, _name_and_class))
+        found = [b for cls in classes for b in index.get((name, id(cls) if cls is not None else None), [])]
+        return sorted(found, key=lambda b: b.site.order)
+
     def loops_in(self, scope: Scope) -> List[Loop]:
         """The loops whose own scope is `scope`, in source order."""
         index = self._index("loops by scope", lambda: group(self.loops, lambda loop: id(loop.scope.node)))
@@ -412,6 +430,15 @@ class Facts:
     def function_for_def(self, node: cst.CSTNode) -> Optional["Function"]:
         return self._function_by_scope_node.get(id(node))
 
+    def function_named_in(self, name: str, scope: Scope) -> Optional["Function"]:
+        """The first function named `name` defined directly in `scope` (a method of a class body)."""
+
+        def key(fn: Function) -> Tuple[str, Optional[int]]:
+            return fn.name, id(fn.scope.parent.node) if fn.scope.parent is not None else None
+
+        found = self._index("functions by name, defining scope", lambda: group(self.functions, key))
+        return next(iter(found.get((name, id(scope.node)), [])), None)
+
     def reaching(self, name: str, site: Site) -> List[Binding]:
         """Bindings of `name` that may reach `site`: in the same scope the latest
         ones back to the nearest that runs on every path (plus later ones in a
@@ -463,6 +490,19 @@ class Facts:
             if here:
                 return list(here)
         return []
+
+
+def class_of(scope: Scope) -> Optional[cst.ClassDef]:
+    """The class whose body holds `scope` (its own, or the nearest around it)."""
+    for s in scope.chain():
+        if s.kind == ScopeKind.CLASS and isinstance(s.node, cst.ClassDef):
+            return s.node
+    return None
+
+
+def _name_and_class(b: Binding) -> Tuple[str, Optional[int]]:
+    cls = class_of(b.site.scope)
+    return b.name, id(cls) if cls is not None else None
 
 
 def group(items: Iterable[T], key: Callable[[T], Hashable]) -> Dict[Hashable, List[T]]:

@@ -363,12 +363,7 @@ class Grad:
         name = dotted_name(model)
         if name is None:
             return False
-        for call in self.facts.calls:
-            if call.method != "requires_grad_" or not call.node.args:
-                continue
-            flag = call.node.args[0].value
-            if not (isinstance(flag, cst.Name) and flag.value == "False"):
-                continue
+        for call in self._freezing_calls:
             inner: Optional[cst.BaseExpression] = call.receiver
             while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute):
                 inner = inner.func.value
@@ -376,15 +371,28 @@ class Grad:
                 return True
             if any(b.value is not None and contains(b.value, call.node) for b in self.facts.bindings_of(name)):
                 return True
-        return self._frozen_by_loop(name)
+        return name in self._frozen_by_loops
 
-    def _frozen_by_loop(self, name: str) -> bool:
-        """`for p in model.parameters(): p.requires_grad = False`."""
+    @cached_property
+    def _freezing_calls(self) -> List[Call]:
+        """The file's `x.requires_grad_(False)` calls."""
+        out = []
+        for call in self.facts.calls_with_method("requires_grad_"):
+            flag = call.node.args[0].value if call.node.args else None
+            if isinstance(flag, cst.Name) and flag.value == "False":
+                out.append(call)
+        return out
+
+    @cached_property
+    def _frozen_by_loops(self) -> Set[str]:
+        """Names of models frozen by `for p in model.parameters(): p.requires_grad = False`."""
+        out: Set[str] = set()
         for b in self.facts.bindings:
             if b.kind != BindingKind.FOR or b.index is not None or not isinstance(b.value, cst.Call):
                 continue
             call = self.facts.call_for(b.value)
-            if call is None or call.method != "parameters" or dotted_name(call.receiver) != name:
+            name = dotted_name(call.receiver) if call is not None and call.method == "parameters" else None
+            if name is None or name in out:
                 continue
             for other in self.facts.bindings_of(f"{b.name}.requires_grad"):
                 if (
@@ -393,8 +401,9 @@ class Grad:
                     and isinstance(other.value, cst.Name)
                     and other.value.value == "False"
                 ):
-                    return True
-        return False
+                    out.add(name)
+                    break
+        return out
 
     def _inference_reason(self, mc: ModelCall) -> Optional[str]:
         call = mc.call

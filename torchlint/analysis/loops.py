@@ -566,9 +566,7 @@ class Loops:
         in no other function, which the loop might call to change it in place."""
         scope = loop.scope
         visible = self.facts.visible_bindings(name, scope)
-        if not visible or any(
-            b.kind in (BindingKind.GLOBAL, BindingKind.NONLOCAL) for b in self.facts.bindings_of(name)
-        ):
+        if not visible or self.facts.declared_global(name):
             return False
         own = [b for b in visible if b.site.scope is scope]
         if any(loop.contains(b.site.order) for b in own):

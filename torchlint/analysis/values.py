@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -30,6 +31,7 @@ from torchlint.analysis.facts import (
     Function,
     ScopeKind,
     Site,
+    class_of,
     dotted_name,
     strip_methods,
 )
@@ -134,10 +136,11 @@ class Values:
         self.facts = facts
         self.project = project
         self._kind_cache: Dict[int, Optional[Kind]] = {}
+        self._class_groups: Optional[Dict[int, List[Optional[cst.ClassDef]]]] = None
         self._module_classes: Optional[Set[str]] = None
         self._dataset_classes: Optional[Dict[str, ClassKind]] = None
         self._used_as_module: Optional[Set[int]] = None
-        self._callers: Optional[Dict[str, List[Call]]] = None
+        self._callers: Optional[Dict[int, List[Call]]] = None
         self._param_kinds: Dict[int, Optional[Kind]] = {}
         self._model_calls: Dict[int, Optional[ModelCall]] = {}
         self._loss_calls: Dict[int, bool] = {}
@@ -291,8 +294,8 @@ class Values:
         """A class name rebound in the calling scope (not the class any more)."""
         return (
             any(
-                b.kind not in (BindingKind.CLASS, BindingKind.IMPORT) and b.site.scope is site.scope
-                for b in self.facts.bindings_of(name)
+                b.kind not in (BindingKind.CLASS, BindingKind.IMPORT)
+                for b in self.facts.scoped_bindings(name, site.scope)
             )
             and name not in self.facts.classes
         )
@@ -345,6 +348,17 @@ class Values:
         self._kind_cache[key] = kind
         return kind
 
+    def _attribute_owners(self, site: Site) -> Optional[List[Optional[cst.ClassDef]]]:
+        """Where the `self.x` a method at `site` reads may be bound: in its class or a
+        same-file class related to it by inheritance (either way, or through a
+        common base), or outside every class (None). None: `site` is in no class."""
+        cls = class_of(site.scope)
+        if cls is None:
+            return None
+        if self._class_groups is None:
+            self._class_groups = _inheritance_groups(self.facts)
+        return [*self._class_groups.get(id(cls), [cls]), None]
+
     def _name_kind(self, expr: cst.BaseExpression, site: Site) -> Optional[Kind]:
         name = dotted_name(expr)
         if not name:
@@ -360,7 +374,10 @@ class Values:
         """The bindings a read of `name` at `site` may see: earlier ones of its
         scope (any, for an enclosing scope), every one of a dotted attribute."""
         if "." in name:
-            return [b for b in self.facts.bindings_of(name)]
+            owners = self._attribute_owners(site) if name.startswith("self.") else None
+            if owners is not None:
+                return self.facts.attribute_bindings(name, owners)
+            return list(self.facts.bindings_of(name))
         return [
             b
             for b in self.facts.visible_bindings(name, site.scope)
@@ -450,9 +467,7 @@ class Values:
             cls = next((s for s in call.site.scope.chain() if s.kind == ScopeKind.CLASS), None)
             if cls is None:
                 return None
-            for fn in self.facts.functions:
-                if fn.name == func.attr.value and fn.scope.parent is cls:
-                    return fn
+            return self.facts.function_named_in(func.attr.value, cls)
         return None
 
     def callers(self, fn: Function) -> List[Call]:
@@ -460,15 +475,11 @@ class Values:
         if self._callers is None:
             self._callers = {}
             for call in self.facts.calls:
-                func = call.node.func
-                name = (
-                    func.value
-                    if isinstance(func, cst.Name)
-                    else (func.attr.value if isinstance(func, cst.Attribute) else None)
-                )
-                if name:
-                    self._callers.setdefault(name, []).append(call)
-        return [c for c in self._callers.get(fn.name, []) if self.local_function(c) is fn]
+                if isinstance(call.node.func, (cst.Name, cst.Attribute)):
+                    found = self.local_function(call)
+                    if found is not None:
+                        self._callers.setdefault(id(found), []).append(call)
+        return list(self._callers.get(id(fn), []))
 
     def argument_for(self, call: Call, fn: Function, param: str) -> Optional[cst.BaseExpression]:
         """The expression `call` passes for `fn`'s parameter `param` (None: not
@@ -691,6 +702,8 @@ class Values:
                 if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.index is not None or b.value is None:
                     return None
                 answer = self._forward_container(b.value, b.site, seen)
+                if answer is None:
+                    return None  # every caller up the chain answers None too
                 if answer is not _CYCLE:
                     answers.append(answer)
             if not answers:
@@ -834,12 +847,19 @@ class Values:
         """`trainer.train()` / `trainer.fit(...)` of an imported `...Trainer` class."""
         if call.method not in ("train", "fit") or not isinstance(call.receiver, cst.Name):
             return False
-        for b in self.facts.bindings_of(call.receiver.value):
+        return call.receiver.value in self._library_trainers
+
+    @cached_property
+    def _library_trainers(self) -> Set[str]:
+        """Names bound (somewhere in the file) to an imported `...Trainer` class's
+        instance; the file's own `Trainer` may do anything."""
+        out: Set[str] = set()
+        for b in self.facts.bindings:
             built = self.facts.call_for(b.value) if isinstance(b.value, cst.Call) else None
             qualname = built.qualname if built is not None else None
             if qualname and "." in qualname and qualname.rsplit(".", 1)[1].endswith("Trainer"):
-                return True  # an imported class: the file's own `Trainer` may do anything
-        return False
+                out.add(b.name)
+        return out
 
     def parameter_free(self, model: cst.BaseExpression, site: Site, depth: int = 0) -> bool:
         """The module is an instance of a class (of this file or the project) that
@@ -934,3 +954,29 @@ def _bool_literal(expr: cst.BaseExpression) -> bool:
 
 def _last(call: Call) -> str:
     return (call.qualname or dotted_name(call.node.func) or "").rsplit(".", 1)[-1]
+
+
+def _inheritance_groups(facts: Facts) -> Dict[int, List[Optional[cst.ClassDef]]]:
+    """Each same-file class (by node id) with every class connected to it through
+    same-file bases: the classes whose instances may share `self` attributes."""
+    parent: Dict[int, int] = {}
+    nodes: Dict[int, cst.ClassDef] = {}
+
+    def root(key: int) -> int:
+        while parent[key] != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    for info in facts.classes.values():
+        nodes[id(info.node)] = info.node
+        parent.setdefault(id(info.node), id(info.node))
+        for base in info.bases:
+            found = facts.classes.get(base.value) if isinstance(base, cst.Name) else None
+            if found is not None:
+                parent.setdefault(id(found.node), id(found.node))
+                parent[root(id(info.node))] = root(id(found.node))
+    members: Dict[int, List[Optional[cst.ClassDef]]] = {}
+    for key, node in nodes.items():
+        members.setdefault(root(key), []).append(node)
+    return {key: members[root(key)] for key in nodes}

@@ -187,6 +187,7 @@ class ModelNotMoved(Rule):
         if a.places.silenced:
             return
         events = a.places._model_events()
+        forwards: Optional[Dict[str, List[Call]]] = None
         for b in ctx.facts.bindings:
             seen = self._construction(a, b)
             ctor = seen or self._imported_construction(a, b)
@@ -208,9 +209,11 @@ class ModelNotMoved(Rule):
                 continue  # an imported class may place its own layers: we cannot see it
             crash = speed = False
             follow = True  # every input follows the model's own device (or is on the device already)
-            for call in ctx.facts.calls:
+            if forwards is None:
+                forwards = self._forwards_by_model(a, ctx.facts.calls)
+            for call in forwards.get(b.name, []):
                 mc = a.values.model_call(call)
-                if mc is None or dotted_name(mc.model) != b.name or call.site.order < b.site.order:
+                if mc is None or call.site.order < b.site.order:
                     continue
                 if a.places.model_place(mc.model, call.site) != CPU:
                     continue
@@ -234,6 +237,17 @@ class ModelNotMoved(Rule):
                 ", but its inputs are on the device: the forward fails with a device mismatch" if crash else ""
             )
             ctx.report(ctor.node, message, replacements=fix)
+
+    @staticmethod
+    def _forwards_by_model(a: Analysis, calls: List[Call]) -> Dict[str, List[Call]]:
+        """The file's forward calls, in source order, by the dotted name of their model."""
+        out: Dict[str, List[Call]] = {}
+        for call in calls:
+            mc = a.values.model_call(call)
+            name = dotted_name(mc.model) if mc is not None else None
+            if name is not None:
+                out.setdefault(name, []).append(call)
+        return out
 
     @staticmethod
     def _moved_only_if(ctx: RuleContext, b: Binding, later: List[Event]) -> Optional[str]:
