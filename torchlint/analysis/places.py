@@ -775,15 +775,18 @@ class Places:
             # Read in another function (or an attribute): it runs later, after any of the moves.
             # Handing a model to code we cannot see may place it, but does not take it off
             # the device: escapes only make an unplaced model unknown.
+            # A move on every path settles what happened to it before (handed on or not).
             moves = [e for e in later if e.kind is EventKind.MOVE]
+            places = {e.place for e in moves}
+            if moves and len(places) == 1 and all(self._unconditional(e.site) for e in moves):
+                place = places.pop()
+                last = max(e.site.order for e in moves)
+                later = [e for e in later if e.site.order > last]
+            elif moves:
+                return UNKNOWN
             if any(e.kind is EventKind.ESCAPE for e in later) and place != DEVICE:
                 return UNKNOWN
-            if not moves:
-                return place
-            places = {e.place for e in moves}
-            if len(places) == 1 and all(self._unconditional(e.site) for e in moves):
-                return places.pop()
-            return UNKNOWN
+            return place
         local = b.site.scope.kind == ScopeKind.FUNCTION
         for e in later:
             if e.site.scope is not b.site.scope:
@@ -834,15 +837,20 @@ class Places:
         return any(isinstance(r[0], cst.If) and r[1] is Part.ELSE and self._is_device_test(r[0]) for r in s.region)
 
     def _unconditional(self, s: Site) -> bool:
-        """Runs whenever its scope does (device tests count as taken)."""
+        """Runs whenever its scope does (device tests count as taken; so does
+        the `elif <device test>:` of one, `if n_gpu == 1: ... elif n_gpu > 1:`)."""
         return all(
             isinstance(r[0], cst.If)
-            and r[1] is Part.BODY
+            and (r[1] is Part.BODY or self._device_elif(r[0]))
             and self._is_device_test(r[0])
             or isinstance(r[0], cst.Try)
             and r[1] is Part.BODY
             for r in s.region
         )
+
+    def _device_elif(self, node: cst.If) -> bool:
+        """The `elif` of `node` is itself a device test."""
+        return isinstance(node.orelse, cst.If) and self._is_device_test(node.orelse)
 
     def cpu_creation(self, expr: Optional[cst.BaseExpression]) -> Optional[Call]:
         """The call that creates `expr` on the CPU: a torch factory or data
