@@ -29,7 +29,20 @@ class BatchNotMoved(Rule):
     a batch) that are still on the CPU where they meet a model that is on the
     device at that point, or a tensor on the device in a loss, a torch op or
     arithmetic (`abs(pred - target)`). One finding per loop, at the first
-    such use, naming every unmoved variable.
+    such use, naming every unmoved variable. Names bound to a view of a batch
+    part (`gold = batch["labels"]`, `shifted = gold[:, 1:].contiguous()`) are
+    that batch, where it is.
+
+    A batch built in each iteration of a loop by a tokenizer call
+    (`enc = tokenizer(texts[i:j], return_tensors="pt")`) is a batch too: it is
+    on the CPU just as a loader's batch is. When the model gets a moved copy
+    (`model(**{k: v.to(device) for k, v in enc.items()})`) and a part of the
+    original (`enc["input_ids"]`, or a view of it) then meets the model's
+    output in a loss, a torch op or arithmetic, that is reported. A model
+    input left unmoved is TL102's finding (the root cause), so this widening
+    reports nothing where the model gets the tokenizer output unmoved. (This
+    widens TL103 beyond a loader's loop on purpose: the fact is the same, a
+    CPU batch in every iteration, and no other rule reports it.)
 
     Not flagged: batches moved by a same-file helper they are handed to (its
     body is read: `calc_loss(batch, model, device)` that moves its argument),
