@@ -1233,3 +1233,92 @@ def test_another_files_metric_that_reads_its_argument_on_the_host_syncs_in_the_l
         index = api.project_index([str(tmp_path)])
         found = [f for f in lint_source(script, str(tmp_path / "train.py"), project=index) if f.code == "TL401"]
         assert [f.row for f in found] == ([8] if reported else []), read
+
+
+# -- Session 35: TL103, views of a batch and batches built per iteration -------------------
+
+
+def test_a_sliced_view_of_a_loader_batch_part_meets_the_logits_in_the_loss():
+    # the dict batch reaches the model only as a moved temporary; its labels, shifted by a
+    # slice and `.contiguous()`, meet the logits in the loss
+    src = (
+        GPU + _LOADER + "net = Decoder().to(device)\nxent = torch.nn.CrossEntropyLoss()\n"
+        "def val(ds):\n    for rec in DataLoader(ds, num_workers=2, pin_memory=True):\n"
+        "        res = net(**{{k: t.to(device) for k, t in rec.items()}})\n"
+        "        gold = rec['tgt']\n        nxt = gold[:, 1:].contiguous(){move}\n"
+        "        xent(res.logits[:, :-1].reshape(-1, 9), nxt.view(-1))\n"
+    )
+    assert [f.row for f in rule(src.format(move=""), "TL103")] == [11]
+    # the shifted labels moved before the loss: silent
+    assert rule(src.format(move=".to(device)"), "TL103") == []
+
+
+def test_a_tokenized_batch_built_each_iteration_is_a_batch():
+    # texts tokenized per chunk; the model gets a moved copy, the ids meet its logits unmoved
+    src = (
+        GPU + "lm = AutoModelForCausalLM.from_pretrained('m'){place}\ntk = AutoTokenizer.from_pretrained('m')\n"
+        "nll = torch.nn.CrossEntropyLoss(reduction='none')\n"
+        "def rate(lines, n):\n    with torch.no_grad():\n        for lo in range(0, len(lines), n):\n"
+        "            enc = tk(lines[lo:lo + n], padding=True, return_tensors='pt')\n"
+        "            res = lm(**{{k: t.to(device) for k, t in enc.items()}})\n"
+        "            ids = enc['input_ids']{move}\n            logit = res.logits{host}\n"
+        "            nll(logit[:, :-1].flatten(0, 1), ids[:, 1:].flatten())\n"
+    )
+    assert [f.row for f in rule(src.format(place=".to(device)", move="", host=""), "TL103")] == [13]
+    # the ids moved before the loss, a CPU-only model, the logits brought to the host: silent
+    assert rule(src.format(place=".to(device)", move=".to(device)", host=""), "TL103") == []
+    assert rule(src.format(place="", move="", host=""), "TL103") == []
+    assert rule(src.format(place=".to(device)", move="", host=".cpu()"), "TL103") == []
+    # the whole encoding moved first (rebound), then used as is: silent
+    moved = src.replace(
+        "            res = lm(", "            enc = {{k: t.to(device) for k, t in enc.items()}}\n            res = lm("
+    )
+    assert rule(moved.format(place=".to(device)", move="", host=""), "TL103") == []
+    # the model gets the encoding unmoved: TL102 reports the root cause, TL103 stays silent
+    raw = src.replace("lm(**{{k: t.to(device) for k, t in enc.items()}})", "lm(**enc)")
+    assert rule(raw.format(place=".to(device)", move="", host=""), "TL103") == []
+    assert [f.code for f in rule(raw.format(place=".to(device)", move="", host=""), "TL102")] == ["TL102"]
+
+
+def test_a_model_moved_on_every_gpu_branch_of_a_chain_is_on_the_device():
+    # `if n == 1: .to('cuda') elif n > 1: DataParallel(...).to('cuda')`, read in another method:
+    # handing it to the wrapper before the last move does not leave its place unknown
+    src = (
+        "import torch\nclass Scorer:\n    def __init__(self, n_gpu):\n        self.net = Tagger()\n"
+        "        if n_gpu == 1:\n            self.net.to('cuda')\n        elif n_gpu > 1:\n"
+        "            self.net = torch.nn.DataParallel(self.net)\n            self.net.to('cuda')\n{tail}"
+        "    def run(self, x, gold):\n        out = self.net(x.to('cuda'))\n"
+        "        return torch.nn.functional.cross_entropy(out, torch.tensor(gold))\n"
+    )
+    assert [f.code for f in lint_source(src.format(tail=""), "train.py") if f.code == "TL102"] == []
+    from torchlint.analysis import Analysis
+    from torchlint.parsing import parse
+
+    def net_place(text):
+        mod = parse(text)
+        a = Analysis(mod, "train.py", text)
+        call = next(c for c in a.facts.calls if a.values.model_call(c) is not None)
+        return a.places.model_place(a.values.model_call(call).model, call.site).value
+
+    assert net_place(src.format(tail="")) == "device"
+    # a final `else` that moves it back to the CPU, or a branch that moves it to the host: unknown
+    assert net_place(src.format(tail="        else:\n            self.net.cpu()\n")) == "unknown"
+    # handed to code we cannot see after its last move, while on the CPU: unknown
+    cpu = src.replace("'cuda'", "'cpu'")
+    assert net_place(cpu.format(tail="        register(self.net)\n")) == "unknown"
+
+
+def test_a_dict_batch_entry_replaced_by_a_moved_copy_is_moved():
+    # `rec["gold"] = rec["gold"].to(device)` replaces that entry: a later `rec["gold"]` reads the copy
+    src = (
+        GPU + _LOADER + "net = Tagger().to(device)\nxent = torch.nn.CrossEntropyLoss()\n"
+        "for rec in DataLoader(ds, num_workers=2, pin_memory=True):\n"
+        "    rec[{key}] = rec[{key}].to(device)\n    res = net(rec['feats'].to(device))\n"
+        "    xent(res, rec['gold'])\n"
+    )
+    assert rule(src.format(key="'gold'"), "TL103") == []
+    # another entry replaced: `gold` is still on the CPU
+    assert [f.row for f in rule(src.format(key="'mask'"), "TL103")] == [9]
+    # a write into a tensor's elements keeps it where it is
+    masked = src.format(key="'mask'").replace("    res = net(", "    rec['gold'][rec['gold'] < 0] = 0\n    res = net(")
+    assert [f.row for f in rule(masked, "TL103")] == [10]

@@ -181,6 +181,17 @@ class Event:
     place: Place  # for moves: DEVICE, CPU or UNKNOWN
 
 
+def _element_write(target: cst.Subscript) -> bool:
+    """`t[mask] = v`, `t[:, 0] = v`: a write into a tensor's elements (in place,
+    where the tensor is), not an entry of a container replaced."""
+    if len(target.slice) > 1:
+        return True
+    index = target.slice[0].slice
+    if not isinstance(index, cst.Index):
+        return False
+    return isinstance(index.value, (cst.Comparison, cst.BinaryOperation, cst.UnaryOperation, cst.Ellipsis))
+
+
 def _string_key(expr: cst.Subscript) -> Optional[str]:
     """`out["logits"]` -> "logits"; None for any other subscript."""
     if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
@@ -775,15 +786,18 @@ class Places:
             # Read in another function (or an attribute): it runs later, after any of the moves.
             # Handing a model to code we cannot see may place it, but does not take it off
             # the device: escapes only make an unplaced model unknown.
+            # A move on every path settles what happened to it before (handed on or not).
             moves = [e for e in later if e.kind is EventKind.MOVE]
+            places = {e.place for e in moves}
+            if moves and len(places) == 1 and all(self._unconditional(e.site) for e in moves):
+                place = places.pop()
+                last = max(e.site.order for e in moves)
+                later = [e for e in later if e.site.order > last]
+            elif moves:
+                return UNKNOWN
             if any(e.kind is EventKind.ESCAPE for e in later) and place != DEVICE:
                 return UNKNOWN
-            if not moves:
-                return place
-            places = {e.place for e in moves}
-            if len(places) == 1 and all(self._unconditional(e.site) for e in moves):
-                return places.pop()
-            return UNKNOWN
+            return place
         local = b.site.scope.kind == ScopeKind.FUNCTION
         for e in later:
             if e.site.scope is not b.site.scope:
@@ -834,15 +848,20 @@ class Places:
         return any(isinstance(r[0], cst.If) and r[1] is Part.ELSE and self._is_device_test(r[0]) for r in s.region)
 
     def _unconditional(self, s: Site) -> bool:
-        """Runs whenever its scope does (device tests count as taken)."""
+        """Runs whenever its scope does (device tests count as taken; so does
+        the `elif <device test>:` of one, `if n_gpu == 1: ... elif n_gpu > 1:`)."""
         return all(
             isinstance(r[0], cst.If)
-            and r[1] is Part.BODY
+            and (r[1] is Part.BODY or self._device_elif(r[0]))
             and self._is_device_test(r[0])
             or isinstance(r[0], cst.Try)
             and r[1] is Part.BODY
             for r in s.region
         )
+
+    def _device_elif(self, node: cst.If) -> bool:
+        """The `elif` of `node` is itself a device test."""
+        return isinstance(node.orelse, cst.If) and self._is_device_test(node.orelse)
 
     def cpu_creation(self, expr: Optional[cst.BaseExpression]) -> Optional[Call]:
         """The call that creates `expr` on the CPU: a torch factory or data
@@ -934,7 +953,8 @@ class Places:
                 return forward if self._output_field_is_tensor(expr.value, key, site) else None
             base = self.tensor_place(expr.value, site)
             if base is not None:
-                return base
+                stored = self._stored_entry(expr, site)
+                return base if stored is None else stored
             return self._forward_place(expr.value, site)  # `model(x)[0]`: an element of the output
         if isinstance(expr, cst.BinaryOperation):
             left, right = self.tensor_place(expr.left, site), self.tensor_place(expr.right, site)
@@ -950,6 +970,40 @@ class Places:
         if isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
             return self.tensor_place(expr.expression, site)
         return None
+
+    def _stored_entry(self, expr: cst.Subscript, site: Site) -> Optional[Place]:
+        """For `d["k"]` read after `d["k"] = v` (since `d`'s reaching binding): where
+        `v` is, when that one store dominates the read; TENSOR (can't tell) for
+        stores on some paths only, or of keys we cannot read. None: no store."""
+        if not isinstance(expr.value, cst.Name):
+            return None
+        name, key = expr.value.value, _string_key(expr)
+        bound = max((b.site.order for b in self.reaching(name, site)), default=-1)
+        stores = []
+        for use in self.facts.scoped_uses(name, site.scope):
+            target = use.site.parent
+            stmt = use.site.stmt
+            if use.site.order <= bound or not isinstance(target, cst.Subscript) or not isinstance(stmt, cst.Assign):
+                continue
+            if not any(t.target is target for t in stmt.targets) or _element_write(target):
+                continue
+            other = _string_key(target)
+            if key is not None and other is not None and other != key:
+                continue  # another entry
+            later_in_loop = any(
+                loop.contains(use.site.order) and not loop.contains(bound) for loop in self._loops_around(site)
+            )
+            if use.site.order < site.order or later_in_loop:
+                stores.append((use.site, stmt.value))
+        if not stores:
+            return None
+        if len(stores) == 1 and key is not None and dominates(stores[0][0], site):
+            return self.tensor_place(stores[0][1], stores[0][0]) or TENSOR
+        return TENSOR
+
+    @staticmethod
+    def _loops_around(site: Site) -> List[Loop]:
+        return [loop for loop in (site.loop.chain() if site.loop is not None else ()) if loop.scope is site.scope]
 
     def _forward_place(self, expr: cst.BaseExpression, site: Site) -> Optional[Place]:
         """For a model's direct output (a call, or a name bound only to one): its place."""

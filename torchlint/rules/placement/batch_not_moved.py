@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, BindingKind, Call, Loop, Scope, Site, dotted_name
+from torchlint.analysis.facts import Binding, BindingKind, Call, Loop, Scope, Site, dotted_name, strip_methods
 from torchlint.analysis.helpers import root_name
 from torchlint.analysis.knowledge import SAME_PLACE_TENSOR_METHODS
 from torchlint.analysis.places import CPU, DEVICE
@@ -29,7 +29,20 @@ class BatchNotMoved(Rule):
     a batch) that are still on the CPU where they meet a model that is on the
     device at that point, or a tensor on the device in a loss, a torch op or
     arithmetic (`abs(pred - target)`). One finding per loop, at the first
-    such use, naming every unmoved variable.
+    such use, naming every unmoved variable. Names bound to a view of a batch
+    part (`gold = batch["labels"]`, `shifted = gold[:, 1:].contiguous()`) are
+    that batch, where it is.
+
+    A batch built in each iteration of a loop by a tokenizer call
+    (`enc = tokenizer(texts[i:j], return_tensors="pt")`) is a batch too: it is
+    on the CPU just as a loader's batch is. When the model gets a moved copy
+    (`model(**{k: v.to(device) for k, v in enc.items()})`) and a part of the
+    original (`enc["input_ids"]`, or a view of it) then meets the model's
+    output in a loss, a torch op or arithmetic, that is reported. A model
+    input left unmoved is TL102's finding (the root cause), so this widening
+    reports nothing where the model gets the tokenizer output unmoved. (This
+    widens TL103 beyond a loader's loop on purpose: the fact is the same, a
+    CPU batch in every iteration, and no other rule reports it.)
 
     Not flagged: batches moved by a same-file helper they are handed to (its
     body is read: `calc_loss(batch, model, device)` that moves its argument),
@@ -105,6 +118,9 @@ class BatchNotMoved(Rule):
     CODE = "TL103"
     NAME = "batch-not-moved"
     MESSAGE = "Batch {names} from the loader reach{s} the model (or a tensor) on the device without being moved"
+    BUILT_MESSAGE = (
+        "Batch {names} built in the loop by a tokenizer call reach{s} a tensor on the device without being moved"
+    )
     TITLE = "A batch from the loader reaches the model (or a tensor) on the device without being moved"
     FIX_TITLE = "Move the batch to the device at the top of the loop"
     APPLICABILITY = Applicability.SAFE
@@ -218,6 +234,13 @@ class BatchNotMoved(Rule):
             targets = _loop_targets(a, node)
             if targets and not self._check_region(ctx, targets, site.scope, loop.order, loop.end_order, loop=loop):
                 self._check_split(ctx, targets, loop)
+        # A batch built in each iteration by a tokenizer call (`return_tensors="pt"`).
+        for loop in ctx.facts.loops:
+            built = _built_batches(a, loop)
+            if built:
+                start = min(b.site.order for b in built)
+                names = list(dict.fromkeys(b.name for b in built))
+                self._check_region(ctx, names, built[0].site.scope, start, loop.end_order, built=True)
         # `x, y = next(iter(loader))`
         for b in ctx.facts.bindings:
             if b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and a.places.next_batch(b.value, b.site):
@@ -238,10 +261,14 @@ class BatchNotMoved(Rule):
         end: int,
         loop: Optional[Loop] = None,
         anchor: Optional[Binding] = None,
+        built: bool = False,
     ) -> bool:
         """Report the first use, between `start` and `end` in `scope`, of a batch
         name (or a name derived from one) that is still on the CPU where it meets
-        a model on the device or a tensor on the device."""
+        a model on the device or a tensor on the device. A batch `built` in the
+        loop by a tokenizer call: its model inputs are TL102's, so only its
+        meetings with device tensors count, and only where every model call got
+        it moved (otherwise TL102 reports the root cause)."""
         a = ctx.analysis
         roots = _derived_names(ctx, targets, scope, start, end)
         unmoved: List[str] = []
@@ -250,6 +277,13 @@ class BatchNotMoved(Rule):
         derived: Set[str] = set()  # reached through `batch[0]` / `batch["x"]`: no fix
         for call in a.helpers.calls_in_scope(scope):
             if not (start < call.site.order <= end):
+                continue
+            if built and a.values.model_call(call) is not None:
+                if any(
+                    _batch_ref(arg)[0] in roots and a.places.tensor_place(arg.value, call.site) != DEVICE
+                    for arg in call.node.args
+                ):
+                    return False  # the model gets it unmoved (or we can't tell): TL102's finding
                 continue
             meets = self._meets_device(a, call)
             if not meets:
@@ -288,8 +322,13 @@ class BatchNotMoved(Rule):
         order = {n: i for i, n in enumerate(targets)}
         unmoved.sort(key=lambda n: order.get(n, len(order)))
         shown = ", ".join(f"`{n}`" for n in unmoved)
-        message = self.MESSAGE.format(names=shown, s="es" if len(unmoved) == 1 else "")
-        fix = None if derived else self._fix(ctx, loop, anchor, unmoved, targets, dict_like, roots, start, end, scope)
+        template = self.BUILT_MESSAGE if built else self.MESSAGE
+        message = template.format(names=shown, s="es" if len(unmoved) == 1 else "")
+        fix = (
+            None
+            if derived or built
+            else self._fix(ctx, loop, anchor, unmoved, targets, dict_like, roots, start, end, scope)
+        )
         ctx.report(first[1], message, replacements=fix)
         return True
 
@@ -461,6 +500,29 @@ def _loop_targets(a: Analysis, node: cst.For) -> List[str]:
     return [n for n, _ in _names_in(target)]
 
 
+def _built_batches(a: Analysis, loop: Loop) -> List[Binding]:
+    """Names bound in `loop`'s own body (not a nested loop's) to a tokenizer
+    call's tensors (`return_tensors="pt"`): a batch built on the CPU in each
+    iteration, as a loader's loop variable is."""
+    out = []
+    for b in a.facts.bindings_in(loop.scope):
+        if (
+            b.site.loop is loop
+            and isinstance(b.value, cst.Call)
+            and b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+            and b.index is None
+            and "." not in b.name
+            and _tokenizer_creation(a, b.value)
+        ):
+            out.append(b)
+    return out
+
+
+def _tokenizer_creation(a: Analysis, value: cst.BaseExpression) -> bool:
+    creation = a.places.cpu_creation(value)
+    return creation is not None and a.values.is_tokenizer_call(creation)
+
+
 def _names_in(target: cst.BaseExpression) -> List[Tuple[str, cst.Name]]:
     if isinstance(target, cst.Name):
         return [(target.value, target)]
@@ -484,12 +546,29 @@ def _derived_names(ctx: RuleContext, targets: List[str], scope: Scope, start: in
     for b in ctx.facts.bindings_in(scope):
         if not (start < b.site.order <= end) or b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN):
             continue
-        src = b.value
-        if isinstance(src, cst.Subscript):
-            src = src.value
-        if isinstance(src, cst.Name) and src.value in roots and b.name not in roots and "." not in b.name:
+        src = _view_root(b.value) if b.value is not None else None
+        if src is not None and src.value in roots and b.name not in roots and "." not in b.name:
             roots[b.name] = roots[src.value]
     return roots
+
+
+def _view_root(expr: cst.BaseExpression) -> Optional[cst.Name]:
+    """The name under a chain of indexing and same-place tensor methods
+    (`labels[:, 1:].contiguous()`, `batch["y"].long()`): a view or copy of
+    that name's tensor, where it is; None for anything else (a move, a call)."""
+    while True:
+        if isinstance(expr, cst.Name):
+            return expr
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in _SAME_PLACE_METHODS
+        ):
+            expr = expr.func.value
+        else:
+            return None
 
 
 def _handed_on(a: Analysis, name: str, after: Site, before: Site) -> bool:
@@ -542,14 +621,13 @@ def _batch_ref(arg: cst.Arg) -> Tuple[Optional[str], Optional[_Ref]]:
         if arg.star:
             return None, None
         return value.value, _Ref.PLAIN
-    if (
-        isinstance(value, cst.Call)
-        and isinstance(value.func, cst.Attribute)
-        and isinstance(value.func.value, cst.Name)
-        and value.func.attr.value in _SAME_PLACE_METHODS
-        and not arg.star
-    ):
-        return value.func.value.value, _Ref.PLAIN  # `target.flatten()`, `y.long()`: still the batch, where it was
+    if isinstance(value, cst.Call) and not arg.star:
+        root = _view_root(value)
+        if root is None:
+            return None, None
+        # `target.flatten()`, `y.long()`: still the batch, where it was; `labels[:, 1:].view(-1)`: a part of it.
+        plain = isinstance(strip_methods(value, _SAME_PLACE_METHODS), cst.Name)
+        return root.value, (_Ref.PLAIN if plain else _Ref.INDEX)
     if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name) and not arg.star:
         sl = value.slice
         key = sl[0].slice if len(sl) == 1 and isinstance(sl[0].slice, cst.Index) else None
