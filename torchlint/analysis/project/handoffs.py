@@ -111,6 +111,7 @@ class _Uses:
         out: List[NameUse] = []
         stack: List[ast.AST] = [self.tree]
         parents = self.parents
+        AST = ast.AST
         while stack:
             node = stack.pop()
             if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
@@ -119,16 +120,14 @@ class _Uses:
                     found.append(node)
             if isinstance(node, ast.ClassDef) and node.decorator_list:
                 out.append(NameUse(node.name))  # registered or wrapped: used elsewhere
-            for field in node._fields:
-                if field in _SKIP or field in _ANNOTATIONS:
-                    continue
+            for field in _fields(type(node)):
                 value = getattr(node, field, None)
                 if type(value) is list:
                     for v in value:
-                        if isinstance(v, ast.AST):
+                        if isinstance(v, AST):
                             parents[id(v)] = node
                             stack.append(v)
-                elif isinstance(value, ast.AST):
+                elif isinstance(value, AST):
                     parents[id(value)] = node
                     stack.append(value)
         for node in found:
@@ -254,6 +253,18 @@ class _Uses:
                 return True
             parent = self.parents.get(id(parent))
         return False
+
+
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _fields(cls: type) -> Tuple[str, ...]:
+    """A node type's fields that may hold nodes worth visiting (no annotations)."""
+    found = _FIELDS.get(cls)
+    if found is None:
+        names = cls._fields  # type: ignore[attr-defined]
+        found = _FIELDS[cls] = tuple(f for f in names if f not in _SKIP and f not in _ANNOTATIONS)
+    return found
 
 
 def _dotted(expr: ast.AST) -> Optional[str]:
