@@ -23,6 +23,7 @@ gives the same answers (`still_answers`).
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -526,7 +527,7 @@ class ProjectIndex:
         for path in self.paths:
             s = self.summary(path) or ModuleSummary()
             if not s.parsed:
-                return ()
+                continue  # Python cannot run it either: it calls nothing
             self._definitions(path)
             imports = self._imports[path]
             for use in s.uses:
@@ -545,7 +546,8 @@ class ProjectIndex:
                 handed = [h for h in use.args if h.key == param or (position is not None and h.key == position)]
                 if len(handed) != 1 or not self._unmoved_module(path, handed[0].built):
                     return ()
-                out.add(f"`{handed[0].built}(...)` in {self.module_name(path) or path}")
+                where = os.path.relpath(path, os.path.dirname(target.path)) if isinstance(target, Defined) else path
+                out.add(f"`{handed[0].built}(...)` in {where}")
         return tuple(sorted(out))
 
     def _unmoved_module(self, path: str, callee: str) -> bool:
