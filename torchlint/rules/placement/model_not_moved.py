@@ -42,6 +42,14 @@ class ModelNotMoved(Rule):
     imported classes too, since the file itself shows that the model needs
     moving.
 
+    Also flagged, at `self.model = model`: a plain class that keeps a model
+    argument and runs it in a loop on inputs it moves to the device, without
+    ever moving, wrapping or handing on the model itself, when every call of
+    the class in the project hands it a model that the caller builds (a
+    project module class that builds layers and places nothing, a `torch.nn`
+    layer, a torchvision or timm model) and never moves, wraps or hands to
+    anything else. A run that does not read the callers says nothing.
+
     Not flagged: an instance of a class imported from another module that is
     otherwise never moved (its constructor, which we cannot see, may place
     its own layers), a module whose constructor places its own layers, a
