@@ -4,6 +4,8 @@ a small program of our own in the same shape, and its near miss that must
 still be reported. Also the fix benefit filter: a fix is offered only where
 it spares per-step work."""
 
+import os
+
 import pytest
 
 from helpers import api, code, lint_source, notebook
@@ -1322,3 +1324,128 @@ def test_a_dict_batch_entry_replaced_by_a_moved_copy_is_moved():
     # a write into a tensor's elements keeps it where it is
     masked = src.format(key="'mask'").replace("    res = net(", "    rec['gold'][rec['gold'] < 0] = 0\n    res = net(")
     assert [f.row for f in rule(masked, "TL103")] == [10]
+
+
+# -- Session 35: a kept model argument that no caller moves ------------------------------------------
+
+_FIT_MODEL = """
+import torch.nn as nn
+
+class Encoder(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.proj(x)
+"""
+_FITTER = """
+import torch
+
+DEV = "cuda" if torch.cuda.is_available() else "cpu"
+
+class Fitter:
+    def __init__(self, net, batches, opt, epochs=3):
+        self.net = net
+        self.batches = batches
+        self.opt = opt
+        self.epochs = epochs
+
+    def fit(self):
+        for _ in range(self.epochs):
+            for xb, yb in self.batches:
+                xb, yb = xb.to(DEV), yb.to(DEV)
+                loss = ((self.net(xb) - yb) ** 2).mean()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+            self.report(self.net)
+
+    def report(self, net):
+        print(sum(p.numel() for p in net.parameters()))
+"""
+_RUN = """
+import torch
+from encoder import Encoder
+from fitter import Fitter
+
+def main(batches):
+    enc = Encoder(16){extra}
+    opt = torch.optim.SGD(enc.parameters(), lr=0.1)
+    job = Fitter(net={arg}, batches=batches, opt=opt)
+    job.fit()
+"""
+
+
+def _fit_project(root, run=_RUN, fitter=_FITTER, **fmt):
+    import textwrap
+
+    files = {"encoder.py": _FIT_MODEL, "fitter.py": fitter, "run.py": run.format(**{"extra": "", "arg": "enc", **fmt})}
+    for name, src in files.items():
+        (root / name).write_text(textwrap.dedent(src).lstrip("\n"))
+
+
+def _tl101(root, target="", **kwargs):
+    from torchlint.config import Settings
+    from torchlint.runner import run as run_files
+
+    settings = Settings(select=("TL101",), preview=True)
+    result = run_files([str(root / target) if target else str(root)], settings, **kwargs)
+    return [(os.path.basename(f.path), f.row) for f in result.findings if f.code == "TL101"]
+
+
+def test_a_kept_model_argument_that_every_caller_builds_unmoved_is_reported(tmp_path):
+    _fit_project(tmp_path)
+    assert _tl101(tmp_path) == [("fitter.py", 7)]  # at `self.net = net`
+    # the trainer's file alone: its callers are not read, so nothing is known of them
+    assert _tl101(tmp_path, "fitter.py") == []
+
+
+@pytest.mark.parametrize(
+    "extra, arg",
+    [
+        (".to('cuda')", "enc"),  # the caller moves it
+        ("\n    enc.cuda()", "enc"),  # in place, after its construction
+        ("\n    enc = torch.nn.parallel.DistributedDataParallel(enc)", "enc"),  # wrapped
+        ("\n    keep = torch.nn.DataParallel(enc)", "enc"),  # handed to a wrapper
+        ("", "place(enc)"),  # handed over through a call
+        ("\n    load(enc)", "enc"),  # handed to code we cannot see
+    ],
+)
+def test_a_kept_model_argument_some_caller_places_is_not_reported(tmp_path, extra, arg):
+    _fit_project(tmp_path, extra=extra, arg=arg)
+    assert _tl101(tmp_path) == []
+
+
+def test_a_kept_model_argument_is_silent_when_one_caller_is_unclear(tmp_path):
+    _fit_project(tmp_path)
+    (tmp_path / "other.py").write_text("from fitter import Fitter\ndef go(net, b, o):\n    Fitter(net, b, o).fit()\n")
+    assert _tl101(tmp_path) == []  # `net` comes from elsewhere: it may be on the device
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("self.net = net\n", "self.net = net.to(DEV)\n"),  # the trainer moves it
+        ("self.opt.step()\n", "self.opt.step()\n        self.net.to(DEV)\n"),  # in another method, later
+        ("xb, yb = xb.to(DEV), yb.to(DEV)\n", "pass\n"),  # its batches stay on the CPU
+        ('DEV = "cuda" if torch.cuda.is_available() else "cpu"', 'DEV = "cpu"'),  # no accelerator
+    ],
+)
+def test_a_kept_model_argument_the_trainer_places_or_keeps_on_the_cpu_is_not_reported(tmp_path, old, new):
+    assert old in _FITTER
+    _fit_project(tmp_path, fitter=_FITTER.replace(old, new))
+    assert _tl101(tmp_path) == []
+
+
+def test_a_cached_kept_model_finding_follows_a_change_in_a_caller(tmp_path):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    _fit_project(proj)
+    cache = {"cache_root": str(tmp_path)}
+    assert _tl101(proj, **cache) == [("fitter.py", 7)]
+    assert _tl101(proj, **cache) == [("fitter.py", 7)]  # from the cache
+    _fit_project(proj, extra=".cuda()")  # fitter.py unchanged: its cached result must not be reused
+    assert _tl101(proj, **cache) == []
+    _fit_project(proj)
+    assert _tl101(proj, **cache) == [("fitter.py", 7)]

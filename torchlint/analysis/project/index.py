@@ -23,6 +23,7 @@ gives the same answers (`still_answers`).
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -41,12 +42,14 @@ from torchlint.analysis.project.kinds import (
     ValueKind,
 )
 from torchlint.analysis.project.modules import AMBIGUOUS, ModuleTable, module_name
-from torchlint.analysis.vocabulary import NO_GRAD_CONTEXTS
+from torchlint.analysis.vocabulary import NO_GRAD_CONTEXTS, STATELESS_LAYER
 
 # `view.local("Net")`: a top-level name of the asking file itself.
 LOCAL = "<local>."
 MAX_DEPTH = 8  # re-exports, aliases and helpers followed at most this deep
 _SAYS_LOADER = re.compile("loader", re.IGNORECASE)
+# torch.nn classes that only hold what they are given.
+_HOLDERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
 
 Definition = Union[ClassSummary, FunctionSummary, AssignSummary]
 # Questions answered None when unknown (the others: False).
@@ -508,6 +511,74 @@ class ProjectIndex:
             return True
         return None if None in answers else False
 
+    def _unmoved_callers(self, target: Target, param: object) -> Tuple[str, ...]:
+        """For a plain class (no bases) whose `__init__` takes `param`: the module
+        constructions its calls hand it there ("`Net(...)` in train"), when the
+        project calls it at least once, only directly, and every call hands over
+        a module built unmoved (handoffs.py) of a class that certainly holds
+        parameters on the CPU; () otherwise."""
+        found = self._definition(target)
+        if not isinstance(found, ClassSummary) or found.init_params is None or not isinstance(param, str):
+            return ()
+        if any(base != "object" for base in found.bases):
+            return ()
+        position = found.init_params.index(param) if param in found.init_params else None
+        out: Set[str] = set()
+        for path in self.paths:
+            s = self.summary(path) or ModuleSummary()
+            if not s.parsed:
+                continue  # Python cannot run it either: it calls nothing
+            self._definitions(path)
+            imports = self._imports[path]
+            for use in s.uses:
+                root, _, rest = use.name.partition(".")
+                expanded = imports.get(root, root) + ("." + rest if rest else "")
+                if found.name not in use.name.split(".") and found.name not in expanded.split("."):
+                    continue
+                parts = use.name.split(".")
+                k = next(
+                    (k for k in range(1, len(parts) + 1) if self._resolve_in(path, ".".join(parts[:k])) == target), 0
+                )
+                if not k:
+                    continue
+                if k < len(parts) or use.args is None:
+                    return ()  # `Trainer.from_config(...)`, a subclass, a value handed on
+                handed = [h for h in use.args if h.key == param or (position is not None and h.key == position)]
+                if len(handed) != 1 or not self._unmoved_module(path, handed[0].built):
+                    return ()
+                where = os.path.relpath(path, os.path.dirname(target.path)) if isinstance(target, Defined) else path
+                out.add(f"`{handed[0].built}(...)` in {where}")
+        return tuple(sorted(out))
+
+    def _unmoved_module(self, path: str, callee: str) -> bool:
+        """A call of `callee` (as written in file `path`) builds a module that
+        holds parameters on the CPU: a torch.nn layer that has some, a
+        torchvision or timm model, or a project module class whose own code (or
+        a project base's) builds layers and places nothing."""
+        resolved = self._resolve_in(path, callee)
+        if isinstance(resolved, Library):
+            name = resolved.name
+            last = name.rsplit(".", 1)[-1]
+            if library.class_kind(name) is ClassKind.MODULE:
+                return not STATELESS_LAYER.match(last) and last not in _HOLDERS
+            return name == "timm.create_model" or (name.startswith("torchvision.models.") and last[:1].islower())
+        if resolved is None or self._ask(Question.CLASS_KIND, resolved) is not ClassKind.MODULE:
+            return False
+        return self._ask(Question.PLACES_ITSELF, resolved) is False and self._builds_layers(resolved, 0)
+
+    def _builds_layers(self, target: Target, depth: int) -> bool:
+        found = self._definition(target)
+        if not isinstance(found, ClassSummary) or depth > MAX_DEPTH:
+            return False
+        assert isinstance(target, Defined)
+        if found.builds_layers:
+            return True
+        for base in found.bases:
+            resolved = self._resolve_in(target.path, base)
+            if isinstance(resolved, Defined) and self._builds_layers(resolved, depth + 1):
+                return True
+        return False
+
 
 _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.CLASS_KIND: ProjectIndex._class_kind,
@@ -521,6 +592,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.HAS_PARAMETERS: ProjectIndex._has_parameters,
     Question.IMPORTED: ProjectIndex._imported,
     Question.SYNCS_ARGUMENT: ProjectIndex._syncs_argument,
+    Question.UNMOVED_CALLERS: ProjectIndex._unmoved_callers,
 }
 
 
@@ -595,6 +667,14 @@ class FileView:
     def imported(self, qualname: str) -> bool:
         """Another project file imports `qualname` (or its module): it may be used there."""
         return bool(self.index._record(self.path, Question.IMPORTED, qualname, None))
+
+    def unmoved_callers(self, qualname: str, param: str) -> Tuple[str, ...]:
+        """Every project call of plain class `qualname` hands its `__init__`'s
+        `param` a module built in the calling code and never moved, wrapped or
+        handed elsewhere there: those constructions, described; () when there is
+        no call, or one is not so (or is not a direct call)."""
+        answer = self.index._record(self.path, Question.UNMOVED_CALLERS, qualname, param)
+        return answer if isinstance(answer, tuple) else ()
 
     def trains(self, qualname: str) -> bool:
         """Function `qualname` calls `.backward()` or an optimizer step (itself or

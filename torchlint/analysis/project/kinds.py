@@ -54,6 +54,7 @@ class Question(enum.Enum):
     IMPORTED = "imported"
     SYNCS_ARGUMENT = "syncs_argument"
     LOADER_NAMES = "loader_names"
+    UNMOVED_CALLERS = "unmoved_callers"
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,12 @@ class ClassSummary:
     parameters: Optional[bool] = None
     # Callees as written (not torch.nn) whose instances it keeps as called attributes.
     submodules: Tuple[str, ...] = ()
+    # Its own code builds a torch.nn layer that has parameters, or an `nn.Parameter`
+    # (stored or not: with `places` False, they are on the CPU).
+    builds_layers: bool = False
+    # Its `__init__`'s positional parameters after `self`, in order (None: no `__init__`
+    # of its own, or one that takes `*args`).
+    init_params: Optional[Tuple[str, ...]] = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,30 @@ class FunctionSummary:
 
 
 @dataclass(frozen=True)
+class Handed:
+    """An argument a call hands over: the name of a module the calling code
+    builds itself, binds once, and never moves, wraps or hands to another call.
+    `key` is the position (an int) or keyword (a str); `built` the dotted
+    callee of its construction, as written (`Seq2Seq`, `nn.Linear`)."""
+
+    key: Union[int, str]
+    built: str
+
+
+@dataclass(frozen=True)
+class NameUse:
+    """A use of a dotted name, as written, of which a part (through the
+    module's imports) is capitalised: a class, or an attribute of one. `args`:
+    a direct call whose result is only used through its methods (or not at
+    all), with the arguments it hands over that are modules built unmoved;
+    None: any other use (a base, a value passed on or stored, a call with
+    `*`/`**`, or a result that goes elsewhere)."""
+
+    name: str
+    args: Optional[Tuple[Handed, ...]] = None
+
+
+@dataclass(frozen=True)
 class AssignSummary:
     """A module-level `name = value` whose value is a dotted name (an alias:
     `no_grad = torch.no_grad`) or a call of one (`ctx = torch.no_grad()`), or a
@@ -136,6 +167,7 @@ class ModuleSummary:
     classes: Tuple[ClassSummary, ...] = ()
     functions: Tuple[FunctionSummary, ...] = ()
     assigns: Tuple[AssignSummary, ...] = ()
+    uses: Tuple[NameUse, ...] = ()  # capitalised names used anywhere (handoffs.py)
     parsed: bool = True  # False: the text did not parse (the module knows nothing)
 
 

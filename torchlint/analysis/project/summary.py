@@ -25,6 +25,7 @@ import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from torchlint.analysis.knowledge import MODULE_SAME_KIND_METHODS
+from torchlint.analysis.project.handoffs import name_uses
 from torchlint.analysis.project.kinds import (
     AssignSummary,
     ClassSummary,
@@ -49,6 +50,8 @@ _OPT_NAME = re.compile(r"^(opt|optimi[sz]er)(_\w+)?$|^\w+_opt$")
 # Text that a class which places something must contain (a cheap pre-check of `_places`).
 _PLACING_TEXT = re.compile(r"\.(" + "|".join(sorted(MOVE_METHODS)) + r")\b|\bdevice\s*=")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# torch.nn classes that hold what they are given (no parameters of their own).
+_CONTAINER_LAYERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 Needs = Tuple[GuardNeed, ...]
 
@@ -136,6 +139,7 @@ def own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
 class _Module:
     def __init__(self, tree: ast.Module, text: str = "") -> None:
         self.tree = tree
+        self.text = text
         self.lines = text.splitlines()
         self.imports: Dict[str, str] = {}
         self.stars: List[str] = []
@@ -160,6 +164,7 @@ class _Module:
             classes=tuple(self.classes),
             functions=functions,
             assigns=tuple(self.assigns),
+            uses=name_uses(self.tree, self.text, self.imports),
         )
 
     def _module_statements(self, body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
@@ -222,6 +227,10 @@ class _Module:
         defines_init = any(isinstance(s, _FUNCTIONS) and s.name == "__init__" for s in node.body)
         forward = next((s for s in node.body if isinstance(s, _FUNCTIONS) and s.name == "forward"), None)
         parameters, submodules = _Parameters(node, self).result()
+        init = next((s for s in node.body if isinstance(s, _FUNCTIONS) and s.name == "__init__"), None)
+        init_params = None
+        if init is not None and init.args.vararg is None:
+            init_params = tuple(a.arg for a in [*init.args.posonlyargs, *init.args.args][1:])
         return ClassSummary(
             node.name,
             tuple(bases),
@@ -230,7 +239,28 @@ class _Module:
             forward_container=_returns_container(forward) if forward is not None else None,
             parameters=parameters,
             submodules=submodules,
+            builds_layers=self._builds_layers(node),
+            init_params=init_params,
         )
+
+    def _builds_layers(self, node: ast.ClassDef) -> bool:
+        """Its own code calls a torch.nn layer that has parameters, or `nn.Parameter`."""
+        for n in ast.walk(node):
+            if not isinstance(n, ast.Call):
+                continue
+            q = self.qualify(dotted(n.func)) or ""
+            last = q.rsplit(".", 1)[-1]
+            if q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+                return True
+            if (
+                q.startswith("torch.nn.")
+                and not q.startswith(NN_NON_MODULES)
+                and last[:1].isupper()
+                and last not in _CONTAINER_LAYERS
+                and not STATELESS_LAYER.match(last)
+            ):
+                return True
+        return False
 
     def _places(self, node: ast.ClassDef) -> bool:
         """Code in the class moves something or passes `device=` (walked only

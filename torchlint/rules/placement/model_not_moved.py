@@ -42,6 +42,14 @@ class ModelNotMoved(Rule):
     imported classes too, since the file itself shows that the model needs
     moving.
 
+    Also flagged, at `self.model = model`: a plain class that keeps a model
+    argument and runs it in a loop on inputs it moves to the device, without
+    ever moving, wrapping or handing on the model itself, when every call of
+    the class in the project hands it a model that the caller builds (a
+    project module class that builds layers and places nothing, a `torch.nn`
+    layer, a torchvision or timm model) and never moves, wraps or hands to
+    anything else. A run that does not read the callers says nothing.
+
     Not flagged: an instance of a class imported from another module that is
     otherwise never moved (its constructor, which we cannot see, may place
     its own layers), a module whose constructor places its own layers, a
@@ -189,6 +197,7 @@ class ModelNotMoved(Rule):
         events = a.places._model_events()
         forwards: Optional[Dict[str, List[Call]]] = None
         for b in ctx.facts.bindings:
+            self._kept_argument(ctx, b)
             seen = self._construction(a, b)
             ctor = seen or self._imported_construction(a, b)
             if ctor is None:
@@ -248,6 +257,65 @@ class ModelNotMoved(Rule):
             if name is not None:
                 out.setdefault(name, []).append(call)
         return out
+
+    @staticmethod
+    def _kept_argument(ctx: RuleContext, b: Binding) -> None:
+        """`self.model = model` in the `__init__` of a plain module-level class
+        that never moves, wraps or hands on either, and then runs the model in a
+        loop on inputs it moved to the device: reported when every project call of
+        the class hands it a module built and left on the CPU (the project index's
+        `unmoved_callers`): the first batch fails with a device mismatch."""
+        a = ctx.analysis
+        project = a.project
+        value, scope = b.value, b.site.scope
+        if (
+            project is None
+            or b.kind is not BindingKind.ASSIGN
+            or b.index is not None
+            or not isinstance(value, cst.Name)
+        ):
+            return
+        owner, attr = b.name.split(".", 1) if "." in b.name else ("", "")
+        if owner != "self" or "." in attr or scope.kind != ScopeKind.FUNCTION or scope.name != "__init__":
+            return
+        cls = scope.parent
+        if cls is None or cls.kind != ScopeKind.CLASS or cls.parent is None or cls.parent.kind != ScopeKind.MODULE:
+            return
+        if cls.name in a.values.module_classes() or len(ctx.facts.bindings_of(b.name)) != 1:
+            return
+        param = value.value
+        bound = ctx.facts.visible_bindings(param, scope)
+        if len(bound) != 1 or bound[0].kind is not BindingKind.PARAM or bound[0].site.scope is not scope:
+            return
+        events = a.places._model_events()
+        if any(e.site.stmt is not b.site.stmt for e in events.within(param, scope)):
+            return  # moved, wrapped or handed on in `__init__`
+        for use in ctx.facts.uses_of("self"):
+            in_class = any(s is cls for s in use.site.scope.chain())
+            if in_class and not (isinstance(use.site.parent, cst.Attribute) and use.site.parent.value is use.node):
+                return  # `self` handed on or returned: its model may be placed there
+        later = events.get(b.name, [])
+        if not a.places.accelerator_in_play():
+            return
+        for call in ctx.facts.calls:
+            mc = a.values.model_call(call)
+            if mc is None or dotted_name(mc.model) != b.name or call.site.loop is None:
+                continue
+            if not any(a.places.tensor_place(arg.value, call.site) == DEVICE for arg in call.node.args):
+                continue
+            if not all(
+                e.kind is EventKind.ESCAPE and e.site.scope is call.site.scope and e.site.order > call.site.order
+                for e in later
+            ):
+                continue  # moved, or handed on before its first forward
+            callers = project.unmoved_callers(project.local(cls.name), param)
+            if callers:
+                ctx.report(
+                    b.target,
+                    f"Model `{b.name}` is used without being moved to the device, but its inputs are on the "
+                    f"device: every caller hands `{cls.name}` a model it never moves ({', '.join(callers)})",
+                )
+            return
 
     @staticmethod
     def _moved_only_if(ctx: RuleContext, b: Binding, later: List[Event]) -> Optional[str]:
