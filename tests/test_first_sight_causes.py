@@ -1308,3 +1308,22 @@ def test_a_cpu_tensor_attribute_in_test_code_is_silent(tmp_path):
     index = api.project_index([str(tmp_path)])
     path = str(tmp_path / "tests" / "heads.py")
     assert [f for f in lint_source(_head(), path, project=index) if f.code == "TL102"] == []
+
+
+@pytest.mark.parametrize(
+    "line,accelerates",
+    [
+        ("m.cuda()", True),
+        ("m.to(device)", True),
+        ("m.to(self.device)", True),
+        ("t = torch.zeros(2, device='cuda:0')", True),
+        ("m.to('cpu')", False),
+        ("y = y.to(x.device)", False),  # where a tensor already is
+        ("y = y.to(torch.float16)", False),
+        ("ok = torch.cuda.is_available()", False),
+    ],
+)
+def test_a_project_file_that_moves_something_to_an_accelerator(line, accelerates):
+    from torchlint.analysis.project.summary import summarize
+
+    assert summarize("import torch\n" + line + "\n").accelerates is accelerates

@@ -52,6 +52,7 @@ _REGISTERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "t
 _KEEPS = SAME_PLACE_TENSOR_METHODS - {"squeeze"}
 _TENSOR_NAMES = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.LongTensor"})
 _MAX_DEPTH = 6
+_ANY = "*"  # a name set by `setattr`/`register_buffer` that we cannot read
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class Attributes:
         self.places = places
         self.project = project
         self._found: Optional[List[CpuAttribute]] = None
+        self._by_name: Dict[int, Set[str]] = {}
 
     def cpu_tensors(self) -> List[CpuAttribute]:
         """The CPU tensors kept as plain attributes of this file's module classes
@@ -220,17 +222,27 @@ class Attributes:
                 call = self.facts.call_of_arg(holder)
                 if call is not None and (call.qualname in _REGISTERS or call.method == "register_buffer"):
                     return True
-        for call in self.facts.calls:
-            if not any(scope.node is cls.node for scope in call.site.scope.chain()):
-                continue
-            first = call.node.args[0].value if call.node.args else None
-            if call.method in ("register_buffer", "register_parameter") or (
-                isinstance(call.node.func, cst.Name) and call.node.func.value == "setattr"
-            ):
-                key = call.node.args[1].value if call.method is None and len(call.node.args) > 1 else first
-                if not isinstance(key, cst.SimpleString) or key.evaluated_value == name:
-                    return True
-        return False
+        named = self._named(cls)
+        return name in named or _ANY in named
+
+    def _named(self, cls: ClassInfo) -> Set[str]:
+        """Attribute names the class's code registers or sets by name
+        (`register_buffer`, `register_parameter`, `setattr`); `_ANY` for a
+        name we cannot read."""
+        found = self._by_name.get(id(cls.node))
+        if found is None:
+            found = self._by_name[id(cls.node)] = set()
+            for call in self.facts.calls:
+                setattr_ = isinstance(call.node.func, cst.Name) and call.node.func.value == "setattr"
+                if not (setattr_ or call.method in ("register_buffer", "register_parameter")):
+                    continue
+                if not any(scope.node is cls.node for scope in call.site.scope.chain()):
+                    continue
+                args = call.node.args
+                key = args[1 if setattr_ else 0].value if len(args) > (1 if setattr_ else 0) else None
+                value = key.evaluated_value if isinstance(key, cst.SimpleString) else None
+                found.add(value if isinstance(value, str) else _ANY)
+        return found
 
     # -- the use with the inputs ----------------------------------------------------------------
 
