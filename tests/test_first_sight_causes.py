@@ -1449,3 +1449,97 @@ def test_a_cached_kept_model_finding_follows_a_change_in_a_caller(tmp_path):
     assert _tl101(proj, **cache) == []
     _fit_project(proj)
     assert _tl101(proj, **cache) == [("fitter.py", 7)]
+
+
+# -- Session 35: a CPU tensor kept as a plain attribute of an nn.Module -------------------------
+
+_BINNED = (
+    "import torch\nfrom torch import nn\n\n"
+    "class BinnedHead(nn.Module):\n"
+    "    def __init__(self, width, count):\n"
+    "        super().__init__()\n"
+    "        self.edges = {value}\n"
+    "        self.score = nn.Linear(width, count)\n{more}"
+    "    def forward(self, feats, dist):\n"
+    "        weights = self.score(feats).softmax(-1)\n"
+    "        nearest = (dist.unsqueeze(-1) - self.edges{use}).abs().argmin(-1)\n"
+    "        return weights @ self.edges, nearest\n"
+)
+_TRAINER = (
+    "import torch\nfrom heads import BinnedHead\n"
+    "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+    "head = BinnedHead(16, 8).to(device)\n"
+)
+
+
+def _head(value="torch.linspace(0.0, 20.0, 8)", more="", use=""):
+    return _BINNED.format(value=value, more=more, use=use)
+
+
+def _project_rows(tmp_path, heads, trainer=_TRAINER):
+    (tmp_path / "heads.py").write_text(heads)
+    (tmp_path / "train.py").write_text(trainer)
+    index = api.project_index([str(tmp_path)])
+    return [f.row for f in lint_source(heads, str(tmp_path / "heads.py"), project=index) if f.code == "TL102"]
+
+
+def test_a_cpu_tensor_attribute_of_a_module_another_file_moves_is_reported(tmp_path):
+    assert _project_rows(tmp_path, _head()) == [7]
+    # the file alone puts nothing on an accelerator: silent
+    assert [f for f in lint_source(_head(), "heads.py") if f.code == "TL102"] == []
+    # no file of the project moves anything to an accelerator: silent
+    assert _project_rows(tmp_path, _head(), _TRAINER.replace(".to(device)", "")) == []
+
+
+@pytest.mark.parametrize(
+    "value,more,use",
+    [
+        ("torch.linspace(0.0, 20.0, 8)", "        self.register_buffer('edges_', self.edges)\n", ""),  # registered
+        ("torch.linspace(0.0, 20.0, 8)", "", ".to(dist.device)"),  # moved where it is used
+        ("torch.linspace(0.0, 20.0, 8)", "    def _apply(self, fn, *a):\n        return super()._apply(fn, *a)\n", ""),
+        ("torch.linspace(0.0, 20.0, 8, device='cuda')", "", ""),  # created on the device
+        ("torch.zeros(())", "", ""),  # a 0-dim tensor mixes with tensors on any device
+        ("torch.tensor(2.0)", "", ""),
+        ("[0.5, 1.0]", "", ""),  # not a tensor
+    ],
+)
+def test_a_module_attribute_that_is_placed_or_mixes_freely_is_silent(tmp_path, value, more, use):
+    assert _project_rows(tmp_path, _head(value, more, use)) == []
+
+
+def test_an_attribute_used_only_with_host_numbers_or_its_length_is_silent(tmp_path):
+    src = (
+        "import torch\nfrom torch import nn\n\nclass Scaler(nn.Module):\n    def __init__(self, n):\n"
+        "        super().__init__()\n        self.steps = torch.arange(0, n)\n        self.out = nn.Linear(4, n)\n"
+        "    def forward(self, x, temperature):\n        k = len(self.steps)\n"
+        "        return self.out(x)[:, :k], self.steps * temperature\n"
+    )
+    assert _project_rows(tmp_path, src, _TRAINER.replace("heads import BinnedHead", "heads import Scaler")) == []
+
+
+def test_a_cpu_tensor_attribute_in_test_code_is_silent(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "heads.py").write_text(_head())
+    (tmp_path / "tests" / "train.py").write_text(_TRAINER)
+    index = api.project_index([str(tmp_path)])
+    path = str(tmp_path / "tests" / "heads.py")
+    assert [f for f in lint_source(_head(), path, project=index) if f.code == "TL102"] == []
+
+
+@pytest.mark.parametrize(
+    "line,accelerates",
+    [
+        ("m.cuda()", True),
+        ("m.to(device)", True),
+        ("m.to(self.device)", True),
+        ("t = torch.zeros(2, device='cuda:0')", True),
+        ("m.to('cpu')", False),
+        ("y = y.to(x.device)", False),  # where a tensor already is
+        ("y = y.to(torch.float16)", False),
+        ("ok = torch.cuda.is_available()", False),
+    ],
+)
+def test_a_project_file_that_moves_something_to_an_accelerator(line, accelerates):
+    from torchlint.analysis.project.summary import summarize
+
+    assert summarize("import torch\n" + line + "\n").accelerates is accelerates

@@ -390,3 +390,25 @@ def test_tl201_validation_first_in_the_epoch_loop_is_wrapped_alone(tmp_path):
     fixed, before, after = fixed_run(tmp_path, src)
     assert "    with torch.no_grad():\n        for x, y in val:\n" in fixed and fixed.count("no_grad") == 1
     assert before == after and before.count("epoch") == 2
+
+
+def test_tl102_registers_a_module_attribute_as_a_buffer_and_the_module_still_runs(tmp_path):
+    src = HEAD + (
+        "class Bins(nn.Module):\n"
+        "    def __init__(self, n):\n"
+        "        super().__init__()\n"
+        "        self.centers = torch.linspace(0.0, 1.0, n)\n"
+        "        self.proj = nn.Linear(4, n)\n"
+        "    def forward(self, x, target):\n"
+        "        probs = torch.softmax(self.proj(x), dim=-1)\n"
+        "        return probs @ self.centers, (target.unsqueeze(-1) - self.centers).abs().argmin(-1)\n"
+        "model = Bins(5).to(device)\n"
+        "out, idx = model(torch.randn(3, 4).to(device), torch.rand(3).to(device))\n"
+        "print(sorted(dict(model.named_buffers())), sorted(model.state_dict()))\n"
+        "print(out.shape, idx.tolist())\n"
+    )
+    fixed, before, after = fixed_run(tmp_path, src)
+    assert 'self.register_buffer("centers", torch.linspace(0.0, 1.0, n), persistent=False)' in fixed
+    assert before.splitlines()[0].startswith("[]") and after.splitlines()[0].startswith("['centers']")
+    assert before.splitlines()[1] == after.splitlines()[1]  # same numbers; state_dict unchanged
+    assert before.split("] ", 1)[1].splitlines()[0] == after.split("] ", 1)[1].splitlines()[0]

@@ -70,7 +70,7 @@ def checked(
         if checkpoint is not None:
             checkpoint()
         try:
-            if rule_cls.REQUIRES_DEVICE and not analysis.places.accelerator_in_play():
+            if rule_cls.REQUIRES_DEVICE and not rule_cls.device_in_play(analysis):
                 continue
             ctx.rule = rule_cls()
             before = len(ctx.reports)

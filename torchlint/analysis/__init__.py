@@ -13,6 +13,8 @@ the rest lazily, each part built at most once and shared by every rule:
 - `loaders`: DataLoader datasets, collate functions and use;
 - `graphs`: values with an autograd graph accumulated across iterations;
 - `cost`: how often code runs (once, or every step of real work);
+- `attributes`: tensors a module class keeps as plain attributes (not
+  parameters or buffers) that its methods combine with the inputs;
 - `consumers`: who reads a value, and whether each reader works with it on
   a given device (the precondition of fixes that move a value).
 
@@ -34,6 +36,7 @@ from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Dict, FrozenSet, L
 if TYPE_CHECKING:
     import libcst as cst
 
+    from torchlint.analysis.attributes import Attributes
     from torchlint.analysis.consumers import Consumers
     from torchlint.analysis.cost import Cost
     from torchlint.analysis.facts import Facts, TopStatement
@@ -221,3 +224,9 @@ class Analysis:
         from torchlint.analysis.consumers import Consumers
 
         return Consumers(self.facts, self.values, self.helpers, self.places)
+
+    @cached_property
+    def attributes(self) -> Attributes:
+        from torchlint.analysis.attributes import Attributes
+
+        return Attributes(self.facts, self.values, self.places, self.project)

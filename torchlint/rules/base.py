@@ -83,6 +83,12 @@ class Rule:
         return True
 
     @classmethod
+    def device_in_play(cls, analysis: "Analysis") -> bool:
+        """For a (D) rule: a device is in play where it may report (the file
+        puts something on an accelerator; a rule may know more places)."""
+        return analysis.places.accelerator_in_play()
+
+    @classmethod
     def doc(cls) -> str:
         return inspect.cleandoc(cls.__doc__ or "")
 

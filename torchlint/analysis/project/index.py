@@ -103,6 +103,7 @@ class ProjectIndex:
         self._asked: Dict[str, Dict[Tuple[Question, str, Arg], Answer]] = {}
         self._lock = threading.RLock()
         self._loader_names: Optional[Tuple[str, ...]] = None
+        self._importers: Optional[Dict[str, Set[str]]] = None
 
     # -- construction ----------------------------------------------------------------------
 
@@ -488,6 +489,56 @@ class ProjectIndex:
                     return True
         return False
 
+    def _on_accelerator(self, target: Target, _: object) -> bool:
+        """The file defining `target`, or a project file that imports it
+        (directly or through files that import it), moves something to an
+        accelerator (`ModuleSummary.accelerates`): the project runs its code
+        on one. A library name, or a project that never does: False."""
+        if not isinstance(target, Defined):
+            return False
+        importers = self.importers()
+        seen = {target.path}
+        todo = [target.path]
+        while todo:
+            path = todo.pop()
+            if (self.summary(path) or ModuleSummary()).accelerates:
+                return True
+            for other in sorted(importers.get(path, ())):
+                if other not in seen:
+                    seen.add(other)
+                    todo.append(other)
+        return False
+
+    def importers(self) -> Mapping[str, Set[str]]:
+        """Project file -> the project files whose module-level imports name it
+        (a module, a name in it, or a star import of it)."""
+        if self._importers is None:
+            found: Dict[str, Set[str]] = {}
+            for path in self.paths:
+                s = self.summary(path) or ModuleSummary()
+                self._definitions(path)
+                for imported in [i for _, i in s.imports] + list(s.star_imports):
+                    module = self._module_of(path, imported)
+                    if module is not None and module != path:
+                        found.setdefault(module, set()).add(path)
+            self._importers = found
+        return self._importers
+
+    def _module_of(self, importer: str, dotted: str) -> Optional[str]:
+        """The project file a dotted import (`pkg.mod`, `pkg.mod.Name`, `.base`)
+        names: the longest prefix that is a project module."""
+        level = len(dotted) - len(dotted.lstrip("."))
+        parts = [p for p in dotted[level:].split(".") if p]
+        for k in range(len(parts), -1 if level else 0, -1):
+            module = (
+                self.table.relative(importer, level, parts[:k]) if level else self.table.absolute(importer, parts[:k])
+            )
+            if module is AMBIGUOUS:
+                return None
+            if isinstance(module, str):
+                return module
+        return None
+
     def _has_parameters(self, target: Target, _: object) -> Optional[bool]:
         """True when class `target` builds parameters (its own code, a base's, a
         submodule's), False when it certainly builds none (only buffers, plain
@@ -593,6 +644,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.IMPORTED: ProjectIndex._imported,
     Question.SYNCS_ARGUMENT: ProjectIndex._syncs_argument,
     Question.UNMOVED_CALLERS: ProjectIndex._unmoved_callers,
+    Question.ON_ACCELERATOR: ProjectIndex._on_accelerator,
 }
 
 
@@ -675,6 +727,11 @@ class FileView:
         no call, or one is not so (or is not a direct call)."""
         answer = self.index._record(self.path, Question.UNMOVED_CALLERS, qualname, param)
         return answer if isinstance(answer, tuple) else ()
+
+    def on_accelerator(self, qualname: str) -> bool:
+        """The project runs the code of `qualname` on an accelerator: its file, or
+        a project file that imports it (transitively), moves something to one."""
+        return bool(self.index._record(self.path, Question.ON_ACCELERATOR, qualname, None))
 
     def trains(self, qualname: str) -> bool:
         """Function `qualname` calls `.backward()` or an optimizer step (itself or

@@ -49,6 +49,7 @@ class Question(enum.Enum):
     MOVES_ARGUMENT = "moves_argument"
     TRAINS = "trains"
     PLACES_ITSELF = "places_itself"
+    ON_ACCELERATOR = "on_accelerator"
     FORWARD_CONTAINER = "forward_container"
     HAS_PARAMETERS = "has_parameters"
     IMPORTED = "imported"
@@ -169,6 +170,9 @@ class ModuleSummary:
     assigns: Tuple[AssignSummary, ...] = ()
     uses: Tuple[NameUse, ...] = ()  # capitalised names used anywhere (handoffs.py)
     parsed: bool = True  # False: the text did not parse (the module knows nothing)
+    # its code moves something to an accelerator: `.cuda()`, `.to(<a device>)` (a "cuda"/"mps"
+    # string, `torch.device(...)` of one, a name that says device), or `device="cuda"`
+    accelerates: bool = False
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,9 @@ from torchlint.analysis.project.kinds import (
     Pass,
 )
 from torchlint.analysis.vocabulary import (
+    CPU_STRING,
+    DEVICE_NAME,
+    DEVICE_STRING,
     GRAD_USERS,
     MOVE_METHODS,
     NN_NON_MODULES,
@@ -52,6 +55,8 @@ _PLACING_TEXT = re.compile(r"\.(" + "|".join(sorted(MOVE_METHODS)) + r")\b|\bdev
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # torch.nn classes that hold what they are given (no parameters of their own).
 _CONTAINER_LAYERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
+# Text that a module which moves something to an accelerator must contain (a cheap pre-check).
+_ACCELERATOR_TEXT = re.compile(r"\.(cuda|to)\b|device\s*=")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 Needs = Tuple[GuardNeed, ...]
 
@@ -94,6 +99,55 @@ def _root(expr: Optional[ast.AST]) -> Optional[str]:
         else:
             return None
     return None
+
+
+def _accelerates(tree: ast.Module, text: str) -> bool:
+    """The module's code moves something to an accelerator: `.cuda()`,
+    `.to(<a device>)`, or `device=` an accelerator string (as
+    `Places.accelerator_in_play` reads one file, from its text alone)."""
+    if not _ACCELERATOR_TEXT.search(text):
+        return False
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "cuda" and dotted(func.value) != "torch":
+            return True
+        if isinstance(func, ast.Attribute) and func.attr == "to":
+            if any(_names_accelerator(a) for a in node.args[:1]):
+                return True
+            if any(k.arg == "device" and _names_accelerator(k.value) for k in node.keywords):
+                return True
+        elif any(k.arg == "device" and _accelerator_string(k.value) for k in node.keywords):
+            return True
+    return False
+
+
+def _accelerator_string(expr: ast.AST) -> bool:
+    """`"cuda"`, `"cuda:0"`, `"mps"`, or `torch.device(...)` of one."""
+    if isinstance(expr, ast.Call) and dotted(expr.func) == "torch.device" and expr.args:
+        expr = expr.args[0]
+    return (
+        isinstance(expr, ast.Constant) and isinstance(expr.value, str) and bool(DEVICE_STRING.match(repr(expr.value)))
+    )
+
+
+def _names_accelerator(expr: ast.AST) -> bool:
+    """A move's target that is an accelerator or a device variable: not
+    `"cpu"`, not `x.device` of a tensor (only `self.device`), not a dtype."""
+    if _accelerator_string(expr):
+        return True
+    if isinstance(expr, ast.Call) and dotted(expr.func) == "torch.device":
+        return bool(expr.args) and not (
+            isinstance(expr.args[0], ast.Constant) and CPU_STRING.match(repr(expr.args[0].value))
+        )
+    name = dotted(expr)
+    if name is None:
+        return False
+    head, _, last = name.rpartition(".")
+    if last == "device" and head not in ("", "self"):
+        return False  # `.to(x.device)`: where a tensor already is
+    return bool(DEVICE_NAME.search(last))
 
 
 def _target_names(target: ast.AST) -> Iterator[str]:
@@ -165,6 +219,7 @@ class _Module:
             functions=functions,
             assigns=tuple(self.assigns),
             uses=name_uses(self.tree, self.text, self.imports),
+            accelerates=_accelerates(self.tree, self.text),
         )
 
     def _module_statements(self, body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from torchlint.analysis.attributes import CpuAttribute
 from torchlint.analysis.facts import BindingKind, Call, NameUse, Site, dotted_name
 from torchlint.analysis.places import CPU, DEVICE
 from torchlint.analysis.values import TOKENS
@@ -34,6 +35,18 @@ class InputNotMoved(Rule):
     (a parameter nobody in the file passes), an input handed first to a
     helper that could move it, or test code (test files, test classes and
     their helpers).
+
+    Also flags a tensor created on the CPU and kept as a plain attribute of
+    an `nn.Module` (`self.bins = torch.arange(...)` in `__init__`, not a
+    parameter or buffer) that the module's methods combine with its inputs
+    (`x.unsqueeze(-1) - self.bins`, `probs @ self.bins`), where the project
+    runs the module on an accelerator (the file, or a project file that
+    imports it, moves something to one): `model.to(device)` moves parameters
+    and buffers only, so the attribute stays on the CPU. Not flagged: a
+    0-dim tensor (`torch.tensor(3.0)` mixes with tensors on any device), an
+    attribute the class moves (`.to`, `.cuda`, `.type_as`), registers or
+    re-places (`register_buffer`, `nn.Parameter`, an `_apply`/`to` override),
+    or uses only on the host (`len(self.bins)`, its shape).
 
     ## Why is this bad?
     The model runs where its parameters are: an input left in host memory
@@ -76,6 +89,15 @@ class InputNotMoved(Rule):
     device's generator, so a seeded run gives other (equally distributed)
     numbers.
 
+    A tensor kept as a module attribute gets an unsafe fix,
+    `self.register_buffer("bins", torch.arange(...), persistent=False)`,
+    offered only when the assignment is a statement of `__init__`'s own body
+    after `super().__init__()` (`register_buffer` needs the module set up)
+    and nothing else in the file assigns that attribute name. The buffer
+    moves with the module and, being non-persistent, stays out of the
+    `state_dict` (checkpoints keep loading); it is unsafe because it now
+    appears in `named_buffers()` and code elsewhere may assign the name.
+
     ## References
     - [PyTorch: tensor creation ops](https://pytorch.org/docs/stable/torch.html#creation-ops)
     - [Hugging Face: `BatchEncoding.to`](https://huggingface.co/docs/transformers/main_classes/tokenizer#transformers.BatchEncoding.to)
@@ -87,6 +109,11 @@ class InputNotMoved(Rule):
     TITLE = "A tensor is created on the CPU and reaches the model without being moved to the device"
     INLINE_MESSAGE = "This tensor is created on the CPU and passed to the model without being moved to the device"
     FIX_TITLE = "Create the input on the device"
+    ATTRIBUTE_MESSAGE = (
+        "`self.{name}` is a tensor created on the CPU and kept as a plain attribute of `{cls}`, which `{method}` "
+        "combines with its inputs: `model.to(device)` leaves it on the CPU; register it as a buffer"
+    )
+    ATTRIBUTE_FIX_TITLE = "Register the tensor as a (non-persistent) buffer"
     APPLICABILITY = Applicability.SAFE
     QUIET_IN_TESTS = True
     REQUIRES_DEVICE = True
@@ -119,6 +146,16 @@ class InputNotMoved(Rule):
         "import torch\nmodel = torch.nn.Linear(2, 2)\nx = torch.randn(1, 2)\ny = model(x)\n",
         # a model we cannot see (a parameter nobody here passes)
         "import torch\ndef run(model):\n    x = torch.zeros(1, 2)\n    return model(x)\nprint(torch.zeros(1).cuda())\n",
+        # a module attribute the forward moves where its input is
+        "import torch\ndevice = 'cuda'\nclass Bins(torch.nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.bins = torch.arange(0, 10)\n"
+        "    def forward(self, x):\n        return x.unsqueeze(-1) - self.bins.to(x.device)\n"
+        "model = Bins().to(device)\n",
+        # a 0-dim attribute mixes with tensors on any device
+        "import torch\ndevice = 'cuda'\nclass Scale(torch.nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.scale = torch.tensor(0.5)\n"
+        "    def forward(self, x):\n        return x.float() * self.scale\n"
+        "model = Scale().to(device)\n",
         # moved tokenizer output (in place)
         "import torch\ntokenizer = AutoTokenizer.from_pretrained('m')\nmodel = AutoModel.from_pretrained('m').to('cuda')\n"
         "inputs = tokenizer('hi', return_tensors='pt')\ninputs.to('cuda')\nout = model(**inputs)\n",
@@ -179,6 +216,30 @@ class InputNotMoved(Rule):
             "y = torch.from_numpy(b).float()\nloss = torch.nn.functional.mse_loss(model(x), y)\nprint(y.numpy())\n",
             line=4,
         ),
+        # a CPU tensor kept as a plain module attribute, combined with the input: a buffer moves with the module
+        Invalid(
+            "import torch\ndevice = 'cuda'\nclass Bins(torch.nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.bins = torch.arange(0, 10)\n"
+            "    def forward(self, x):\n        return x.unsqueeze(-1) - self.bins\n"
+            "model = Bins().to(device)\n",
+            fixed="import torch\ndevice = 'cuda'\nclass Bins(torch.nn.Module):\n    def __init__(self):\n"
+            '        super().__init__()\n        self.register_buffer("bins", torch.arange(0, 10), persistent=False)\n'
+            "    def forward(self, x):\n        return x.unsqueeze(-1) - self.bins\n"
+            "model = Bins().to(device)\n",
+            line=6,
+            unsafe=True,
+        ),
+        # ...not a statement of `__init__`'s own body after `super().__init__()`: no fix
+        Invalid(
+            "import torch\ndevice = 'cuda'\nclass Bins(torch.nn.Module):\n    def __init__(self, big):\n"
+            "        super().__init__()\n        if big:\n"
+            "            self.bins = torch.arange(0, 10).float()\n"
+            "    def forward(self, x):\n        return x.unsqueeze(-1) - self.bins\n"
+            "model = Bins(True).to(device)\n",
+            fixed=None,
+            line=7,
+            unsafe=True,
+        ),
         # no device variable in scope: no fix
         Invalid(
             "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nx = torch.zeros(1, 2)\ny = model(x)\n",
@@ -187,9 +248,24 @@ class InputNotMoved(Rule):
         ),
     )
 
+    @classmethod
+    def device_in_play(cls, analysis: Analysis) -> bool:
+        return analysis.places.accelerator_in_play() or bool(analysis.attributes.cpu_tensors())
+
     def check(self, ctx: RuleContext) -> None:
         a = ctx.analysis
         if a.places.silenced:
+            return
+        for kept in a.attributes.cpu_tensors():
+            message = self.ATTRIBUTE_MESSAGE.format(name=kept.name, cls=kept.cls.name, method=kept.method)
+            ctx.report(
+                kept.creation.node,
+                message,
+                replacements=_buffer_fix(kept) if kept.fixable else None,
+                fix_message=self.ATTRIBUTE_FIX_TITLE,
+                applicability=Applicability.UNSAFE,
+            )
+        if not a.places.accelerator_in_play():
             return
         reported = set()
         for call in ctx.facts.calls:
@@ -273,6 +349,24 @@ class InputNotMoved(Rule):
         if q in NO_DEVICE_KWARG or a.values.is_tokenizer_call(creation):
             return {node: call_with_to(node, device)}
         return None
+
+
+_KEYWORD_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+
+
+def _buffer_fix(kept: CpuAttribute) -> Dict[cst.CSTNode, Replacement]:
+    """`self.NAME = FACTORY(...)` -> `self.register_buffer("NAME", FACTORY(...), persistent=False)`."""
+    target = kept.assign.targets[0].target
+    assert isinstance(target, cst.Attribute)
+    call = cst.Call(
+        func=target.with_changes(attr=cst.Name("register_buffer")),
+        args=[
+            cst.Arg(cst.SimpleString(f'"{kept.name}"')),
+            cst.Arg(kept.assign.value),
+            cst.Arg(cst.Name("False"), keyword=cst.Name("persistent"), equal=_KEYWORD_EQUAL),
+        ],
+    )
+    return {kept.assign: cst.Expr(call)}
 
 
 def _escapes_between(a: Analysis, name: str, start: Site, end: Site) -> bool:
