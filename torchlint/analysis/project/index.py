@@ -50,7 +50,9 @@ _SAYS_LOADER = re.compile("loader", re.IGNORECASE)
 
 Definition = Union[ClassSummary, FunctionSummary, AssignSummary]
 # Questions answered None when unknown (the others: False).
-_OPTIONAL = frozenset({Question.CLASS_KIND, Question.RETURNS, Question.PLACES_ITSELF, Question.HAS_PARAMETERS})
+_OPTIONAL = frozenset(
+    {Question.CLASS_KIND, Question.RETURNS, Question.PLACES_ITSELF, Question.HAS_PARAMETERS, Question.ALLOCATES}
+)
 Answer = Union[None, bool, str, ClassKind, ValueKind, Tuple[str, ...]]
 Arg = Union[None, int, str, bool]  # a question's argument besides the name
 
@@ -422,6 +424,10 @@ class ProjectIndex:
                 return method
         return None
 
+    def _allocates(self, target: Target, _: object) -> Optional[Tuple[str, ...]]:
+        found = self._definition(target)
+        return found.allocates if isinstance(found, FunctionSummary) else None
+
     def _trains(self, target: Target, _: object) -> bool:
         found = self._definition(target)
         if not isinstance(found, FunctionSummary):
@@ -521,6 +527,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.HAS_PARAMETERS: ProjectIndex._has_parameters,
     Question.IMPORTED: ProjectIndex._imported,
     Question.SYNCS_ARGUMENT: ProjectIndex._syncs_argument,
+    Question.ALLOCATES: ProjectIndex._allocates,
 }
 
 
@@ -573,6 +580,12 @@ class FileView:
         `index`) on the host every call: the method (`item`, `tolist`), or None."""
         answer = self.index._record(self.path, Question.SYNCS_ARGUMENT, qualname, index)
         return answer if isinstance(answer, str) else None
+
+    def allocates(self, qualname: str) -> Optional[Tuple[str, ...]]:
+        """Function `qualname` returns, in every `return`, a tensor it allocates
+        fresh on the CPU: each return's factory (`torch.rand`); None: not evidently."""
+        answer = self.index._record(self.path, Question.ALLOCATES, qualname, None)
+        return answer if isinstance(answer, tuple) else None
 
     def places_itself(self, qualname: str) -> Optional[bool]:
         """Code in class `qualname` (or a project base class) moves something or
