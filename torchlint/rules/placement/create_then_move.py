@@ -51,7 +51,10 @@ class CreateThenMove(Rule):
     then moved to an accelerator: `torch.randn(n, d).to(device)`,
     `torch.zeros(n).cuda()`, `torch.arange(n).expand(b, n).to(device)`,
     `nn.Parameter(torch.zeros(n)).to(device)`, a factory result whose only use
-    is its move, or one handed to a same-file helper that moves it.
+    is its move, or one handed to a same-file helper that moves it. Also a
+    call moved to an accelerator of a function (of this file or another
+    project file) whose every `return` hands back such a fresh CPU tensor:
+    `get_points(n, 3).to(device)`, reported at the call.
 
     Not flagged: data constructors (`torch.tensor(host_list)`,
     `torch.from_numpy(array)`), where the host-to-device copy is inherent;
@@ -100,7 +103,8 @@ class CreateThenMove(Rule):
     `device=` (`torch.normal` with tensor arguments, legacy
     `torch.FloatTensor(n)`), where the move passes anything else (`copy=`,
     `**kwargs`, `.cuda(i)` with a non-literal `i`), for moves through a name
-    or a helper, or for `nn.Parameter` wrappers. Sampling ops that take a
+    or a helper (the factory of another file's function is named in the
+    message), or for `nn.Parameter` wrappers. Sampling ops that take a
     tensor (`torch.bernoulli`, `torch.multinomial`, `torch.poisson`) are not
     allocating factories and are not flagged.
 
