@@ -1543,3 +1543,53 @@ def test_a_project_file_that_moves_something_to_an_accelerator(line, accelerates
     from torchlint.analysis.project.summary import summarize
 
     assert summarize("import torch\n" + line + "\n").accelerates is accelerates
+
+
+# -- Session 35: create-then-move behind another project file's function ----------------------
+
+
+def test_another_files_function_that_returns_a_fresh_cpu_tensor_is_create_then_move(tmp_path):
+    # a sampling module whose function allocates on the CPU; the caller moves what it returns
+    script = (
+        "import torch\nfrom shapes.sampling import draw_cloud\ndevice = torch.device('cuda')\n"
+        "def batch(n):\n    return draw_cloud(n, 3).to(device)\n"
+    )
+    (tmp_path / "shapes").mkdir()
+    (tmp_path / "train.py").write_text(script)
+    sampler = "import torch\nfrom torch import nn\ndef draw_cloud(count, dims):\n{body}"
+    cases = {
+        "    cloud = torch.rand([count, dims])\n    return cloud\n": True,
+        "    return torch.zeros(count, dims).float().clamp_(0, 1)\n": True,
+        "    return nn.Parameter(torch.tril(torch.ones(count, dims)))\n": True,
+        # placed on purpose, or already moved there
+        "    return torch.rand(count, dims, device='cuda')\n": False,
+        "    return torch.rand(count, dims).to('cuda')\n": False,
+        "    g = torch.Generator().manual_seed(0)\n    return torch.rand(count, dims, generator=g)\n": False,
+        "    with torch.device('cuda'):\n        return torch.rand(count, dims)\n": False,
+        # host data, or not every return a fresh allocation
+        "    return torch.from_numpy(points[:count])\n": False,
+        "    if dims:\n        return torch.rand(count, dims)\n    return cache[count]\n": False,
+        "    cloud = torch.rand(count, dims)\n    cloud = cloud.to('cuda')\n    return cloud\n": False,
+    }
+    for body, reported in cases.items():
+        (tmp_path / "shapes" / "sampling.py").write_text(sampler.format(body=body))
+        index = api.project_index([str(tmp_path)])
+        found = [f for f in lint_source(script, str(tmp_path / "train.py"), project=index) if f.code == "TL104"]
+        assert [f.row for f in found] == ([5] if reported else []), body
+        if reported:
+            assert "`draw_cloud()`" in found[0].message and "`shapes.sampling`" in found[0].message
+            assert found[0].fix is None  # the factory is in the other file
+
+
+def test_another_files_fresh_tensor_keeps_what_create_then_move_asks_of_the_call_site(tmp_path):
+    (tmp_path / "noise.py").write_text("import torch\ndef gauss(n):\n    return torch.randn(n, 16)\n")
+    index = api.project_index([str(tmp_path)])
+    head = "import torch\nfrom noise import gauss\n"
+
+    def found(src, path="train.py"):
+        return [f.row for f in lint_source(src, str(tmp_path / path), project=index) if f.code == "TL104"]
+
+    assert found(head + "z = gauss(4).to('cuda')\n") == [3]
+    assert found(head + "z = gauss(4).to('cpu')\n") == []  # not moved to an accelerator
+    assert found(head + "def f(gauss):\n    return gauss(4).to('cuda')\n") == []  # a parameter shadows it
+    assert found(head + "def test_noise():\n    assert gauss(4).cuda().shape\n", "test_noise.py") == []

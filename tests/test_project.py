@@ -536,6 +536,55 @@ def test_returns_moves_and_trains(tmp_path):
     assert view.places_itself("f.Net") is False and view.places_itself("f.model") is None
 
 
+def test_functions_that_return_a_fresh_cpu_tensor(tmp_path):
+    idx = index_of(
+        tmp_path,
+        {
+            "g.py": """
+                import functools
+                import torch as T
+                from torch import zeros
+
+                def rand(n):
+                    pts: T.Tensor = T.rand(n, 3)
+                    return pts
+
+                @functools.lru_cache()
+                def grid(n, flat):
+                    if flat:
+                        return zeros(n).view(-1, 1)
+                    return T.triu(T.ones(n, n)).long()
+
+                def placed(n, device):
+                    return T.rand(n, device=device)
+
+                def moved(n):
+                    return T.rand(n).cuda()
+
+                def shadowed(T, n):
+                    return T.rand(n)
+
+                def reassigned(n):
+                    pts = T.rand(n)
+                    pts = pts.cuda()
+                    return pts
+
+                @to_device
+                def decorated(n):
+                    return T.rand(n)
+
+                def generated(n):
+                    yield T.rand(n)
+            """,
+        },
+    )
+    view = idx.view(str(tmp_path / "main.py"))
+    assert view.allocates("g.rand") == ("torch.rand",)
+    assert view.allocates("g.grid") == ("torch.zeros", "torch.ones")
+    for name in ("placed", "moved", "shadowed", "reassigned", "decorated", "generated", "missing"):
+        assert view.allocates(f"g.{name}") is None, name
+
+
 def test_summary_of_unparsable_text_knows_nothing():
     assert not summarize("def f(:\n").parsed
     assert summarize_bytes("nb.ipynb", b"not json").parsed is False
@@ -579,6 +628,21 @@ def test_a_cached_result_is_not_reused_when_an_imported_file_changes(tmp_path):
     assert findings(proj, "train.py", **cache) == []  # alone, it reads the base it imports
     write(proj, {"models/base.py": BACKBONE_MODULE})
     assert findings(proj, "train.py", **cache) == [("train.py", 9, "TL101")]
+
+
+def test_a_cached_create_then_move_follows_the_other_files_factory(tmp_path):
+    # train.py unchanged; the function it imports gains `device=`: the cached finding goes
+    proj = tmp_path / "proj"
+    sampler = "import torch\ndef noise(n):\n    z = torch.randn(n, 8{device})\n    return z\n"
+    script = "import torch\nfrom sampler import noise\nz = noise(4).to('cuda')\n"
+    write(proj, {"sampler.py": sampler.format(device=""), "train.py": script})
+    cache = {"cache_root": str(tmp_path)}
+    assert findings(proj, **cache) == [("train.py", 3, "TL104")]
+    write(proj, {"sampler.py": sampler.format(device=", device='cuda'")})
+    assert findings(proj, **cache) == []
+    assert findings(proj, "train.py", **cache) == []
+    write(proj, {"sampler.py": sampler.format(device="")})
+    assert findings(proj, "train.py", **cache) == [("train.py", 3, "TL104")]
 
 
 def test_dependencies_record_questions_and_answers(tmp_path):

@@ -485,6 +485,31 @@ HOST_COPIES = methods(lambda m: E.TO_HOST in m.effects and m.returns is not R.HO
 # Builtins that read a tensor's value on the host: `float(t)`.
 HOST_CASTS = symbols(lambda s: s.returns is R.HOST_NUMBER and E.SYNCS in s.effects)
 
+# -- fresh CPU allocations (TL104 asks them of a file's own code, the project summaries of another's) --
+
+# Methods between an allocating factory and its use that keep the tensor a fresh, local one.
+FRESH_KEEPING_METHODS = CHAIN_METHODS | frozenset(
+    "expand_as tril triu masked_fill masked_fill_ mul mul_ add add_ div div_ sub sub_ clamp clamp_".split()
+)
+# Wrappers that hand back the tensor they wrap: `Variable(t)`, `nn.Parameter(t)`.
+TENSOR_WRAPPERS = doing(E.VARIABLE) | frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+_ALLOCATES = doing(E.ALLOCATES)
+# Keywords that place an allocation on purpose: an explicit device, a CPU generator (which
+# must stay with CPU tensors).
+_PLACING_KEYWORDS = frozenset({"device", "generator"})
+
+
+def allocates_on_cpu(qualname: Optional[str], keywords: Iterable[Optional[str]]) -> bool:
+    """A call of `qualname` given these keyword arguments (None: a `**kwargs`)
+    allocates a fresh tensor on the CPU: an allocating factory (`torch.zeros`,
+    `torch.rand`; not a data constructor, not a sampler of a tensor) given no
+    `device=` nor `generator=`. (Inside `with torch.device(...):` it does not:
+    the caller knows where the call is.)"""
+    if qualname not in _ALLOCATES:
+        return False
+    return not any(k is None or k in _PLACING_KEYWORDS for k in keywords)
+
+
 # -- symbol groups the rules ask ------------------------------------------------------------
 
 LEGACY_PROFILERS = doing(E.LEGACY_PROFILER)

@@ -53,7 +53,9 @@ _HOLDERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "Param
 
 Definition = Union[ClassSummary, FunctionSummary, AssignSummary]
 # Questions answered None when unknown (the others: False).
-_OPTIONAL = frozenset({Question.CLASS_KIND, Question.RETURNS, Question.PLACES_ITSELF, Question.HAS_PARAMETERS})
+_OPTIONAL = frozenset(
+    {Question.CLASS_KIND, Question.RETURNS, Question.PLACES_ITSELF, Question.HAS_PARAMETERS, Question.ALLOCATES}
+)
 Answer = Union[None, bool, str, ClassKind, ValueKind, Tuple[str, ...]]
 Arg = Union[None, int, str, bool]  # a question's argument besides the name
 
@@ -426,6 +428,10 @@ class ProjectIndex:
                 return method
         return None
 
+    def _allocates(self, target: Target, _: object) -> Optional[Tuple[str, ...]]:
+        found = self._definition(target)
+        return found.allocates if isinstance(found, FunctionSummary) else None
+
     def _trains(self, target: Target, _: object) -> bool:
         found = self._definition(target)
         if not isinstance(found, FunctionSummary):
@@ -645,6 +651,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.SYNCS_ARGUMENT: ProjectIndex._syncs_argument,
     Question.UNMOVED_CALLERS: ProjectIndex._unmoved_callers,
     Question.ON_ACCELERATOR: ProjectIndex._on_accelerator,
+    Question.ALLOCATES: ProjectIndex._allocates,
 }
 
 
@@ -697,6 +704,12 @@ class FileView:
         `index`) on the host every call: the method (`item`, `tolist`), or None."""
         answer = self.index._record(self.path, Question.SYNCS_ARGUMENT, qualname, index)
         return answer if isinstance(answer, str) else None
+
+    def allocates(self, qualname: str) -> Optional[Tuple[str, ...]]:
+        """Function `qualname` returns, in every `return`, a tensor it allocates
+        fresh on the CPU: each return's factory (`torch.rand`); None: not evidently."""
+        answer = self.index._record(self.path, Question.ALLOCATES, qualname, None)
+        return answer if isinstance(answer, tuple) else None
 
     def places_itself(self, qualname: str) -> Optional[bool]:
         """Code in class `qualname` (or a project base class) moves something or

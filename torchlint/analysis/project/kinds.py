@@ -56,6 +56,7 @@ class Question(enum.Enum):
     SYNCS_ARGUMENT = "syncs_argument"
     LOADER_NAMES = "loader_names"
     UNMOVED_CALLERS = "unmoved_callers"
+    ALLOCATES = "allocates"
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,11 @@ class FunctionSummary:
     # parameters read on the host: `.item()`/`.tolist()` of a value computed from one
     # (`torch.eq(y_true, y_pred).sum().item()`): (parameter, the method)
     syncs: Tuple[Tuple[str, str], ...] = ()
+    # Every `return` hands back a tensor freshly allocated on the CPU (knowledge.allocates_on_cpu:
+    # a factory given no `device=`/`generator=`, outside `with torch.device(...)`, through
+    # shape/dtype methods and wrappers, or a name assigned once to one): each return's
+    # factory, qualified (`torch.rand`). None: some return is not that evident.
+    allocates: Optional[Tuple[str, ...]] = None
 
 
 @dataclass(frozen=True)

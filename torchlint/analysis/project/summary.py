@@ -24,7 +24,12 @@ import re
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
-from torchlint.analysis.knowledge import MODULE_SAME_KIND_METHODS
+from torchlint.analysis.knowledge import (
+    FRESH_KEEPING_METHODS,
+    MODULE_SAME_KIND_METHODS,
+    TENSOR_WRAPPERS,
+    allocates_on_cpu,
+)
 from torchlint.analysis.project.handoffs import name_uses
 from torchlint.analysis.project.kinds import (
     AssignSummary,
@@ -36,6 +41,7 @@ from torchlint.analysis.project.kinds import (
 )
 from torchlint.analysis.vocabulary import (
     CPU_STRING,
+    DEVICE_CONTEXTS,
     DEVICE_NAME,
     DEVICE_STRING,
     GRAD_USERS,
@@ -501,6 +507,7 @@ class _Function:
         self.withs: List[Union[ast.With, ast.AsyncWith]] = []
         self.bindings: Dict[str, List[Optional[ast.AST]]] = {}  # name -> values bound to it
         self.derived_from: List[Tuple[List[str], Optional[ast.AST]]] = []  # (targets, value)
+        self.assigned: Set[int] = set()  # ids of the values of plain assignments (`x = v`)
         self.nested: Dict[str, ast.AST] = {}
         self.locals: Set[str] = set(self.keywords)
         self.when_grad_off: Set[int] = set()  # ids of returns under `if torch.is_inference_mode_enabled():`
@@ -525,11 +532,13 @@ class _Function:
                 self._bind(item.optional_vars, item.context_expr)
 
     def _assign(self, n: ast.Assign) -> None:
+        self.assigned.add(id(n.value))
         for t in n.targets:
             self._bind(t, n.value)
 
     def _annassign(self, n: Union[ast.AnnAssign, ast.NamedExpr]) -> None:
         if n.value is not None:
+            self.assigned.add(id(n.value))
             self._bind(n.target, n.value)
 
     def _loop(self, n: Union[ast.For, ast.AsyncFor, ast.comprehension]) -> None:
@@ -613,6 +622,7 @@ class _Function:
             trains=trains,
             callees=tuple(sorted(callees)),
             syncs=tuple(sorted(syncs)),
+            allocates=self._allocates(),
         )
 
     def _derived(self) -> Dict[str, str]:
@@ -657,6 +667,84 @@ class _Function:
             if len(values) == 1 and values[0] is not None:
                 return self._source(values[0], depth + 1)
         return None
+
+    # -- fresh CPU allocations --------------------------------------------------------------------
+
+    def _allocates(self) -> Optional[Tuple[str, ...]]:
+        """Each return's factory when every `return` hands back a tensor freshly
+        allocated on the CPU (as TL104 reads a same-file helper's returns); None
+        otherwise, or when a decorator other than torch's or functools' may change
+        what it returns."""
+        if self.yields or not self.returns or not self._plain_decorators():
+            return None
+        placed = self._under_device_context()
+        out = []
+        for r in sorted(self.returns, key=lambda r: (r.lineno, r.col_offset)):
+            value: Optional[ast.AST] = r.value
+            if isinstance(value, ast.Name):
+                values = self.bindings.get(value.id, [])
+                if value.id in self.keywords or len(values) != 1 or id(values[0]) not in self.assigned:
+                    return None
+                value = values[0]
+            factory = self._fresh_factory(value, placed)
+            if factory is None:
+                return None
+            out.append(factory)
+        return tuple(out)
+
+    def _fresh_factory(self, expr: Optional[ast.AST], placed: Set[int]) -> Optional[str]:
+        """The allocating factory `expr` is, through shape/dtype methods, wrappers
+        (`nn.Parameter(t)`) and torch ops on a fresh tensor (`torch.tril(torch.ones(n, n))`)."""
+        for _ in range(8):
+            if not isinstance(expr, ast.Call) or id(expr) in placed:
+                return None
+            func = expr.func
+            name = dotted(func)
+            q = None if name is None or name.split(".")[0] in self.locals else self.module.qualify(name)
+            if q in TENSOR_WRAPPERS and expr.args:
+                expr = expr.args[0]
+                continue
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in FRESH_KEEPING_METHODS
+                and isinstance(func.value, ast.Call)
+            ):
+                expr = func.value
+                continue
+            if allocates_on_cpu(q, [k.arg for k in expr.keywords]):
+                return q
+            if (
+                q is not None
+                and q.startswith("torch.")
+                and q.count(".") == 1
+                and expr.args
+                and isinstance(expr.args[0], ast.Call)
+                and not any(k.arg == "device" for k in expr.keywords)
+            ):
+                expr = expr.args[0]
+                continue
+            return None
+        return None
+
+    def _under_device_context(self) -> Set[int]:
+        """Ids of the nodes inside `with torch.device(...):` (factories there allocate on it)."""
+        placed: Set[int] = set()
+        for w in self.withs:
+            if any(
+                isinstance(item.context_expr, ast.Call)
+                and self.module.qualify(dotted(item.context_expr.func)) in DEVICE_CONTEXTS
+                for item in w.items
+            ):
+                placed.update(id(n) for stmt in w.body for n in ast.walk(stmt))
+        return placed
+
+    def _plain_decorators(self) -> bool:
+        """Every decorator is torch's or functools' (`@torch.no_grad()`, `@lru_cache`)."""
+        for d in self.node.decorator_list:  # type: ignore[attr-defined]
+            name = self.module.qualify(dotted(d.func if isinstance(d, ast.Call) else d)) or ""
+            if not name.startswith(("torch.", "functools.")):
+                return False
+        return True
 
     # -- guards ---------------------------------------------------------------------------------
 

@@ -9,14 +9,12 @@ import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Function, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import is_move_call, root_name
+from torchlint.analysis.knowledge import FRESH_KEEPING_METHODS, TENSOR_WRAPPERS, allocates_on_cpu
 from torchlint.analysis.places import ACCEL, CPU, DEVICE
 from torchlint.analysis.vocabulary import (
     ACCEPTS_DEVICE,
-    ALLOCATING_FACTORIES,
-    CHAIN_METHODS,
     LEGACY_TENSOR_TYPES,
     RANDOM_FACTORIES,
-    VARIABLE,
 )
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
@@ -24,27 +22,6 @@ from torchlint.rules.nodes import comment_follows, with_keyword
 
 # `.to()` keywords that only matter for a copy; allocating in place makes them moot.
 _MOOT_KWARGS = frozenset({"non_blocking", "copy", "memory_format"})
-# Methods between the factory and the move that keep it a fresh, local tensor.
-_THROUGH = CHAIN_METHODS | {
-    "expand",
-    "expand_as",
-    "repeat",
-    "tril",
-    "triu",
-    "masked_fill",
-    "masked_fill_",
-    "mul",
-    "mul_",
-    "add",
-    "add_",
-    "div",
-    "div_",
-    "sub",
-    "sub_",
-    "clamp",
-    "clamp_",
-}
-_WRAPPERS = VARIABLE | {"torch.nn.Parameter", "torch.nn.parameter.Parameter"}
 
 
 # Calls that seed a random number generator, a local `torch.Generator()` too: a program that makes
@@ -74,7 +51,10 @@ class CreateThenMove(Rule):
     then moved to an accelerator: `torch.randn(n, d).to(device)`,
     `torch.zeros(n).cuda()`, `torch.arange(n).expand(b, n).to(device)`,
     `nn.Parameter(torch.zeros(n)).to(device)`, a factory result whose only use
-    is its move, or one handed to a same-file helper that moves it.
+    is its move, or one handed to a same-file helper that moves it. Also a
+    call moved to an accelerator of a function (of this file or another
+    project file) whose every `return` hands back such a fresh CPU tensor:
+    `get_points(n, 3).to(device)`, reported at the call.
 
     Not flagged: data constructors (`torch.tensor(host_list)`,
     `torch.from_numpy(array)`), where the host-to-device copy is inherent;
@@ -123,7 +103,8 @@ class CreateThenMove(Rule):
     `device=` (`torch.normal` with tensor arguments, legacy
     `torch.FloatTensor(n)`), where the move passes anything else (`copy=`,
     `**kwargs`, `.cuda(i)` with a non-literal `i`), for moves through a name
-    or a helper, or for `nn.Parameter` wrappers. Sampling ops that take a
+    or a helper (the factory of another file's function is named in the
+    message), or for `nn.Parameter` wrappers. Sampling ops that take a
     tensor (`torch.bernoulli`, `torch.multinomial`, `torch.poisson`) are not
     allocating factories and are not flagged.
 
@@ -247,7 +228,9 @@ class CreateThenMove(Rule):
         a = ctx.analysis
         reported = set()
 
-        def report(factory: Call, replacements: Optional[Dict[cst.CSTNode, Replacement]] = None) -> None:
+        def report(
+            factory: Call, replacements: Optional[Dict[cst.CSTNode, Replacement]] = None, message: Optional[str] = None
+        ) -> None:
             if id(factory.node) in reported or a.roles.excluded(factory.site):
                 return
             reported.add(id(factory.node))
@@ -263,6 +246,7 @@ class CreateThenMove(Rule):
                 replacements = None
             ctx.report(
                 factory.node,
+                message,
                 replacements=replacements,
                 applicability=Applicability.UNSAFE if random and replacements else None,
             )
@@ -289,6 +273,11 @@ class CreateThenMove(Rule):
                 fn = a.helpers.function(inner) if inner is not None else None
                 if inner is not None and fn is not None and self._returns_factory(ctx, fn):
                     report(inner)
+                elif inner is not None and fn is None:
+                    # ... a function of another project file (no fix: the factory is there)
+                    message = self._project_allocation(ctx, inner)
+                    if message is not None:
+                        report(inner, message=message)
         # `torch.ones(1, 1).type_as(t)` with `t` on the device: a move, spelled as a type change.
         for call in ctx.facts.calls:
             if call.method != "type_as" or len(call.node.args) != 1 or call.receiver is None:
@@ -332,11 +321,15 @@ class CreateThenMove(Rule):
             call = ctx.facts.call_for(expr)
             if call is None:
                 return None, False
-            if call.qualname in _WRAPPERS and call.positional:
+            if call.qualname in TENSOR_WRAPPERS and call.positional:
                 direct = False
                 expr = call.positional[0].value
                 continue
-            if call.receiver is not None and isinstance(call.receiver, cst.Call) and call.method in _THROUGH:
+            if (
+                call.receiver is not None
+                and isinstance(call.receiver, cst.Call)
+                and call.method in FRESH_KEEPING_METHODS
+            ):
                 expr = call.receiver
                 continue
             if self._is_allocating(ctx, call):
@@ -362,7 +355,7 @@ class CreateThenMove(Rule):
             return False  # placed on purpose (a CPU generator must stay with CPU tensors)
         if ctx.analysis.places.under_device_context(call.site):
             return False
-        if q in ALLOCATING_FACTORIES:
+        if allocates_on_cpu(q, [a.keyword.value for a in call.node.args if a.keyword is not None]):
             return True  # (`bernoulli`, `multinomial`, `poisson` sample from a tensor: not allocating factories)
         if q.startswith("torch.") and q.rsplit(".", 1)[-1] in LEGACY_TENSOR_TYPES and not q.startswith("torch.cuda."):
             # `torch.FloatTensor(3, 4)` allocates; `torch.FloatTensor(data)` copies host data.
@@ -407,6 +400,29 @@ class CreateThenMove(Rule):
             if factory is None:
                 return False
         return True
+
+    @staticmethod
+    def _project_allocation(ctx: RuleContext, call: Call) -> Optional[str]:
+        """The message for `call` of an imported function of another project file
+        that returns, in every `return`, a tensor it allocates on the CPU (the
+        project index's `allocates`); None when it does not, or is not known to."""
+        project = ctx.analysis.values.project
+        head = dotted_name(call.node.func)
+        if project is None or call.qualname is None or head is None:
+            return None
+        if any(b.kind != BindingKind.IMPORT for b in ctx.facts.visible_bindings(head.split(".")[0], call.site.scope)):
+            return None  # a parameter or local that shadows the import
+        factories = project.allocates(call.qualname)
+        if not factories:
+            return None
+        module, _, name = call.qualname.rpartition(".")
+        module = module.lstrip(".")
+        made = ", ".join(f"`{f}`" for f in dict.fromkeys(factories))
+        where = f" in `{module}`" if module else ""
+        return (
+            f"Tensor is created on the CPU by `{name}()` ({made}{where}) and then moved; "
+            "create it on the device directly (`device=` in that factory)"
+        )
 
     @staticmethod
     def _helper_moves_to_accel(ctx: RuleContext, fn: Function, param: str) -> bool:
