@@ -126,3 +126,17 @@ def test_imported_files_share_the_summary_cache(tmp_path):
     assert isinstance(cache.get(data, str(tmp_path / "model.py")), ModuleSummary)
     again = build_index([(train, Path(train).read_bytes())], [train], cache, str(tmp_path))
     assert again.summaries() == first.summaries()
+
+
+def test_a_file_outside_the_current_folder_reads_its_package(tmp_path, monkeypatch):
+    """A run's file outside the project root is read with the folder its top-level
+    package sits in as its root: `from src.model import Net` in `src/train.py`."""
+    model = MODEL.replace("from base import", "from src.base import")
+    train = TRAIN.replace("from model import", "from src.model import")
+    write(tmp_path, {"repo/src/__init__.py": "", "repo/src/base.py": BASE, "repo/src/model.py": model})
+    write(tmp_path, {"repo/src/train.py": train, "elsewhere/pyproject.toml": ""})
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    target = str(tmp_path / "repo" / "src" / "train.py")
+    assert [code for _, code in check(target)] == ["TL101"]
+    (tmp_path / "repo" / "src" / "__init__.py").unlink()  # not a package: `src.model` is found nowhere
+    assert check(target) == []

@@ -12,7 +12,8 @@ relative import from the importing file's package folder; an absolute one
 (`models.base.X`: `models/__init__.py`, `models.py`, `models/base.py`, ...)
 from the importing file's folder and each folder above it, up to the project
 root (the configuration's folder, or the current one; for a run's file
-outside it, that file's own folder). Only files under the project root are
+outside it, the folder its top-level package sits in: its own folder, or
+the first one above it without an `__init__.py`). Only files under the project root are
 read, and only those `admit` lets in (the run's exclusions); a name found
 nowhere stays unknown.
 """
@@ -100,11 +101,11 @@ def imported_summaries(
     absolute path; at most `limit`, nearest first."""
     root = os.path.realpath(root)
     seen: Set[str] = {os.path.realpath(p) for p in run}
-    # A run's file outside the project root is a project of its own folder.
-    queue: Deque[Tuple[str, str]] = deque((p, _root_of(p, root)) for p in sorted(run))
+    folders = _Folders()
+    # A run's file outside the project root is a project of its top-level package's folder.
+    queue: Deque[Tuple[str, str]] = deque((p, _root_of(p, root, folders)) for p in sorted(run))
     summaries: Dict[str, ModuleSummary] = dict(run)
     found: Dict[str, ModuleSummary] = {}
-    folders = _Folders()
     while queue and len(found) < limit:
         importer, here = queue.popleft()
         summary = summaries[importer]
@@ -128,9 +129,21 @@ def imported_summaries(
     return found
 
 
-def _root_of(path: str, root: str) -> str:
+def _root_of(path: str, root: str, folders: _Folders) -> str:
+    """The project root for a run's file: `root` when it holds the file; else the
+    folder its top-level package sits in (up from its own folder while that
+    folder is a package: `src/train.py` with `src/__init__.py` imports
+    `src.models` from the folder above)."""
     real = os.path.realpath(path)
-    return root if _under(real, root) else os.path.dirname(real)
+    if _under(real, root):
+        return root
+    folder = os.path.dirname(real)
+    while "__init__.py" in folders.entries(folder):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return folder
 
 
 __all__ = ["MAX_IMPORTED", "imported_summaries"]
