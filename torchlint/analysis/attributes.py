@@ -122,7 +122,7 @@ class Attributes:
         """The functions of the class and of its same-file bases; None when one
         of them places tensors itself, or a base of another file may."""
         seen.add(cls.name)
-        own = [fn for fn in self.facts.functions if self._owner(fn) is cls.node]
+        own = list(self.facts.functions_defined_in(cls.node))
         if any(fn.name in _PLACING_OVERRIDES for fn in own):
             return None
         for base in cls.bases:
@@ -345,8 +345,8 @@ class Attributes:
             return False
         owner = self._owner(fn)
         sub = func.attr.value
-        for other in self.facts.functions:
-            if other.name != "__init__" or self._owner(other) is not owner or not other.params:
+        for other in self.facts.functions_defined_in(owner):
+            if other.name != "__init__" or not other.params:
                 continue
             for access in self._accesses(other):
                 if access.store and access.node.attr.value == sub:

@@ -430,14 +430,18 @@ class Facts:
     def function_for_def(self, node: cst.CSTNode) -> Optional["Function"]:
         return self._function_by_scope_node.get(id(node))
 
+    def functions_defined_in(self, node: Optional[cst.CSTNode]) -> List["Function"]:
+        """Functions defined directly in the body of `node` (a class's methods), in source order."""
+
+        def key(fn: Function) -> Optional[int]:
+            return id(fn.scope.parent.node) if fn.scope.parent is not None else None
+
+        index = self._index("functions by defining scope", lambda: group(self.functions, key))
+        return index.get(id(node) if node is not None else None, [])
+
     def function_named_in(self, name: str, scope: Scope) -> Optional["Function"]:
         """The first function named `name` defined directly in `scope` (a method of a class body)."""
-
-        def key(fn: Function) -> Tuple[str, Optional[int]]:
-            return fn.name, id(fn.scope.parent.node) if fn.scope.parent is not None else None
-
-        found = self._index("functions by name, defining scope", lambda: group(self.functions, key))
-        return next(iter(found.get((name, id(scope.node)), [])), None)
+        return next((fn for fn in self.functions_defined_in(scope.node) if fn.name == name), None)
 
     def reaching(self, name: str, site: Site) -> List[Binding]:
         """Bindings of `name` that may reach `site`: in the same scope the latest

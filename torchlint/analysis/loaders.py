@@ -1087,7 +1087,9 @@ class Loaders:
             return [(site, None) for site in self.iterated_in(call)]
         out: List[Tuple[Site, Optional[Call]]] = []
         for loop in self._loops_over().get(b.name, []):
-            if b in self.facts.visible_bindings(b.name, loop.scope):
+            if any(s is b.site.scope for s in loop.scope.chain()) and b in self.facts.visible_bindings(
+                b.name, loop.scope
+            ):
                 site = self.facts.site_of_statement(loop.node)
                 if site is not None:
                     out.append((site, None))
