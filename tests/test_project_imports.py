@@ -264,3 +264,11 @@ def test_importers_share_the_summary_cache(tmp_path):
     assert isinstance(cache.get((tmp_path / "fit.py").read_bytes(), str(tmp_path / "fit.py")), ModuleSummary)
     again = build_index([(heads, Path(heads).read_bytes())], [heads], cache, str(tmp_path))
     assert again.summaries() == first.summaries()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
+def test_a_fifo_under_the_root_is_never_opened(tmp_path, monkeypatch):
+    write(tmp_path, {"heads.py": HEAD, "fit.py": FIT})
+    os.mkfifo(tmp_path / "pipe.py")  # opening it would block
+    monkeypatch.chdir(tmp_path)
+    assert check("heads.py") == [("heads.py:7", "TL102")]

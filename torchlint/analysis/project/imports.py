@@ -23,7 +23,7 @@ of a class, whether another file imports a name are project questions a run
 over `model.py` alone would otherwise answer from model.py. The `.py` files
 under each run file's project root are listed once (hidden folders, venvs,
 `site-packages`, `__pycache__` and what `admit` leaves out are skipped; a
-root with more than `MAX_LISTED` of them, or one inside `site-packages`, is
+root with more than `MAX_LISTED` of them (or folders), or one inside `site-packages`, is
 not searched: such a run reads only what its files import). A listed file
 whose text names a run file's module as a whole word in an import statement
 (`loss` for `training/loss.py`; the folder's name for a package's
@@ -278,9 +278,16 @@ def _mentions(path: str, word: "re.Pattern[bytes]") -> bool:
         return False
 
 
+def _regular(entry: "os.DirEntry[str]") -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
 def _listing(root: str, admit: Callable[[str], bool], limit: int) -> Optional[List[str]]:
     """The `.py` files under `root` (sorted; hidden folders, venvs, `_UNLISTED` and
-    what `admit` leaves out skipped); None for more than `limit`, or a root inside
+    what `admit` leaves out skipped); None for more than `limit` files or folders, or a root inside
     `site-packages` (installed code: its importers are no project's)."""
     if _UNLISTED & set(root.split(os.sep)):
         return None
@@ -293,6 +300,8 @@ def _listing(root: str, admit: Callable[[str], bool], limit: int) -> Optional[Li
         if real in visited:
             continue
         visited.add(real)
+        if len(visited) > limit:
+            return None
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -309,7 +318,7 @@ def _listing(root: str, admit: Callable[[str], bool], limit: int) -> Optional[Li
                 if os.path.exists(os.path.join(entry.path, "pyvenv.cfg")) or not admit(entry.path):
                     continue
                 folders.append(entry.path)
-            elif entry.name.endswith(".py"):
+            elif entry.name.endswith(".py") and _regular(entry):  # never a FIFO: opening it blocks
                 files.append(entry.path)
                 if len(files) > limit:
                     return None
