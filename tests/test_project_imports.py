@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 from typing import Dict, List, Tuple
 
+import pytest
 from click.testing import CliRunner
 
 from torchlint.analysis.project.build import build_index
@@ -140,3 +141,134 @@ def test_a_file_outside_the_current_folder_reads_its_package(tmp_path, monkeypat
     assert [code for _, code in check(target)] == ["TL101"]
     (tmp_path / "repo" / "src" / "__init__.py").unlink()  # not a package: `src.model` is found nowhere
     assert check(target) == []
+
+
+# -- the files that import a run's files -------------------------------------------------------
+
+HEAD = """
+import torch
+from torch import nn
+
+class RadialHead(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.centres = torch.arange(0.0, 8.0)
+        self.mix = nn.Linear(width, 8)
+
+    def forward(self, h, r):
+        gate = self.mix(h).sigmoid()
+        return gate * (r.unsqueeze(-1) - self.centres).pow(2)
+"""
+FIT = """
+import torch
+from heads import RadialHead
+
+dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+head = RadialHead(32).to(dev)
+"""
+
+
+def test_one_file_sees_the_files_that_import_it(tmp_path, monkeypatch):
+    write(tmp_path, {"heads.py": HEAD, "fit.py": FIT})
+    monkeypatch.chdir(tmp_path)
+    whole = [f for f in check(".") if f[0].startswith("heads.py")]
+    assert whole == [("heads.py:7", "TL102")]  # fit.py moves the module to the accelerator
+    assert check("heads.py") == whole
+    write(tmp_path, {"fit.py": FIT.replace(".to(dev)", "")})  # nothing moves it: silent either way
+    assert check("heads.py") == [] == [f for f in check(".") if f[0].startswith("heads.py")]
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"pkg/__init__.py": "", "pkg/heads.py": HEAD, "pkg/fit.py": FIT.replace("from heads", "from .heads")},
+        {"pkg/__init__.py": "", "pkg/heads.py": HEAD, "fit.py": FIT.replace("from heads", "from pkg.heads")},
+        {
+            "pkg/__init__.py": "",
+            "pkg/heads.py": HEAD,
+            "fit.py": FIT.replace("from heads import RadialHead", "from pkg import heads").replace(
+                "RadialHead(", "heads.RadialHead("
+            ),
+        },
+        # re-exported by the package: an importer of an importer
+        {
+            "pkg/__init__.py": "from .heads import RadialHead\n",
+            "pkg/heads.py": HEAD,
+            "fit.py": FIT.replace("from heads", "from pkg"),
+        },
+    ],
+)
+def test_an_importer_is_found_whatever_its_import_reads(tmp_path, monkeypatch, files):
+    write(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    assert check("pkg/heads.py") == [("pkg/heads.py:7", "TL102")]
+
+
+def test_an_importer_outside_the_project_root_is_not_read(tmp_path, monkeypatch):
+    write(
+        tmp_path,
+        {"proj/heads.py": HEAD, "proj/pyproject.toml": "", "fit.py": FIT.replace("from heads", "from proj.heads")},
+    )
+    monkeypatch.chdir(tmp_path / "proj")
+    assert check("heads.py") == []  # fit.py lies above the project root
+    (tmp_path / "proj" / "pyproject.toml").unlink()
+    monkeypatch.chdir(tmp_path)  # the root is the current folder: fit.py is read
+    assert check("proj/heads.py") == [("proj/heads.py:7", "TL102")]
+
+
+@pytest.mark.parametrize("folder", ["sub", ".hidden", "venv", "site-packages", "node_modules", "build"])
+def test_an_importer_in_a_skipped_folder_is_not_read(tmp_path, monkeypatch, folder):
+    write(tmp_path, {"heads.py": HEAD, f"{folder}/fit.py": FIT, "pyproject.toml": ""})
+    if folder == "venv":
+        (tmp_path / folder / "pyvenv.cfg").write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert check("heads.py") == ([("heads.py:7", "TL102")] if folder == "sub" else [])
+
+
+def test_importers_are_bounded_listed_once_and_confirmed(tmp_path):
+    files = {"core.py": "x = 1\n", "helper.py": "y = 2\n"}
+    files.update({f"user{i}.py": "from core import x\nfrom helper import y\n" for i in range(6)})
+    files["pkg/__init__.py"] = "from core import x\n"  # an importer: its users are importers too
+    files["late.py"] = "from pkg import x\n"
+    files["mention.py"] = "import os\n# core\ncore = 1\n"  # names `core`, imports nothing of it
+    files["other.py"] = "from elsewhere import core\n"  # an import of another module named so
+    write(tmp_path, files)
+    root = str(tmp_path)
+    run = _summaries(tmp_path, ["core.py"])
+    read_paths: List[str] = []
+
+    def read(path: str) -> ModuleSummary:
+        read_paths.append(os.path.relpath(path, root))
+        return summarize(Path(path).read_text())
+
+    found = {os.path.relpath(p, root) for p in imported_summaries(run, root, read)}
+    users = {f"user{i}.py" for i in range(6)}
+    assert found == users | {"pkg/__init__.py", "late.py", "helper.py"}  # and what the importers import
+    assert "mention.py" not in read_paths  # the cheap test: `core` is never imported there
+    assert "other.py" in read_paths and len(read_paths) == len(set(read_paths))  # read once, then left out
+    assert len(imported_summaries(run, root, read, importers=3)) == 3
+    assert imported_summaries(run, root, read, importers=0) == {}
+    assert imported_summaries(run, root, read, listed=5) == {}  # too many files to list: no search
+    skipped = imported_summaries(run, root, read, admit=lambda p: "user" not in p)
+    assert {os.path.relpath(p, root) for p in skipped} == {"pkg/__init__.py", "late.py"}
+
+
+def test_importers_share_the_summary_cache(tmp_path):
+    from torchlint.analysis.project.build import summary_cache
+
+    write(tmp_path, {"heads.py": HEAD, "fit.py": FIT})
+    heads = str(tmp_path / "heads.py")
+    cache = summary_cache(str(tmp_path))
+    first = build_index([(heads, Path(heads).read_bytes())], [heads], cache, str(tmp_path))
+    assert {os.path.basename(p) for p in first.paths} == {"heads.py", "fit.py"}
+    assert isinstance(cache.get((tmp_path / "fit.py").read_bytes(), str(tmp_path / "fit.py")), ModuleSummary)
+    again = build_index([(heads, Path(heads).read_bytes())], [heads], cache, str(tmp_path))
+    assert again.summaries() == first.summaries()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
+def test_a_fifo_under_the_root_is_never_opened(tmp_path, monkeypatch):
+    write(tmp_path, {"heads.py": HEAD, "fit.py": FIT})
+    os.mkfifo(tmp_path / "pipe.py")  # opening it would block
+    monkeypatch.chdir(tmp_path)
+    assert check("heads.py") == [("heads.py:7", "TL102")]

@@ -16,17 +16,43 @@ outside it, the folder its top-level package sits in: its own folder, or
 the first one above it without an `__init__.py`). Only files under the project root are
 read, and only those `admit` lets in (the run's exclusions); a name found
 nowhere stays unknown.
+
+The project files that import a run's files are read too (`importers`):
+whether a file importing a class moves it to an accelerator, every caller
+of a class, whether another file imports a name are project questions a run
+over `model.py` alone would otherwise answer from model.py. The `.py` files
+under each run file's project root are listed once (hidden folders, venvs,
+`site-packages`, `__pycache__` and what `admit` leaves out are skipped; a
+root with more than `MAX_LISTED` of them (or folders), or one inside `site-packages`, is
+not searched: such a run reads only what its files import). A listed file
+whose text names a run file's module as a whole word in an import statement
+(`loss` for `training/loss.py`; the folder's name for a package's
+`__init__.py`: a cheap test before parsing) is summarised, and it is an
+importer when one of its imports names that file as the forward search would
+find it (`from .loss import X`, `from nanofold.training import loss`,
+`import training.loss as L`); other files are left out of the index.
+Importers of importers are found the same way, `IMPORTER_LEVELS` deep
+(a package's `__init__.py` re-exporting the class, then its users); then
+what the importers import is followed as above (trainer.py imports the
+model's file and the device's). These files, importers and what they
+import, are at most `MAX_IMPORTERS`, apart from `MAX_IMPORTED`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections import deque
 from typing import Callable, Deque, Dict, FrozenSet, Iterator, List, Mapping, Optional, Set, Tuple
 
 from torchlint.analysis.project.kinds import ModuleSummary
 
 MAX_IMPORTED = 200  # files read beyond the run's own, at most
+MAX_IMPORTERS = 100  # files read for the run's importers (and what they import), at most
+MAX_LISTED = 5000  # a project root with more `.py` files than this is not searched for importers
+IMPORTER_LEVELS = 3  # importers, their importers, theirs
+# Folders never listed for importers (besides hidden ones and venvs).
+_UNLISTED = frozenset({"__pycache__", "site-packages", "dist-packages", "node_modules"})
 
 Summarise = Callable[[str], Optional[ModuleSummary]]  # a path's summary; None: unreadable
 
@@ -95,38 +121,208 @@ def imported_summaries(
     summarise: Summarise,
     admit: Callable[[str], bool] = lambda path: True,
     limit: int = MAX_IMPORTED,
+    importers: int = MAX_IMPORTERS,
+    listed: int = MAX_LISTED,
 ) -> Dict[str, ModuleSummary]:
     """The summaries of the project files (under `root`, see above) that the run's files
-    (`run`: path -> summary) import, directly or through each other, keyed by
-    absolute path; at most `limit`, nearest first."""
+    (`run`: path -> summary) import, directly or through each other (at most `limit`,
+    nearest first), then of those that import the run's files and of what they import
+    (at most `importers`; none when 0), keyed by absolute path."""
     root = os.path.realpath(root)
-    seen: Set[str] = {os.path.realpath(p) for p in run}
     folders = _Folders()
     # A run's file outside the project root is a project of its top-level package's folder.
-    queue: Deque[Tuple[str, str]] = deque((p, _root_of(p, root, folders)) for p in sorted(run))
-    summaries: Dict[str, ModuleSummary] = dict(run)
-    found: Dict[str, ModuleSummary] = {}
-    while queue and len(found) < limit:
-        importer, here = queue.popleft()
-        summary = summaries[importer]
-        absolute = os.path.abspath(importer)
-        names = [name for _, name in summary.imports] + list(summary.star_imports)
-        for name in names:
-            for path in _targets(folders, absolute, name, here):
-                real = os.path.realpath(path)
-                if real in seen or not _under(real, here):
-                    continue
-                seen.add(real)
-                if not admit(path):
-                    continue
-                read = summarise(path)
-                if read is None:
-                    continue
-                found[path] = summaries[path] = read
-                queue.append((path, here))
-                if len(found) >= limit:
-                    return found
+    roots = {p: _root_of(p, root, folders) for p in run}
+    walk = _Walk(folders, dict(run), {os.path.realpath(p) for p in run}, summarise, admit)
+    found = walk.follow([(p, roots[p]) for p in sorted(run)], limit)
+    if importers > 0:
+        found.update(walk.importers(roots, importers, listed))
     return found
+
+
+class _Walk:
+    """One run's search of the project: the files read so far, and their summaries."""
+
+    def __init__(
+        self,
+        folders: _Folders,
+        summaries: Dict[str, ModuleSummary],
+        seen: Set[str],
+        summarise: Summarise,
+        admit: Callable[[str], bool],
+    ) -> None:
+        self.folders = folders
+        self.summaries = summaries
+        self.seen = seen  # real paths, read or passed over
+        self.passed: Dict[str, ModuleSummary] = {}  # read for importers, found none (real path -> summary)
+        self.summarise = summarise
+        self.admit = admit
+
+    def read(self, path: str) -> Optional[ModuleSummary]:
+        """`path`'s summary, once (None: seen before, not admitted or unreadable)."""
+        real = os.path.realpath(path)
+        if real in self.seen:
+            return None
+        self.seen.add(real)
+        if not self.admit(path):
+            return None
+        read = self.summarise(path)
+        if read is not None:
+            self.summaries[path] = read
+        return read
+
+    def follow(self, start: List[Tuple[str, str]], limit: int) -> Dict[str, ModuleSummary]:
+        """What the files `start` ((path, its root)) import, breadth-first, at most `limit`."""
+        queue: Deque[Tuple[str, str]] = deque(start)
+        found: Dict[str, ModuleSummary] = {}
+        while queue and len(found) < limit:
+            importer, here = queue.popleft()
+            summary = self.summaries[importer]
+            absolute = os.path.abspath(importer)
+            names = [name for _, name in summary.imports] + list(summary.star_imports)
+            for name in names:
+                for path in _targets(self.folders, absolute, name, here):
+                    if not _under(os.path.realpath(path), here):
+                        continue
+                    read = self.read(path)
+                    if read is None:
+                        continue
+                    found[path] = read
+                    queue.append((path, here))
+                    if len(found) >= limit:
+                        return found
+        return found
+
+    def importers(self, roots: Mapping[str, str], limit: int, listed: int) -> Dict[str, ModuleSummary]:
+        """The files under each run file's root (`roots`: path -> root) that import it,
+        `IMPORTER_LEVELS` deep, then what they import: at most `limit`."""
+        by_root: Dict[str, List[str]] = {}
+        for path, here in sorted(roots.items()):
+            by_root.setdefault(here, []).append(path)
+        found: Dict[str, ModuleSummary] = {}
+        start: List[Tuple[str, str]] = []
+        for here, paths in sorted(by_root.items()):
+            files = _listing(here, self.admit, listed)
+            if files is None:
+                continue
+            level = {os.path.realpath(p): p for p in paths}
+            for _ in range(IMPORTER_LEVELS):
+                level = self._importers_of(level, files, here, limit - len(found))
+                found.update((path, self.summaries[path]) for path in level.values())
+                start += [(path, here) for path in level.values()]
+                if not level or len(found) >= limit:
+                    break
+        if len(found) < limit:
+            found.update(self.follow(start, limit - len(found)))
+        return found
+
+    def _importers_of(self, targets: Dict[str, str], files: List[str], here: str, limit: int) -> Dict[str, str]:
+        """The unread `files` (under root `here`) that import one of `targets`
+        (real path -> path): real path -> path, at most `limit`."""
+        words = sorted({_module_word(p) for p in targets.values()})
+        if not words or limit <= 0:
+            return {}
+        mention = _mention(words)
+        found: Dict[str, str] = {}
+        for path in files:
+            real = os.path.realpath(path)
+            summary = self.passed.get(real)
+            if summary is None:
+                if real in self.seen or not _under(real, here) or not _mentions(path, mention):
+                    continue
+                summary = self.read(path)
+                if summary is None:
+                    continue
+                del self.summaries[path]  # not in the index unless an importer
+            absolute = os.path.abspath(path)
+            names = [name for _, name in summary.imports] + list(summary.star_imports)
+            if not any(_named(self.folders, absolute, name, here) in targets for name in names):
+                self.passed[real] = summary  # a later level may ask again
+                continue
+            self.passed.pop(real, None)
+            self.summaries[path] = summary
+            found[real] = path
+            if len(found) >= limit:
+                break
+        return found
+
+
+def _mention(words: List[str]) -> "re.Pattern[bytes]":
+    """A cheap test that a file's text may import a module named one of `words`:
+    the word after `import` or `from` at a line's start, with only names, dots,
+    commas, brackets and blanks between (`from pkg import (\\n    loss,`)."""
+    names = b"|".join(re.escape(w.encode()) for w in words)
+    return re.compile(rb"^[ \t]*(?:from|import)\s[\w.\s,()\\]*?\b(?:" + names + rb")\b", re.MULTILINE)
+
+
+def _named(folders: _Folders, importer: str, name: str, root: str) -> Optional[str]:
+    """The real path of the module import `name` of file `importer` names itself (the
+    deepest file found: `loss.py` for `training.loss.X`, not `training/__init__.py`)."""
+    last = None
+    for path in _targets(folders, importer, name, root):
+        last = path
+    return os.path.realpath(last) if last is not None else None
+
+
+def _module_word(path: str) -> str:
+    """The name a file is imported by last: `loss` for `training/loss.py`, the
+    folder's name for a package's `__init__.py`."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return os.path.basename(os.path.dirname(os.path.abspath(path))) if stem == "__init__" else stem
+
+
+def _mentions(path: str, word: "re.Pattern[bytes]") -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return word.search(fh.read()) is not None
+    except OSError:
+        return False
+
+
+def _regular(entry: "os.DirEntry[str]") -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
+def _listing(root: str, admit: Callable[[str], bool], limit: int) -> Optional[List[str]]:
+    """The `.py` files under `root` (sorted; hidden folders, venvs, `_UNLISTED` and
+    what `admit` leaves out skipped); None for more than `limit` files or folders, or a root inside
+    `site-packages` (installed code: its importers are no project's)."""
+    if _UNLISTED & set(root.split(os.sep)):
+        return None
+    files: List[str] = []
+    folders = [root]
+    visited: Set[str] = set()
+    while folders:
+        folder = folders.pop()
+        real = os.path.realpath(folder)
+        if real in visited:
+            continue
+        visited.add(real)
+        if len(visited) > limit:
+            return None
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                continue
+            if is_dir:
+                if entry.name.startswith(".") or entry.name in _UNLISTED:
+                    continue
+                if os.path.exists(os.path.join(entry.path, "pyvenv.cfg")) or not admit(entry.path):
+                    continue
+                folders.append(entry.path)
+            elif entry.name.endswith(".py") and _regular(entry):  # never a FIFO: opening it blocks
+                files.append(entry.path)
+                if len(files) > limit:
+                    return None
+    return sorted(files)
 
 
 def _root_of(path: str, root: str, folders: _Folders) -> str:
@@ -146,4 +342,4 @@ def _root_of(path: str, root: str, folders: _Folders) -> str:
     return folder
 
 
-__all__ = ["MAX_IMPORTED", "imported_summaries"]
+__all__ = ["MAX_IMPORTED", "MAX_IMPORTERS", "MAX_LISTED", "imported_summaries"]
