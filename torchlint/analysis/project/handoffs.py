@@ -131,7 +131,7 @@ class _Uses:
                     parents[id(value)] = node
                     stack.append(value)
         for node in found:
-            name = _dotted(node)
+            name = dotted(node)
             if name is None or not self._capitalised(name):
                 continue
             parent = parents.get(id(node))
@@ -217,7 +217,7 @@ class _Uses:
         if not isinstance(assign, ast.Assign) or assign.targets != [stores[0]]:
             return None
         value = assign.value
-        callee = _dotted(value.func) if isinstance(value, ast.Call) else None
+        callee = dotted(value.func) if isinstance(value, ast.Call) else None
         if callee is None or not isinstance(value, ast.Call) or self._says_device(value) or self._under_with(assign):
             return None
         for load in scope.loads.get(name, ()):
@@ -267,7 +267,8 @@ def _fields(cls: type) -> Tuple[str, ...]:
     return found
 
 
-def _dotted(expr: ast.AST) -> Optional[str]:
+def dotted(expr: Optional[ast.AST]) -> Optional[str]:
+    """`a.b.c` for a chain of names and attributes; None otherwise."""
     parts: List[str] = []
     while isinstance(expr, ast.Attribute):
         parts.append(expr.attr)

@@ -30,7 +30,7 @@ from torchlint.analysis.knowledge import (
     TENSOR_WRAPPERS,
     allocates_on_cpu,
 )
-from torchlint.analysis.project.handoffs import name_uses
+from torchlint.analysis.project.handoffs import dotted, name_uses
 from torchlint.analysis.project.kinds import (
     AssignSummary,
     ClassSummary,
@@ -79,18 +79,6 @@ def summarize(text: str) -> ModuleSummary:
         return _Module(tree, text).summary()
     except RecursionError:  # absurdly nested code: know nothing about it
         return ModuleSummary(parsed=False)
-
-
-def dotted(expr: Optional[ast.AST]) -> Optional[str]:
-    """`a.b.c` for a chain of names and attributes; None otherwise."""
-    parts: List[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    parts.append(expr.id)
-    return ".".join(reversed(parts))
 
 
 def _root(expr: Optional[ast.AST]) -> Optional[str]:
