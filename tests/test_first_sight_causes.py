@@ -1499,6 +1499,7 @@ def test_a_cpu_tensor_attribute_of_a_module_another_file_moves_is_reported(tmp_p
         ("torch.linspace(0.0, 20.0, 8)", "    def _apply(self, fn, *a):\n        return super()._apply(fn, *a)\n", ""),
         ("torch.linspace(0.0, 20.0, 8, device='cuda')", "", ""),  # created on the device
         ("torch.zeros(())", "", ""),  # a 0-dim tensor mixes with tensors on any device
+        ("torch.randint(0, 9, ())", "", ""),  # `randint(low, high, size)`: 0-dim too
         ("torch.tensor(2.0)", "", ""),
         ("[0.5, 1.0]", "", ""),  # not a tensor
     ],
@@ -1524,6 +1525,32 @@ def test_a_cpu_tensor_attribute_in_test_code_is_silent(tmp_path):
     index = api.project_index([str(tmp_path)])
     path = str(tmp_path / "tests" / "heads.py")
     assert [f for f in lint_source(_head(), path, project=index) if f.code == "TL102"] == []
+
+
+def test_a_module_attribute_a_base_registers_by_name_is_silent(tmp_path):
+    """A same-file base registers `edges` as a buffer: the subclass's store
+    replaces the buffer, which moves with the module."""
+    base = "class Registered(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    base += "        self.register_buffer('edges', None)\n\n"
+    src = _head().replace("class BinnedHead(nn.Module):", base + "class BinnedHead(Registered):")
+    assert _project_rows(tmp_path, src) == []
+    # a torch layer as the base (its own buffers may have any name): silent
+    layer = _head().replace("class BinnedHead(nn.Module):", "class BinnedHead(nn.BatchNorm1d):")
+    assert _project_rows(tmp_path, layer) == []
+
+
+def test_a_parameter_free_module_attribute_is_silent(tmp_path):
+    """A module without parameters of its own (a normalising transform) may run
+    on the CPU while loading data, even in a project that moves a model."""
+    src = (
+        "import torch\nfrom torch import nn\n\nclass BinnedHead(nn.Module):\n    def __init__(self, a, b):\n"
+        "        super().__init__()\n        self.mean = torch.tensor([0.5, 0.5, 0.5]).view(3, 1, 1)\n"
+        "    def forward(self, image: torch.Tensor):\n        return image - self.mean\n"
+    )
+    assert _project_rows(tmp_path, src) == []
+    with_layer = src.replace("view(3, 1, 1)\n", "view(3, 1, 1)\n        self.proj = nn.Conv2d(3, 3, 1)\n")
+    with_layer = with_layer.replace("return image - self.mean", "return self.proj(image - self.mean)")
+    assert _project_rows(tmp_path, with_layer) == [7]
 
 
 @pytest.mark.parametrize(
@@ -1593,3 +1620,24 @@ def test_another_files_fresh_tensor_keeps_what_create_then_move_asks_of_the_call
     assert found(head + "z = gauss(4).to('cpu')\n") == []  # not moved to an accelerator
     assert found(head + "def f(gauss):\n    return gauss(4).to('cuda')\n") == []  # a parameter shadows it
     assert found(head + "def test_noise():\n    assert gauss(4).cuda().shape\n", "test_noise.py") == []
+
+
+@pytest.mark.parametrize(
+    "device_source",
+    [
+        "        self.dev = next(net.parameters()).device\n",  # the model's own device
+        "    @property\n    def dev(self):\n        return next(self.net.parameters()).device\n",
+    ],
+)
+def test_a_kept_model_whose_inputs_follow_its_own_device_is_silent(tmp_path, device_source):
+    """The inputs go where the model is (`xb.to(self.dev)`, `self.dev` read from
+    the model's parameters): a CPU model gets CPU inputs, nothing fails."""
+    fitter = _FITTER.replace("xb.to(DEV), yb.to(DEV)", "xb.to(self.dev), yb.to(self.dev)")
+    if "@property" in device_source:
+        fitter = fitter.replace("    def fit(self):", device_source + "\n    def fit(self):")
+    else:
+        fitter = fitter.replace("        self.epochs = epochs\n", "        self.epochs = epochs\n" + device_source)
+    _fit_project(tmp_path, fitter=fitter)
+    assert _tl101(tmp_path) == []
+    _fit_project(tmp_path, fitter=fitter.replace("xb.to(self.dev), yb.to(self.dev)", "xb.to(DEV), yb.to(DEV)"))
+    assert _tl101(tmp_path) == [("fitter.py", 7)]

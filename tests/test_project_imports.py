@@ -272,3 +272,29 @@ def test_a_fifo_under_the_root_is_never_opened(tmp_path, monkeypatch):
     os.mkfifo(tmp_path / "pipe.py")  # opening it would block
     monkeypatch.chdir(tmp_path)
     assert check("heads.py") == [("heads.py:7", "TL102")]
+
+
+def test_a_file_passed_over_as_an_importer_is_read_when_an_importer_imports_it(tmp_path):
+    """`trainer.py` mentions `model` without importing it: passed over as an
+    importer of model.py, it is still read when `train.py` (an importer) imports it."""
+    write(
+        tmp_path,
+        {
+            "model.py": "import torch\nclass Net(torch.nn.Module):\n    pass\n",
+            "train.py": "from model import Net\nfrom trainer import fit\nfit(Net(), 'cuda')\n",
+            "trainer.py": "import torch\n\ndef fit(model, device):\n    model.to(device)\n",
+        },
+    )
+    model = str(tmp_path / "model.py")
+    index = build_index([(model, Path(model).read_bytes())], [model], None, str(tmp_path))
+    assert {os.path.basename(p) for p in index.paths} == {"model.py", "train.py", "trainer.py"}
+
+
+def test_a_root_holding_a_data_folder_of_many_files_is_not_listed(tmp_path):
+    from torchlint.analysis.project import imports
+
+    write(tmp_path, {"model.py": "x = 1\n", "data/README": "images\n"})
+    for i in range(120):
+        (tmp_path / "data" / f"img{i}.png").write_bytes(b"")
+    assert imports._listing(str(tmp_path), lambda p: True, limit=6) is None  # 123 entries > 6 * 20
+    assert imports._listing(str(tmp_path), lambda p: True, limit=7) == [str(tmp_path / "model.py")]

@@ -5,13 +5,17 @@ neither a parameter nor a buffer: `model.to(device)` leaves it on the CPU.
 `Attributes.cpu_tensors()` answers the attributes where that breaks the
 module on an accelerator, each a `CpuAttribute`, when all of these hold:
 
-- the class subclasses `nn.Module` (`Values.module_classes`, project bases too);
+- the class subclasses `nn.Module` (`Values.module_classes`, project bases too)
+  and builds parameters of its own (`FileView.has_parameters`: a module
+  without any may be a transform run on the CPU while loading data), and no
+  base of it is a torch layer (whose own buffers may have any name);
 - `__init__` binds the attribute to an allocating factory without `device=`
   (`torch.arange`, `zeros`, `randn`..., or `torch.tensor` of a non-empty
   literal list), not a 0-dim one (`torch.zeros(())`: a CPU scalar tensor mixes
   with tensors on any device), and every other store of it is one too;
 - no code of the class (or of a same-file base) moves or re-places it
-  (`.to`, `.cuda`, `.type_as`, `register_buffer`, `nn.Parameter`, `setattr`),
+  (`.to`, `.cuda`, `.type_as`, `register_buffer`, `nn.Parameter`, `setattr`:
+  also by name in a base's code),
   and the class does not override `_apply`, `to` or `cuda`; a base of another
   project file places nothing (`FileView.places_itself`);
 - a method other than `__init__` combines it (arithmetic, a comparison, an
@@ -46,6 +50,7 @@ if TYPE_CHECKING:
 
 # Methods a module overrides to place its own tensors.
 _PLACING_OVERRIDES = frozenset({"_apply", "to", "cuda"})
+_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 # Calls that make a tensor a parameter or a buffer (moved with the module).
 _REGISTERS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"})
 # Methods of a tensor that keep its dimensions and place (`squeeze` may leave a 0-dim tensor).
@@ -99,6 +104,8 @@ class Attributes:
     # -- one class --------------------------------------------------------------------------
 
     def _of_class(self, cls: ClassInfo) -> List[CpuAttribute]:
+        if self.project is None or self.project.has_parameters(self.project.local(cls.name)) is not True:
+            return []  # no parameters of its own: it may be a transform run on the CPU (data loading)
         methods = self._methods(cls, set())
         if methods is None:
             return []
@@ -133,8 +140,10 @@ class Attributes:
                 own.extend(more)
                 continue
             q = self.facts.qualname(base) or ""
-            if q.startswith("torch.nn."):
+            if q in _MODULE_BASES:
                 continue
+            if q.startswith("torch.nn."):
+                return None  # a torch layer's subclass: its own buffers may have any name
             if self.project is None or self.project.places_itself(q) is not False:
                 return None
         return own
@@ -144,7 +153,7 @@ class Attributes:
         return parent.node if parent is not None else None
 
     def _accesses(self, fn: Function) -> List[_Access]:
-        if not fn.params or any(dotted_name(d.decorator) == "staticmethod" for d in fn.decorators):
+        if not fn.params or any(dotted_name(d.decorator) in ("staticmethod", "classmethod") for d in fn.decorators):
             return []
         me = fn.params[0]
         out = []
@@ -205,6 +214,8 @@ class Attributes:
         if q not in ALLOCATING_FACTORIES or q.endswith("_like") or creation.has_star_kwargs:
             return None
         sizes = [a.value for a in args if a.keyword is None or a.keyword.value == "size"]
+        if q.endswith("randint"):  # `randint(low, high, size)`: the size is the sequence
+            sizes = [v for v in sizes if isinstance(v, (cst.Tuple, cst.List))]
         if not sizes or isinstance(sizes[0], (cst.Tuple, cst.List)) and not sizes[0].elements:
             return None  # `torch.zeros(())`: a 0-dim tensor
         return creation
@@ -222,8 +233,17 @@ class Attributes:
                 call = self.facts.call_of_arg(holder)
                 if call is not None and (call.qualname in _REGISTERS or call.method == "register_buffer"):
                     return True
-        named = self._named(cls)
+        named = set().union(*(self._named(c) for c in self._chain(cls, set())))
         return name in named or _ANY in named
+
+    def _chain(self, cls: ClassInfo, seen: Set[str]) -> List[ClassInfo]:
+        """The class and its same-file bases (transitively)."""
+        seen.add(cls.name)
+        out = [cls]
+        for base in cls.bases:
+            if isinstance(base, cst.Name) and base.value in self.facts.classes and base.value not in seen:
+                out.extend(self._chain(self.facts.classes[base.value], seen))
+        return out
 
     def _named(self, cls: ClassInfo) -> Set[str]:
         """Attribute names the class's code registers or sets by name

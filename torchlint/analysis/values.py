@@ -683,7 +683,7 @@ class Values:
         if b.kind == BindingKind.PARAM:
             passed = self.passed_arguments(b)
             return passed is not None and all(self.forward_output_container(arg, s, depth) for arg, s in passed)
-        value = _bound_value(b)
+        value = bound_value(b)
         return value is not None and self.forward_output_container(value, b.site, depth)
 
     def _forward_container(self, expr: cst.BaseExpression, site: Site, seen: Set[int]) -> object:
@@ -928,7 +928,7 @@ class Values:
         return any(b.value is not None and self.is_pretrained(b.value, b.site, depth + 1) for b in values)
 
 
-def _bound_value(b: Binding) -> Optional[cst.BaseExpression]:
+def bound_value(b: Binding) -> Optional[cst.BaseExpression]:
     """What an assignment binds to the name: its value, or its element of a
     tuple assigned element by element (`a, b = f(x), f(y)`)."""
     if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.value is None:

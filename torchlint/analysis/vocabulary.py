@@ -194,3 +194,6 @@ HOST_OUTPUT_PACKAGES = frozenset({"matplotlib", "PIL", "imageio", "cv2", "seabor
 GRAPH_PACKAGES = frozenset({"torch_geometric", "dgl", "torch_cluster", "ogb"})
 # Online, one-observation-at-a-time code (RL acting): a batch of one is inherent.
 ONLINE_PACKAGES = frozenset({"gym", "gymnasium", "stable_baselines3", "pettingzoo"})
+
+# torch.nn classes that hold what they are given (no parameters of their own).
+NN_CONTAINER_LAYERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})

@@ -23,7 +23,8 @@ of a class, whether another file imports a name are project questions a run
 over `model.py` alone would otherwise answer from model.py. The `.py` files
 under each run file's project root are listed once (hidden folders, venvs,
 `site-packages`, `__pycache__` and what `admit` leaves out are skipped; a
-root with more than `MAX_LISTED` of them (or folders), or one inside `site-packages`, is
+root with more than `MAX_LISTED` of them (or folders, or twenty times as many
+entries of any kind: a data folder), or one inside `site-packages`, is
 not searched: such a run reads only what its files import). A listed file
 whose text names a run file's module as a whole word in an import statement
 (`loss` for `training/loss.py`; the folder's name for a package's
@@ -50,6 +51,7 @@ from torchlint.analysis.project.kinds import ModuleSummary
 MAX_IMPORTED = 200  # files read beyond the run's own, at most
 MAX_IMPORTERS = 100  # files read for the run's importers (and what they import), at most
 MAX_LISTED = 5000  # a project root with more `.py` files than this is not searched for importers
+ENTRIES_PER_LISTED = 20  # ...nor one with more than MAX_LISTED * this entries of any kind (a data folder)
 IMPORTER_LEVELS = 3  # importers, their importers, theirs
 # Folders never listed for importers (besides hidden ones and venvs).
 _UNLISTED = frozenset({"__pycache__", "site-packages", "dist-packages", "node_modules"})
@@ -160,6 +162,10 @@ class _Walk:
     def read(self, path: str) -> Optional[ModuleSummary]:
         """`path`'s summary, once (None: seen before, not admitted or unreadable)."""
         real = os.path.realpath(path)
+        passed = self.passed.pop(real, None)
+        if passed is not None:  # read while looking for importers, found none: imported now
+            self.summaries[path] = passed
+            return passed
         if real in self.seen:
             return None
         self.seen.add(real)
@@ -287,13 +293,15 @@ def _regular(entry: "os.DirEntry[str]") -> bool:
 
 def _listing(root: str, admit: Callable[[str], bool], limit: int) -> Optional[List[str]]:
     """The `.py` files under `root` (sorted; hidden folders, venvs, `_UNLISTED` and
-    what `admit` leaves out skipped); None for more than `limit` files or folders, or a root inside
+    what `admit` leaves out skipped); None for more than `limit` files or folders (or
+    `limit * ENTRIES_PER_LISTED` entries of any kind), or a root inside
     `site-packages` (installed code: its importers are no project's)."""
     if _UNLISTED & set(root.split(os.sep)):
         return None
     files: List[str] = []
     folders = [root]
     visited: Set[str] = set()
+    entries_left = limit * ENTRIES_PER_LISTED  # a data folder of many files gives up too
     while folders:
         folder = folders.pop()
         real = os.path.realpath(folder)
@@ -307,6 +315,9 @@ def _listing(root: str, admit: Callable[[str], bool], limit: int) -> Optional[Li
                 entries = sorted(it, key=lambda e: e.name)
         except OSError:
             continue
+        entries_left -= len(entries)
+        if entries_left < 0:
+            return None
         for entry in entries:
             try:
                 is_dir = entry.is_dir()

@@ -42,14 +42,13 @@ from torchlint.analysis.project.kinds import (
     ValueKind,
 )
 from torchlint.analysis.project.modules import AMBIGUOUS, ModuleTable, module_name
-from torchlint.analysis.vocabulary import NO_GRAD_CONTEXTS, STATELESS_LAYER
+from torchlint.analysis.vocabulary import NN_CONTAINER_LAYERS, NO_GRAD_CONTEXTS, STATELESS_LAYER
 
 # `view.local("Net")`: a top-level name of the asking file itself.
 LOCAL = "<local>."
 MAX_DEPTH = 8  # re-exports, aliases and helpers followed at most this deep
 _SAYS_LOADER = re.compile("loader", re.IGNORECASE)
 # torch.nn classes that only hold what they are given.
-_HOLDERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
 
 Definition = Union[ClassSummary, FunctionSummary, AssignSummary]
 # Questions answered None when unknown (the others: False).
@@ -617,7 +616,7 @@ class ProjectIndex:
             name = resolved.name
             last = name.rsplit(".", 1)[-1]
             if library.class_kind(name) is ClassKind.MODULE:
-                return not STATELESS_LAYER.match(last) and last not in _HOLDERS
+                return not STATELESS_LAYER.match(last) and last not in NN_CONTAINER_LAYERS
             return name == "timm.create_model" or (name.startswith("torchvision.models.") and last[:1].islower())
         if resolved is None or self._ask(Question.CLASS_KIND, resolved) is not ClassKind.MODULE:
             return False

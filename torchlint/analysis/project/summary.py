@@ -46,6 +46,7 @@ from torchlint.analysis.vocabulary import (
     DEVICE_STRING,
     GRAD_USERS,
     MOVE_METHODS,
+    NN_CONTAINER_LAYERS,
     NN_NON_MODULES,
     NO_GRAD_CONTEXTS,
     SET_GRAD_ENABLED,
@@ -59,8 +60,6 @@ _OPT_NAME = re.compile(r"^(opt|optimi[sz]er)(_\w+)?$|^\w+_opt$")
 # Text that a class which places something must contain (a cheap pre-check of `_places`).
 _PLACING_TEXT = re.compile(r"\.(" + "|".join(sorted(MOVE_METHODS)) + r")\b|\bdevice\s*=")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-# torch.nn classes that hold what they are given (no parameters of their own).
-_CONTAINER_LAYERS = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
 # Text that a module which moves something to an accelerator must contain (a cheap pre-check).
 _ACCELERATOR_TEXT = re.compile(r"\.(cuda|to)\b|device\s*=")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -305,7 +304,7 @@ class _Module:
                 q.startswith("torch.nn.")
                 and not q.startswith(NN_NON_MODULES)
                 and last[:1].isupper()
-                and last not in _CONTAINER_LAYERS
+                and last not in NN_CONTAINER_LAYERS
                 and not STATELESS_LAYER.match(last)
             ):
                 return True

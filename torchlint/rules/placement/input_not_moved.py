@@ -46,7 +46,10 @@ class InputNotMoved(Rule):
     0-dim tensor (`torch.tensor(3.0)` mixes with tensors on any device), an
     attribute the class moves (`.to`, `.cuda`, `.type_as`), registers or
     re-places (`register_buffer`, `nn.Parameter`, an `_apply`/`to` override),
-    or uses only on the host (`len(self.bins)`, its shape).
+    or uses only on the host (`len(self.bins)`, its shape), and a module
+    without parameters of its own (it may be a transform run on the CPU
+    while loading data) or that subclasses a torch layer (whose own buffers
+    may have any name).
 
     ## Why is this bad?
     The model runs where its parameters are: an input left in host memory
@@ -148,13 +151,13 @@ class InputNotMoved(Rule):
         "import torch\ndef run(model):\n    x = torch.zeros(1, 2)\n    return model(x)\nprint(torch.zeros(1).cuda())\n",
         # a module attribute the forward moves where its input is
         "import torch\ndevice = 'cuda'\nclass Bins(torch.nn.Module):\n    def __init__(self):\n"
-        "        super().__init__()\n        self.bins = torch.arange(0, 10)\n"
-        "    def forward(self, x):\n        return x.unsqueeze(-1) - self.bins.to(x.device)\n"
+        "        super().__init__()\n        self.bins = torch.arange(0, 10)\n        self.proj = torch.nn.Linear(10, 10)\n"
+        "    def forward(self, x):\n        return self.proj(x.unsqueeze(-1) - self.bins.to(x.device))\n"
         "model = Bins().to(device)\n",
         # a 0-dim attribute mixes with tensors on any device
         "import torch\ndevice = 'cuda'\nclass Scale(torch.nn.Module):\n    def __init__(self):\n"
-        "        super().__init__()\n        self.scale = torch.tensor(0.5)\n"
-        "    def forward(self, x):\n        return x.float() * self.scale\n"
+        "        super().__init__()\n        self.scale = torch.tensor(0.5)\n        self.proj = torch.nn.Linear(2, 2)\n"
+        "    def forward(self, x):\n        return self.proj(x.float() * self.scale)\n"
         "model = Scale().to(device)\n",
         # moved tokenizer output (in place)
         "import torch\ntokenizer = AutoTokenizer.from_pretrained('m')\nmodel = AutoModel.from_pretrained('m').to('cuda')\n"
@@ -219,12 +222,13 @@ class InputNotMoved(Rule):
         # a CPU tensor kept as a plain module attribute, combined with the input: a buffer moves with the module
         Invalid(
             "import torch\ndevice = 'cuda'\nclass Bins(torch.nn.Module):\n    def __init__(self):\n"
-            "        super().__init__()\n        self.bins = torch.arange(0, 10)\n"
-            "    def forward(self, x):\n        return x.unsqueeze(-1) - self.bins\n"
+            "        super().__init__()\n        self.bins = torch.arange(0, 10)\n        self.proj = torch.nn.Linear(10, 10)\n"
+            "    def forward(self, x):\n        return self.proj(x.unsqueeze(-1) - self.bins)\n"
             "model = Bins().to(device)\n",
             fixed="import torch\ndevice = 'cuda'\nclass Bins(torch.nn.Module):\n    def __init__(self):\n"
             '        super().__init__()\n        self.register_buffer("bins", torch.arange(0, 10), persistent=False)\n'
-            "    def forward(self, x):\n        return x.unsqueeze(-1) - self.bins\n"
+            "        self.proj = torch.nn.Linear(10, 10)\n"
+            "    def forward(self, x):\n        return self.proj(x.unsqueeze(-1) - self.bins)\n"
             "model = Bins().to(device)\n",
             line=6,
             unsafe=True,
@@ -233,8 +237,8 @@ class InputNotMoved(Rule):
         Invalid(
             "import torch\ndevice = 'cuda'\nclass Bins(torch.nn.Module):\n    def __init__(self, big):\n"
             "        super().__init__()\n        if big:\n"
-            "            self.bins = torch.arange(0, 10).float()\n"
-            "    def forward(self, x):\n        return x.unsqueeze(-1) - self.bins\n"
+            "            self.bins = torch.arange(0, 10).float()\n        self.proj = torch.nn.Linear(10, 10)\n"
+            "    def forward(self, x):\n        return self.proj(x.unsqueeze(-1) - self.bins)\n"
             "model = Bins(True).to(device)\n",
             fixed=None,
             line=7,

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, BindingKind, Call, Part, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import Binding, BindingKind, Call, Part, Scope, ScopeKind, Site, dotted_name
 from torchlint.analysis.places import ACCEL, CPU, DEVICE, Event, EventKind
-from torchlint.analysis.values import MODULE
+from torchlint.analysis.values import MODULE, bound_value
 from torchlint.analysis.vocabulary import MODEL_NAME, MOVE_METHODS, STATELESS_LAYER
 from torchlint.analysis.walk import descendants
 from torchlint.findings import Applicability
@@ -270,6 +270,7 @@ class ModelNotMoved(Rule):
         value, scope = b.value, b.site.scope
         if (
             project is None
+            or not a.places.accelerator_in_play()
             or b.kind is not BindingKind.ASSIGN
             or b.index is not None
             or not isinstance(value, cst.Name)
@@ -295,14 +296,14 @@ class ModelNotMoved(Rule):
             if in_class and not (isinstance(use.site.parent, cst.Attribute) and use.site.parent.value is use.node):
                 return  # `self` handed on or returned: its model may be placed there
         later = events.get(b.name, [])
-        if not a.places.accelerator_in_play():
-            return
         for call in ctx.facts.calls:
             mc = a.values.model_call(call)
             if mc is None or dotted_name(mc.model) != b.name or call.site.loop is None:
                 continue
             if not any(a.places.tensor_place(arg.value, call.site) == DEVICE for arg in call.node.args):
                 continue
+            if any(ModelNotMoved._follows_a_value(a, arg.value, call.site, cls) for arg in call.node.args):
+                return  # the inputs go where a value is (`next(model.parameters()).device`): maybe the CPU
             if not all(
                 e.kind is EventKind.ESCAPE and e.site.scope is call.site.scope and e.site.order > call.site.order
                 for e in later
@@ -316,6 +317,33 @@ class ModelNotMoved(Rule):
                     f"device: every caller hands `{cls.name}` a model it never moves ({', '.join(callers)})",
                 )
             return
+
+    @staticmethod
+    def _follows_a_value(a: Analysis, arg: cst.BaseExpression, site: Site, cls: Scope) -> bool:
+        """`arg` is moved (`x.to(dev)`, directly or through the name it is bound
+        to) to a device read from a value: `dev` is bound from a `.device` or a
+        `.parameters()` call (`next(model.parameters()).device`), or is a
+        property of the class; it goes where that value is."""
+        values: List[cst.BaseExpression] = [arg]
+        name = dotted_name(arg)
+        if name is not None:
+            values = [v for v in (bound_value(b) for b in a.values.bindings_for(name, site)) if v is not None]
+        for value in values:
+            call = a.facts.call_for(value) if isinstance(value, cst.Call) else None
+            target = a.places.move_target(call) if call is not None else None
+            device = dotted_name(target) if target is not None else None
+            if device is None:
+                continue
+            if device.startswith("self.") and a.facts.function_named_in(device[len("self.") :], cls) is not None:
+                return True  # a property (or method) of the class
+            for bound in a.values.bindings_for(device, call.site) if call is not None else []:
+                found = bound_value(bound)
+                if found is not None and any(
+                    isinstance(n, cst.Attribute) and n.attr.value in ("device", "parameters")
+                    for n in descendants(found)
+                ):
+                    return True
+        return False
 
     @staticmethod
     def _moved_only_if(ctx: RuleContext, b: Binding, later: List[Event]) -> Optional[str]:
