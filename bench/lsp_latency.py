@@ -441,7 +441,7 @@ def breakdown(case: Case, repeats: int) -> Dict[str, float]:
 
     from torchlint.analysis import Analysis
     from torchlint.api import session
-    from torchlint.checker import run_rules
+    from torchlint.checker import checked
     from torchlint.config import Settings
     from torchlint.pipeline import _findings
 
@@ -465,7 +465,7 @@ def breakdown(case: Case, repeats: int) -> Dict[str, float]:
             t1 = time.perf_counter()
             Analysis(module, path, source)
             t2 = time.perf_counter()
-            reports, problems = run_rules(module, source, path, enabled)  # facts again, then the rules
+            reports, problems, _ = checked(module, source, path, enabled)  # facts again, then the rules
             t3 = time.perf_counter()
             _findings(module, source, path, reports, list(problems))
             t4 = time.perf_counter()

@@ -25,21 +25,6 @@ def enabled_rules(enabled: AbstractSet[str]) -> List[Type[Rule]]:
     return [r for r in all_rules() if r.CODE in enabled]
 
 
-def run_rules(
-    module: cst.Module,
-    source: str,
-    path: str,
-    enabled: AbstractSet[str],
-    checkpoint: Optional[Callable[[], None]] = None,
-    displayed: AbstractSet[int] = frozenset(),
-    project: Optional[FileView] = None,
-    cells: Sequence[int] = (),
-) -> Tuple[List[Report], List[Problem]]:
-    """`checked`'s reports and problems."""
-    reports, problems, _ = checked(module, source, path, enabled, checkpoint, displayed, project, cells)
-    return reports, problems
-
-
 def checked(
     module: cst.Module,
     source: str,
