@@ -297,6 +297,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ro.add_argument("--pool-tsv", type=Path, default=rounds.DEFAULT_POOL_TSV)
     ro.add_argument("--seen", action="store_true", help="run on rows already used (recorded as not first sight)")
     ro.add_argument("--no-record", action="store_true", help="write the sheet only (nothing under docs/)")
+    ro.add_argument("--min-sample", type=int, default=0, help="top the sample up to this many findings")
+    ro.add_argument("--guide", default=rounds.GUIDE, help="the judging guide the round is judged with")
     rf = sub.add_parser("recall-files", help="draw the files each judging group reads in full for recall")
     rf.add_argument("--seed", type=int, required=True)
     rf.add_argument("--group", action="append", required=True, help="owner/name,owner/name,... (one per judge)")
@@ -323,6 +325,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             args.pool,
             seen=args.seen,
             record=not args.no_record,
+            min_sample=args.min_sample,
+            guide=args.guide,
         )
         for row in meta["rows"]:
             print(f"  row {row['order']:3} {row['repo']:50} {row.get('commit') or row['skipped']}")

@@ -346,8 +346,10 @@ def _key(f: dict) -> Tuple[str, int, int, int]:
     return (f["filename"], f.get("cell") or 0, f["location"]["row"], f["location"]["column"])
 
 
-def draw(findings: Sequence[dict], seed: int, per_rule: int = PER_RULE) -> Dict[str, List[dict]]:
-    """At most `per_rule` findings per rule, seeded; all of them where fewer."""
+def draw(findings: Sequence[dict], seed: int, per_rule: int = PER_RULE, min_total: int = 0) -> Dict[str, List[dict]]:
+    """At most `per_rule` findings per rule, seeded; all of them where fewer. Where
+    that draws fewer than `min_total`, the rest are drawn, seeded, from the
+    findings left over (so a round reaches the sample size a round needs)."""
     by_rule: Dict[str, List[dict]] = collections.defaultdict(list)
     for f in findings:
         if f["code"] != "TL000":
@@ -358,6 +360,14 @@ def draw(findings: Sequence[dict], seed: int, per_rule: int = PER_RULE) -> Dict[
         pool = sorted(by_rule[code], key=_key)
         picked = pool if len(pool) <= per_rule else rng.sample(pool, per_rule)
         out[code] = sorted(picked, key=_key)
+    short = min_total - sum(len(v) for v in out.values())
+    if short > 0:
+        chosen = {id(f) for v in out.values() for f in v}
+        rest = sorted(
+            (f for v in by_rule.values() for f in v if id(f) not in chosen), key=lambda f: (f["code"], _key(f))
+        )
+        for f in rng.sample(rest, min(short, len(rest))):
+            out[f["code"]] = sorted(out[f["code"]] + [f], key=_key)
     return out
 
 
@@ -372,6 +382,8 @@ def run_round(
     pool_dir: Path = DEFAULT_POOL,
     seen: bool = False,
     record: bool = True,
+    min_sample: int = 0,
+    guide: str = GUIDE,
 ) -> dict:
     pool = [r for r in read_pool(pool_tsv) if first <= r.order <= last]
     ledger = read_ledger()
@@ -397,7 +409,7 @@ def run_round(
     root = pool_dir.resolve()
     counts = collections.Counter(f["code"] for f in findings)
     per_repo = collections.Counter(Path(f["filename"]).resolve().relative_to(root).parts[0] for f in findings)
-    sample = draw(findings, seed)
+    sample = draw(findings, seed, min_total=min_sample)
     sampled, sheet = [], [f"# Judging sheet: round {number} (pool rows {first}-{last}, seed {seed})\n"]
     n = 0
     for code, picked in sample.items():
@@ -433,11 +445,12 @@ def run_round(
     meta = {
         "round": number,
         "first_sight": not reused,
-        "guide": GUIDE,
+        "guide": guide,
         "pool_rows": [first, last],
         "rows": rows,
         "seed": seed,
         "per_rule": PER_RULE,
+        "min_sample": min_sample,
         "torchlint_commit": torchlint_commit(),
         "command": f"{cmd} check --output-format json --no-cache {' '.join(every_rule_flags(cmd))} --unsafe-fixes",
         "findings_per_rule": dict(sorted(counts.items())),
