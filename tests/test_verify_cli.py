@@ -613,7 +613,7 @@ def test_smoke_kills_a_script_that_hangs(tmp_path):
 
 
 def test_commands_register_in_a_group(monkeypatch, tmp_path):
-    """As torchlint.cli registers them: main.add_command(verify_command); main.add_command(doctor_command)."""
+    """As torchlint.doors.cli registers them: main.add_command(verify_command); main.add_command(doctor_command)."""
     import click
 
     @click.group()

@@ -1,4 +1,4 @@
-"""click commands `verify` and `doctor` (registered by torchlint.cli, and by
+"""click commands `verify` and `doctor` (registered by torchlint.doors.cli, and by
 ``python -m torchlint.verify``, which needs nothing but click and torch).
 
 No torch import at import time: only the probe, the doctor and the fixture

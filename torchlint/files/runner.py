@@ -1,6 +1,6 @@
 """Files: discover them, read them, answer from the cache, spread the work over
 processes, write fixes, merge the results. What happens to one file's contents
-is torchlint/pipeline.py; this module does no linting itself. Jobs and
+is torchlint/engine/pipeline.py; this module does no linting itself. Jobs and
 outcomes are frozen dataclasses, so a process pool or a cache can wrap
 `process_file`.
 
@@ -23,8 +23,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from torchlint.config import Settings
-from torchlint.findings import MODES, FileOutcome, Finding, Problem, relabel
-from torchlint.fixes import write_atomic
+from torchlint.engine.outcome import MODES, FileOutcome, relabel
+from torchlint.files.atomic_write import write_atomic
+from torchlint.findings import Finding, Problem
 
 if TYPE_CHECKING:
     from torchlint.analysis.project import ProjectIndex
@@ -62,7 +63,7 @@ def process_bytes(data: bytes, job: FileJob) -> FileOutcome:
     """The pipeline on one file's contents, with the run's project index; no I/O."""
     # Imported here, not at module level: a run answered from the cache never
     # needs the pipeline (and LibCST).
-    from torchlint.pipeline import process_bytes as pipeline
+    from torchlint.engine.pipeline import process_bytes as pipeline
 
     return pipeline(data, job.path, job.enabled, job.mode, job.unsafe, project=_PROJECT)
 
@@ -131,7 +132,7 @@ ADD_NOQA = "add-noqa"
 
 def _add_noqa(job: FileJob, data: bytes) -> FileOutcome:
     """`--add-noqa` on one file: `fixes_applied` counts the comments added."""
-    from torchlint.noqa import add_noqa
+    from torchlint.engine.add_noqa import add_noqa
 
     result = add_noqa(data, job.path, job.enabled, _PROJECT)
     outcome = FileOutcome(
@@ -193,11 +194,11 @@ Mapper = Callable[[Callable, List], Iterable]
 
 
 def _default_mapper(jobs: int, weights: Optional[Sequence[int]] = None) -> Mapper:
-    """A process pool across files (torchlint.parallel decides when one pays);
+    """A process pool across files (torchlint.files.parallel decides when one pays);
     each worker gets the run's project index once."""
     if jobs == 1:
         return lambda fn, items: [fn(item) for item in items]
-    from torchlint.parallel import parallel_map
+    from torchlint.files.parallel import parallel_map
 
     return lambda fn, items: parallel_map(
         fn, items, jobs, weights=weights, initializer=_set_project, initargs=(_PROJECT,)
@@ -228,10 +229,10 @@ def _preload() -> None:
 def _variant(job: FileJob) -> str:
     """What a file's cached result depends on besides its contents: what the
     pipeline reads from its path, and the codes enabled for it (per-file
-    ignores included). Never the path itself: see torchlint/cache.py. What the
+    ignores included). Never the path itself: see torchlint/files/cache.py. What the
     result read from the project's other files is checked apart, against the
     run's project index (`ProjectIndex.still_answers`)."""
-    from torchlint.cache import path_variant
+    from torchlint.files.cache import path_variant
 
     return f"{path_variant(job.path)}|{','.join(sorted(job.enabled))}|{job.mode}|{int(job.unsafe)}"
 
@@ -252,13 +253,13 @@ def _project_index(
     and, given `settings`, the files of the project (under `settings.root`)
     they import; an empty index when no file of the run has a rule that reads
     the analysis."""
-    from torchlint.analysis.project.build import build_index
+    from torchlint.files.project_pass import build_index
 
     if items and all(job.enabled <= _NO_ANALYSIS for job in items):
         return build_index((), roots)
     if settings is None:
         return build_index(files, roots, summaries)
-    from torchlint.discovery import excluded
+    from torchlint.files.discovery import excluded
 
     root = os.path.abspath(settings.root)
     return build_index(files, roots, summaries, root, lambda path: not excluded(path, settings, root))
@@ -358,7 +359,7 @@ def run(
 
     With `cache_root`, lint results are cached in `<cache_root>/.torchlint_cache`,
     or in `cache_dir` when given (fixing always re-reads and re-lints)."""
-    from torchlint.discovery import discover
+    from torchlint.files.discovery import discover
 
     if mode not in MODES + (ADD_NOQA,):
         raise ValueError(f"mode must be one of {MODES + (ADD_NOQA,)}")
@@ -371,8 +372,8 @@ def run(
     if mode == "lint":
         cache = summaries = None
         if cache_root is not None:
-            from torchlint.analysis.project.build import summary_cache
-            from torchlint.cache import Cache, settings_key_for
+            from torchlint.files.cache import Cache, settings_key_for
+            from torchlint.files.project_pass import summary_cache
 
             cache = Cache(cache_root, settings_key_for(settings), cache_dir=cache_dir)
             summaries = summary_cache(cache_root, cache_dir)

@@ -1,6 +1,6 @@
 """The command line: `torchlint [check] PATH...`, `torchlint rules`, `torchlint rule CODE`.
 
-A thin shell over `torchlint.runner`; heavy modules (LibCST, the rules) are
+A thin shell over `torchlint.files.runner`; heavy modules (LibCST, the rules) are
 imported only when a command runs, and torch never.
 Exit codes: 0 nothing found (or all fixed), 1 findings remain, 2 usage,
 configuration or internal error.
@@ -414,11 +414,11 @@ def _watch(paths, settings, load, opts: _Opts, jobs: int) -> int:
     """`--watch`: lint (or fix) `paths`, then again after every change to the
     files a run would lint or to the configuration file, until Ctrl-C (exit 0).
     The report goes to stdout as in one run (the screen is cleared first on a
-    terminal); a status line goes to stderr. torchlint/watch.py says how
+    terminal); a status line goes to stderr. torchlint/files/watch.py says how
     changes are found."""
     from torchlint import api
-    from torchlint import watch as watching
     from torchlint.config import ConfigError
+    from torchlint.files import watch as watching
 
     interval = watching.interval_from_env()
     current = [settings]
@@ -594,7 +594,7 @@ def rules_command(output_format):
     """List every rule: code, name and fix availability."""
     import json
 
-    from torchlint import ruledocs
+    from torchlint.doors import rule_docs as ruledocs
 
     if output_format == "json":
         click.echo(json.dumps(ruledocs.rules_table_json(), indent=2))
@@ -613,7 +613,7 @@ def rule_command(code, show_all, output_format):
     """Print a rule's documentation (or every rule's, with --all)."""
     import json
 
-    from torchlint import ruledocs
+    from torchlint.doors import rule_docs as ruledocs
 
     if show_all == (code is not None):
         raise click.UsageError("give a rule code or --all (not both)")
@@ -635,8 +635,8 @@ def rule_command(code, show_all, output_format):
 
 def _register_subcommands() -> None:
     """Commands that live with their feature; none imports torch or pygls at import time."""
-    from torchlint.cache import clean_command
-    from torchlint.server import server_command
+    from torchlint.doors.server import server_command
+    from torchlint.files.cache import clean_command
     from torchlint.verify.cli import doctor_command, verify_command
 
     for command in (server_command, verify_command, doctor_command, clean_command):

@@ -1,11 +1,9 @@
-"""Text edits: derived from node replacements, applied to source, written safely."""
+"""Text edits: derived from node replacements, diffed, applied to source."""
 
 from __future__ import annotations
 
 import difflib
-import os
 import re
-import tempfile
 from bisect import bisect_left, bisect_right
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -199,7 +197,7 @@ class _Taken:
 
 def replace_nodes(module, mapping: Mapping[Any, Any]):
     """`module` with each node in `mapping` (by identity) replaced by its value."""
-    import libcst as cst  # here, not at import: the runner imports this module for writing only
+    import libcst as cst  # here, not at import: text edits alone need no LibCST
 
     class _Replacer(cst.CSTTransformer):
         def __init__(self) -> None:
@@ -210,26 +208,3 @@ def replace_nodes(module, mapping: Mapping[Any, Any]):
             return replacement if replacement is not None else updated_node
 
     return module.visit(_Replacer())
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Write via a temp file in the same folder and os.replace, keeping the mode."""
-    folder = os.path.dirname(os.path.abspath(path))
-    mode = None
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except OSError:
-        pass
-    fd, tmp = tempfile.mkstemp(prefix=".torchlint-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -23,7 +23,7 @@ from other text declares `TRIGGERS = r"<regex>"` on its class; the engine
 adds it to the pattern (`pattern_for`). A rule may also narrow it: its
 `may_report(text, project)` (torchlint/rules/base.py) is a necessary
 condition for it to report; a file on which no enabled rule may report is
-only checked for syntax, as above (torchlint/pipeline.py: a default run, whose
+only checked for syntax, as above (torchlint/engine/pipeline.py: a default run, whose
 one stable analysis rule is TL303, analyses only files that may call a
 DataLoader). tests/test_precheck.py checks that
 every rule's examples, the seeds and the fixtures give the same findings with

@@ -44,7 +44,7 @@ def code_at(line: str, column: int) -> Optional[CodeAt]:
 
 def rule_markdown(code: str) -> str:
     """The rule's documentation page (Markdown)."""
-    from torchlint import ruledocs
+    from torchlint.doors import rule_docs as ruledocs
 
     return ruledocs.render_rule_markdown(code)
 

@@ -43,9 +43,9 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
 
-from torchlint.fixes import common_prefix, common_suffix
-from torchlint.node_edits import PlainCodegen
-from torchlint.parsing import SourceError, parse
+from torchlint.source.codegen import PlainCodegen
+from torchlint.source.edits import common_prefix, common_suffix
+from torchlint.source.parsing import SourceError, parse
 
 # A chunk larger than this share of the file is not worth splitting out: the
 # whole text is parsed instead (same result, less bookkeeping).
@@ -80,7 +80,7 @@ class Parsed:
     text: str
     module: cst.Module
     # Each statement's code, in order (None until computed). Shared with the
-    # renderer (torchlint/render_cache.py), which produces them as it goes.
+    # renderer (torchlint/engine/render_cache.py), which produces them as it goes.
     codes: List[Optional[str]] = field(default_factory=list)
     whole_parses: int = 0  # 1 when this text was parsed whole (for tests and stats)
     _starts: Optional[List[int]] = field(default=None, repr=False)

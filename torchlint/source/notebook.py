@@ -20,8 +20,8 @@ markdown cells too, as Ruff does) and rows relative to that cell. A fix whose
 edits span more than one cell is dropped.
 
 `read(data)` gives the code cells as one module (`Cells`), which the pipeline
-lints and the fix loop edits like a .py file's text (torchlint/pipeline.py,
-torchlint/fix_loop.py). Writing back (`Cells.to_bytes`) replaces only the
+lints and the fix loop edits like a .py file's text (torchlint/engine/pipeline.py,
+torchlint/engine/fix_loop.py). Writing back (`Cells.to_bytes`) replaces only the
 changed cells' `"source"` values in the original bytes, so outputs, metadata,
 execution counts, key order, indentation and the trailing newline stay byte
 for byte; `source` keeps its form (a list of lines or one string).
@@ -38,7 +38,7 @@ from functools import cached_property
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from torchlint.findings import Edit, Finding, Fix
-from torchlint.fixes import apply_fix_groups, unified_diff
+from torchlint.source.edits import apply_fix_groups, unified_diff
 
 _MAGIC_MARK = "# torchlint-ipython-"
 _PLACEHOLDER_RE = re.compile(r"^([ \t]*)pass  " + re.escape(_MAGIC_MARK) + r"(\d+)$")
@@ -223,7 +223,7 @@ class _File:
 
 class Cells:
     """A notebook's code cells as one module: the `Document` the fix loop edits
-    (torchlint/fix_loop.py), and the way back to cells and to the file."""
+    (torchlint/engine/fix_loop.py), and the way back to cells and to the file."""
 
     def __init__(self, cells: Sequence[_Cell], file: _File) -> None:
         self.cells = list(cells)

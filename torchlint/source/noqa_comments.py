@@ -1,24 +1,13 @@
-"""`--add-noqa`: a `# noqa: CODE` comment on every line that has findings, as
-Ruff's `--add-noqa` does, so that a project can adopt torchlint (or a new
-rule) now and fix the existing findings later.
+"""Writing `# noqa: CODE` comments: the edits that suppress each finding on its line.
 
 - The comment goes at the end of the line a finding is reported on (its
-  `noqa_row`), the line suppression reads (torchlint/suppression.py). Codes
+  `noqa_row`), the line suppression reads (torchlint/source/suppression.py). Codes
   are merged into a `# noqa: ...` comment already there (`# noqa: E501`
   becomes `# noqa: E501, TL104`), or into a `# torchlint: ignore[...]`
   comment; otherwise `  # noqa: TL104` is appended (after any other comment).
 - It never breaks code: a line whose end lies inside a string (a multi-line
   string or f-string) or that continues with a backslash cannot take a
-  comment, so its findings are left alone and reported as warnings; the
-  result must parse wherever the original did, or nothing is written.
-- It is idempotent: suppressed findings are not reported, so a second run
-  adds nothing.
-- Notebooks: the comment goes in the cell; IPython lines are never touched.
-  A file that does not parse (TL000) is left alone.
-
-`add_noqa(data, path, enabled)` works on a file's contents and returns the
-new contents (None when nothing changed), how many comments it added or
-extended, and warnings; it never writes (torchlint/runner.py does).
+  comment, so its findings are left alone and reported as warnings.
 """
 
 from __future__ import annotations
@@ -27,25 +16,14 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, AbstractSet, Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from torchlint.findings import Edit, Finding, Problem
-
-if TYPE_CHECKING:
-    from torchlint.analysis.project import ProjectIndex
 
 _NOQA = re.compile(r"#\s*noqa(?P<colon>:\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _IGNORE = re.compile(r"#\s*torchlint:\s*ignore\[(?P<codes>[^\]]*)\]", re.IGNORECASE)
 _CODE = re.compile(r"[A-Za-z]+[0-9]+")
 _NEWLINE = re.compile(r"\r\n|\r|\n")
-
-
-@dataclass(frozen=True)
-class NoqaResult:
-    new_data: Optional[bytes]  # None: nothing to change
-    added: int  # lines that got (or extended) a suppression comment
-    warnings: Tuple[Problem, ...] = ()
-    problems: Tuple[Problem, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,87 +120,3 @@ def noqa_edits(text: str, findings: List[Finding], where) -> Tuple[List[Edit], L
         if edit is not None:
             edits.append(edit)
     return edits, warnings
-
-
-def _parses(text: str) -> bool:
-    from torchlint.parsing import cpython_error
-
-    return cpython_error(text) is None
-
-
-def add_noqa(data: bytes, path: str, enabled: AbstractSet[str], project: Optional[ProjectIndex] = None) -> NoqaResult:
-    """Suppression comments for every finding in a file's contents (see the
-    module's docs), linted with the run's `project` index. Never raises for
-    bad input: an undecodable file or one that does not parse is left alone."""
-    from torchlint.pipeline import is_notebook
-
-    try:
-        if is_notebook(path):
-            return _notebook(data, path, enabled, project)
-        return _source(data, path, enabled, project)
-    except tokenize.TokenError as exc:
-        return NoqaResult(None, 0, problems=(Problem(path, f"cannot add noqa comments: {exc}"),))
-
-
-def _source(data: bytes, path: str, enabled: AbstractSet[str], project: Optional[ProjectIndex] = None) -> NoqaResult:
-    from torchlint.decode import DecodeError, decode_source
-    from torchlint.fixes import apply_fix_groups
-    from torchlint.pipeline import BOM, lint_text
-
-    try:
-        decoded = decode_source(data)
-    except DecodeError:
-        return NoqaResult(None, 0)
-    bom = BOM if decoded.text.startswith(BOM) else ""
-    text = decoded.text[len(bom) :]
-    result = lint_text(text, path, enabled, project=project)
-    if any(f.code == "TL000" for f in result.findings):
-        return NoqaResult(None, 0)
-    edits, warnings = noqa_edits(text, list(result.findings), lambda row: f"{path}:{row}")
-    if not edits:
-        return NoqaResult(None, 0, tuple(warnings))
-    new_text, added = apply_fix_groups(text, [(e,) for e in edits])
-    if not _parses(new_text) and _parses(text):
-        problem = Problem(path, "adding noqa comments would break the code; file left alone")
-        return NoqaResult(None, 0, tuple(warnings), (problem,))
-    try:
-        new_data = decoded.encode(bom + new_text)
-    except UnicodeEncodeError:  # pragma: no cover - the comments are ASCII
-        return NoqaResult(None, 0, tuple(warnings))
-    return NoqaResult(new_data, added, tuple(warnings))
-
-
-def _notebook(data: bytes, path: str, enabled: AbstractSet[str], project: Optional[ProjectIndex] = None) -> NoqaResult:
-    from torchlint import notebook
-    from torchlint.pipeline import lint_text
-
-    try:
-        cells = notebook.read(data)
-    except notebook.NotebookError:
-        return NoqaResult(None, 0)
-    if cells is None:
-        return NoqaResult(None, 0)
-    result = lint_text(
-        cells.source, path, enabled, displayed=cells.displayed_rows, project=project, cells=cells.cell_rows
-    )
-    if any(f.code == "TL000" for f in result.findings):
-        return NoqaResult(None, 0)
-
-    def where(row: int) -> str:
-        i, cell_row = cells.locate(row)
-        return f"{path}:cell {cells.cells[i].number}:{cell_row}"
-
-    edits, warnings = noqa_edits(cells.source, list(result.findings), where)
-    if not edits:
-        return NoqaResult(None, 0, tuple(warnings))
-    new_cells, added = cells.apply([(e,) for e in edits])
-    if not _parses(new_cells.source) and _parses(cells.source):
-        problem = Problem(path, "adding noqa comments would break the code; file left alone")
-        return NoqaResult(None, 0, tuple(warnings), (problem,))
-    new_data = new_cells.to_bytes()
-    if new_data is None:
-        return NoqaResult(None, 0, tuple(warnings))
-    return NoqaResult(new_data, added, tuple(warnings))
-
-
-__all__ = ["NoqaResult", "add_noqa", "noqa_edits"]

@@ -2,21 +2,21 @@
 
     decode -> parse -> facts -> rules -> suppression -> fixes -> result
 
-- decode (torchlint/decode.py): bytes to text; a notebook (torchlint/notebook.py)
+- decode (torchlint/source/decode.py): bytes to text; a notebook (torchlint/source/notebook.py)
   to its code cells as one module;
-- parse (torchlint/parsing.py), guarded: a file that cannot be decoded or
+- parse (torchlint/source/parsing.py), guarded: a file that cannot be decoded or
   parsed gets TL000 (torchlint/rules/syntax_error.py) and nothing else;
-- facts and rules (torchlint/checker.py): the rules' reports;
-- suppression (torchlint/suppression.py): reports on suppressed lines are
+- facts and rules (torchlint/engine/checker.py): the rules' reports;
+- suppression (torchlint/source/suppression.py): reports on suppressed lines are
   dropped, before any fix is built for them;
-- fixes (torchlint/node_edits.py): the surviving reports become findings with
+- fixes (torchlint/engine/node_edits.py): the surviving reports become findings with
   their fixes' edits, from one code generation pass; fixing runs the one fix
-  loop (torchlint/fix_loop.py) over a .py file's text or a notebook's cells.
+  loop (torchlint/engine/fix_loop.py) over a .py file's text or a notebook's cells.
 
 `lint_text`/`fix_text` work on Python source text; `process_bytes` on a file's
 contents (a .py or a .ipynb), and is what the runner and torchlint.api call.
 
-Each takes an optional `reuse` (a `Reuse`: torchlint/incremental.py's
+Each takes an optional `reuse` (a `Reuse`: torchlint/engine/incremental.py's
 document state) through which a lint re-parses incrementally, renders only
 new statements and answers a text it linted before from memory; every one of
 its answers is what the cold lint gives, so the results are the same.
@@ -30,19 +30,20 @@ from typing import TYPE_CHECKING, AbstractSet, Callable, Iterable, List, Optiona
 
 import libcst as cst
 
-from torchlint import notebook
-from torchlint.checker import checked, enabled_rules
-from torchlint.decode import DecodeError, decode_source
-from torchlint.findings import MODES, Applicability, FileOutcome, FileResult, Finding, Fix, Problem
-from torchlint.fix_loop import Fixed, TextDocument, fix_document
-from torchlint.fixes import LineIndex, diff_edits, replace_nodes, unified_diff
-from torchlint.gc_pause import gc_paused
-from torchlint.node_edits import ParentOf, Rendered, fix_edits, render
-from torchlint.parsing import SourceError, cpython_error, parse
-from torchlint.precheck import could_matter
+from torchlint.engine.checker import checked, enabled_rules
+from torchlint.engine.fix_loop import Fixed, TextDocument, fix_document
+from torchlint.engine.gc_pause import gc_paused
+from torchlint.engine.node_edits import ParentOf, Rendered, fix_edits, render
+from torchlint.engine.outcome import MODES, FileOutcome
+from torchlint.engine.precheck import could_matter
+from torchlint.findings import Applicability, FileResult, Finding, Fix, Problem
 from torchlint.rules.base import Report, Rule
 from torchlint.rules.syntax_error import SyntaxErrorRule
-from torchlint.suppression import parse_suppressions, unknown_codes
+from torchlint.source import notebook
+from torchlint.source.decode import DecodeError, decode_source
+from torchlint.source.edits import LineIndex, diff_edits, replace_nodes, unified_diff
+from torchlint.source.parsing import SourceError, cpython_error, parse
+from torchlint.source.suppression import parse_suppressions, unknown_codes
 
 if TYPE_CHECKING:
     from torchlint.analysis.project import FileView, ProjectIndex
@@ -144,7 +145,7 @@ def lint_text(
     ignore it. `project`: the index of the project the file is part of (None:
     an index of this text alone; see torchlint/analysis/project/).
 
-    With `precheck` (torchlint/precheck.py), a file that mentions nothing any
+    With `precheck` (torchlint/engine/precheck.py), a file that mentions nothing any
     enabled rule looks for is only checked for syntax (TL000) by CPython's
     parser, falling back to the full parse for its message when that fails."""
     text = text[1:] if text.startswith(BOM) else text
@@ -190,7 +191,7 @@ def _lint(
     cells: Sequence[int] = (),
 ) -> Linted:
     """The lint of BOM-less `text`, and whether it parsed (with the cyclic
-    garbage collector paused: see torchlint/gc_pause.py). `displayed`: rows
+    garbage collector paused: see torchlint/engine/gc_pause.py). `displayed`: rows
     where a notebook cell's displayed last expression starts; `cells`: rows
     where its cells start (a lint kept by text alone cannot know them:
     notebooks are not answered from `reuse`)."""
@@ -257,7 +258,7 @@ def _lint_unpaused(
 
 def _may_report(text: str, rules: Sequence[Type[Rule]], project: FileView) -> bool:
     """Some enabled rule may report on `text`: the text mentions something
-    rules look for (torchlint/precheck.py) and some rule's own necessary
+    rules look for (torchlint/engine/precheck.py) and some rule's own necessary
     condition holds (`Rule.may_report`)."""
     return could_matter(text, rules) and any(rule.may_report(text, project) for rule in rules)
 

@@ -6,7 +6,7 @@ any document is linted); `index_for` gives the index with an open buffer's
 text in place of its file on disk (the buffer is newer), for each lint;
 `closed` puts the file on disk back when its buffer closes. A lint reads the
 index it is given; a document's session drops its kept lints when the index
-changes (torchlint/incremental.py).
+changes (torchlint/engine/incremental.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 if TYPE_CHECKING:
     from torchlint.analysis.project import ProjectIndex
-    from torchlint.analysis.project.build import Workspace
+    from torchlint.files.project_pass import Workspace
 
 
 class WorkspaceProject:

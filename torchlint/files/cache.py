@@ -6,7 +6,7 @@ picklable value made of torchlint's own classes and builtins), keyed by
 - the blake2b hash of the file's bytes, never by its path: the same file
   linted as `src/a.py` from the project root and as `a.py` from `src/` is one
   entry, and the runner gives a hit the path of the run that reads it
-  (`torchlint.findings.relabel`), so no run ever prints another run's path;
+  (`torchlint.engine.outcome.relabel`), so no run ever prints another run's path;
 - what the pipeline reads from a path besides its contents (`path_variant`):
   whether it is a notebook, and whether the analysis takes it for a test file;
 - the codes enabled for that file (per-file-ignores included: the caller's
@@ -40,7 +40,7 @@ from typing import Any, Iterable, Optional, Union
 import click
 
 from torchlint import __version__
-from torchlint.fixes import write_atomic
+from torchlint.files.atomic_write import write_atomic
 
 CACHE_DIR_NAME = ".torchlint_cache"
 CACHEDIR_TAG = (
@@ -62,7 +62,7 @@ def code_fingerprint() -> str:
     the code that produced a result changes, even at the same version."""
     global _fingerprint
     if _fingerprint is None:
-        pkg = Path(__file__).resolve().parent
+        pkg = Path(__file__).resolve().parents[1]  # the torchlint package
         h = hashlib.blake2b(digest_size=16)
         for p in sorted(pkg.rglob("*.py")):
             try:
@@ -112,13 +112,13 @@ def settings_key_for(settings, fix: bool = False, unsafe: bool = False) -> str:
 
 # What the pipeline reads from a file's path besides its contents: the suffix
 # (a notebook is read as JSON) and the role the path gives the file
-# (torchlint/path_roles.py: a test file, a benchmark script).
+# (torchlint/analysis/path_roles.py: a test file, a benchmark script).
 
 
 def path_variant(path: str) -> str:
     """The part of a file's result that depends on its path rather than its
     contents, as a key: the kind of file and the role its path gives it."""
-    from torchlint.path_roles import path_role
+    from torchlint.analysis.path_roles import path_role
 
     kind = "ipynb" if path.endswith(".ipynb") else "py"
     return f"{kind}|{path_role(path).value}"

@@ -15,8 +15,8 @@ from torchlint.analysis.project.kinds import ModuleSummary
 from torchlint.analysis.project.summary import summarize
 
 if TYPE_CHECKING:
-    from torchlint.cache import Cache
     from torchlint.config import Settings
+    from torchlint.files.cache import Cache
 
 # The results cache's key for summaries (they depend on the contents only).
 SUMMARY_CACHE_KEY = "project-summary"
@@ -28,14 +28,14 @@ def summarize_bytes(path: str, data: bytes) -> ModuleSummary:
     """The summary of a file's contents: Python decoded as Python does, a
     notebook's code cells; anything unreadable knows nothing."""
     if path.endswith(".ipynb"):
-        from torchlint import notebook
+        from torchlint.source import notebook
 
         try:
             cells = notebook.read(data)
         except notebook.NotebookError:
             return ModuleSummary(parsed=False)
         return summarize(cells.source) if cells is not None else ModuleSummary()
-    from torchlint.decode import DecodeError, decode_source
+    from torchlint.source.decode import DecodeError, decode_source
 
     try:
         text = decode_source(data).text
@@ -49,9 +49,9 @@ SUMMARY_FOLDER = "project"
 
 
 def summary_cache(cache_root: str, cache_dir: Optional[str] = None) -> "Cache":
-    """A `torchlint.cache.Cache` for summaries, in their own subfolder of the
+    """A `torchlint.files.cache.Cache` for summaries, in their own subfolder of the
     results cache's folder (so `torchlint clean` removes them too)."""
-    from torchlint.cache import CACHE_DIR_NAME, Cache
+    from torchlint.files.cache import CACHE_DIR_NAME, Cache
 
     folder = cache_dir if cache_dir is not None else os.path.join(cache_root, CACHE_DIR_NAME)
     return Cache(cache_root, SUMMARY_CACHE_KEY, cache_dir=os.path.join(folder, SUMMARY_FOLDER))
@@ -129,7 +129,7 @@ class Workspace:
         if not self.roots:
             return {}
         from torchlint.config import Settings
-        from torchlint.discovery import discover
+        from torchlint.files.discovery import discover
 
         try:
             found = discover(list(self.roots), self.settings or Settings())

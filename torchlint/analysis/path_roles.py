@@ -1,6 +1,7 @@
 """What a file's path says about its role, read without LibCST: the analysis
 uses it (torchlint/analysis/roles.py) and so does the results cache's key
-(torchlint/cache.py), which must not import the analysis."""
+(torchlint/files/cache.py), which must not import LibCST or the rest of the
+analysis (this module and torchlint/analysis/__init__.py import neither)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from enum import IntEnum
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from torchlint.findings import Finding
-from torchlint.notebook import JsonPositions, NotebookError
+from torchlint.source.notebook import JsonPositions, NotebookError
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 

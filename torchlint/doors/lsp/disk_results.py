@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-from torchlint.cache import Cache, path_variant, settings_key_for
 from torchlint.config import Settings
+from torchlint.files.cache import Cache, path_variant, settings_key_for
 from torchlint.findings import FileResult
 
 NAMESPACE = "lsp:"

@@ -7,7 +7,7 @@ against fresh positions. A pass whose combined result does not parse is
 retried fix by fix; a fix whose result does not parse is refused and reported,
 never returned. Fixes still offered after `MAX_FIX_PASSES` passes are reported
 as not converging. Findings carry their fixes only when they survive
-suppression (torchlint/pipeline.py), so a suppressed finding is never fixed.
+suppression (torchlint/engine/pipeline.py), so a suppressed finding is never fixed.
 
 What is edited is a `Document`: its `source` is the Python text the pipeline
 lints; it says where a finding's fix lands in it (a notebook refuses fixes
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, FrozenSet, List, Optional, Protocol, Sequence, Set, Tuple
 
 from torchlint.findings import Applicability, Edit, FileResult, Finding, Problem
-from torchlint.fixes import apply_fix_groups
+from torchlint.source.edits import apply_fix_groups
 
 MAX_FIX_PASSES = 10
 

@@ -6,7 +6,7 @@ level statements render independently of each other (the module renders its
 header, each statement and its footer in turn, with no indentation in force),
 so the pass splits into one per statement: each records, at offsets relative
 to the statement, where the wanted nodes inside it are. A statement reused by
-an incremental parse (torchlint/reparse.py: the same node object) keeps its
+an incremental parse (torchlint/source/reparse.py: the same node object) keeps its
 record from the previous lint, and its code; only the new statements are
 rendered. Only the statements that hold a wanted node are rendered at all (the
 others' code comes from the plain code generation, `Parsed.statement_code`):
@@ -27,9 +27,9 @@ from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
 import libcst as cst
 from libcst._position import CodePosition, CodeRange
 
-from torchlint.fixes import LineIndex
-from torchlint.node_edits import Anchor, ParentOf, Rendered, _Recorder, render
-from torchlint.reparse import Parsed
+from torchlint.engine.node_edits import Anchor, ParentOf, Rendered, _Recorder, render
+from torchlint.source.edits import LineIndex
+from torchlint.source.reparse import Parsed
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ def _known(records: Iterable[_Record]) -> Set[cst.CSTNode]:
 
 
 def _lines_code(module: cst.Module, lines) -> str:
-    from torchlint.reparse import _lines_code as lines_code
+    from torchlint.source.reparse import _lines_code as lines_code
 
     return lines_code(module, lines)
 

@@ -267,9 +267,9 @@ def example_output(rule: RuleLike, statuses: Statuses = None) -> Optional[str]:
     `--preview` for a preview rule) for the rule's "Example" code: the pages
     show the tool's real output, never a hand-written one. None without an
     example."""
-    from torchlint import runner
     from torchlint.api import process_bytes
     from torchlint.config import Settings
+    from torchlint.files import runner
     from torchlint.report import ReportData, render, summary
 
     r = _resolve(rule)

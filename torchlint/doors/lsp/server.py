@@ -33,10 +33,8 @@ from pygls.uris import to_fs_path
 from torchlint import __version__
 from torchlint.api import Cancelled, FileResult, Session, session
 from torchlint.config import ConfigError, Settings, load_settings, preview_from_env
-from torchlint.findings import Applicability, Finding
-from torchlint.fixes import common_prefix, common_suffix, diff_edits
-from torchlint.lsp.commands import Command, organize_noqa, target_of
-from torchlint.lsp.convert import (
+from torchlint.doors.lsp.commands import Command, organize_noqa, target_of
+from torchlint.doors.lsp.convert import (
     FIX_ALL_KIND,
     UTF16,
     ClientSettings,
@@ -49,12 +47,14 @@ from torchlint.lsp.convert import (
     parse_client_settings,
     settings_section,
 )
-from torchlint.lsp.disk_results import DiskResults
-from torchlint.lsp.hover import code_at, rule_markdown
-from torchlint.lsp.project import WorkspaceProject, warm_imports
+from torchlint.doors.lsp.disk_results import DiskResults
+from torchlint.doors.lsp.hover import code_at, rule_markdown
+from torchlint.doors.lsp.project import WorkspaceProject, warm_imports
+from torchlint.findings import Applicability, Finding
 from torchlint.rules import rule_url
 from torchlint.rules import severity as rule_severity
-from torchlint.suppression import suppression_comment
+from torchlint.source.edits import common_prefix, common_suffix, diff_edits
+from torchlint.source.suppression import suppression_comment
 
 log = logging.getLogger("torchlint.lsp")
 
@@ -182,7 +182,7 @@ class TorchlintServer(LanguageServer):
         self._sessions: Dict[str, Session] = {}
         self._disk = DiskResults()
         self._persist: set = set()  # documents whose next lint is kept on disk (opened, saved)
-        # The workspace as one project (torchlint/lsp/project.py), warmed on the lint thread.
+        # The workspace as one project (torchlint/doors/lsp/project.py), warmed on the lint thread.
         self.project_index = WorkspaceProject()
 
     # -- errors -------------------------------------------------------------------------------

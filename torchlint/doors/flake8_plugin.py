@@ -64,7 +64,7 @@ class _JsonLines:
     """Cell positions as (line, 0-based column) in a notebook's JSON text."""
 
     def __init__(self, text: str) -> None:
-        from torchlint.notebook import JsonPositions, NotebookError
+        from torchlint.source.notebook import JsonPositions, NotebookError
 
         self.text = text
         try:

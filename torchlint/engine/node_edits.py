@@ -31,17 +31,17 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from bisect import bisect_right
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, ContextManager, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
 from libcst._position import CodePosition, CodeRange
 
 from torchlint.findings import Edit
-from torchlint.fixes import LineIndex, diff_edits
+from torchlint.source.codegen import NO_RECORD, PlainCodegen
+from torchlint.source.edits import LineIndex, diff_edits
 
 # Code generation keyword arguments a parent passes to a child, and the field
 # of the child they stand in for when that field is left to its default.
@@ -80,24 +80,6 @@ class Rendered:
     positions: Mapping[cst.CSTNode, CodeRange]  # of the nodes asked for
     code: str
     anchors: Mapping[cst.CSTNode, Anchor]
-
-
-_NO_RECORD = nullcontext()
-
-
-class PlainCodegen(CodegenState):
-    """LibCST's code generation, the same tokens, without the generator-based
-    context manager LibCST enters for every node's syntactic position (which
-    the plain state ignores anyway): about a third of the codegen's cost."""
-
-    def record_syntactic_position(  # type: ignore[override]
-        self,
-        node: cst.CSTNode,
-        *,
-        start_node: Optional[cst.CSTNode] = None,
-        end_node: Optional[cst.CSTNode] = None,
-    ) -> ContextManager[None]:
-        return _NO_RECORD
 
 
 class _Recorder(PlainCodegen):
@@ -148,7 +130,7 @@ class _Recorder(PlainCodegen):
         end_node: Optional[cst.CSTNode] = None,
     ) -> ContextManager[None]:
         if node not in self.wanted:
-            return _NO_RECORD
+            return NO_RECORD
         return self._syntactic(node, start_node, end_node)
 
     @contextmanager

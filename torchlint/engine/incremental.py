@@ -1,10 +1,10 @@
 """Lints of one document as it changes (an editor's buffer): each equal to a
 cold lint of its text, computed from what the previous lints left.
 
-- the module comes from an incremental parse (torchlint/reparse.py): only the
+- the module comes from an incremental parse (torchlint/source/reparse.py): only the
   top-level statements an edit touched are parsed again;
 - positions and fix anchors are rendered only for the statements that hold
-  findings and are new, or whose findings are (torchlint/render_cache.py);
+  findings and are new, or whose findings are (torchlint/engine/render_cache.py);
 - a text linted before (an undo, the result of a fix-all the editor then
   applies, a code action on text just linted) is answered from memory;
 - a lint can be cancelled between stages and between rules (`cancelled`),
@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional, Tuple
 
 import libcst as cst
 
-from torchlint import notebook
 from torchlint.config import Settings
+from torchlint.engine.node_edits import Rendered, render
+from torchlint.engine.pipeline import BOM, Linted, ParentOf, is_notebook, process_text
+from torchlint.engine.render_cache import RenderCache
 from torchlint.findings import Applicability, Edit, FileResult
-from torchlint.fixes import apply_fix_groups
-from torchlint.node_edits import Rendered, render
-from torchlint.parsing import cpython_error
-from torchlint.pipeline import BOM, Linted, ParentOf, is_notebook, process_text
-from torchlint.render_cache import RenderCache
-from torchlint.reparse import Parsed, reparse
+from torchlint.source import notebook
+from torchlint.source.edits import apply_fix_groups
+from torchlint.source.parsing import cpython_error
+from torchlint.source.reparse import Parsed, reparse
 
 if TYPE_CHECKING:
     from torchlint.analysis.project import ProjectIndex

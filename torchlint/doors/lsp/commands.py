@@ -53,9 +53,10 @@ def organize_noqa(text: str, path: str, findings: Sequence[Finding], enabled: Ab
     """The text with a suppression comment for every finding (None: nothing to
     add). Python source uses the findings already linted; a notebook open as
     JSON goes through `--add-noqa`'s own notebook handling."""
-    from torchlint.fixes import apply_fix_groups
-    from torchlint.noqa import add_noqa, noqa_edits
-    from torchlint.parsing import cpython_error
+    from torchlint.engine.add_noqa import add_noqa
+    from torchlint.source.edits import apply_fix_groups
+    from torchlint.source.noqa_comments import noqa_edits
+    from torchlint.source.parsing import cpython_error
 
     if path.endswith(".ipynb"):
         result = add_noqa(text.encode("utf-8", "surrogatepass"), path, enabled)
