@@ -20,7 +20,7 @@ import click
 def main(log_level: str = "WARNING") -> None:
     """Serve LSP on stdin/stdout until the client says exit."""
     try:
-        from torchlint.doors.lsp.server import serve_stdio
+        from torchlint.doors.lsp.features import serve_stdio
     except ImportError as exc:  # pygls/lsprotocol missing
         click.echo(
             f"torchlint server needs the `server` extra ({exc}): pip install 'torchlint[server]'",

@@ -9,6 +9,9 @@ stages as soon as a newer version arrives, and runs again on the newest text),
 and a result is published only if the document is still at the version it was
 linted at. Code actions, fix-all and the commands read the kept lint of the
 current text; they lint only text not linted yet.
+
+The handlers that route requests here are features.py; the stdio transport
+transport.py; the LSP shapes of findings shapes.py.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ import asyncio
 import functools
 import logging
 import os
-import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -25,9 +27,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from lsprotocol import types
-from pygls.exceptions import FeatureRequestError, JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
+from pygls.exceptions import FeatureRequestError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from torchlint import __version__
@@ -39,9 +40,7 @@ from torchlint.doors.lsp.convert import (
     UTF16,
     ClientSettings,
     TextLines,
-    diagnostic_tags,
     document_lines,
-    fix_data,
     kind_wanted,
     overlaps,
     parse_client_settings,
@@ -50,90 +49,26 @@ from torchlint.doors.lsp.convert import (
 from torchlint.doors.lsp.disk_results import DiskResults
 from torchlint.doors.lsp.hover import code_at, rule_markdown
 from torchlint.doors.lsp.project import WorkspaceProject, warm_imports
-from torchlint.findings import Applicability, Finding
-from torchlint.rules import rule_url
+from torchlint.doors.lsp.shapes import ignore_comment_edit, to_diagnostic, to_text_edit
+from torchlint.doors.lsp.transport import TorchlintProtocol
+from torchlint.findings import Applicability
 from torchlint.rules import severity as rule_severity
 from torchlint.source.edits import common_prefix, common_suffix, diff_edits
-from torchlint.source.suppression import suppression_comment
 
 log = logging.getLogger("torchlint.lsp")
+
 
 # Editors send a change per keystroke; a lint already running on an older
 # version stops at its next checkpoint, so a short debounce suffices (it
 # coalesces the several changes one editor command sends).
 DEBOUNCE_S = 0.01
+
+
 FIX_ALL_TITLE = "torchlint: Fix all auto-fixable problems"
+
+
 # Texts longer than this get one edit over the changed span instead of a line diff.
 DIFF_LINES = 400
-
-
-@dataclass
-class _Malformed:
-    """A request whose params did not match the method's schema."""
-
-    id: Any
-    method: str
-    error: JsonRpcException
-
-
-class TorchlintProtocol(LanguageServerProtocol):
-    """pygls' protocol, plus an error response for a request with malformed
-    params (pygls only logs those, leaving the client waiting forever)."""
-
-    def structure_message(self, data):
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as exc:
-            if isinstance(data, dict) and "id" in data and "method" in data:
-                return _Malformed(data["id"], str(data["method"]), exc)
-            raise
-
-    def handle_message(self, message):
-        if isinstance(message, _Malformed):
-            log.warning("malformed %s request: %s", message.method, message.error)
-            error = JsonRpcInvalidParams(f"invalid params for {message.method}")
-            self._send_response(message.id, None, error.to_response_error())
-            return
-        version = getattr(message, "jsonrpc", None)
-        msg_id = getattr(message, "id", None)
-        if version != "2.0" and msg_id is not None and isinstance(getattr(message, "method", None), str):
-            # pygls drops these silently; a request must get an answer.
-            log.warning("request %r with jsonrpc %r", msg_id, version)
-            error = JsonRpcInvalidRequest(f"unsupported jsonrpc version {version!r}")
-            self._send_response(msg_id, None, error.to_response_error())
-            return
-        super().handle_message(message)
-
-
-_HEADER_AT_END = re.compile(rb"content-length[ \t]*:[ \t]*(\d+)[ \t]*\r?\n\Z", re.IGNORECASE)
-
-
-class FramedStdin:
-    """stdin for pygls' reader that keeps the message framing in step.
-
-    pygls reads header lines with readline() and bodies with read(n), and only
-    knows `Content-Length: <n>\\r\\n` spelled exactly so. After a frame it could
-    not use (a length that is not a number, a length shorter than the body)
-    the rest of the bad body runs into the next message's header line, which
-    then no longer matches: every later message was lost and the server went
-    deaf. Here a header line is recognised at the end of any line (junk in
-    front is dropped) and in any letter case, so the next good message is
-    read again."""
-
-    def __init__(self, raw) -> None:
-        self.raw = raw
-
-    def readline(self) -> bytes:
-        line = self.raw.readline()
-        match = _HEADER_AT_END.search(line)
-        if match is not None:
-            if not line.startswith(b"Content-Length:"):
-                log.warning("re-synchronised on a header after %d unusable bytes", match.start())
-            return b"Content-Length: " + match.group(1) + b"\r\n"
-        return line
-
-    def read(self, n: int) -> bytes:
-        return self.raw.read(n)
 
 
 @dataclass(frozen=True)
@@ -449,7 +384,7 @@ class TorchlintServer(LanguageServer):
     def publish(self, uri: str, version: Optional[int], lint: _Lint) -> None:
         self._published[uri] = version
         lines = document_lines(lint.text, lint.result.path, self.position_encoding)
-        diagnostics = [_diagnostic(f, lines) for f in lint.result.findings]
+        diagnostics = [to_diagnostic(f, lines) for f in lint.result.findings]
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
         )
@@ -495,14 +430,14 @@ class TorchlintServer(LanguageServer):
             lines_span = ((span[0][0], 0), (span[1][0], 1 << 30))
             if not overlaps(lines_span, requested) and (f.code, *span[0], *span[1]) not in asked:
                 continue
-            diagnostic = _diagnostic(f, lines)
+            diagnostic = to_diagnostic(f, lines)
             if f.cell is not None:
                 continue  # edits in a notebook's cells are not edits of its JSON text: fix-all only
             if f.fix is not None and kind_wanted(types.CodeActionKind.QuickFix, only):
                 safe = f.fix.applicability == Applicability.SAFE
                 if safe or self.client_settings.unsafe_fixes:
                     edits = [
-                        _text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in f.fix.edits
+                        to_text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in f.fix.edits
                     ]
                     title = f"torchlint ({f.code}): {f.fix.message}"
                     if not safe:
@@ -522,7 +457,7 @@ class TorchlintServer(LanguageServer):
                 if (f.code, row) in seen_ignores:
                     continue
                 seen_ignores.add((f.code, row))
-                edit = _ignore_edit(lines, f.code, row)
+                edit = ignore_comment_edit(lines, f.code, row)
                 if edit is not None:
                     ignores.append(
                         types.CodeAction(
@@ -604,7 +539,7 @@ class TorchlintServer(LanguageServer):
         if edits is None:  # the fix loop ran: diff its result
             return self.text_edits(lint.text, new_text)
         lines = TextLines(lint.text, self.position_encoding)
-        return [_text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in edits]
+        return [to_text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in edits]
 
     def text_edits(self, old: str, new: str) -> List[types.TextEdit]:
         """Edits from `old` to `new`: a line diff for short texts; for long ones
@@ -614,7 +549,7 @@ class TorchlintServer(LanguageServer):
         lines = TextLines(old, self.position_encoding)
         if old.count("\n") <= DIFF_LINES:
             edits = diff_edits(old, new)
-            return [_text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in edits]
+            return [to_text_edit(lines, e.row, e.column, e.end_row, e.end_column, e.content) for e in edits]
         start = common_prefix(old, new)
         same_end = common_suffix(old, new, min(len(old), len(new)) - start)
         (l0, c0), (l1, c1) = lines.offset_position(start), lines.offset_position(len(old) - same_end)
@@ -786,116 +721,3 @@ def _pyproject_signature(folder: str) -> tuple:
             continue
         out.append((str(candidate), st.st_mtime_ns, st.st_size))
     return tuple(out)
-
-
-def _range(lines: TextLines, row: int, column: int, end_row: int, end_column: int) -> types.Range:
-    (l0, c0), (l1, c1) = lines.span(row, column, end_row, end_column)
-    return types.Range(start=types.Position(line=l0, character=c0), end=types.Position(line=l1, character=c1))
-
-
-def _text_edit(lines: TextLines, row: int, column: int, end_row: int, end_column: int, content: str) -> types.TextEdit:
-    return types.TextEdit(range=_range(lines, row, column, end_row, end_column), new_text=content)
-
-
-def _diagnostic(f: Finding, lines: TextLines) -> types.Diagnostic:
-    url = rule_url(f.code)
-    (l0, c0), (l1, c1) = lines.finding_span(f)
-    return types.Diagnostic(
-        range=types.Range(start=types.Position(line=l0, character=c0), end=types.Position(line=l1, character=c1)),
-        message=f.message,
-        severity=types.DiagnosticSeverity.Error
-        if rule_severity(f.code) == "error"
-        else types.DiagnosticSeverity.Warning,
-        code=f.code,
-        code_description=types.CodeDescription(href=url) if url else None,
-        source="torchlint",
-        data=fix_data(f),
-        tags=[types.DiagnosticTag(int(t)) for t in diagnostic_tags(f.code)] or None,
-    )
-
-
-def _ignore_edit(lines: TextLines, code: str, row: int) -> Optional[types.TextEdit]:
-    """Append (or extend) `# torchlint: ignore[CODE]` on `row`; None where a
-    comment cannot go (after a line continuation, or in a multi-line string)."""
-    line = lines.line(row)
-    body = line.rstrip("\r")
-    if body.rstrip().endswith("\\") or '"""' in body or "'''" in body:
-        return None
-    new_line = suppression_comment(code, body)
-    return _text_edit(lines, row, 1, row, len(body) + 1, new_line)
-
-
-def create_server() -> TorchlintServer:
-    server = TorchlintServer()
-
-    @server.feature(types.INITIALIZE)
-    def initialize(ls: TorchlintServer, params: types.InitializeParams) -> None:
-        ls.apply_client_settings(params.initialization_options)
-
-    @server.feature(types.INITIALIZED)
-    async def initialized(ls: TorchlintServer, params: types.InitializedParams) -> None:
-        ls.warm()
-        await ls.register_watchers()
-        await ls.pull_configuration()
-
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: TorchlintServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, 0.0, force=True)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: TorchlintServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
-    def did_save(ls: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, 0.0, force=True)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
-        ls.clear(params.text_document.uri)
-
-    @server.feature(
-        types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(
-            code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND],
-            resolve_provider=True,
-        ),
-    )
-    async def code_action(ls: TorchlintServer, params: types.CodeActionParams):
-        return await ls.code_actions(params)
-
-    @server.feature(types.CODE_ACTION_RESOLVE)
-    async def resolve_code_action(ls: TorchlintServer, action: types.CodeAction) -> types.CodeAction:
-        return await ls.resolve_code_action(action)
-
-    @server.feature(types.TEXT_DOCUMENT_HOVER)
-    def hover(ls: TorchlintServer, params: types.HoverParams) -> Optional[types.Hover]:
-        return ls.hover(params)
-
-    for command in Command:
-
-        def register(command: Command = command) -> None:
-            @server.command(command.value)
-            async def run(ls: TorchlintServer, *arguments: Any) -> Any:
-                return await ls.execute(command, arguments)
-
-        register()
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(ls: TorchlintServer, params: types.DidChangeConfigurationParams) -> None:
-        if params.settings:
-            ls.apply_client_settings(params.settings)
-            ls.config_changed()
-        else:  # the client wants us to pull
-            await ls.pull_configuration()
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    def did_change_watched_files(ls: TorchlintServer, params: types.DidChangeWatchedFilesParams) -> None:
-        if any(change.uri.endswith("pyproject.toml") for change in params.changes):
-            ls.config_changed()
-
-    return server
-
-
-def serve_stdio() -> None:
-    create_server().start_io(stdin=FramedStdin(sys.stdin.buffer))  # type: ignore[arg-type]  # readline/read suffice
