@@ -70,7 +70,7 @@ def _placeholder(stmt: cst.BaseStatement) -> bool:
 def __getattr__(name: str) -> Any:
     """`collect_facts`, imported (with LibCST) on first use."""
     if name == "collect_facts":
-        from torchlint.analysis.facts import collect_facts
+        from torchlint.analysis.collect import collect_facts
 
         globals()["collect_facts"] = collect_facts
         return collect_facts

@@ -19,7 +19,8 @@ from torchlint.analysis.helpers import Helpers, is_move_call, root_name
 from torchlint.analysis.knowledge import Effect, doing
 from torchlint.analysis.loops import Loops
 from torchlint.analysis.options import option_defaults
-from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, Place, Places
+from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE, HOST, Place
+from torchlint.analysis.places import Places
 from torchlint.analysis.project.kinds import ClassKind
 from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import (

@@ -8,7 +8,7 @@ import libcst as cst
 
 from torchlint.analysis.attributes import CpuAttribute
 from torchlint.analysis.facts import BindingKind, Call, NameUse, Site, dotted_name
-from torchlint.analysis.places import CPU, DEVICE
+from torchlint.analysis.place_kinds import CPU, DEVICE
 from torchlint.analysis.values import TOKENS
 from torchlint.analysis.vocabulary import ACCEPTS_DEVICE, NO_DEVICE_KWARG
 from torchlint.findings import Applicability
