@@ -13,7 +13,7 @@ import libcst as cst
 from torchlint.analysis.facts import BindingKind, Call, Site, dotted_name
 from torchlint.analysis.module_places import ModulePlaces
 from torchlint.analysis.place_kinds import ACCEL, DEVICE
-from torchlint.analysis.values import LOADER
+from torchlint.analysis.value_kinds import LOADER
 from torchlint.analysis.vocabulary import ITER_WRAPPERS, LOADER_NAME, PLACING_NAME
 
 

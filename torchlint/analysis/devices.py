@@ -15,7 +15,8 @@ import libcst as cst
 from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, Part, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers, is_move_call
 from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE, HOST, Device, ModuleEvents, Place
-from torchlint.analysis.values import MODULE, Values
+from torchlint.analysis.value_kinds import MODULE
+from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import (
     CPU_STRING,
     DEFAULT_DEVICE_SETTERS,

@@ -38,7 +38,7 @@ from torchlint.analysis.place_kinds import (
     ModuleEvents,
     Place,
 )
-from torchlint.analysis.values import MODULE
+from torchlint.analysis.value_kinds import MODULE
 from torchlint.analysis.vocabulary import (
     CHAIN_METHODS,
     COPIES,

@@ -25,7 +25,7 @@ from torchlint.analysis.facts import Binding, BindingKind, Call, Function, Loop,
 from torchlint.analysis.helpers import is_move_call
 from torchlint.analysis.knowledge import TUPLE_METHODS
 from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE, HOST, TENSOR, Place, SplitMove, join
-from torchlint.analysis.values import MODULE, TOKENS, ModelCall
+from torchlint.analysis.value_kinds import MODULE, TOKENS, ModelCall
 from torchlint.analysis.vocabulary import COPIES, CPU_TENSOR_SOURCES, LEGACY_TENSOR_TYPES, VARIABLE
 
 # Tensor methods that do not return a tensor.
