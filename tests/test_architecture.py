@@ -4,10 +4,12 @@ functions and under TYPE_CHECKING alike), with no import cycle; and the doors
 reach the linting machinery only through torchlint.api."""
 
 import ast
+import re
 from pathlib import Path
 from typing import Dict, List, Optional, Set
 
 PACKAGE = Path(__file__).resolve().parents[1] / "torchlint"
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
 
 # Lowest first: a module may import its own layer and the layers listed before it.
 # docs/architecture.md ("Layers") says why they are in this order.
@@ -146,3 +148,24 @@ def test_doors_lint_only_through_the_api():
         assert not graph[door] & MACHINERY, (door, sorted(graph[door] & MACHINERY))
     assert "torchlint.api" in graph["torchlint.doors.cli"] | graph["torchlint.doors.flake8_plugin"]
     assert "torchlint.api" in graph["torchlint.doors.lsp.server"]
+
+
+def test_the_architecture_page_matches_the_tree():
+    """docs/architecture.md lists the layers in this order (highest first) and names
+    every module of the stages (doors, files, engine, source, the analysis) and the top."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (\w+) \| `", section, re.M)
+    assert rows == [name for name, _ in reversed(LAYERS)]
+    named = set(re.findall(r"`([\w/]+\.py)`", text))
+    wanted = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        top = rel.split("/")[0]
+        if top in ("doors", "files", "engine", "source") and path.name != "__init__.py":
+            wanted.append(rel)
+        elif top == "analysis" and rel.count("/") == 1 and path.name != "__init__.py":
+            wanted.append(path.name)
+        elif "/" not in rel:
+            wanted.append(rel)
+    assert [w for w in wanted if w not in named] == []

@@ -1,4 +1,4 @@
-"""Choosing which fixes of a pass to apply (fixes.apply_fix_groups)."""
+"""Choosing which fixes of a pass to apply (source/edits.py: apply_fix_groups)."""
 
 import random
 

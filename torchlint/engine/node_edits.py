@@ -3,7 +3,7 @@ in the file.
 
 The reference meaning of a fix is: transform the module, replacing each node in
 the rule's `{old node: replacement}` (by identity), and diff the new code
-against the source (`fixes.replace_nodes` + `fixes.diff_edits`). Doing that
+against the source (`edits.replace_nodes` + `edits.diff_edits`). Doing that
 per finding costs a whole-module rebuild, code generation and diff each: a
 30,000-line file with 12,000 findings never finished.
 
