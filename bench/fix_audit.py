@@ -148,7 +148,8 @@ def _install_recorder() -> None:
     """Wrap the fix loop so each applied fix is recorded with its finding and
     the document it was applied to. Behaviour is unchanged: the wrappers call
     the originals and only look."""
-    from torchlint import fix_loop, notebook
+    from torchlint.engine import fix_loop
+    from torchlint.source import notebook
 
     if getattr(fix_loop, "_audit_installed", False):
         return
@@ -184,8 +185,8 @@ def _install_recorder() -> None:
 
 
 def _final_source(data: bytes, is_nb: bool) -> Optional[str]:
-    from torchlint import notebook
-    from torchlint.decode import decode_source
+    from torchlint.source import notebook
+    from torchlint.source.decode import decode_source
 
     if is_nb:
         cells = notebook.read(data)
@@ -197,9 +198,10 @@ def _final_source(data: bytes, is_nb: bool) -> Optional[str]:
 def instrumented_fix(item: Tuple[str, str, bytes, bool]) -> dict:
     """Fix one file's contents through the API (with the preview rules when
     the item says so), recording every applied fix."""
-    from torchlint import api, notebook
+    from torchlint import api
     from torchlint.config import Settings
-    from torchlint.fixes import apply_fix_groups
+    from torchlint.source import notebook
+    from torchlint.source.edits import apply_fix_groups
 
     _install_recorder()
     rel, path, data, preview = item
@@ -294,8 +296,8 @@ def _runs_per_step(text: str, row: int, cache: Dict[str, Any]) -> Optional[str]:
 
 def compiles(data: bytes, rel: str) -> Tuple[bool, str]:
     """Whether the file's Python compiles (a notebook: its code cells, IPython blanked)."""
-    from torchlint import notebook
-    from torchlint.decode import decode_source
+    from torchlint.source import notebook
+    from torchlint.source.decode import decode_source
 
     try:
         if rel.endswith(".ipynb"):
@@ -637,7 +639,7 @@ def blame(
 ) -> List[str]:
     """The rules whose fixes alone (the file fixed with only that rule enabled)
     reproduce `verdict`; empty when none does alone (the fixes interact)."""
-    from torchlint import pipeline
+    from torchlint.engine import pipeline
 
     path = before_root / rel
     blamed = []

@@ -220,7 +220,7 @@ class Server:
 def torchlint_server() -> Server:
     return Server(
         "torchlint",
-        [sys.executable, "-c", "from torchlint.server import main; main()"],
+        [sys.executable, "-c", "from torchlint.doors.server import main; main()"],
         "source.fixAll.torchlint",
         False,
     )
@@ -441,13 +441,13 @@ def breakdown(case: Case, repeats: int) -> Dict[str, float]:
 
     from torchlint.analysis import Analysis
     from torchlint.api import session
-    from torchlint.checker import checked
     from torchlint.config import Settings
-    from torchlint.pipeline import _findings
+    from torchlint.engine.checker import checked
+    from torchlint.engine.pipeline import _findings
 
     source, path = case.source, "train.py"
     enabled = Settings().enabled_for(path)
-    from torchlint.reparse import reparse
+    from torchlint.source.reparse import reparse
 
     stages: Dict[str, List[float]] = {
         k: [] for k in ("parse", "facts", "rules", "positions_fixes", "edit", "edit_reparse")

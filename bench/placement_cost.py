@@ -14,7 +14,7 @@ import sys
 import time
 
 import torchlint.analysis as analysis
-import torchlint.pipeline as pipeline
+import torchlint.engine.pipeline as pipeline
 from torchlint.api import lint_source
 from torchlint.rules import all_rules
 

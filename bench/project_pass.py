@@ -58,7 +58,7 @@ def main(argv=None) -> int:
     import libcst as cst
 
     from torchlint.analysis.project import ProjectIndex, summarize
-    from torchlint.analysis.project.build import build_index, summary_cache
+    from torchlint.files.project_pass import build_index, summary_cache
 
     data: List[Tuple[str, bytes]] = [(str(p), p.read_bytes()) for p in files]
     texts = [(p, d.decode("utf-8")) for p, d in data]
@@ -116,10 +116,10 @@ def main(argv=None) -> int:
 def one_file_run(data: List[Tuple[str, bytes]], repeat: int) -> List[Tuple[str, float]]:
     """A run over one file of the set, copied to a project folder (installed
     code is never searched for importers), its imports then its importers read."""
-    from torchlint.analysis.project.build import build_index, summary_cache
     from torchlint.analysis.project.imports import MAX_IMPORTERS, imported_summaries
     from torchlint.analysis.project.kinds import ModuleSummary
     from torchlint.analysis.project.summary import summarize
+    from torchlint.files.project_pass import build_index, summary_cache
 
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp) / "project"

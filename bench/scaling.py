@@ -76,7 +76,7 @@ def loader_loops(count: int) -> str:
 
 def best_cpu(run: Callable[[], object], repeat: int) -> float:
     """The least CPU time of `repeat` runs, each with the collector paused (as
-    torchlint pauses it for a lint: torchlint/gc_pause.py), so that the bare
+    torchlint pauses it for a lint: torchlint/engine/gc_pause.py), so that the bare
     parse and the lint are timed alike."""
     times: List[float] = []
     for _ in range(repeat):

@@ -612,9 +612,9 @@ def run_script(path: Path, argv: List[str]) -> Dict[str, Any]:
     return result
 
 
-# Cell magics whose body is not Python: such a cell does nothing here (torchlint.notebook's list).
+# Cell magics whose body is not Python: such a cell does nothing here (torchlint.source.notebook's list).
 def _skipped_cell(source: str) -> bool:
-    from torchlint.notebook import PYTHON_CELL_MAGICS, cell_magic
+    from torchlint.source.notebook import PYTHON_CELL_MAGICS, cell_magic
 
     first = next((line for line in source.splitlines() if line.strip()), "")
     magic = cell_magic(first)

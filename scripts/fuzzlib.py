@@ -14,7 +14,7 @@ import libcst as cst
 from hypothesis import strategies as st
 
 from torchlint.api import check, fix_source
-from torchlint.parsing import parse
+from torchlint.source.parsing import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 # Extra real code for longer fuzzing runs (scripts/fuzz.py), when it is there.

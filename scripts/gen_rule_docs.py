@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
-from torchlint.ruledocs import (
+from torchlint.doors.rule_docs import (
     CATALOG_PATH,
     DOCS_DIR,
     README_PATH,

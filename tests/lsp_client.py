@@ -39,11 +39,11 @@ def make_client() -> LanguageClient:
 
 
 def server_config(prelude: str = "") -> ClientServerConfig:
-    """Start `torchlint server` (via torchlint.server.main, as `torchlint server`
+    """Start `torchlint server` (via torchlint.doors.server.main, as `torchlint server`
     does once the CLI registers it) after running `prelude` in the server process."""
     # Every rule, preview ones included, as in the rest of the tests (the server reads
     # TORCHLINT_PREVIEW, as the command line does).
-    code = f"import os\nos.environ.setdefault('TORCHLINT_PREVIEW', '1')\n{prelude}\nfrom torchlint.server import main\nmain()\n"
+    code = f"import os\nos.environ.setdefault('TORCHLINT_PREVIEW', '1')\n{prelude}\nfrom torchlint.doors.server import main\nmain()\n"
     return ClientServerConfig(server_command=[sys.executable, "-c", code], client_factory=make_client)
 
 

@@ -9,8 +9,9 @@ import pickle
 import pytest
 from click.testing import CliRunner
 
-from torchlint import cache as cache_mod
-from torchlint.cache import (
+from torchlint.config import Settings
+from torchlint.files import cache as cache_mod
+from torchlint.files.cache import (
     CACHE_DIR_NAME,
     CACHEDIR_TAG,
     Cache,
@@ -19,7 +20,6 @@ from torchlint.cache import (
     settings_key,
     settings_key_for,
 )
-from torchlint.config import Settings
 
 from helpers import check
 

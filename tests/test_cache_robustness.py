@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from torchlint.cache import CACHE_DIR_NAME, _decode
 from torchlint.config import load_settings
-from torchlint.runner import run
+from torchlint.files.cache import CACHE_DIR_NAME, _decode
+from torchlint.files.runner import run
 
 pytestmark = pytest.mark.slow  # subprocess CLIs
 

@@ -9,7 +9,7 @@ import libcst as cst
 import pytest
 from click.testing import CliRunner
 
-from torchlint.cli import main
+from torchlint.doors.cli import main
 
 from helpers import BAD_SYNTAX, CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC
 
@@ -228,12 +228,12 @@ def test_accepted_options(proj):
 
 
 def test_unexpected_exception_is_one_line(proj, monkeypatch):
-    import torchlint.runner
+    import torchlint.files.runner
 
     def boom(*a, **k):
         raise RuntimeError("kaput")
 
-    monkeypatch.setattr(torchlint.runner, "run", boom)
+    monkeypatch.setattr(torchlint.files.runner, "run", boom)
     monkeypatch.delenv("TORCHLINT_DEBUG", raising=False)
     r = invoke(".")
     assert r.exit_code == 2
@@ -272,10 +272,10 @@ def test_cli_never_imports_torch(tmp_path):
     (tmp_path / "a.py").write_text(TL104_SRC)
     code = (
         "import sys\n"
-        "import torchlint.cli\n"
-        "assert 'torch' not in sys.modules, 'import torchlint.cli imported torch'\n"
+        "import torchlint.doors.cli\n"
+        "assert 'torch' not in sys.modules, 'import torchlint.doors.cli imported torch'\n"
         "try:\n"
-        "    torchlint.cli.main(['check', '--output-format', 'json', '.'], standalone_mode=False)\n"
+        "    torchlint.doors.cli.main(['check', '--output-format', 'json', '.'], standalone_mode=False)\n"
         "except SystemExit:\n"
         "    pass\n"
         "leaked = sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))\n"
@@ -499,11 +499,11 @@ def test_symlink_loop_and_fifo_named_explicitly_are_one_line_errors(proj):
 INTERRUPT_DRIVER = """
 import os, signal, sys, time
 
-import torchlint.parallel
-import torchlint.pipeline
+import torchlint.files.parallel
+import torchlint.engine.pipeline
 
-torchlint.parallel.MIN_POOL_WEIGHT = 0  # a pool even for these small files
-lint = torchlint.pipeline.process_bytes
+torchlint.files.parallel.MIN_POOL_WEIGHT = 0  # a pool even for these small files
+lint = torchlint.engine.pipeline.process_bytes
 
 
 def slow(data, path, *args, **kwargs):
@@ -513,9 +513,9 @@ def slow(data, path, *args, **kwargs):
     return lint(data, path, *args, **kwargs)
 
 
-torchlint.pipeline.process_bytes = slow
+torchlint.engine.pipeline.process_bytes = slow
 if __name__ == "__main__":
-    from torchlint.cli import main
+    from torchlint.doors.cli import main
 
     main(sys.argv[1:])
 """
@@ -545,11 +545,11 @@ def test_ctrl_c_during_a_parallel_run_prints_one_line(tmp_path, jobs):
 STUCK_DRIVER = """
 import os, signal, sys, time
 
-import torchlint.parallel
-import torchlint.pipeline
+import torchlint.files.parallel
+import torchlint.engine.pipeline
 
-torchlint.parallel.MIN_POOL_WEIGHT = 0
-lint = torchlint.pipeline.process_bytes
+torchlint.files.parallel.MIN_POOL_WEIGHT = 0
+lint = torchlint.engine.pipeline.process_bytes
 
 
 def slow(data, path, *args, **kwargs):
@@ -567,9 +567,9 @@ def slow(data, path, *args, **kwargs):
     return lint(data, path, *args, **kwargs)
 
 
-torchlint.pipeline.process_bytes = slow
+torchlint.engine.pipeline.process_bytes = slow
 if __name__ == "__main__":
-    from torchlint.cli import main
+    from torchlint.doors.cli import main
 
     main(sys.argv[1:])
 """

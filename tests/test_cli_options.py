@@ -9,7 +9,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from torchlint.cli import main
+from torchlint.doors.cli import main
 
 from helpers import CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC
 

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from torchlint import discovery
 from torchlint.config import Settings
-from torchlint.discovery import discover
+from torchlint.files import discovery
+from torchlint.files.discovery import discover
 
 
 def touch(path: Path, text: str = "x = 1\n") -> Path:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from torchlint.cli import FORMATS, check_command, main
+from torchlint.doors.cli import FORMATS, check_command, main
 from torchlint.report import FORMATS as REPORT_FORMATS
 
 ROOT = Path(__file__).resolve().parents[1]

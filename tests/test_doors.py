@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from torchlint.cli import main
-from torchlint.flake8_plugin import TorchlintChecker
-from torchlint.notebook import JsonPositions
+from torchlint.doors.cli import main
+from torchlint.doors.flake8_plugin import TorchlintChecker
+from torchlint.source.notebook import JsonPositions
 
 from helpers import api, code, notebook
 from lsp_client import caps, open_doc, server_config

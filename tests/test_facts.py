@@ -7,7 +7,7 @@ import textwrap
 import libcst as cst
 
 from torchlint.analysis import Analysis
-from torchlint.analysis.places import CPU, DEVICE, UNKNOWN
+from torchlint.analysis.place_kinds import CPU, DEVICE, UNKNOWN
 
 
 def analyse(src: str, path: str = "train.py") -> Analysis:

@@ -608,7 +608,7 @@ def test_a_module_of_buffers_records_no_graph():
 
 def test_a_module_of_buffers_from_another_file_records_no_graph(tmp_path):
     # R3-020 as it was judged: the class lives in another file of the project.
-    from torchlint.analysis.project.build import build_index
+    from torchlint.files.project_pass import build_index
 
     layers = "import torch\nfrom torch import nn\nclass Spectrum(nn.Module):\n    def __init__(self, n=256):\n"
     layers += "        super().__init__()\n        self.register_buffer('window', torch.hann_window(n))\n{extra}"
@@ -1294,7 +1294,7 @@ def test_a_model_moved_on_every_gpu_branch_of_a_chain_is_on_the_device():
     )
     assert [f.code for f in lint_source(src.format(tail=""), "train.py") if f.code == "TL102"] == []
     from torchlint.analysis import Analysis
-    from torchlint.parsing import parse
+    from torchlint.source.parsing import parse
 
     def net_place(text):
         mod = parse(text)
@@ -1387,7 +1387,7 @@ def _fit_project(root, run=_RUN, fitter=_FITTER, **fmt):
 
 def _tl101(root, target="", **kwargs):
     from torchlint.config import Settings
-    from torchlint.runner import run as run_files
+    from torchlint.files.runner import run as run_files
 
     settings = Settings(select=("TL101",), preview=True)
     result = run_files([str(root / target) if target else str(root)], settings, **kwargs)

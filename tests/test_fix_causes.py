@@ -25,8 +25,8 @@ from typing import Dict, Tuple
 import pytest
 
 from bench.sim_accel import normalize
-from torchlint import notebook as nbmod
 from torchlint.analysis import _PLACEHOLDER_MARK
+from torchlint.source import notebook as nbmod
 
 from helpers import ROOT, api, code, fix_source, notebook
 

@@ -1,9 +1,9 @@
-"""Choosing which fixes of a pass to apply (fixes.apply_fix_groups)."""
+"""Choosing which fixes of a pass to apply (source/edits.py: apply_fix_groups)."""
 
 import random
 
 from torchlint.findings import Edit
-from torchlint.fixes import _overlaps, _Taken, apply_fix_groups
+from torchlint.source.edits import _overlaps, _Taken, apply_fix_groups
 
 
 def test_overlap_index_answers_as_comparing_with_every_span():

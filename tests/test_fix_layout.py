@@ -8,9 +8,9 @@ import json
 
 import libcst as cst
 
-from torchlint import notebook as nbmod
-from torchlint.fixes import diff_label, unified_diff
 from torchlint.rules.nodes import with_keyword
+from torchlint.source import notebook as nbmod
+from torchlint.source.edits import diff_label, unified_diff
 
 from helpers import api, code, fix_source, notebook
 

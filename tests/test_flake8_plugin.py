@@ -8,11 +8,11 @@ from importlib.metadata import entry_points
 
 import pytest
 
-from torchlint.flake8_plugin import TorchlintChecker
+from torchlint.doors.flake8_plugin import TorchlintChecker
 
 from helpers import TL104_FIXED, TL104_SRC, code, notebook
 
-ENTRY = "torchlint.flake8_plugin:TorchlintChecker"
+ENTRY = "torchlint.doors.flake8_plugin:TorchlintChecker"
 BAD, CLEAN = TL104_SRC, TL104_FIXED
 
 

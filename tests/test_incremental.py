@@ -1,4 +1,4 @@
-"""A document's lint session (torchlint/incremental.py) gives exactly the cold
+"""A document's lint session (torchlint/engine/incremental.py) gives exactly the cold
 lint's results after every edit: findings with their fixes and positions,
 problems, and fix-all's text, over 1,000 seeded random edits of real-looking
 files and edits of a notebook's cells."""
@@ -12,7 +12,7 @@ import pytest
 
 from torchlint.api import check, fix_source, session
 from torchlint.config import Settings
-from torchlint.incremental import Cancelled
+from torchlint.engine.incremental import Cancelled
 
 from helpers import code, notebook
 from random_edits import edit, sources
@@ -38,7 +38,7 @@ def test_session_lint_equals_cold_lint_after_random_edits(seed):
 
 def _cold_fix(text):
     from torchlint.config import Settings
-    from torchlint.pipeline import process_text
+    from torchlint.engine.pipeline import process_text
 
     settings = Settings()
     result = process_text(text, "train.py", settings.enabled_for("train.py"), mode="fix")
@@ -140,7 +140,7 @@ def test_fix_all_from_kept_fixes_applies_every_safe_fix(seed):
     result = lints.check(text)
     fixed, edits = lints.fix_from_kept(text)
     if edits is not None:
-        from torchlint.fixes import apply_edits
+        from torchlint.source.edits import apply_edits
 
         assert apply_edits(text, edits) == (fixed, len(edits))
     full, _ = fix_source(text, "train.py")
@@ -148,7 +148,7 @@ def test_fix_all_from_kept_fixes_applies_every_safe_fix(seed):
     if not safe:
         assert fixed == text
     elif fixed != full:  # one pass from the kept fixes; --fix went on to fixes that appeared after it
-        from torchlint.fixes import apply_fix_groups
+        from torchlint.source.edits import apply_fix_groups
 
         assert (fixed, len(safe)) == apply_fix_groups(text, [f.fix.edits for f in safe])
         assert fix_source(fixed, "train.py")[0] == full

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from torchlint.findings import Applicability, Edit, Finding, Fix
-from torchlint.lsp.convert import (
+from torchlint.doors.lsp.convert import (
     UTF8,
     UTF16,
     UTF32,
@@ -19,6 +18,7 @@ from torchlint.lsp.convert import (
     parse_client_settings,
     settings_section,
 )
+from torchlint.findings import Applicability, Edit, Finding, Fix
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,12 +85,12 @@ def test_client_settings_shapes_and_errors():
 
 
 def test_server_module_is_cheap_to_import():
-    """`torchlint.server` (what the CLI registers) must not import pygls or torch."""
+    """`torchlint.doors.server` (what the CLI registers) must not import pygls or torch."""
     import subprocess
     import sys
 
     code = (
-        "import sys, torchlint.server as s; assert s.server_command.name == 'server'; "
+        "import sys, torchlint.doors.server as s; assert s.server_command.name == 'server'; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol', 'torch')))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)

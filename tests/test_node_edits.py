@@ -1,4 +1,4 @@
-"""Fix edits built from the replaced nodes alone (torchlint/node_edits.py) are
+"""Fix edits built from the replaced nodes alone (torchlint/engine/node_edits.py) are
 exactly those of the whole-module transform, and statement-level fixes take
 the local path too (what makes fixing a big file linear)."""
 
@@ -7,9 +7,9 @@ import inspect
 import libcst as cst
 import pytest
 
-from torchlint import node_edits, pipeline
-from torchlint.fixes import apply_edits
+from torchlint.engine import node_edits, pipeline
 from torchlint.rules import all_codes, all_rules
+from torchlint.source.edits import apply_edits
 
 from helpers import repo_sources, training_script
 
@@ -121,7 +121,7 @@ def test_a_defaulted_comma_in_the_middle_is_not_local():
     old = call.args[0]
     new = cst.Arg(cst.Name("z"))  # comma=MaybeSentinel.DEFAULT
     rendered = node_edits.render(module, anchors=[old])
-    from torchlint.fixes import LineIndex
+    from torchlint.source.edits import LineIndex
 
     assert node_edits.fix_edits(module, "f(a, b)\n", LineIndex("f(a, b)\n"), rendered.anchors, {old: new}) is None
     keep_comma = cst.Arg(cst.Name("z"), comma=old.comma)
@@ -134,7 +134,7 @@ def test_an_elif_is_not_rendered_as_an_if():
     module = cst.parse_module(source)
     elif_ = module.body[0].orelse
     rendered = node_edits.render(module, anchors=[elif_])
-    from torchlint.fixes import LineIndex
+    from torchlint.source.edits import LineIndex
 
     new = elif_.with_changes(test=cst.Name("c"))
     assert node_edits.fix_edits(module, source, LineIndex(source), rendered.anchors, {elif_: new}) is None

@@ -1,4 +1,4 @@
-"""`--add-noqa` (torchlint/noqa.py): a comment at the end of each reported line,
+"""`--add-noqa` (torchlint/engine/add_noqa.py): a comment at the end of each reported line,
 merged with one already there, never inside a string or after a backslash,
 never breaking code, and idempotent."""
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from torchlint.noqa import add_noqa
+from torchlint.engine.add_noqa import add_noqa
 from torchlint.rules import all_codes
 
 from helpers import api, code, notebook

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from torchlint import notebook as notebook_mod
-from torchlint.notebook import replace_sources
-from torchlint.pipeline import lint_text, process_bytes
+from torchlint.engine.pipeline import lint_text, process_bytes
 from torchlint.rules import all_codes
+from torchlint.source import notebook as notebook_mod
+from torchlint.source.notebook import replace_sources
 
 from helpers import api, code, notebook
 
@@ -207,7 +207,7 @@ def test_fix_that_adds_lines_keeps_later_cells_mapped(monkeypatch):
     and the list-form source of the grown cell is written back line by line."""
     import libcst as cst
 
-    import torchlint.checker as checker
+    import torchlint.engine.checker as checker
     from torchlint.rules import all_rules
     from torchlint.rules.base import Rule
 

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from torchlint import parallel
-from torchlint.parallel import chunk_size, effective_jobs, parallel_map, use_pool
+from torchlint.files import parallel
+from torchlint.files.parallel import chunk_size, effective_jobs, parallel_map, use_pool
 
 from helpers import lint_source
 

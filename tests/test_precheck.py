@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import torchlint.analysis
-from torchlint import pipeline
-from torchlint.precheck import could_matter, pattern_for
+from torchlint.engine import pipeline
+from torchlint.engine.precheck import could_matter, pattern_for
 from torchlint.rules import all_codes, all_rules
 
 from helpers import repo_sources

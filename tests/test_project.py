@@ -14,13 +14,13 @@ from typing import Dict, List, Tuple
 import pytest
 from click.testing import CliRunner
 
-from torchlint import parallel
 from torchlint.analysis.project import ClassKind, ProjectIndex, ValueKind, summarize
-from torchlint.analysis.project.build import build_index, summarize_bytes
 from torchlint.analysis.project.kinds import Dependency, Question
-from torchlint.cli import main
 from torchlint.config import Settings
-from torchlint.runner import run as run_files
+from torchlint.doors.cli import main
+from torchlint.files import parallel
+from torchlint.files.project_pass import build_index, summarize_bytes
+from torchlint.files.runner import run as run_files
 
 from helpers import EVERY_RULE, api
 
@@ -769,7 +769,7 @@ def test_a_project_class_wrapping_a_model_takes_its_place(tmp_path):
 
 
 def test_a_run_with_no_analysis_rule_skips_the_project_pass(tmp_path):
-    from torchlint.runner import FileJob, _project_index
+    from torchlint.files.runner import FileJob, _project_index
 
     write(tmp_path, {"models/base.py": BACKBONE_MODULE})
     files = [(str(tmp_path / "models" / "base.py"), (tmp_path / "models" / "base.py").read_bytes())]

@@ -10,11 +10,11 @@ from typing import Dict, List, Tuple
 import pytest
 from click.testing import CliRunner
 
-from torchlint.analysis.project.build import build_index
 from torchlint.analysis.project.imports import imported_summaries
 from torchlint.analysis.project.kinds import ModuleSummary
 from torchlint.analysis.project.summary import summarize
-from torchlint.cli import main
+from torchlint.doors.cli import main
+from torchlint.files.project_pass import build_index
 
 BASE = """
 import torch.nn as nn
@@ -116,7 +116,7 @@ def test_transitive_bounded_and_admitted(tmp_path):
 
 
 def test_imported_files_share_the_summary_cache(tmp_path):
-    from torchlint.analysis.project.build import summary_cache
+    from torchlint.files.project_pass import summary_cache
 
     write(tmp_path, {"base.py": BASE, "model.py": MODEL, "train.py": TRAIN})
     train = str(tmp_path / "train.py")
@@ -254,7 +254,7 @@ def test_importers_are_bounded_listed_once_and_confirmed(tmp_path):
 
 
 def test_importers_share_the_summary_cache(tmp_path):
-    from torchlint.analysis.project.build import summary_cache
+    from torchlint.files.project_pass import summary_cache
 
     write(tmp_path, {"heads.py": HEAD, "fit.py": FIT})
     heads = str(tmp_path / "heads.py")

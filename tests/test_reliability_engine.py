@@ -6,10 +6,10 @@ import libcst as cst
 import pytest
 
 import torchlint.analysis
-import torchlint.checker as checker
-import torchlint.fix_loop as fix_loop
-import torchlint.parsing as parsing
-import torchlint.pipeline as pipeline
+import torchlint.engine.checker as checker
+import torchlint.engine.fix_loop as fix_loop
+import torchlint.engine.pipeline as pipeline
+import torchlint.source.parsing as parsing
 from torchlint.analysis.places import Places
 from torchlint.findings import Applicability
 from torchlint.rules import all_rules, rule_by_code

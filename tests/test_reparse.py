@@ -1,4 +1,4 @@
-"""Incremental parsing (torchlint/reparse.py): after any edit, the module equals
+"""Incremental parsing (torchlint/source/reparse.py): after any edit, the module equals
 a fresh parse of the new text, node for node, and unchanged statements keep
 their node objects."""
 
@@ -9,8 +9,8 @@ import random
 import libcst as cst
 import pytest
 
-from torchlint.parsing import SourceError, parse
-from torchlint.reparse import parse_whole, reparse
+from torchlint.source.parsing import SourceError, parse
+from torchlint.source.reparse import parse_whole, reparse
 
 from random_edits import edit, sources
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from torchlint import ruledocs
+from torchlint.doors import rule_docs as ruledocs
 from torchlint.rules import all_rules
 
 DOCUMENTED = ruledocs.documented_rules()
@@ -230,7 +230,7 @@ def test_io_error_page_shows_what_the_runner_reports(tmp_path, monkeypatch):
     import builtins
     import errno
 
-    from torchlint import runner
+    from torchlint.files import runner
 
     target = tmp_path / "example.py"
     target.write_text("x = 1\n")

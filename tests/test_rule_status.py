@@ -8,9 +8,9 @@ import re
 from click.testing import CliRunner
 
 from bench import rounds
-from torchlint import ruledocs
-from torchlint.cli import main
 from torchlint.config import Settings, load_settings
+from torchlint.doors import rule_docs as ruledocs
+from torchlint.doors.cli import main
 from torchlint.rules import all_codes, preview_codes
 from torchlint.rules.catalog import STATUS
 from torchlint.rules.stability import ALWAYS_REPORTED, MIN_JUDGED, MIN_PRECISION, Stability, decide

@@ -8,12 +8,13 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from torchlint import checker, pipeline, runner
 from torchlint.config import Settings
+from torchlint.engine import checker, pipeline
+from torchlint.files import runner
+from torchlint.files.runner import FileJob, process_bytes, process_file, run
 from torchlint.findings import Applicability
 from torchlint.rules import all_rules
 from torchlint.rules.base import Rule
-from torchlint.runner import FileJob, process_bytes, process_file, run
 
 from helpers import BAD_SYNTAX, CLEAN_SRC, TL104_FIXED, TL104_SRC, UNSAFE_SRC, code, lint_paths, notebook
 
@@ -222,7 +223,7 @@ def test_any_bytes_give_findings_not_exceptions(data):
         if out.new_data is not None:
             # whatever the fix produced must decode and parse
             from torchlint.api import decode_source
-            from torchlint.parsing import parse
+            from torchlint.source.parsing import parse
 
             parse(decode_source(out.new_data).text)
 

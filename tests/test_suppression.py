@@ -1,6 +1,6 @@
 import pytest
 
-from torchlint.suppression import parse_suppressions, suppression_comment
+from torchlint.source.suppression import parse_suppressions, suppression_comment
 
 from helpers import lint_source
 
@@ -61,7 +61,7 @@ def test_suppression_comment_adds_and_merges():
 
 def test_unknown_codes_in_suppression_comments():
     from torchlint.rules import all_codes
-    from torchlint.suppression import unknown_codes
+    from torchlint.source.suppression import unknown_codes
 
     src = (
         "# torchlint: ignore-file[TL302, TL777]\n"

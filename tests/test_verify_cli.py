@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from torchlint.verify import cli, probe, runner
+from torchlint.verify import cli, fixture_meta, probe, runner, script_runs
 from torchlint.verify.probe import CudaProbe
 
 DATA = Path(__file__).parent / "data"
@@ -389,7 +389,7 @@ def test_rules_are_measured_least_certain_first_and_reported_in_code_order(monke
     meta.write_text(meta.read_text() + 'certainty = "high"\n')
     monkeypatch.setattr(probe, "probe_cuda", lambda: GPU)
     order = []
-    real = runner.run_script
+    real = script_runs.run_script
 
     def spy(fx, *args, **kwargs):
         order.append(fx.rule)
@@ -431,7 +431,7 @@ def test_the_session_plan_lists_every_rule_once_least_certain_first_within_8_min
 
     result = invoke("--plan")
     assert result.exit_code == 0, result.output
-    fixtures = runner.discover(REPO_FIXTURES)
+    fixtures = fixture_meta.discover(REPO_FIXTURES)
     left_out = {fx.rule for fx, _ in session.unmeasured(fixtures)}
     lines = result.stdout.splitlines()
     for fx in fixtures:
@@ -444,7 +444,9 @@ def test_the_session_plan_lists_every_rule_once_least_certain_first_within_8_min
     assert total <= session.RULES_BUDGET_S == 480 < session.LIMIT_S <= 540
     assert "within the 8.0 min budget (480 s)" in result.stdout
     listed = [line.split("--rules ")[1].split()[0] for line in lines if line.lstrip().startswith("part")]
-    assert ",".join(listed).split(",") == [fx.rule for fx in runner.run_order(fixtures) if fx.rule not in left_out]
+    assert ",".join(listed).split(",") == [
+        fx.rule for fx in fixture_meta.run_order(fixtures) if fx.rule not in left_out
+    ]
     assert listed[0] == "TL401,TL402,TL501" and listed[-1] == "TL100,TL101,TL102,TL103,TL105"
 
 
@@ -613,7 +615,7 @@ def test_smoke_kills_a_script_that_hangs(tmp_path):
 
 
 def test_commands_register_in_a_group(monkeypatch, tmp_path):
-    """As torchlint.cli registers them: main.add_command(verify_command); main.add_command(doctor_command)."""
+    """As torchlint.doors.cli registers them: main.add_command(verify_command); main.add_command(doctor_command)."""
     import click
 
     @click.group()

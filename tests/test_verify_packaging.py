@@ -73,7 +73,7 @@ def test_installed_verify_finds_and_runs_the_packaged_fixtures(wheel, tmp_path):
     empty.mkdir()
     env = _env(_blocked(tmp_path), site)
     where = subprocess.run(
-        [sys.executable, "-c", "from torchlint.verify import runner; print(runner.default_fixtures_dir())"],
+        [sys.executable, "-c", "from torchlint.verify import fixture_meta; print(fixture_meta.default_fixtures_dir())"],
         capture_output=True,
         text=True,
         cwd=str(empty),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from torchlint.verify import busy, harness, passes, probe, runner
+from torchlint.verify import busy, fixture_meta, harness, passes, probe, rule_results, runner, script_runs, verdict
 from torchlint.verify.harness import MARK, Harness
 
 DATA = Path(__file__).parent / "data"
@@ -15,7 +15,9 @@ FAKE = DATA / "verify_fake"
 
 
 def fake_fixture(metric="wall_s", skip=(), checks=(), direction="down", rule="TL1", path="/nowhere"):
-    return runner.Fixture(rule, "x", "s", metric, direction, 0.1, False, Path(path), tuple(skip), "", tuple(checks))
+    return fixture_meta.Fixture(
+        rule, "x", "s", metric, direction, 0.1, False, Path(path), tuple(skip), "", tuple(checks)
+    )
 
 
 # --- plan ------------------------------------------------------------------------------------
@@ -41,13 +43,13 @@ def test_plan_honours_skip_passes_and_timing_metrics():
 def test_one_run_per_script_and_repeat():
     """The windows share a process: one interpreter per script and repeat; a rule whose
     bad script crashes runs the pair once (a crash is not a sample)."""
-    fixtures = runner.discover(runner.default_fixtures_dir())
+    fixtures = fixture_meta.discover(fixture_meta.default_fixtures_dir())
     crashing = [fx for fx in fixtures if fx.bad_error]
     assert len(runner.plan(fixtures, 5)) == 10 * (len(fixtures) - len(crashing)) + 2 * len(crashing)
 
 
 def test_a_crashing_bad_script_plans_one_pair_with_every_window():
-    fx = runner.Fixture(
+    fx = fixture_meta.Fixture(
         "TL1", "x", "s", "busy_fraction", "up", 0.1, False, Path("/nowhere"), bad_error="Expected all tensors"
     )
     steps = [(p.repeat, p.script, p.passes) for p in runner.plan([fx], 5)]
@@ -55,24 +57,24 @@ def test_a_crashing_bad_script_plans_one_pair_with_every_window():
 
 
 def test_rules_run_least_certain_first_and_the_placement_family_last():
-    fixtures = runner.discover(runner.default_fixtures_dir())
-    order = [fx.rule for fx in runner.run_order(fixtures)]
+    fixtures = fixture_meta.discover(fixture_meta.default_fixtures_dir())
+    order = [fx.rule for fx in fixture_meta.run_order(fixtures)]
     assert order[:3] == ["TL401", "TL402", "TL501"]
     assert order[-5:] == ["TL100", "TL101", "TL102", "TL103", "TL105"]
     assert sorted(order) == [fx.rule for fx in fixtures]
-    ranks = [fx.certainty.rank for fx in runner.run_order(fixtures)]
+    ranks = [fx.certainty.rank for fx in fixture_meta.run_order(fixtures)]
     assert ranks == sorted(ranks)
 
 
 def test_the_placement_rules_that_would_crash_are_measured_as_crashes():
     """TL102/TL103/TL105: on a GPU the bad script stops with a device mismatch; no fixture
     moves the model back to the CPU to make it run (that passed by construction)."""
-    by_rule = {fx.rule: fx for fx in runner.discover(runner.default_fixtures_dir())}
+    by_rule = {fx.rule: fx for fx in fixture_meta.discover(fixture_meta.default_fixtures_dir())}
     for code in ("TL102", "TL103", "TL105"):
         assert by_rule[code].bad_error == "Expected all tensors to be on the same device", code
     assert {code for code, fx in by_rule.items() if fx.bad_error} == {"TL102", "TL103", "TL105"}
     for fx in by_rule.values():
-        for which in runner.SCRIPTS:
+        for which in fixture_meta.SCRIPTS:
             assert "h.follow(" not in fx.script(which).read_text(), fx.rule
 
 
@@ -82,7 +84,7 @@ _SPAWN = (
 )
 _WORKER_SCRIPTS = [
     p
-    for fx in runner.discover(runner.default_fixtures_dir())
+    for fx in fixture_meta.discover(fixture_meta.default_fixtures_dir())
     for p in (fx.script("bad"), fx.script("fixed"))
     if "num_workers" in p.read_text()
 ]
@@ -96,7 +98,7 @@ def test_fixtures_with_loader_workers_run_under_spawn(script):
     import subprocess
     import sys
 
-    env = runner.child_env(("timing",), smoke=True)
+    env = script_runs.child_env(("timing",), smoke=True)
     proc = subprocess.run(
         [sys.executable, "-c", _SPAWN, str(script)],
         cwd=str(script.parent),
@@ -106,7 +108,7 @@ def test_fixtures_with_loader_workers_run_under_spawn(script):
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert runner.parse_metrics(proc.stdout)["passes"]["timing"]["samples"] > 0
+    assert script_runs.parse_metrics(proc.stdout)["passes"]["timing"]["samples"] > 0
 
 
 def test_some_fixture_starts_loader_workers():
@@ -117,23 +119,23 @@ def test_some_fixture_starts_loader_workers():
 
 
 def test_repo_fixture_metadata_loads_with_why_and_valid_checks():
-    fixtures = runner.discover(runner.default_fixtures_dir())
+    fixtures = fixture_meta.discover(fixture_meta.default_fixtures_dir())
     assert fixtures, "fixtures/ has no pairs"
     for fx in fixtures:
-        assert fx.metric in runner.V.METRICS and fx.direction in ("up", "down")
+        assert fx.metric in verdict.METRICS and fx.direction in ("up", "down")
         assert len(fx.why) > 80, f"{fx.rule}: meta.toml must say why its metric shows the rule's effect"
         for check in fx.checks:
-            runner.parse_check(check)
+            fixture_meta.parse_check(check)
 
 
 def test_no_fixture_decides_on_a_count_the_fix_removes_by_construction():
     """TL104 / TL401: counting the removed call passes by construction; throughput is the honest metric."""
-    for fx in runner.discover(runner.default_fixtures_dir()):
+    for fx in fixture_meta.discover(fixture_meta.default_fixtures_dir()):
         assert fx.metric not in ("h2d_copies", "sync_count"), fx.rule
 
 
 def test_busy_fraction_fixtures_confirm_with_the_timing_window():
-    for fx in runner.discover(runner.default_fixtures_dir()):
+    for fx in fixture_meta.discover(fixture_meta.default_fixtures_dir()):
         if fx.metric == "busy_fraction" and not fx.bad_error:
             assert "fixed.samples_per_s > bad.samples_per_s" in fx.checks, fx.rule
 
@@ -151,37 +153,39 @@ def _meta_dir(tmp_path, extra, metric="wall_s"):
 
 def test_skip_passes_cannot_skip_the_metric_pass(tmp_path):
     d = _meta_dir(tmp_path, 'skip_passes = ["sync"]\n', metric="sync_count")
-    with pytest.raises(runner.FixtureError, match="cannot skip pass 'sync'"):
-        runner.load_fixture(d)
+    with pytest.raises(fixture_meta.FixtureError, match="cannot skip pass 'sync'"):
+        fixture_meta.load_fixture(d)
 
 
 def test_certainty_and_bad_error_are_checked(tmp_path):
-    with pytest.raises(runner.FixtureError, match="certainty must be one of low, medium, high"):
-        runner.load_fixture(_meta_dir(tmp_path / "a", 'certainty = "sure"\n'))
-    with pytest.raises(runner.FixtureError, match="cannot have checks"):
-        runner.load_fixture(_meta_dir(tmp_path / "b", 'bad_error = "boom"\nchecks = ["bad.wall_s > 0"]\n'))
-    fx = runner.load_fixture(_meta_dir(tmp_path / "c", ""))
-    assert fx.certainty is runner.Certainty.MEDIUM and fx.bad_error == ""
+    with pytest.raises(fixture_meta.FixtureError, match="certainty must be one of low, medium, high"):
+        fixture_meta.load_fixture(_meta_dir(tmp_path / "a", 'certainty = "sure"\n'))
+    with pytest.raises(fixture_meta.FixtureError, match="cannot have checks"):
+        fixture_meta.load_fixture(_meta_dir(tmp_path / "b", 'bad_error = "boom"\nchecks = ["bad.wall_s > 0"]\n'))
+    fx = fixture_meta.load_fixture(_meta_dir(tmp_path / "c", ""))
+    assert fx.certainty is fixture_meta.Certainty.MEDIUM and fx.bad_error == ""
 
 
 def test_bad_checks_and_windows_are_fixture_errors(tmp_path):
-    with pytest.raises(runner.FixtureError, match="unknown metric 'joy'"):
-        runner.load_fixture(_meta_dir(tmp_path / "a", 'checks = ["bad.joy > 0"]\n'))
-    with pytest.raises(runner.FixtureError, match="expected"):
-        runner.load_fixture(_meta_dir(tmp_path / "b", 'checks = ["bad.kernels is big"]\n'))
-    with pytest.raises(runner.FixtureError, match="needs a skipped pass"):
-        runner.load_fixture(_meta_dir(tmp_path / "c", 'skip_passes = ["profile"]\nchecks = ["bad.kernels > 0"]\n'))
-    with pytest.raises(runner.FixtureError, match=r"\[windows\]"):
-        runner.load_fixture(_meta_dir(tmp_path / "d", "[windows]\ntiming_seconds = 1\n"))
-    fx = runner.load_fixture(
+    with pytest.raises(fixture_meta.FixtureError, match="unknown metric 'joy'"):
+        fixture_meta.load_fixture(_meta_dir(tmp_path / "a", 'checks = ["bad.joy > 0"]\n'))
+    with pytest.raises(fixture_meta.FixtureError, match="expected"):
+        fixture_meta.load_fixture(_meta_dir(tmp_path / "b", 'checks = ["bad.kernels is big"]\n'))
+    with pytest.raises(fixture_meta.FixtureError, match="needs a skipped pass"):
+        fixture_meta.load_fixture(
+            _meta_dir(tmp_path / "c", 'skip_passes = ["profile"]\nchecks = ["bad.kernels > 0"]\n')
+        )
+    with pytest.raises(fixture_meta.FixtureError, match=r"\[windows\]"):
+        fixture_meta.load_fixture(_meta_dir(tmp_path / "d", "[windows]\ntiming_seconds = 1\n"))
+    fx = fixture_meta.load_fixture(
         _meta_dir(tmp_path / "e", 'checks = ["fixed.samples_per_s > bad.samples_per_s"]\n[windows]\ntiming_s = 1.5\n')
     )
     assert fx.windows == (("timing_s", 1.5),) and fx.checks == ("fixed.samples_per_s > bad.samples_per_s",)
 
 
 def test_parse_check():
-    assert runner.parse_check("bad.h2d_pageable > 0") == ("bad", "h2d_pageable", ">", 0.0)
-    assert runner.parse_check(" fixed.samples_per_s>=bad.samples_per_s ") == (
+    assert fixture_meta.parse_check("bad.h2d_pageable > 0") == ("bad", "h2d_pageable", ">", 0.0)
+    assert fixture_meta.parse_check(" fixed.samples_per_s>=bad.samples_per_s ") == (
         "fixed",
         "samples_per_s",
         ">=",
@@ -190,20 +194,20 @@ def test_parse_check():
 
 
 def test_rules_split_on_commas():
-    assert runner.split_rules(["TL104", "TL401, tl402", ""]) == ["TL104", "TL401", "tl402"]
-    assert [f.rule for f in runner.discover(FAKE, ["tl910,TL912"])] == ["TL910", "TL912"]
+    assert fixture_meta.split_rules(["TL104", "TL401, tl402", ""]) == ["TL104", "TL401", "tl402"]
+    assert [f.rule for f in fixture_meta.discover(FAKE, ["tl910,TL912"])] == ["TL910", "TL912"]
 
 
 def test_default_fixtures_are_the_checkout_or_the_installed_package(tmp_path, monkeypatch):
-    assert runner.default_fixtures_dir() == runner.ROOT / "fixtures"
-    monkeypatch.setattr(runner, "ROOT", tmp_path / "site-packages")
+    assert fixture_meta.default_fixtures_dir() == fixture_meta.ROOT / "fixtures"
+    monkeypatch.setattr(fixture_meta, "ROOT", tmp_path / "site-packages")
     packaged = tmp_path / "site-packages" / "torchlint" / "verify" / "fixtures"
-    monkeypatch.setattr(runner, "PACKAGED_FIXTURES", packaged)
-    with pytest.raises(runner.FixtureError, match="--fixtures"):
-        runner.default_fixtures_dir()
+    monkeypatch.setattr(fixture_meta, "PACKAGED_FIXTURES", packaged)
+    with pytest.raises(fixture_meta.FixtureError, match="--fixtures"):
+        fixture_meta.default_fixtures_dir()
     (packaged / "TL1-x").mkdir(parents=True)
     (packaged / "TL1-x" / "meta.toml").write_text("")
-    assert runner.default_fixtures_dir() == packaged
+    assert fixture_meta.default_fixtures_dir() == packaged
 
 
 # --- runs, windows, derived metrics ------------------------------------------------------------
@@ -211,9 +215,9 @@ def test_default_fixtures_are_the_checkout_or_the_installed_package(tmp_path, mo
 
 def test_parse_metrics_takes_the_last_metrics_line():
     out = f'noise\n{MARK}{{"a": 1}}\nmore\n{MARK}{{"a": 2}}\ntrailing\n'
-    assert runner.parse_metrics(out) == {"a": 2}
-    assert runner.parse_metrics("nothing here\n") is None
-    assert runner.parse_metrics(MARK + "{not json\n") is None
+    assert script_runs.parse_metrics(out) == {"a": 2}
+    assert script_runs.parse_metrics("nothing here\n") is None
+    assert script_runs.parse_metrics(MARK + "{not json\n") is None
 
 
 def run(script, passes=("timing",), repeat=0, device="cuda", **windows):
@@ -223,7 +227,7 @@ def run(script, passes=("timing",), repeat=0, device="cuda", **windows):
         w = {"samples": 10, "steps": 5}
         w.update(windows.get(p, {}))
         metrics["passes"][p] = w
-    return runner.Run("TL1", script, tuple(passes), repeat, 0, metrics)
+    return script_runs.Run("TL1", script, tuple(passes), repeat, 0, metrics)
 
 
 def test_a_run_reads_each_metric_from_its_own_window():
@@ -248,7 +252,7 @@ def test_busy_fraction_timed_is_capped_at_one():
 def test_a_failed_context_window_is_an_error_but_keeps_the_others():
     r = run("bad", ("timing", "profile"), timing={"samples_per_s": 1.0})
     r.metrics["passes"]["profile"] = {"error": "RuntimeError: CUPTI"}
-    runner._finish(r, 0, MARK + json.dumps(r.metrics), "")
+    script_runs._finish(r, 0, MARK + json.dumps(r.metrics), "")
     assert not r.ok and "profile window: RuntimeError: CUPTI" in r.error
     assert r.window("timing") is not None and r.window("profile") is None
 
@@ -258,14 +262,14 @@ def test_a_failed_context_window_is_an_error_but_keeps_the_others():
 
 def test_mechanism_requires_the_expected_device():
     runs = [run("bad", device="cpu", timing={"wall_s": 1.0}), run("fixed", device="cpu", timing={"wall_s": 0.5})]
-    ok, why = runner.mechanism(fake_fixture(), runs, "cuda")
+    ok, why = rule_results.mechanism(fake_fixture(), runs, "cuda")
     assert not ok and "ran on cpu, expected cuda" in why
-    assert runner.mechanism(fake_fixture(), runs, "cpu") == (True, "")
+    assert rule_results.mechanism(fake_fixture(), runs, "cpu") == (True, "")
 
 
 def test_mechanism_requires_samples():
     runs = [run("bad", timing={"wall_s": 1.0, "samples": 0}), run("fixed", timing={"wall_s": 0.5})]
-    assert "bad.py counted no samples" in runner.mechanism(fake_fixture(), runs, "cuda")[1]
+    assert "bad.py counted no samples" in rule_results.mechanism(fake_fixture(), runs, "cuda")[1]
 
 
 def busy_runs(bad_kernels, fixed_kernels, fixed_window=True):
@@ -282,11 +286,11 @@ def busy_runs(bad_kernels, fixed_kernels, fixed_window=True):
 def test_busy_fraction_needs_kernels_only_in_the_script_the_fix_makes_busier():
     """Placement rules run bad.py on the CPU on purpose: no kernels there is the point."""
     up = fake_fixture("busy_fraction", direction="up")
-    assert runner.mechanism(up, busy_runs(0, 40), "cuda") == (True, "")
-    assert "fixed.py: no GPU kernel in the window" in runner.mechanism(up, busy_runs(40, 0), "cuda")[1]
-    assert "no torchlint.window annotation" in runner.mechanism(up, busy_runs(0, 40, False), "cuda")[1]
+    assert rule_results.mechanism(up, busy_runs(0, 40), "cuda") == (True, "")
+    assert "fixed.py: no GPU kernel in the window" in rule_results.mechanism(up, busy_runs(40, 0), "cuda")[1]
+    assert "no torchlint.window annotation" in rule_results.mechanism(up, busy_runs(0, 40, False), "cuda")[1]
     down = fake_fixture("busy_fraction", direction="down")
-    assert "bad.py: no GPU kernel" in runner.mechanism(down, busy_runs(0, 40), "cuda")[1]
+    assert "bad.py: no GPU kernel" in rule_results.mechanism(down, busy_runs(0, 40), "cuda")[1]
 
 
 def test_fixture_checks_decide_the_mechanism():
@@ -297,12 +301,12 @@ def test_fixture_checks_decide_the_mechanism():
         run("bad", ("timing", "profile"), profile={"h2d_pageable": 8, "h2d_pinned": 0}),
         run("fixed", ("timing", "profile"), profile={"h2d_pageable": 0, "h2d_pinned": 8}),
     ]
-    assert runner.mechanism(fx, good, "cuda") == (True, "")
+    assert rule_results.mechanism(fx, good, "cuda") == (True, "")
     pinned_bad = [run("bad", ("timing", "profile"), profile={"h2d_pageable": 0, "h2d_pinned": 8}), good[1]]
-    ok, why = runner.mechanism(fx, pinned_bad, "cuda")
+    ok, why = rule_results.mechanism(fx, pinned_bad, "cuda")
     assert not ok and why == "check 'bad.h2d_pageable > 0' does not hold: bad.h2d_pageable = 0, 0"
     unmeasured = [run("bad"), run("fixed")]
-    assert runner.mechanism(fx, unmeasured, "cuda") == (False, "check 'bad.h2d_pageable > 0': not measured")
+    assert rule_results.mechanism(fx, unmeasured, "cuda") == (False, "check 'bad.h2d_pageable > 0': not measured")
 
 
 def test_a_check_may_compare_the_scripts():
@@ -310,14 +314,14 @@ def test_a_check_may_compare_the_scripts():
     runs = busy_runs(0, 40)
     runs[0].metrics["passes"]["timing"]["samples_per_s"] = 200.0
     runs[1].metrics["passes"]["timing"]["samples_per_s"] = 100.0
-    ok, why = runner.mechanism(fx, runs, "cuda")
+    ok, why = rule_results.mechanism(fx, runs, "cuda")
     assert not ok and "fixed.samples_per_s = 100, bad.samples_per_s = 200" in why
 
 
 def test_a_failed_run_fails_the_mechanism_and_is_reported():
-    failed = runner.Run("TL1", "fixed", ("timing",), 0, 1, None, "exit 1: boom")
+    failed = script_runs.Run("TL1", "fixed", ("timing",), 0, 1, None, "exit 1: boom")
     runs = [run("bad", timing={"wall_s": 1.0}), failed]
-    result = runner.rule_result(fake_fixture(), runs)
+    result = rule_results.rule_result(fake_fixture(), runs)
     assert result["verdict"] == "fail"
     assert "fixed.py timing window (repeat 0) failed: exit 1: boom" in result["reason"]
     assert result["errors"] == ["fixed.py (repeat 0, timing): exit 1: boom"]
@@ -327,9 +331,9 @@ def test_a_failed_run_fails_the_mechanism_and_is_reported():
 def test_context_window_failure_does_not_decide_the_verdict():
     bad = run("bad", ("timing", "sync"), timing={"wall_s": 1.0})
     bad.metrics["passes"]["sync"] = {"error": "boom"}
-    runner._finish(bad, 0, MARK + json.dumps(bad.metrics), "")
+    script_runs._finish(bad, 0, MARK + json.dumps(bad.metrics), "")
     runs = [bad, run("fixed", timing={"wall_s": 0.5})]
-    result = runner.rule_result(fake_fixture(), runs)
+    result = rule_results.rule_result(fake_fixture(), runs)
     assert result["verdict"] == "pass" and result["errors"]
 
 
@@ -339,11 +343,11 @@ CRASH = "Expected all tensors to be on the same device"
 
 
 def crash_fixture():
-    return runner.Fixture("TL1", "x", "s", "busy_fraction", "up", 0.1, False, Path("/nowhere"), bad_error=CRASH)
+    return fixture_meta.Fixture("TL1", "x", "s", "busy_fraction", "up", 0.1, False, Path("/nowhere"), bad_error=CRASH)
 
 
 def crashed(error=f"RuntimeError: {CRASH}, but found at least two devices, cuda:0 and cpu!"):
-    return runner.Run("TL1", "bad", ("timing", "profile", "sync"), 0, 1, None, f"exit 1: Traceback | x | {error}")
+    return script_runs.Run("TL1", "bad", ("timing", "profile", "sync"), 0, 1, None, f"exit 1: Traceback | x | {error}")
 
 
 def fixed_run(kernels=40, device="cuda"):
@@ -353,7 +357,7 @@ def fixed_run(kernels=40, device="cuda"):
 
 
 def test_a_bad_script_that_crashes_as_expected_passes_when_fixed_runs():
-    result = runner.rule_result(crash_fixture(), [crashed(), fixed_run()], repeats=5)
+    result = rule_results.rule_result(crash_fixture(), [crashed(), fixed_run()], repeats=5)
     assert result["verdict"] == "pass"
     assert result["reason"].startswith("bad crashes, fixed runs: bad.py stopped with 'RuntimeError: Expected all")
     assert result["bad_crash"].startswith("RuntimeError: " + CRASH)
@@ -364,29 +368,29 @@ def test_a_bad_script_that_crashes_as_expected_passes_when_fixed_runs():
 
 def test_the_exception_that_ended_a_script_is_kept_when_messages_follow_it():
     stderr = "Traceback (most recent call last):\n  ...\nRuntimeError: " + CRASH + "\n" + "[W] worker exiting\n" * 3
-    r = runner._finish(runner.Run("TL1", "bad", ("timing",), 0), 1, "", stderr)
+    r = script_runs._finish(script_runs.Run("TL1", "bad", ("timing",), 0), 1, "", stderr)
     assert r.error.startswith("exit 1: RuntimeError: " + CRASH) and r.error.endswith("[W] worker exiting")
-    assert runner.rule_result(crash_fixture(), [r, fixed_run()])["verdict"] == "pass"
+    assert rule_results.rule_result(crash_fixture(), [r, fixed_run()])["verdict"] == "pass"
 
 
 def test_a_bad_script_that_runs_or_crashes_otherwise_fails():
     ran = run("bad", ("timing", "profile", "sync"), device="cuda")
-    result = runner.rule_result(crash_fixture(), [ran, fixed_run()])
+    result = rule_results.rule_result(crash_fixture(), [ran, fixed_run()])
     assert result["verdict"] == "fail" and "bad.py ran to its end on cuda instead of stopping" in result["reason"]
     other = crashed("torch.OutOfMemoryError: CUDA out of memory")
-    result = runner.rule_result(crash_fixture(), [other, fixed_run()])
+    result = rule_results.rule_result(crash_fixture(), [other, fixed_run()])
     assert result["verdict"] == "fail" and "bad.py stopped, but not with" in result["reason"]
     assert result["bad_crash"] == "" and result["errors"]
 
 
 def test_a_crash_passes_only_when_fixed_runs_on_the_gpu():
-    assert "no GPU kernel" in runner.rule_result(crash_fixture(), [crashed(), fixed_run(kernels=0)])["reason"]
+    assert "no GPU kernel" in rule_results.rule_result(crash_fixture(), [crashed(), fixed_run(kernels=0)])["reason"]
     assert (
         "ran on cpu, expected cuda"
-        in runner.rule_result(crash_fixture(), [crashed(), fixed_run(device="cpu")])["reason"]
+        in rule_results.rule_result(crash_fixture(), [crashed(), fixed_run(device="cpu")])["reason"]
     )
-    broken = runner.Run("TL1", "fixed", ("timing",), 0, 1, None, "exit 1: boom")
-    assert runner.rule_result(crash_fixture(), [crashed(), broken])["verdict"] == "fail"
+    broken = script_runs.Run("TL1", "fixed", ("timing",), 0, 1, None, "exit 1: boom")
+    assert rule_results.rule_result(crash_fixture(), [crashed(), broken])["verdict"] == "fail"
 
 
 # --- measure: budget, incremental callback, partial windows -----------------------------------
@@ -401,7 +405,7 @@ class Clock:
 
 
 def test_measure_skips_rules_that_do_not_fit_the_budget_and_reports_each_rule(monkeypatch):
-    fixtures = runner.discover(FAKE)
+    fixtures = fixture_meta.discover(FAKE)
     clock = Clock()
 
     def fake_run(fx, which, passes=("timing",), repeat=0, smoke=False, timeout=0, env=None, **kw):
@@ -426,7 +430,7 @@ def test_measure_skips_rules_that_do_not_fit_the_budget_and_reports_each_rule(mo
 
 
 def test_measure_stops_a_rule_when_the_budget_runs_out(monkeypatch):
-    fixtures = runner.discover(FAKE, ["TL910"])
+    fixtures = fixture_meta.discover(FAKE, ["TL910"])
     clock = Clock()
     timeouts = []
 
@@ -446,7 +450,7 @@ def test_measure_stops_a_rule_when_the_budget_runs_out(monkeypatch):
 
 def test_a_stop_reports_the_rule_in_progress_with_the_runs_it_finished(monkeypatch):
     """SIGTERM (turned into an exception) mid-rule: on_rule still gets that rule, with its runs."""
-    fixtures = runner.discover(FAKE, ["TL910", "TL911"])
+    fixtures = fixture_meta.discover(FAKE, ["TL910", "TL911"])
     calls = []
 
     def fake_run(fx, which, passes=("timing",), repeat=0, smoke=False, timeout=0, env=None, **kw):
@@ -465,7 +469,7 @@ def test_a_stop_reports_the_rule_in_progress_with_the_runs_it_finished(monkeypat
 
 
 def test_a_fixture_killed_by_the_stop_is_marked_cut(monkeypatch):
-    fixtures = runner.discover(FAKE, ["TL910"])
+    fixtures = fixture_meta.discover(FAKE, ["TL910"])
     calls = []
 
     def fake_run(fx, which, passes=("timing",), repeat=0, smoke=False, timeout=0, env=None, **kw):
@@ -495,7 +499,7 @@ def test_a_rule_cut_after_three_finished_repeats_keeps_its_verdict():
     killed = run("fixed", repeat=3)
     killed.rc, killed.cut, killed.error = -15, True, "exit -15: "
     runs = cut_runs(3, [run("bad", repeat=3, timing={"wall_s": 1.0}), killed])
-    result = runner.cut_result(fake_fixture(), runs, runner.STOPPED, repeats=5, expected_device="cuda")
+    result = rule_results.cut_result(fake_fixture(), runs, runner.STOPPED, repeats=5, expected_device="cuda")
     assert result["verdict"] == "pass" and result["repeats"] == 3
     assert result["bad"]["n"] == 3 and result["fixed"]["n"] == 3  # the unfinished repeat is left out
     assert "(cut short after 3 of 5 repeats: stopped (SIGTERM or Ctrl-C) during this rule)" in result["reason"]
@@ -503,13 +507,13 @@ def test_a_rule_cut_after_three_finished_repeats_keeps_its_verdict():
 
 
 def test_a_rule_cut_too_early_is_not_run_with_its_runs_kept():
-    result = runner.cut_result(fake_fixture(), cut_runs(2), runner.BUDGET_CUT, repeats=5)
+    result = rule_results.cut_result(fake_fixture(), cut_runs(2), runner.BUDGET_CUT, repeats=5)
     assert result["verdict"] == "not-run"
     assert result["reason"] == (
         "not run: --time-budget ran out during this rule, after 4 run(s); 2 finished repeat(s), a verdict needs 3"
     )
     assert len(result["runs"]) == 4
-    crash = runner.cut_result(crash_fixture(), [crashed()], runner.STOPPED, repeats=5)
+    crash = rule_results.cut_result(crash_fixture(), [crashed()], runner.STOPPED, repeats=5)
     assert crash["verdict"] == "not-run" and "a verdict needs 1" in crash["reason"]
 
 
@@ -526,8 +530,8 @@ def test_a_run_killed_by_its_timeout_keeps_the_windows_it_printed(tmp_path):
     (d / "meta.toml").write_text(
         'rule = "TL1"\nname = "slow"\nsummary = "s"\nmetric = "sync_count"\ndirection = "down"\nthreshold = 0.5\n'
     )
-    (fx,) = runner.discover(tmp_path)
-    r = runner.run_script(fx, "bad", ("timing", "sync"), timeout=3)
+    (fx,) = fixture_meta.discover(tmp_path)
+    r = script_runs.run_script(fx, "bad", ("timing", "sync"), timeout=3)
     assert r.rc == -1 and "timed out" in r.error
     assert r.window("timing") == {"samples": 5} and r.window("sync") is None
 
@@ -633,7 +637,7 @@ def test_each_window_is_printed_as_it_ends(monkeypatch, capsys):
     h = _harness(monkeypatch, "timing,sync", smoke=True)
     for steps in h.steps():
         h.count(steps)
-    lines = [runner.parse_metrics(line) for line in capsys.readouterr().out.splitlines()]
+    lines = [script_runs.parse_metrics(line) for line in capsys.readouterr().out.splitlines()]
     assert [sorted(m["passes"]) for m in lines] == [["timing"], ["sync", "timing"]]
 
 
@@ -665,7 +669,7 @@ def test_smoke_emits_the_metrics_line(monkeypatch, capsys):
     for steps in h.steps():
         h.count(4 * steps)
     h.emit(extra=1)
-    out = runner.parse_metrics(capsys.readouterr().out)
+    out = script_runs.parse_metrics(capsys.readouterr().out)
     timing = out["passes"]["timing"]
     assert timing["samples"] == 8 and out["extra"] == 1 and out["device"] == "cpu" and out["smoke"] is True
     assert timing["window_end_unix"] >= timing["window_start_unix"]
@@ -778,7 +782,7 @@ def test_nvml_sampler_is_inert_without_a_driver():
 def test_measure_real_harness_end_to_end_on_cpu(tmp_path):
     """A real fixture pair through its windows in fresh subprocesses; CPU, so
     the expected device is cpu."""
-    (fx,) = runner.discover(DATA / "verify_fixtures")
+    (fx,) = fixture_meta.discover(DATA / "verify_fixtures")
     rr = runner.measure([fx], repeats=1, timeout=300, traces=tmp_path / "traces")[str(fx.path)]
     runs = rr.runs
     assert rr.complete and [(r.script, r.passes) for r in runs] == [
@@ -788,12 +792,12 @@ def test_measure_real_harness_end_to_end_on_cpu(tmp_path):
     assert all(r.ok for r in runs), [r.error for r in runs]
     # Each run records its start-up (interpreter, imports) and set-up, to calibrate --plan.
     assert all(0 < r.metrics["startup_s"] < r.seconds and 0 <= r.metrics["setup_s"] < r.seconds for r in runs)
-    assert runner.run_record(runs[0])["startup_s"] == runs[0].metrics["startup_s"]
+    assert rule_results.run_record(runs[0])["startup_s"] == runs[0].metrics["startup_s"]
     assert all(r.window("profile")["window_found"] and r.window("profile")["busy_fraction"] == 0.0 for r in runs)
-    result = runner.rule_result(fx, runs, expected_device="cpu")
+    result = rule_results.rule_result(fx, runs, expected_device="cpu")
     assert result["verdict"] == "pass", result["reason"]
     assert result["metrics"]["busy_fraction_timed"]["bad"]["median"] == 0.0
-    assert runner.rule_result(fx, runs, expected_device="cuda")["verdict"] == "fail"
+    assert rule_results.rule_result(fx, runs, expected_device="cuda")["verdict"] == "fail"
     kept = sorted(p.name for p in (tmp_path / "traces").iterdir())
     assert kept == ["TL900-sleep-bad-r0.json", "TL900-sleep-fixed-r0.json"]
     trace = json.loads((tmp_path / "traces" / kept[0]).read_text())

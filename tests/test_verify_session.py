@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from torchlint.verify import cli, runner, session
+from torchlint.verify import cli, fixture_meta, session
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = Path(__file__).parent / "data" / "verify_fake"
@@ -18,12 +18,16 @@ SCRIPT = ROOT / "scripts" / "gpu_verify.sh"
 
 
 def test_parts_go_least_certain_first_with_their_repeats():
-    parts = session.parts(runner.discover(runner.default_fixtures_dir()))
+    parts = session.parts(fixture_meta.discover(fixture_meta.default_fixtures_dir()))
     assert [(p.name, p.repeats) for p in parts] == [("part1-low", 3), ("part2-medium", 2), ("part3-high", 1)]
     assert parts[0].rules == "TL401,TL402,TL501"
     assert parts[1].rules == "TL104,TL106,TL201,TL202,TL301,TL302,TL303,TL403"
     assert parts[2].rules == "TL100,TL101,TL102,TL103,TL105"
-    assert [p.repeats for p in session.parts(runner.discover(runner.default_fixtures_dir()), 7)] == [7, 7, 7]
+    assert [p.repeats for p in session.parts(fixture_meta.discover(fixture_meta.default_fixtures_dir()), 7)] == [
+        7,
+        7,
+        7,
+    ]
 
 
 def test_parts_are_printed_for_the_script(capsys):
@@ -98,15 +102,15 @@ def _by_rule(fixtures, code):
 
 
 def test_a_fixture_with_a_session_of_its_own_is_in_no_part_but_verify_still_runs_it():
-    fixtures = runner.discover(runner.default_fixtures_dir())
+    fixtures = fixture_meta.discover(fixture_meta.default_fixtures_dir())
     tl404 = _by_rule(fixtures, "TL404")
     assert "compile time" in tl404.own_session
     assert all("TL404" not in p.rules for p in session.parts(fixtures))
-    assert [fx.rule for fx in runner.discover(runner.default_fixtures_dir(), ["TL404"])] == ["TL404"]
+    assert [fx.rule for fx in fixture_meta.discover(fixture_meta.default_fixtures_dir(), ["TL404"])] == ["TL404"]
 
 
 def test_fixtures_needing_more_gpus_are_in_no_part_and_skipped_with_why(tmp_path):
-    fixtures = runner.discover(runner.default_fixtures_dir())
+    fixtures = fixture_meta.discover(fixture_meta.default_fixtures_dir())
     tl601 = [fx for fx in fixtures if fx.rule == "TL601"]
     assert tl601 and tl601[0].min_gpus == 2
     assert all("TL601" not in p.rules for p in session.parts(fixtures))
@@ -122,7 +126,7 @@ def test_fixtures_needing_more_gpus_are_in_no_part_and_skipped_with_why(tmp_path
         ),
         ("TL601", "not measured on 1 GPU(s): the fixture needs 2 (meta.toml min_gpus)"),
     ]
-    assert runner.too_few_gpus(tl601[0], 2) is None
+    assert fixture_meta.too_few_gpus(tl601[0], 2) is None
     # a GPU run on a one-GPU machine reports it skipped, with the reason, and runs nothing
     import json
 
@@ -141,8 +145,8 @@ def test_min_gpus_must_be_a_count(tmp_path):
     import pytest
 
     folder = tmp_path / "TL601-data-parallel"
-    shutil.copytree(runner.default_fixtures_dir() / "TL601-data-parallel", folder)
+    shutil.copytree(fixture_meta.default_fixtures_dir() / "TL601-data-parallel", folder)
     meta = folder / "meta.toml"
     meta.write_text(meta.read_text().replace("min_gpus = 2", "min_gpus = 0"))
-    with pytest.raises(runner.FixtureError, match="min_gpus"):
-        runner.load_fixture(folder)
+    with pytest.raises(fixture_meta.FixtureError, match="min_gpus"):
+        fixture_meta.load_fixture(folder)

@@ -10,6 +10,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from torchlint.analysis import collect as collect_mod
 from torchlint.analysis import facts as facts_mod
 from torchlint.analysis.walk import child_fields, children, nodes_of, walk
 from torchlint.rules import all_rules
@@ -154,9 +155,9 @@ SOURCES = _sources()
 def test_fast_walk_gives_identical_facts(name, source):
     module = cst.parse_module(source)
     slow = facts_mod.Facts(module)
-    module.visit(facts_mod._Collector(slow))
+    module.visit(collect_mod._Collector(slow))
     fast = facts_mod.Facts(module)
-    walk(module, facts_mod._Collector(fast))
+    walk(module, collect_mod._Collector(fast))
     assert _normalise(fast) == _normalise(slow)
 
 

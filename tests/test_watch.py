@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from torchlint import watch
-from torchlint.cli import main
+from torchlint.doors.cli import main
+from torchlint.files import watch
 
 from helpers import CLEAN_SRC, TL104_SRC
 

@@ -1,6 +1,6 @@
 """`python -m torchlint`."""
 
-from torchlint.cli import main
+from torchlint.doors.cli import main
 
 if __name__ == "__main__":
     main(prog_name="torchlint")

@@ -1,7 +1,7 @@
 """The library API: the one way in. The CLI (and pre-commit through it), the
 language server, the flake8 plugin and the tests all call these functions;
-each runs the same pipeline (torchlint/pipeline.py) on one file's contents, or
-the runner (torchlint/runner.py) over paths.
+each runs the same pipeline (torchlint/engine/pipeline.py) on one file's contents, or
+the runner (torchlint/files/runner.py) over paths.
 
 Text in, text out (`lint_source`, `check`, `fix_source`) for contents already
 decoded (an editor's buffer); bytes in, bytes out (`lint_bytes`, `fix_bytes`,
@@ -22,15 +22,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from torchlint.config import Settings
-from torchlint.decode import Decoded, DecodeError, decode_source
-from torchlint.discovery import Discovered
-from torchlint.findings import MODES, FileOutcome, FileResult, Finding, Problem
-from torchlint.runner import RunResult
+from torchlint.engine.outcome import MODES, FileOutcome
+from torchlint.files.discovery import Discovered
+from torchlint.files.runner import RunResult
+from torchlint.findings import FileResult, Finding, Problem
+from torchlint.source.decode import Decoded, DecodeError, decode_source
 
 if TYPE_CHECKING:  # imports LibCST: only when a session is made
     from torchlint.analysis.project import ProjectIndex
-    from torchlint.analysis.project.build import Workspace
-    from torchlint.incremental import Cancelled, Session  # noqa: F401
+    from torchlint.engine.incremental import Cancelled, Session  # noqa: F401
+    from torchlint.files.project_pass import Workspace
 
 __all__ = [
     "Cancelled",
@@ -63,7 +64,7 @@ def check(
     """Findings (sorted by position, each with its fix) and problems (a crashed
     rule) for source text; `project`: the index of the project it belongs to
     (None: the text alone)."""
-    from torchlint.pipeline import process_text
+    from torchlint.engine.pipeline import process_text
 
     settings = settings or Settings()
     return process_text(source, path, settings.enabled_for(path), project=project)
@@ -77,10 +78,10 @@ def lint_source(
 
 
 def __getattr__(name: str):
-    """`Session` and `Cancelled` (torchlint/incremental.py), imported on first
+    """`Session` and `Cancelled` (torchlint/engine/incremental.py), imported on first
     use: they import LibCST, which a run answered from the cache never needs."""
     if name in ("Session", "Cancelled"):
-        from torchlint import incremental
+        from torchlint.engine import incremental
 
         return getattr(incremental, name)
     raise AttributeError(name)
@@ -90,7 +91,7 @@ def session(path: str = "<stdin>", settings: Optional[Settings] = None) -> "Sess
     """A document's lint session: `session.check(text)` and `session.fix(text)`
     equal `check(text, path, settings)` and `fix_source(...)`, and each reuses
     what the previous ones computed (incremental parse, kept results)."""
-    from torchlint.incremental import Session
+    from torchlint.engine.incremental import Session
 
     return Session(path, settings)
 
@@ -104,7 +105,7 @@ def fix_source(
 ) -> Tuple[str, List[Finding]]:
     """Apply safe (and, with `unsafe`, unsafe) fixes; return the new text and
     the findings that remain in it."""
-    from torchlint.pipeline import process_text
+    from torchlint.engine.pipeline import process_text
 
     settings = settings or Settings()
     result = process_text(source, path, settings.enabled_for(path), mode="fix", unsafe=unsafe, project=project)
@@ -122,7 +123,7 @@ def process_bytes(
     """Lint ("lint"), fix ("fix") or diff ("diff") contents not read from disk
     (stdin, a buffer); never writes. Undecodable input gives TL000; an internal
     error is a problem of the outcome, never an exception."""
-    from torchlint.pipeline import process_bytes as pipeline
+    from torchlint.engine.pipeline import process_bytes as pipeline
 
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
@@ -171,7 +172,7 @@ def run(
     files under `paths`: sorted findings, problems, warnings, counts, diffs.
     `jobs=0` uses every core; with `cache_root`, lint results are cached in
     `<cache_root>/.torchlint_cache`, or in `cache_dir` when given."""
-    from torchlint.runner import run as run_files
+    from torchlint.files.runner import run as run_files
 
     return run_files(
         list(paths),
@@ -188,7 +189,7 @@ def run(
 def discover(paths: Sequence[str], settings: Optional[Settings] = None) -> Discovered:
     """The files a run over `paths` would lint (sorted) and the problems found
     on the way (missing paths, unreadable folders), as `--show-files` lists them."""
-    from torchlint.discovery import discover as find
+    from torchlint.files.discovery import discover as find
 
     return find(list(paths), settings or Settings())
 
@@ -196,8 +197,8 @@ def discover(paths: Sequence[str], settings: Optional[Settings] = None) -> Disco
 def project_index(paths: Sequence[str], settings: Optional[Settings] = None) -> ProjectIndex:
     """The project index of the files a run over `paths` would lint (for
     `check(..., project=...)` on texts that belong to that project)."""
-    from torchlint.discovery import discover as find
-    from torchlint.runner import _project_index, read_all
+    from torchlint.files.discovery import discover as find
+    from torchlint.files.runner import _project_index, read_all
 
     settings = settings or Settings()
     found = find(list(paths), settings)
@@ -208,7 +209,7 @@ def workspace(roots: Sequence[str], settings: Optional[Settings] = None) -> Work
     """A workspace's project index kept warm for an editor: built from the files
     under `roots` on first use; `.index_for(path, text)` replaces one file's
     summary with that of its current text and returns the index."""
-    from torchlint.analysis.project.build import Workspace
+    from torchlint.files.project_pass import Workspace
 
     return Workspace(roots, settings)
 

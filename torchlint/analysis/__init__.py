@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Analysis"]
 
-_PLACEHOLDER_MARK = "# torchlint-ipython-"  # torchlint.notebook's mark of a blanked IPython line
+_PLACEHOLDER_MARK = "# torchlint-ipython-"  # torchlint.source.notebook's mark of a blanked IPython line
 
 
 def _placeholder(stmt: cst.BaseStatement) -> bool:
@@ -70,7 +70,7 @@ def _placeholder(stmt: cst.BaseStatement) -> bool:
 def __getattr__(name: str) -> Any:
     """`collect_facts`, imported (with LibCST) on first use."""
     if name == "collect_facts":
-        from torchlint.analysis.facts import collect_facts
+        from torchlint.analysis.collect import collect_facts
 
         globals()["collect_facts"] = collect_facts
         return collect_facts
@@ -100,7 +100,7 @@ class Analysis:
         # Rows where a notebook's cells start.
         self.cell_rows = tuple(cell_rows)
         # The code of top-level statement i, where a caller keeps them (a lint
-        # session's parse: torchlint/reparse.py); None: generated here.
+        # session's parse: torchlint/source/reparse.py); None: generated here.
         self._statement_code = statement_code
         # Through the package's attribute (see `__getattr__`), which tests may replace.
         self.facts: Facts = sys.modules[__name__].collect_facts(module)
@@ -125,7 +125,7 @@ class Analysis:
         """The row where each top-level statement's own code starts (after its
         leading comments and blank lines), from one code generation pass (or
         the codes the caller keeps)."""
-        from torchlint.node_edits import PlainCodegen
+        from torchlint.source.codegen import PlainCodegen
 
         module = self.module
         state = PlainCodegen(default_indent=module.default_indent, default_newline=module.default_newline)

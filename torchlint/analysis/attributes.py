@@ -40,7 +40,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, ClassInfo, Facts, Function, dotted_name
 from torchlint.analysis.knowledge import SAME_PLACE_TENSOR_METHODS, Effect, Receiver, Returns, method, symbol
-from torchlint.analysis.values import Kind
+from torchlint.analysis.value_kinds import Kind
 from torchlint.analysis.vocabulary import ALLOCATING_FACTORIES, DATA_CONSTRUCTORS
 
 if TYPE_CHECKING:

@@ -27,7 +27,8 @@ import libcst as cst
 from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, NameUse, Site, dominates
 from torchlint.analysis.helpers import Helpers, is_move_call
 from torchlint.analysis.knowledge import Effect, doing
-from torchlint.analysis.places import ACCEL, CPU, DEVICE, HOST, WRAPPED, Device, Places
+from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE, HOST, WRAPPED, Device
+from torchlint.analysis.places import Places
 from torchlint.analysis.values import Values
 
 _MAX_DEPTH = 3

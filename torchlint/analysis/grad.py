@@ -31,7 +31,8 @@ from torchlint.analysis.loops import INFER, Loops
 from torchlint.analysis.places import Places
 from torchlint.analysis.project.kinds import ClassKind
 from torchlint.analysis.roles import Roles
-from torchlint.analysis.values import MODULE, ModelCall, Values
+from torchlint.analysis.value_kinds import MODULE, ModelCall
+from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import ENABLE_GRAD, INFERENCE_NAME, NO_GRAD_CONTEXTS, SET_GRAD_ENABLED
 from torchlint.analysis.walk import children, contains, mentions
 

@@ -12,7 +12,8 @@ import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Part, Scope, ScopeKind, dotted_name
 from torchlint.analysis.knowledge import HOST_CASTS, HOST_VALUE_READS
-from torchlint.analysis.values import MODULE, Values
+from torchlint.analysis.value_kinds import MODULE
+from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import MOVE_METHODS, PLACING_NAME
 
 MAX_DEPTH = 3

@@ -14,7 +14,8 @@ import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Loop, Part, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers
-from torchlint.analysis.values import DATASET, LOADER, ForwardMethod, Values
+from torchlint.analysis.value_kinds import DATASET, LOADER, ForwardMethod
+from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import INFERENCE_NAME, ITER_WRAPPERS, LOADER_NAME, TOKEN_PICKS
 from torchlint.analysis.walk import children, contains, descendants, mentions
 

@@ -27,6 +27,7 @@ from torchlint.analysis.facts import Call, Facts, Function, Loop, Part, Scope, S
 from torchlint.analysis.helpers import Helpers
 from torchlint.analysis.knowledge import MEMORY_READS, MEMORY_RESETS
 from torchlint.analysis.loops import Loops
+from torchlint.analysis.path_roles import PathRole, path_role
 from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import (
     BENCHMARK_CALLS,
@@ -40,7 +41,6 @@ from torchlint.analysis.vocabulary import (
     TEST_FRAMEWORKS,
     TEST_FUNCTION,
 )
-from torchlint.path_roles import PathRole, path_role
 
 MAX_CALL_DEPTH = 3
 

@@ -79,7 +79,7 @@ class Rule:
         """False only when `check` can report nothing on a module of `text`
         (a necessary condition read from the text, and the project index as
         the file asks it). A file no enabled rule may report on is only
-        checked for syntax (torchlint/precheck.py)."""
+        checked for syntax (torchlint/engine/precheck.py)."""
         return True
 
     @classmethod

@@ -1,6 +1,6 @@
 """TL001: a file torchlint found but could not read.
 
-The runner reports it (torchlint/runner.py) when reading a file fails: no
+The runner reports it (torchlint/files/runner.py) when reading a file fails: no
 permission, an I/O error, a file removed between being found and being read.
 `check` never runs, since there are no contents. Like TL000 it is an ordinary
 rule otherwise (selected, documented, listed) and always reported; it appears

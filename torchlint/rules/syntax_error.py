@@ -1,6 +1,6 @@
 """TL000: the file cannot be analysed (it does not decode or does not parse).
 
-The pipeline reports it from its decode and parse stages (torchlint/pipeline.py),
+The pipeline reports it from its decode and parse stages (torchlint/engine/pipeline.py),
 through `SyntaxErrorRule.finding`; `check` never runs on a module, because a file
 with this finding has no module. It is an ordinary rule otherwise: selected,
 documented and listed like the others.

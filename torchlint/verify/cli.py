@@ -1,4 +1,4 @@
-"""click commands `verify` and `doctor` (registered by torchlint.cli, and by
+"""click commands `verify` and `doctor` (registered by torchlint.doors.cli, and by
 ``python -m torchlint.verify``, which needs nothing but click and torch).
 
 No torch import at import time: only the probe, the doctor and the fixture
@@ -15,9 +15,9 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import click
 
+from torchlint.verify import fixture_meta, rule_results, runner, script_runs
 from torchlint.verify import probe as probe_mod
 from torchlint.verify import report as report_mod
-from torchlint.verify import runner
 from torchlint.verify import verdict as V
 
 DEFAULT_REPEATS = 5
@@ -30,12 +30,12 @@ class Stopped(Exception):
     """SIGTERM (e.g. a wall-clock limit): stop, keep what was measured."""
 
 
-def _run_label(run: Optional[runner.Run]) -> str:
+def _run_label(run: Optional[script_runs.Run]) -> str:
     """The progress bar's label for a measured run."""
     return f"{run.rule} {run.script} r{run.repeat}" if run else ""
 
 
-def _smoke_label(run: Optional[runner.Run]) -> str:
+def _smoke_label(run: Optional[script_runs.Run]) -> str:
     """The progress bar's label for a smoke run."""
     return f"{run.rule} {run.script}" if run else ""
 
@@ -85,10 +85,10 @@ def _write_outputs(
             _err(f"wrote {plot}")
 
 
-def _discover(fixtures_dir: Optional[Path], rules: Sequence[str]) -> List[runner.Fixture]:
+def _discover(fixtures_dir: Optional[Path], rules: Sequence[str]) -> List[fixture_meta.Fixture]:
     try:
-        fixtures = runner.discover(fixtures_dir or runner.default_fixtures_dir(), rules)
-    except runner.FixtureError as exc:
+        fixtures = fixture_meta.discover(fixtures_dir or fixture_meta.default_fixtures_dir(), rules)
+    except fixture_meta.FixtureError as exc:
         _err(f"error: {exc}")
         sys.exit(EXIT_ERROR)
     if not fixtures:
@@ -172,7 +172,7 @@ def _discover(fixtures_dir: Optional[Path], rules: Sequence[str]) -> List[runner
 @click.option(
     "--timeout",
     type=click.FloatRange(min=1),
-    default=runner.DEFAULT_TIMEOUT,
+    default=script_runs.DEFAULT_TIMEOUT,
     show_default=True,
     help="Seconds allowed per script run.",
 )
@@ -211,10 +211,10 @@ def verify_command(
     --require-gpu, 3 when rules were left out by --time-budget.
     """
     root = Path.cwd()
-    rules = runner.split_rules(list(rule_opts) + list(rules_opts))
+    rules = fixture_meta.split_rules(list(rule_opts) + list(rules_opts))
     if merge_files:
         expected = (
-            [runner.not_run_result(fx, NOT_REPORTED, root=root) for fx in _discover(fixtures_dir, rules)]
+            [rule_results.not_run_result(fx, NOT_REPORTED, root=root) for fx in _discover(fixtures_dir, rules)]
             if rules
             else []
         )
@@ -256,7 +256,7 @@ def verify_command(
     if not p.available:
         click.echo(f"GPU verification skipped: {p.reason}")
         fixtures = _discover(fixtures_dir, rules)
-        results = [runner.skipped_result(fx, p.reason, root) for fx in fixtures]
+        results = [rule_results.skipped_result(fx, p.reason, root) for fx in fixtures]
         rep = report_mod.build(
             results, mode="skipped", repeats=repeats, environment=environment, skipped_reason=p.reason
         )
@@ -268,7 +268,7 @@ def verify_command(
 
 
 def _measure(
-    fixtures: List[runner.Fixture],
+    fixtures: List[fixture_meta.Fixture],
     repeats: int,
     environment: Dict[str, Any],
     output: Optional[Path],
@@ -293,15 +293,15 @@ def _measure(
         "argv": sys.argv[1:],
     }
     results: Dict[str, Dict[str, Any]] = {
-        str(fx.path): runner.not_run_result(fx, "not run yet: the run was stopped before this rule", root=root)
+        str(fx.path): rule_results.not_run_result(fx, "not run yet: the run was stopped before this rule", root=root)
         for fx in fixtures
     }
     measured = list(fixtures)
     if not dry_run:  # a dry run checks every script on the CPU; a GPU run measures what the machine can show
         for fx in fixtures:
-            why = runner.too_few_gpus(fx, int(environment.get("device_count") or 0))
+            why = fixture_meta.too_few_gpus(fx, int(environment.get("device_count") or 0))
             if why is not None:
-                results[str(fx.path)] = runner.skipped_result(fx, why, root)
+                results[str(fx.path)] = rule_results.skipped_result(fx, why, root)
                 measured.remove(fx)
 
     def write() -> Dict[str, Any]:
@@ -320,11 +320,11 @@ def _measure(
     def on_rule(rr: runner.RuleRuns) -> None:
         fx = rr.fixture
         if rr.complete:
-            results[str(fx.path)] = runner.rule_result(fx, rr.runs, expected_device, root, repeats=repeats)
+            results[str(fx.path)] = rule_results.rule_result(fx, rr.runs, expected_device, root, repeats=repeats)
         elif rr.runs:
-            results[str(fx.path)] = runner.cut_result(fx, rr.runs, rr.reason, repeats, expected_device, root)
+            results[str(fx.path)] = rule_results.cut_result(fx, rr.runs, rr.reason, repeats, expected_device, root)
         else:
-            results[str(fx.path)] = runner.not_run_result(fx, rr.reason, rr.runs, root)
+            results[str(fx.path)] = rule_results.not_run_result(fx, rr.reason, rr.runs, root)
         write()
 
     sampler = runner.NvmlSampler()
@@ -342,7 +342,7 @@ def _measure(
     try:
         with _progress(total, "verify", _run_label) as bar:
             runner.measure(
-                runner.run_order(measured),
+                fixture_meta.run_order(measured),
                 repeats,
                 progress=lambda run: bar.update(1, run),
                 nvml=sampler,
@@ -399,7 +399,7 @@ def _merge(
 
 
 def _smoke(
-    fixtures: List[runner.Fixture],
+    fixtures: List[fixture_meta.Fixture],
     jobs: Optional[int],
     timeout: float,
     output: Optional[Path],
@@ -408,7 +408,7 @@ def _smoke(
     root: Path,
 ) -> int:
     with _progress(2 * len(fixtures), "smoke", _smoke_label) as bar:
-        runs = runner.smoke(fixtures, jobs or 0, progress=lambda r: bar.update(1, r), timeout=min(timeout, 300.0))
+        runs = script_runs.smoke(fixtures, jobs or 0, progress=lambda r: bar.update(1, r), timeout=min(timeout, 300.0))
     failed = [r for r in runs if not r.ok]
     for fx in fixtures:
         for r in (r for r in runs if r.fixture == str(fx.path)):
@@ -417,7 +417,7 @@ def _smoke(
             click.echo(line + (f"  {r.error}" if r.error else ""))
     click.echo(f"smoke: {len(runs) - len(failed)}/{len(runs)} scripts ran and emitted metrics")
     if output is not None or markdown is not None:
-        rep = report_mod.build([runner.smoke_result(fx, runs, root) for fx in fixtures], mode="smoke", repeats=1)
+        rep = report_mod.build([rule_results.smoke_result(fx, runs, root) for fx in fixtures], mode="smoke", repeats=1)
         if output is not None:
             report_mod.write_json(rep, output)
         if markdown is not None:

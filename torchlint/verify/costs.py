@@ -59,14 +59,14 @@ from torchlint.verify.cost_mode import COST_FILE, enter_cost_mode
 
 
 def measure_fixture(fx: Any, timeout: float = 900.0) -> Dict[str, Any]:
-    from torchlint.verify import runner
+    from torchlint.verify import fixture_meta, script_runs
 
     out: Dict[str, Any] = {"rule": fx.rule, "scripts": {}}
-    for which in runner.SCRIPTS:
+    for which in fixture_meta.SCRIPTS:
         if which == "bad" and fx.bad_error:  # it stops at its first step on a GPU: plan.py times that
             out["scripts"][which] = {"crashes": fx.bad_error}
             continue
-        run = runner.run_script(
+        run = script_runs.run_script(
             fx,
             which,
             ("timing",),
@@ -116,7 +116,7 @@ def run_in_cost_mode(script: str) -> None:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     import argparse
 
-    from torchlint.verify import runner
+    from torchlint.verify import fixture_meta
 
     parser = argparse.ArgumentParser(prog="python -m torchlint.verify.costs", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rules", default="", help="comma-separated rule codes (default: every fixture)")
@@ -127,7 +127,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         run_in_cost_mode(args.run)
         return 0
     rules = [r for r in args.rules.split(",") if r.strip()]
-    fixtures = runner.discover(args.fixtures or runner.default_fixtures_dir(), rules)
+    fixtures = fixture_meta.discover(args.fixtures or fixture_meta.default_fixtures_dir(), rules)
     failed = 0
     for fx in fixtures:
         t0 = time.perf_counter()

@@ -44,9 +44,10 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from torchlint.verify import costs as costs_mod
 from torchlint.verify import session
+from torchlint.verify.fixture_meta import SCRIPTS, Fixture
 from torchlint.verify.harness import DEFAULT_WINDOWS, window_steps
 from torchlint.verify.passes import SETTLE_BELOW_S
-from torchlint.verify.runner import SCRIPTS, Fixture, plan, rule_repeats
+from torchlint.verify.runner import plan, rule_repeats
 
 GPU_FLOPS = 25e12
 GPU_CONV_FLOPS = 100e12  # TF32 convolutions, ~20% of the H100's TF32 peak: small channel counts are memory-bound

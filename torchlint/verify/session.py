@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from torchlint.verify.runner import Certainty, Fixture, default_fixtures_dir, discover, run_order, too_few_gpus
+from torchlint.verify.fixture_meta import Certainty, Fixture, default_fixtures_dir, discover, run_order, too_few_gpus
 
 LIMIT_S = 540  # the whole call: 9 of the device command's 10 minutes
 RULES_BUDGET_S = 480  # the parts' shared budget: the limit less environment capture (~30 s) and the merge

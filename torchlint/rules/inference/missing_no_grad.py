@@ -8,7 +8,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import Call, Function, Loop, Scope, ScopeKind
 from torchlint.analysis.helpers import root_name
-from torchlint.analysis.values import ForwardMethod
+from torchlint.analysis.value_kinds import ForwardMethod
 from torchlint.analysis.vocabulary import VARIABLE
 from torchlint.analysis.walk import children
 from torchlint.findings import Applicability

@@ -7,15 +7,8 @@ from typing import TYPE_CHECKING, Dict, Optional
 import libcst as cst
 
 from torchlint.analysis.facts import Call
-from torchlint.analysis.loaders import (
-    CPU_COLLATE,
-    NO_COLLATE,
-    PIN_MEMORY_POSITION,
-    PLACES,
-    BatchUse,
-    Workers,
-    could_call_loader,
-)
+from torchlint.analysis.loader_calls import could_call_loader
+from torchlint.analysis.loader_kinds import CPU_COLLATE, NO_COLLATE, PIN_MEMORY_POSITION, PLACES, BatchUse, Workers
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import comment_follows, module_at, with_keyword

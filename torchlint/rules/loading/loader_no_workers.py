@@ -7,7 +7,7 @@ from typing import Dict, Optional
 import libcst as cst
 
 from torchlint.analysis.facts import Binding, BindingKind, Call, ScopeKind, Site
-from torchlint.analysis.loaders import (
+from torchlint.analysis.loader_kinds import (
     DEVICE_COLLATE,
     IN_MEMORY,
     ITERABLE,

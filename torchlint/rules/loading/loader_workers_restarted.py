@@ -7,7 +7,7 @@ from typing import Dict, Optional
 import libcst as cst
 
 from torchlint.analysis.facts import Call, dotted_name
-from torchlint.analysis.loaders import NUM_WORKERS_POSITION, SAMPLER_POSITION, Workers
+from torchlint.analysis.loader_kinds import NUM_WORKERS_POSITION, SAMPLER_POSITION, Workers
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import comment_follows, with_keyword

@@ -10,7 +10,7 @@ import libcst as cst
 from torchlint.analysis.facts import Binding, BindingKind, Call, Loop, Scope, Site, dotted_name, strip_methods
 from torchlint.analysis.helpers import root_name
 from torchlint.analysis.knowledge import SAME_PLACE_TENSOR_METHODS
-from torchlint.analysis.places import CPU, DEVICE
+from torchlint.analysis.place_kinds import CPU, DEVICE
 from torchlint.analysis.walk import descendants
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext

@@ -8,7 +8,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import Call, Site, dotted_name
 from torchlint.analysis.knowledge import TENSOR_CUDA_OR_HOST_MOVES
-from torchlint.analysis.values import TENSOR
+from torchlint.analysis.value_kinds import TENSOR
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 

@@ -8,8 +8,8 @@ import libcst as cst
 
 from torchlint.analysis.attributes import CpuAttribute
 from torchlint.analysis.facts import BindingKind, Call, NameUse, Site, dotted_name
-from torchlint.analysis.places import CPU, DEVICE
-from torchlint.analysis.values import TOKENS
+from torchlint.analysis.place_kinds import CPU, DEVICE
+from torchlint.analysis.value_kinds import TOKENS
 from torchlint.analysis.vocabulary import ACCEPTS_DEVICE, NO_DEVICE_KWARG
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set
 import libcst as cst
 
 from torchlint.analysis.facts import Binding, BindingKind, Call, Part, Scope, ScopeKind, Site, dotted_name
-from torchlint.analysis.places import ACCEL, CPU, DEVICE, Event, EventKind
-from torchlint.analysis.values import MODULE, bound_value
+from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE, Event, EventKind
+from torchlint.analysis.value_kinds import MODULE
+from torchlint.analysis.values import bound_value
 from torchlint.analysis.vocabulary import MODEL_NAME, MOVE_METHODS, STATELESS_LAYER
 from torchlint.analysis.walk import descendants
 from torchlint.findings import Applicability

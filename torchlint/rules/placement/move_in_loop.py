@@ -8,8 +8,8 @@ import libcst as cst
 
 from torchlint.analysis.facts import Call, Loop
 from torchlint.analysis.knowledge import CUDA_OR_HOST_MOVES, TENSOR_DEVICE_MOVES
-from torchlint.analysis.places import ACCEL, CPU
-from torchlint.analysis.values import MODULE
+from torchlint.analysis.place_kinds import ACCEL, CPU
+from torchlint.analysis.value_kinds import MODULE
 from torchlint.analysis.walk import descendants
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext

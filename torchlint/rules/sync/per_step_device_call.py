@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from torchlint.analysis.facts import Call, Loop
-from torchlint.analysis.values import MODULE
+from torchlint.analysis.value_kinds import MODULE
 from torchlint.analysis.vocabulary import CLOCKS
 from torchlint.analysis.walk import descendants
 from torchlint.rules.base import Invalid, Rule, RuleContext

@@ -10,7 +10,7 @@ import libcst as cst
 from torchlint.analysis.facts import BindingKind, Call, Loop, Site, dotted_name
 from torchlint.analysis.knowledge import HOST_CASTS, HOST_TENSOR_COPIES, HOST_VALUE_READS
 from torchlint.analysis.loops import HotContext
-from torchlint.analysis.places import DEVICE
+from torchlint.analysis.place_kinds import DEVICE
 from torchlint.analysis.vocabulary import LOSS_NAME
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext

@@ -8,8 +8,8 @@ import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Loop, NameUse, Site, dotted_name
 from torchlint.analysis.knowledge import HOST_COPIES, Effect, doing
-from torchlint.analysis.places import CPU
-from torchlint.analysis.values import MODULE
+from torchlint.analysis.place_kinds import CPU
+from torchlint.analysis.value_kinds import MODULE
 from torchlint.analysis.vocabulary import HOST_OUTPUT_PACKAGES
 from torchlint.analysis.walk import descendants
 from torchlint.rules.base import Invalid, Rule, RuleContext
