@@ -170,3 +170,15 @@ def test_ctrl_c_ends_the_run_with_the_report_so_far(tmp_path):
     assert "interrupted (Ctrl-C)" in err
     items = json.loads(out[out.index("[\n") :])
     assert [i["code"] for i in items] == ["TL401"] and items[0]["runtime"]["count"] >= 3
+
+
+def test_the_runtime_never_imports_a_door():
+    """torchlint/runtime/ may use the library (api, findings, config, report,
+    the rule catalog, the knowledge table), never the doors."""
+    from test_architecture import _imports, _modules
+
+    graph = _imports(_modules())
+    doors = ("torchlint.cli", "torchlint.server", "torchlint.lsp", "torchlint.doors", "torchlint.run_command")
+    for name, imported in graph.items():
+        if name == "torchlint.runtime" or name.startswith("torchlint.runtime."):
+            assert not [m for m in imported if m.startswith(doors)], (name, sorted(imported))

@@ -203,3 +203,17 @@ def test_network_is_off(tmp_path):
         header=False,
     )
     assert run(path).exit_code == 0
+
+
+def test_fake_image_sets():
+    from torchlint.runtime.sandbox import IMAGE_SETS, Sandbox, fake_image_set
+
+    mnist = fake_image_set("MNIST", *IMAGE_SETS["MNIST"])(root="nowhere", train=True, download=True)
+    image, label = mnist[3]
+    assert len(mnist) == 64 and image.size == (28, 28) and 0 <= label < 10 and mnist.data.shape == (64, 28, 28)
+    cifar = fake_image_set("CIFAR10", *IMAGE_SETS["CIFAR10"])(train=False)
+    assert len(cifar) == 32 and cifar.data.shape == (32, 32, 32, 3) and len(cifar.targets) == 32
+    try:
+        import torchvision  # noqa: F401
+    except ImportError:
+        assert Sandbox().fake_data() is False  # nothing to replace

@@ -186,3 +186,29 @@ def test_legacy_cuda_types_and_type_queries(tmp_path):
         0,
         -1,
     ]
+
+
+def test_default_device_and_generators(tmp_path):
+    path = script(
+        tmp_path,
+        """
+        import json
+        out = []
+        with torch.device("cuda"):
+            out.append(str(nn.Linear(3, 2).weight.device))
+        out.append(str(torch.zeros(1).device))
+        torch.set_default_device("cuda")
+        out.append(str(torch.randn(2).device))
+        g = torch.Generator(device="cuda")
+        g.manual_seed(0)
+        out.append(str(torch.randn(2, generator=g).device))
+        out.append(isinstance(torch.default_generator, torch.Generator))
+        json.dump(out, open(__file__ + ".json", "w"))
+        """,
+    )
+    report = run(path)
+    assert report.status is Status.OK, report.error
+    import json
+
+    assert json.loads((tmp_path / "train.py.json").read_text()) == ["cuda:0", "cpu", "cuda:0", "cuda:0", True]
+    assert str(torch.zeros(1).device) == "cpu" and torch._C._len_torch_function_stack() == 0

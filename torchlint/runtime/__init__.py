@@ -30,24 +30,24 @@ if TYPE_CHECKING:
 
 
 def run(target: "Target", options: "RunOptions") -> RunReport:
-    from torchlint.runtime import session
+    from torchlint.runtime.session import run as run_target
 
-    return session.run(target, options)
+    return run_target(target, options)
 
 
 def run_script(path: str, argv: List[str] = [], **options: Any) -> RunReport:  # noqa: B006 (read only)
     """Run a script (or a notebook, by its .ipynb path) with `argv`; options as
     session.RunOptions: steps, timeout, fake_data, lines, isolate."""
-    from torchlint.runtime import session
+    from torchlint.runtime.session import run_script as run_file
 
-    return session.run_script(path, argv, **options)
+    return run_file(path, argv, **options)
 
 
 def run_module(name: str, argv: List[str] = [], **options: Any) -> RunReport:  # noqa: B006 (read only)
     """Run `python -m name argv...` on the simulated accelerator."""
-    from torchlint.runtime import session
+    from torchlint.runtime.session import run_module as run_name
 
-    return session.run_module(name, argv, **options)
+    return run_name(name, argv, **options)
 
 
 __all__ = ["Clock", "Observation", "RunReport", "Site", "Status", "run", "run_module", "run_script"]

@@ -63,8 +63,18 @@ def set_tag(t: object, bits: int) -> None:
         pass
 
 
+class Usage:
+    """Whether anything was sent to the simulated device (reset per run)."""
+
+    used = False
+
+
+USAGE = Usage()
+
+
 def mark(t: torch.Tensor) -> torch.Tensor:
     set_tag(t, tag(t) | ACCEL)
+    USAGE.used = True
     return t
 
 
@@ -564,6 +574,9 @@ def _patch_misc(p: Patches, events: Events) -> None:
 
     p.set(profile, "__init__", legacy_profile)
 
+    p.set(torch, "Generator", _generator_class())
+    _patch_default_device(p)
+
     Tensor = torch.Tensor
 
     def pin_memory(self: torch.Tensor, device: Any = None) -> torch.Tensor:
@@ -578,6 +591,55 @@ def _patch_misc(p: Patches, events: Events) -> None:
     p.set(Tensor, "pin_memory", pin_memory)
     p.set(Tensor, "is_pinned", is_pinned)
     p.set(Tensor, "record_stream", lambda self, stream=None: None)
+
+
+def _patch_default_device(p: Patches) -> None:
+    """`torch.set_default_device("cuda")` and `with torch.device("cuda"):` (a
+    DeviceContext mode, which torch keeps at the bottom of the mode stack):
+    factories called without `device=` make marked CPU tensors."""
+    from torch.utils import _device
+
+    context = _device.DeviceContext
+    context_init = context.__init__
+    context_function = context.__torch_function__
+    constructors: Callable[[], Any] = _device._device_constructors
+
+    def init(self: Any, device: Any) -> None:
+        context_init(self, device)
+        self.__dict__["_torchlint_accel_"] = is_accel(self.device)
+
+    def function(self: Any, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if self.__dict__.get("_torchlint_accel_") and func in constructors() and kwargs.get("device") is None:
+            out = func(*args, **dict(kwargs, device=CPU))
+            for t in tensors_in(out, depth=1):
+                mark(t)
+            return out
+        return context_function(self, func, types, args, kwargs)
+
+    p.set(context, "__init__", init)
+    p.set(context, "__torch_function__", function)
+
+
+def _generator_class() -> Any:
+    """`torch.Generator(device="cuda")`: a CPU generator (the simulated device's
+    random numbers come from the CPU), still an instance of torch.Generator
+    for every check, as is every generator torch made itself."""
+    base: Any = torch._C.Generator
+
+    class Meta(type(base)):  # type: ignore[misc]
+        def __instancecheck__(cls, obj: Any) -> bool:
+            return isinstance(obj, base)
+
+        def __subclasscheck__(cls, sub: Any) -> bool:
+            return issubclass(sub, base)
+
+    class Generator(base, metaclass=Meta):  # type: ignore[misc]
+        def __new__(cls, device: Any = "cpu") -> Any:
+            return base.__new__(cls, CPU if is_accel(device) else device)
+
+    Generator.__module__ = "torch"
+    return Generator
 
 
 def _grad_scalers() -> List[Any]:
@@ -595,6 +657,7 @@ def install(events: Events) -> Patches:
     """Make this process look like a machine with one CUDA device (see the
     module's docstring). `Patches.restore()` undoes it."""
     p = Patches()
+    USAGE.used = False
     try:
         _patch_device_api(p, events)
         _patch_modules(p, events)

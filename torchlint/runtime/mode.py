@@ -39,7 +39,20 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Protocol, Tup
 import torch
 from torch.overrides import TorchFunctionMode
 
-from torchlint.runtime.accelerator import ACCEL, BATCH, CPU, CUDA0, FRESH, KEY, ORIGIN, is_accel, marked, set_tag, tag
+from torchlint.runtime.accelerator import (
+    ACCEL,
+    BATCH,
+    CPU,
+    CUDA0,
+    FRESH,
+    KEY,
+    ORIGIN,
+    USAGE,
+    is_accel,
+    marked,
+    set_tag,
+    tag,
+)
 from torchlint.runtime.sites import Key, UserFiles
 
 Tensor = torch.Tensor
@@ -143,13 +156,17 @@ class Simulator(TorchFunctionMode):
     ) -> Any:
         if kwargs is None:
             kwargs = {}
-        special = _SPECIAL.get(func)
+        try:
+            special = _SPECIAL.get(func)
+        except TypeError:  # an unhashable callable: nothing of ours
+            return func(*args, **kwargs)
         if special is not None:
             return special(self.observer, func, args, kwargs)
         device = kwargs.get("device")
         to_device = device is not None and is_accel(device)
         if to_device:
             kwargs = dict(kwargs, device=CPU)
+            USAGE.used = True
         inputs: List[torch.Tensor] = []
         for a in args:
             if isinstance(a, Tensor):
@@ -221,6 +238,7 @@ def _move(observer: Observer, self: torch.Tensor, to_device: bool, call: Callabl
         if out is self:
             out = self.clone()
         set_tag(out, ACCEL)
+        USAGE.used = True
         observer.uploaded(self, out)
         return out
     if not marked(self):

@@ -29,6 +29,7 @@ class Clock(str, Enum):
     OPTIMIZER = "optimizer steps"
     BATCHES = "batches"
     FORWARDS = "forward calls"
+    PASSES = "passes"  # over a DataLoader (TL304)
 
     def __str__(self) -> str:
         return self.value

@@ -30,6 +30,7 @@ recur per step (steps.py); the others whenever they occur.
 
 from __future__ import annotations
 
+import dataclasses
 import dis
 import linecache
 import os
@@ -100,7 +101,8 @@ class LoaderInfo:
     pin_memory: bool
     persistent: bool
     in_memory: bool
-    iterations: int = 0
+    iterations: int = 0  # passes begun
+    restarts: int = 0  # passes that started the workers again
     batches: int = 0
     moved: int = 0  # batches copied to the device
     last_moved: int = -1
@@ -572,6 +574,8 @@ class Recorder:
             info = loader.__dict__.get(INFO)
             if info is not None:
                 info.iterations += 1
+                if info.iterations > 1 and info.workers > 0 and not info.persistent:
+                    info.restarts += 1
             return loader_iter(loader)
 
         def new_iterator(it: Any, loader: Any) -> None:
@@ -616,6 +620,9 @@ class Recorder:
         reached backward (TL201; the current step's only when the run completed),
         the loaders (TL301-TL304), a run that never used the device (TL100)."""
         self.on = False
+        from torchlint.runtime.accelerator import USAGE
+
+        self.device_used = self.device_used or USAGE.used
         now = self.steps.reading()
         for record in self.forwards:
             if record.reached:
@@ -632,23 +639,43 @@ class Recorder:
         self.forwards.clear()
 
     def loader_observations(self) -> List[Observation]:
-        out: List[Observation] = []
+        """TL301-TL304, one per `DataLoader(...)` call site (a helper that builds
+        the train and the validation loader is one site)."""
+        by_site: Dict[Key, LoaderInfo] = {}
         for info in self.loaders:
             if info.site is None or not info.batches:
                 continue
-            site = site_at(info.site, self.files)
+            merged = by_site.get(info.site)
+            if merged is None:
+                by_site[info.site] = dataclasses.replace(info)
+                continue
+            merged.batch_size = merged.batch_size if merged.batch_size == info.batch_size else None
+            merged.workers = min(merged.workers, info.workers)
+            merged.pin_memory = merged.pin_memory and info.pin_memory
+            merged.persistent = merged.persistent and info.persistent
+            merged.in_memory = merged.in_memory and info.in_memory
+            merged.iterations += info.iterations
+            merged.restarts += info.restarts
+            merged.batches += info.batches
+            merged.moved += info.moved
+            merged.wait += info.wait
+            merged.busy += info.busy
+        out: List[Observation] = []
+        for key, info in by_site.items():
+            site = site_at(key, self.files)
             timings = (("wait_s", info.wait), ("busy_s", info.busy))
             for code, message, count in _loader_findings(info, self.device_used):
+                passes = code == "TL304"
                 out.append(
                     Observation(
                         code,
                         site,
                         message,
                         count,
-                        info.batches,
-                        info.batches,
-                        Clock.BATCHES,
-                        per_step=info.batches >= 2,
+                        info.iterations if passes else count,
+                        info.iterations if passes else info.batches,
+                        Clock.PASSES if passes else Clock.BATCHES,
+                        per_step=True,
                         timings=timings,
                     )
                 )
@@ -737,13 +764,13 @@ def _loader_findings(info: LoaderInfo, device_used: bool) -> List[Tuple[str, str
                 info.moved,
             )
         )
-    if info.workers > 0 and not info.persistent and info.iterations >= 2:
+    if info.workers > 0 and not info.persistent and info.restarts:
         found.append(
             (
                 "TL304",
-                f"this DataLoader's {info.workers} workers are started anew on each of its {info.iterations} "
-                "passes: `persistent_workers=True` keeps them",
-                info.iterations - 1,
+                f"this DataLoader starts its {info.workers} worker processes anew on each pass over the data: "
+                "`persistent_workers=True` keeps them",
+                info.restarts,
             )
         )
     return found

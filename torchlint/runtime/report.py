@@ -33,6 +33,8 @@ FORMATS = ("text", *CHECK_FORMATS)
 def count_text(o: Observation) -> str:
     """ "8 times, every step: 8 of 8 optimizer steps", "once", "3 times, in 3 of 40 batches"."""
     times = "once" if o.count == 1 else f"{o.count} times"
+    if o.clock is Clock.PASSES:
+        return f"{'1 restart' if o.count == 1 else f'{o.count} restarts'} in {o.steps} passes"
     if o.steps <= 1:
         return times
     share = f"{o.steps_seen} of {o.steps} {o.clock}"
@@ -152,7 +154,12 @@ def _target(report: RunReport, cwd: str) -> str:
     return report.target if rel.startswith("..") else rel
 
 
-_SINGULAR = {Clock.OPTIMIZER: "optimizer step", Clock.BATCHES: "batch", Clock.FORWARDS: "forward call"}
+_SINGULAR = {
+    Clock.OPTIMIZER: "optimizer step",
+    Clock.BATCHES: "batch",
+    Clock.FORWARDS: "forward call",
+    Clock.PASSES: "pass",
+}
 
 
 def status_line(report: RunReport, cwd: Optional[str] = None) -> str:

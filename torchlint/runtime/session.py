@@ -107,14 +107,27 @@ class _Alarm:
             self.armed = False
 
 
-def _leave_mode(mode: Any) -> None:
-    """Pop the torch function mode stack down to and including `mode` (the
-    script may have left modes of its own above it: `set_default_device`)."""
-    import torch
+class _ModeStack:
+    """The torch function modes and default device as they were before the run:
+    the script may leave modes of its own (`torch.set_default_device` keeps a
+    DeviceContext at the bottom of the stack); they go with the run."""
 
-    while torch._C._len_torch_function_stack():
-        if torch._C._pop_torch_function_stack() is mode:
-            return
+    def __init__(self) -> None:
+        import torch
+        from torch.utils import _device
+
+        self.length = torch._C._len_torch_function_stack()
+        self.context = getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None)
+        self.current = _device.CURRENT_DEVICE
+
+    def restore(self) -> None:
+        import torch
+        from torch.utils import _device
+
+        while torch._C._len_torch_function_stack() > self.length:
+            torch._C._pop_torch_function_stack()
+        torch._GLOBAL_DEVICE_CONTEXT.device_context = self.context
+        _device.CURRENT_DEVICE = self.current
 
 
 def _error(exc: BaseException, files: UserFiles) -> ScriptError:
@@ -125,7 +138,8 @@ def _error(exc: BaseException, files: UserFiles) -> ScriptError:
         kept.append(frames[-1])
     lines = ["Traceback (most recent call last, the script's frames):\n"]
     lines.extend(traceback.format_list(kept[-12:]))
-    lines.extend(traceback.format_exception_only(type(exc), exc))
+    message = "".join(traceback.format_exception_only(type(exc), exc)).splitlines(keepends=True)
+    lines.extend(message[:8] + (["    ...\n"] if len(message) > 8 else []))
     site = None
     tb: Optional[TracebackType] = exc.__traceback__
     while tb is not None:  # the innermost user frame
@@ -147,9 +161,8 @@ def _exit_code(code: Any) -> int:
 
 def run(target: Target, options: RunOptions = RunOptions()) -> RunReport:
     """Run the target on the simulated accelerator and report what it did."""
-    import torch
 
-    from torchlint.runtime import accelerator
+    from torchlint.runtime.accelerator import install
     from torchlint.runtime.mode import Simulator
     from torchlint.runtime.observers import Recorder
     from torchlint.runtime.sandbox import Sandbox
@@ -164,14 +177,14 @@ def run(target: Target, options: RunOptions = RunOptions()) -> RunReport:
         sandbox.seed()
     if options.fake_data:
         sandbox.fake_data()
-    patches = accelerator.install(recorder)
+    patches = install(recorder)
     recorder.install()
     mode = Simulator(recorder)
     lines = _Lines(files) if options.lines else None
     alarm = _Alarm(options.timeout)
     status, exit_code, error = Status.OK, 0, None
     start = time.perf_counter()
-    stack = torch._C._len_torch_function_stack()
+    modes = _ModeStack()
     imported: List[str] = []
     try:
         with prepared(target, files) as imported:
@@ -185,8 +198,7 @@ def run(target: Target, options: RunOptions = RunOptions()) -> RunReport:
                 if lines is not None:
                     lines.stop()
                 alarm.stop()
-                if torch._C._len_torch_function_stack() > stack:
-                    _leave_mode(mode)
+                modes.restore()
     except RunTimeout as exc:
         status, exit_code, error = Status.TIMED_OUT, EXIT_TIMEOUT, _stopped(exc)
     except StopRun as exc:
