@@ -600,8 +600,8 @@ def _patch_default_device(p: Patches) -> None:
     from torch.utils import _device
 
     context = _device.DeviceContext
-    context_init = context.__init__
-    context_function = context.__torch_function__
+    context_init: Callable[..., None] = context.__init__
+    context_function: Callable[..., Any] = context.__torch_function__
     constructors: Callable[[], Any] = _device._device_constructors
 
     def init(self: Any, device: Any) -> None:
