@@ -2,6 +2,8 @@
 sys.path, exit codes, failures, --steps and --timeout."""
 
 import json
+import os
+import signal
 import sys
 import textwrap
 
@@ -95,19 +97,14 @@ def test_a_notebook_cell_and_line(tmp_path):
             ("code", HEADER),
             ("code", "%matplotlib inline\n!pip install nothing\nSTEPS = 3"),
             ("code", "%%bash\necho not python"),
-            ("code", TRAIN.lstrip("\n")),
+            ("code", "%%time\n" + TRAIN.lstrip("\n")),  # runs its body, at its own lines
         ],
     )
     report = runtime.run_script(str(nb))
     assert report.status is Status.OK and report.kind == "notebook", report.error
     o = only(report, "TL401")
-    assert (o.site.path, o.site.cell, o.site.line, o.count) == (
-        str(nb),
-        5,
-        TRAIN.lstrip("\n").splitlines().index("    print(loss.item())") + 1,
-        3,
-    )
-    assert o.site.where() == f"{nb}:cell 5:8"
+    assert (o.site.path, o.site.cell, o.site.line, o.count) == (str(nb), 5, 9, 3)
+    assert o.site.where() == f"{nb}:cell 5:9"
 
 
 def test_a_notebook_without_ipython(tmp_path, monkeypatch):
@@ -147,6 +144,27 @@ def test_a_script_that_raises(tmp_path):
     assert report.error.type == "ValueError" and report.error.site.line == line_of(path, "raise ValueError")
     assert "bad batch" in report.error.traceback and "step(i)" in report.error.traceback
     assert reported(report) == [("TL401", line_of(path, "print(loss.item())"), 3)]
+
+
+def test_the_process_is_left_as_it_was(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = script(
+        tmp_path,
+        """
+        import os, signal, sys
+        os.makedirs("sub", exist_ok=True)
+        os.chdir("sub")
+        os.environ["TORCHLINT_TEST_VAR"] = "1"
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        sys.stdout = open(os.devnull, "w")
+        """,
+        header=False,
+    )
+    handler = signal.getsignal(signal.SIGINT)
+    stdout = sys.stdout
+    assert run(path).status is Status.OK
+    assert os.getcwd() == str(tmp_path) and "TORCHLINT_TEST_VAR" not in os.environ
+    assert signal.getsignal(signal.SIGINT) is handler and sys.stdout is stdout
 
 
 def test_sys_exit_codes(tmp_path):

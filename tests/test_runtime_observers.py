@@ -400,3 +400,37 @@ def test_host_reads_of_each_kind(tmp_path):
     assert "condition" in condition.message
     numpy = [o for o in report.findings if o.site.line == rows[-1]][0]
     assert "raises" in numpy.message
+
+
+def test_evaluation_once_per_epoch_is_judged_on_its_own_batches(tmp_path):
+    path = script(
+        tmp_path,
+        """
+        model = Net().to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        data = TensorDataset(torch.randn(32, 10), torch.randint(0, 3, (32,)))
+        train = DataLoader(data, batch_size=8, pin_memory=True)
+        val = DataLoader(data, batch_size=16, pin_memory=True)
+        for epoch in range(3):
+            for x, y in train:
+                loss = F.cross_entropy(model(x.to(device)), y.to(device))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            total = 0.0
+            for x, y in val:
+                out = model(x.to(device))
+                total += F.cross_entropy(out, y.to(device)).item()
+            print(f"epoch {epoch}: {total:.3f} {loss.item():.3f}")
+        """,
+    )
+    report = run(path)
+    assert report.steps == 12 and report.clock is Clock.OPTIMIZER
+    assert sorted(reported(report)) == [
+        ("TL201", line_of(path, "out = model(x"), 6),
+        ("TL401", line_of(path, "total += F.cross_entropy"), 6),
+    ]
+    o = only(report, "TL201")
+    assert (o.clock, o.steps_seen, o.steps, o.per_step) == (Clock.BATCHES, 6, 6, True)
+    epochly = [x for x in report.observations if x.site.line == line_of(path, 'print(f"epoch')]
+    assert [(x.code, x.count, x.reported) for x in epochly] == [("TL401", 3, False)]

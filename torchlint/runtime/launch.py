@@ -28,7 +28,9 @@ import json
 import linecache
 import os
 import runpy
+import signal
 import sys
+import threading
 import tokenize
 import types
 from dataclasses import dataclass
@@ -90,6 +92,8 @@ def prepared(target: Target, files: UserFiles) -> Iterator[List[str]]:
     afterwards; yields a list that gets the files of the user's modules the
     run imported."""
     argv, path, main = sys.argv[:], sys.path[:], sys.modules.get("__main__")
+    cwd, environ, streams = os.getcwd(), dict(os.environ), (sys.stdout, sys.stderr, sys.stdin)
+    interrupt = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
     before = set(sys.modules)
     if target.kind == "module":
         sys.argv = [target.name, *target.argv]
@@ -101,9 +105,16 @@ def prepared(target: Target, files: UserFiles) -> Iterator[List[str]]:
     try:
         yield imported
     finally:
-        sys.argv[:] = argv
         sys.argv = argv
         sys.path[:] = path
+        sys.stdout, sys.stderr, sys.stdin = streams
+        with contextlib.suppress(OSError):
+            os.chdir(cwd)
+        if os.environ != environ:
+            os.environ.clear()
+            os.environ.update(environ)
+        if interrupt is not None:
+            signal.signal(signal.SIGINT, interrupt)
         if main is not None:
             sys.modules["__main__"] = main
         for name in [n for n in sys.modules if n not in before]:
@@ -163,6 +174,14 @@ def _skipped(source: str) -> bool:
     return magic is not None and magic not in PYTHON_CELL_MAGICS
 
 
+def _python_cell_magic(source: str) -> bool:
+    """A cell magic that runs its body as Python (`%%time`, `%%capture`, `%%timeit`)."""
+    from torchlint.notebook import PYTHON_CELL_MAGICS, cell_magic
+
+    first = source.split("\n", 1)[0]
+    return cell_magic(first) in PYTHON_CELL_MAGICS
+
+
 _QUIET_MAGICS = frozenset({"matplotlib", "pip", "conda", "load_ext", "config", "gui"})
 
 
@@ -209,7 +228,12 @@ def run_notebook(path: str, files: UserFiles) -> None:
         for number, source in notebook_cells(path):
             if _skipped(source):
                 continue
-            text = shell.transform_cell(source) if shell is not None else plain.get(number, source)
+            if _python_cell_magic(source):  # `%%time`: its body runs once, at its own lines
+                first, _, body = source.partition("\n")
+                text = "pass\n" + body  # a line of its own, which IPython does not strip as it strips blank ones
+                text = shell.transform_cell(text) if shell is not None else plain.get(number, text)
+            else:
+                text = shell.transform_cell(source) if shell is not None else plain.get(number, source)
             filename = f"<torchlint-cell-{number}:{os.path.basename(path)}>"
             lines = source.splitlines(keepends=True)
             linecache.cache[filename] = (len(source), None, lines, filename)
