@@ -173,7 +173,9 @@ def test_legacy_cuda_types_and_type_queries(tmp_path):
         import json
         x = torch.cuda.FloatTensor([1.0, 2.0])
         y = torch.ones(2).type("torch.cuda.FloatTensor")
-        json.dump([str(x.device), x.type(), str(y.device), x.get_device(), torch.ones(1).get_device()], open(__file__ + ".json", "w"))
+        z = torch.ones(2, dtype=torch.int64).type(torch.cuda.FloatTensor)
+        kinds = [isinstance(x, torch.cuda.FloatTensor), isinstance(torch.ones(1), torch.cuda.FloatTensor), z.dtype == torch.float32]
+        json.dump([str(x.device), x.type(), str(y.device), x.get_device(), torch.ones(1).get_device(), str(z.device), kinds], open(__file__ + ".json", "w"))
         """,
     )
     assert run(path).status is Status.OK
@@ -185,6 +187,8 @@ def test_legacy_cuda_types_and_type_queries(tmp_path):
         "cuda:0",
         0,
         -1,
+        "cuda:0",
+        [True, False, True],
     ]
 
 

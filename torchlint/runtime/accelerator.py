@@ -322,7 +322,7 @@ def _patch_device_api(p: Patches, events: Events) -> None:
         ("ByteTensor", torch.uint8),
         ("BoolTensor", torch.bool),
     ):
-        p.set(cuda, legacy, _legacy_constructor(dtype))
+        p.set(cuda, legacy, _legacy_constructor(legacy, dtype))
     nvtx = getattr(cuda, "nvtx", None)
     if nvtx is not None:
         for name in ("range_push", "range_pop", "mark", "range_start", "range_end"):
@@ -347,15 +347,26 @@ def _patch_device_api(p: Patches, events: Events) -> None:
                 p.set(accelerator, name, _distinct(value))
 
 
-def _legacy_constructor(dtype: torch.dtype) -> Callable[..., torch.Tensor]:
-    """`torch.cuda.FloatTensor(...)`: a tensor of that type on the simulated device."""
+class _LegacyType(type):
+    """The metaclass of `torch.cuda.FloatTensor` and friends: calling one makes
+    a marked tensor of its dtype; `isinstance(t, torch.cuda.FloatTensor)` asks
+    whether `t` is marked and of that dtype; `t.type(torch.cuda.FloatTensor)`
+    converts (mode.py reads `legacy_dtype`)."""
 
-    def make(*args: Any, **kwargs: Any) -> torch.Tensor:
+    legacy_dtype: torch.dtype
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> torch.Tensor:
         if len(args) == 1 and not isinstance(args[0], int):
-            return mark(torch.tensor(args[0], dtype=dtype))
-        return mark(torch.empty(*args, dtype=dtype))
+            return mark(torch.tensor(args[0], dtype=cls.legacy_dtype))
+        return mark(torch.empty(*args, dtype=cls.legacy_dtype))
 
-    return make
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, torch.Tensor) and marked(obj) and obj.dtype == cls.legacy_dtype
+
+
+def _legacy_constructor(name: str, dtype: torch.dtype) -> Any:
+    """`torch.cuda.FloatTensor`: a tensor type of the simulated device."""
+    return _LegacyType(name, (), {"legacy_dtype": dtype, "__module__": "torch.cuda"})
 
 
 # -- modules ---------------------------------------------------------------------------------------

@@ -307,6 +307,9 @@ def _type(observer: Observer, func: Any, args: Tuple[Any, ...], kwargs: Dict[str
         if marked(self):
             return "torch.cuda." + _LEGACY_NAMES.get(self.dtype, "FloatTensor")
         return func(*args, **kwargs)
+    legacy = getattr(dtype, "legacy_dtype", None)  # `t.type(torch.cuda.FloatTensor)` (accelerator._LegacyType)
+    if isinstance(legacy, torch.dtype):
+        return _move(observer, self, True, lambda: func(self, legacy))
     if isinstance(dtype, str):
         on_device = dtype.startswith("torch.cuda.")
         host_name = dtype.replace("torch.cuda.", "torch.", 1)

@@ -199,7 +199,6 @@ class Recorder:
             related.append(origin)
         if owner is not None:
             module, attr, kind = owner
-            built = module.__dict__.get(BUILT)
             for m in (self.modules[0] if self.modules else None, module):
                 built = m.__dict__.get(BUILT) if m is not None else None
                 if built is not None and built not in related:
@@ -254,7 +253,7 @@ class Recorder:
             related=tuple(related),
             crash=True,
             per_call=bool(self.modules),
-            stack=self._stack(frame),
+            stack=None if (code, site, "") in self.entries else self._stack(frame),
         )
 
     def _owner(self, t: torch.Tensor) -> Optional[Tuple[torch.nn.Module, str, str]]:
