@@ -80,6 +80,10 @@ def test_values_are_real_and_moves_copy(tmp_path):
         twin = copy.deepcopy(model)
         out["twin_device"] = str(twin.fc.weight.device)
         out["back"] = str(model.cpu().fc.weight.device)
+        manual = nn.Linear(2, 2)
+        for param in manual.parameters():
+            param.data = param.data.to(device)
+        out["manual"] = str(manual(torch.ones(1, 2, device=device)).device)
         out["host"] = str(y.cpu().device)
         torch.save({"w": z}, "ckpt.pt")
         out["loaded"] = str(torch.load("ckpt.pt", map_location=device)["w"].device)
@@ -101,6 +105,7 @@ def test_values_are_real_and_moves_copy(tmp_path):
     finally:
         os.chdir(cwd)
     assert report.status is Status.OK, report.error
+    assert reported(report) == []  # nothing mixed devices; the reads happen once
     out = json.loads((tmp_path / "out.json").read_text())
     assert out == {
         "available": True,
@@ -121,6 +126,7 @@ def test_values_are_real_and_moves_copy(tmp_path):
         "param_device": "cuda:0",
         "twin_device": "cuda:0",
         "back": "cpu",
+        "manual": "cuda:0",
         "host": "cpu",
         "loaded": "cuda:0",
         "loaded_cpu": "cpu",

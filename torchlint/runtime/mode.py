@@ -395,10 +395,23 @@ def _keep(observer: Observer, func: Any, args: Tuple[Any, ...], kwargs: Dict[str
     return func(*args, **kwargs)
 
 
+def _descriptor(name: str) -> Any:
+    return next(vars(k)[name] for k in Tensor.__mro__ if name in vars(k))
+
+
 def _getter(name: str) -> Any:
     """What the mode is handed when a tensor property is read: its descriptor's `__get__`."""
-    descriptor = next(vars(k)[name] for k in Tensor.__mro__ if name in vars(k))
-    return descriptor.__get__
+    return _descriptor(name).__get__
+
+
+def _set_data(observer: Observer, func: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> Any:
+    """`p.data = t`: `p` is now where `t` is (a manual move, allowed on a GPU)."""
+    out = func(*args, **kwargs)
+    self, value = args[0], args[1]
+    if isinstance(value, Tensor):
+        bits = tag(self)
+        set_tag(self, bits | ACCEL if marked(value) else bits & ~ACCEL)
+    return out
 
 
 def _special() -> Dict[Any, Handler]:
@@ -426,6 +439,7 @@ def _special() -> Dict[Any, Handler]:
         _getter("is_cpu"): _is_cpu,
         T.get_device: _get_device,
         _getter("grad"): _grad,
+        _descriptor("data").__set__: _set_data,
         T.__iter__: _iter,
         T.__getitem__: _getitem,
         T.__setitem__: _keep,
