@@ -58,7 +58,7 @@ _FORMATS = ("text", "full", "concise", "json", "json-lines", "github", "gitlab",
     help="torchvision's downloadable image sets (MNIST, CIFAR10...) give small synthetic sets.",
 )
 @click.option("--exit-zero", is_flag=True, help="Exit 0 when the script succeeded, even with findings.")
-@click.argument("target", required=False)
+@click.argument("target", required=False, metavar="SCRIPT")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def run_command(
     module: Optional[str],
