@@ -452,122 +452,17 @@ def _legacy_constructor(torch, dtype):
 
 # -- data that is not here -----------------------------------------------------------------------
 
-# torchvision datasets that download a fixed image set: (height, width, channels, classes, layout).
-# "tensor": `data`/`targets` tensors (MNIST and friends); "array": a NumPy `data` (N, H, W, C) and a
-# `targets` list (CIFAR); "svhn": a NumPy `data` (N, C, H, W) and `labels`.
-_IMAGE_SETS = {
-    "MNIST": (28, 28, 1, 10, "tensor"),
-    "FashionMNIST": (28, 28, 1, 10, "tensor"),
-    "KMNIST": (28, 28, 1, 10, "tensor"),
-    "QMNIST": (28, 28, 1, 10, "tensor"),
-    "EMNIST": (28, 28, 1, 47, "tensor"),
-    "CIFAR10": (32, 32, 3, 10, "array"),
-    "CIFAR100": (32, 32, 3, 100, "array"),
-    "SVHN": (32, 32, 3, 10, "svhn"),
-    "STL10": (96, 96, 3, 10, "svhn"),
-}
-FAKE_TRAIN, FAKE_TEST = 64, 32  # samples: enough for a few batches, quick to run
-
 
 def install_fake_data() -> bool:
     """Replace torchvision's downloadable image sets (MNIST, CIFAR10, ...) by
     small synthetic ones of the same shapes, classes and attributes (`data`,
     `targets`, `classes`, MNIST's `train_data`/`train_labels`...), the same in
     every run: code that would stop at the download runs on. False when
-    torchvision is not installed."""
-    tvd = _import_torchvision_datasets()
-    if tvd is None:
-        return False
-    for name, spec in _IMAGE_SETS.items():
-        if hasattr(tvd, name):
-            setattr(tvd, name, _fake_image_set(name, *spec))
-    return True
+    torchvision is not installed. The sets are `torchlint run --fake-data`'s
+    (torchlint/runtime/sandbox.py), installed for the rest of the process."""
+    from torchlint.runtime.sandbox import Sandbox
 
-
-def _import_torchvision_datasets():
-    """torchvision.datasets, or None when torchvision is not installed. A
-    torchvision whose compiled operators do not match the installed torch (a
-    CUDA wheel beside a CPU build of torch) fails at import while registering
-    them; it is then imported with those registrations skipped: datasets,
-    transforms and models work, its compiled operators (nms, roi_align) do not."""
-    try:
-        import torchvision.datasets as tvd
-
-        return tvd
-    except ImportError:
-        return None
-    except RuntimeError:
-        pass
-    import torch.library
-
-    for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
-        del sys.modules[name]
-    register_fake = torch.library.register_fake
-
-    def tolerant(op, fn=None, /, *, lib=None, _stacklevel=1, allow_override=False):
-        def register(f):
-            try:
-                return register_fake(op, f, lib=lib, _stacklevel=_stacklevel + 1, allow_override=allow_override)
-            except RuntimeError:  # the operator's library did not load
-                return f
-
-        return register(fn) if fn is not None else register
-
-    torch.library.register_fake = tolerant
-    try:
-        import torchvision.datasets as tvd
-
-        return tvd
-    except Exception:
-        return None
-    finally:
-        torch.library.register_fake = register_fake
-
-
-def _fake_image_set(name: str, height: int, width: int, channels: int, classes: int, layout: str):
-    import numpy as np
-    import torch
-    from PIL import Image
-
-    class FakeImageSet(torch.utils.data.Dataset):
-        def __init__(self, root=None, train=True, transform=None, target_transform=None, download=False, **kwargs):
-            split = kwargs.get("split", "train" if train else "test")
-            self.train = bool(train) and split in ("train", "byclass", "balanced", "letters", "digits", "mnist")
-            count = FAKE_TRAIN if self.train else FAKE_TEST
-            rng = np.random.RandomState(0 if self.train else 1)
-            pixels = rng.randint(0, 256, (count, height, width, channels), dtype=np.uint8)
-            labels = rng.randint(0, classes, count)
-            self.transform, self.target_transform, self.root = transform, target_transform, root
-            self.classes = [str(i) for i in range(classes)]
-            self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
-            if layout == "tensor":
-                self.data = torch.from_numpy(pixels[..., 0] if channels == 1 else pixels)
-                self.targets = torch.from_numpy(labels).long()
-            elif layout == "array":
-                self.data, self.targets = pixels, [int(x) for x in labels]
-            else:
-                self.data, self.labels = pixels.transpose(0, 3, 1, 2).copy(), labels.astype(np.int64)
-            self._pixels, self._labels = pixels, labels
-
-        # MNIST's legacy names
-        train_data = test_data = property(lambda self: self.data)
-        train_labels = test_labels = property(lambda self: self.targets)
-
-        def __len__(self):
-            return len(self._labels)
-
-        def __getitem__(self, index):
-            array = self._pixels[index]
-            img = Image.fromarray(array[..., 0], mode="L") if channels == 1 else Image.fromarray(array, mode="RGB")
-            target = int(self._labels[index])
-            if self.transform is not None:
-                img = self.transform(img)
-            if self.target_transform is not None:
-                target = self.target_transform(target)
-            return img, target
-
-    FakeImageSet.__name__ = FakeImageSet.__qualname__ = name
-    return FakeImageSet
+    return Sandbox().fake_data()  # never restored: this process runs one file
 
 
 # -- running code ---------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ LAYERS = [
     ("engine", ["torchlint.engine"]),  # one file's contents through the pipeline
     ("files", ["torchlint.files"]),  # runs over paths: discovery, project index, cache, pool, writes
     ("api", ["torchlint.api"]),  # the one door the others use
-    ("runtime", ["torchlint.runtime"]),  # the dry run of a user's script (reserved: `torchlint run`)
+    ("runtime", ["torchlint.runtime"]),  # the dry run of a user's script (`torchlint run`)
     ("verify", ["torchlint.verify"]),  # fixture pairs measured on a GPU
     ("doors", ["torchlint.doors", "torchlint.server", "torchlint.__main__"]),  # cli, lsp, flake8 plugin
 ]

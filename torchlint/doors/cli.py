@@ -635,11 +635,12 @@ def rule_command(code, show_all, output_format):
 
 def _register_subcommands() -> None:
     """Commands that live with their feature; none imports torch or pygls at import time."""
+    from torchlint.doors.run_command import run_command
     from torchlint.doors.server import server_command
     from torchlint.files.cache import clean_command
     from torchlint.verify.cli import doctor_command, verify_command
 
-    for command in (server_command, verify_command, doctor_command, clean_command):
+    for command in (server_command, verify_command, doctor_command, clean_command, run_command):
         main.add_command(command)
 
 
