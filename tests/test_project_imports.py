@@ -212,7 +212,9 @@ def test_an_importer_outside_the_project_root_is_not_read(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path / "proj")
     assert check("heads.py") == []  # fit.py lies above the project root
     (tmp_path / "proj" / "pyproject.toml").unlink()
-    monkeypatch.chdir(tmp_path)  # the root is the current folder: fit.py is read
+    monkeypatch.chdir(tmp_path)  # no marker: the root is the linted file's folder, never the current one
+    assert check("proj/heads.py") == []
+    (tmp_path / "setup.cfg").write_text("")  # a marker above: the project is tmp_path, fit.py is read
     assert check("proj/heads.py") == [("proj/heads.py:7", "TL102")]
 
 
@@ -296,5 +298,180 @@ def test_a_root_holding_a_data_folder_of_many_files_is_not_listed(tmp_path):
     write(tmp_path, {"model.py": "x = 1\n", "data/README": "images\n"})
     for i in range(120):
         (tmp_path / "data" / f"img{i}.png").write_bytes(b"")
-    assert imports._listing(str(tmp_path), lambda p: True, limit=6) is None  # 123 entries > 6 * 20
-    assert imports._listing(str(tmp_path), lambda p: True, limit=7) == [str(tmp_path / "model.py")]
+    assert imports.listing(str(tmp_path), lambda p: True, limit=6) is None  # 123 entries > 6 * 20
+    assert imports.listing(str(tmp_path), lambda p: True, limit=7) == [str(tmp_path / "model.py")]
+
+
+# -- the project root and the budget (issue 42) ------------------------------------------------
+
+MODEL_NET = "import torch.nn as nn\n\nclass Net(nn.Module):\n    pass\n"
+
+
+def _spy(monkeypatch) -> List[str]:
+    """The paths whose summaries the project pass asks for, cached or not."""
+    from torchlint.files import project_pass
+
+    asked: List[str] = []
+    real = project_pass._cached_summary
+
+    def spy(path, data, cache):
+        asked.append(os.path.realpath(path))
+        return real(path, data, cache)
+
+    monkeypatch.setattr(project_pass, "_cached_summary", spy)
+    return asked
+
+
+def test_a_folder_inside_a_larger_tree_reads_nothing_outside_its_project(tmp_path, monkeypatch):
+    """No marker above: the linted folder is the project, whatever the current
+    folder holds around it (files that import its modules, a module it imports)."""
+    project = {"proj/heads.py": HEAD, "proj/train.py": TRAIN, "proj/base.py": BASE}
+    around = {f"other{i}/fit{j}.py": FIT.replace("from heads", "from proj.heads") for i in range(3) for j in range(4)}
+    around.update({"model.py": MODEL_NET, "other0/model.py": MODEL_NET, "proj_fit.py": FIT})
+    write(tmp_path / "alone", project)
+    write(tmp_path / "tree", {**project, **around})
+    monkeypatch.chdir(tmp_path / "alone")
+    alone = check("proj")
+    monkeypatch.chdir(tmp_path / "tree")
+    asked = _spy(monkeypatch)
+    assert check("proj") == alone
+    assert check("proj/heads.py") == [f for f in alone if f[0].startswith("proj/heads.py")]
+    assert check("proj/train.py") == [f for f in alone if f[0].startswith("proj/train.py")] == []
+    inside = os.path.realpath(tmp_path / "tree" / "proj")
+    assert asked and all(p.startswith(inside + os.sep) for p in asked)
+    (tmp_path / "tree" / ".git").mkdir()  # now the tree is the project: its files count
+    assert check("proj/heads.py") == [("proj/heads.py:7", "TL102")]
+    assert check("proj/train.py") == [("proj/train.py:5", "TL101")]  # `from model import Net`: tree/model.py
+
+
+def test_the_nearest_marker_is_the_root(tmp_path, monkeypatch):
+    from torchlint.files.project_root import ProjectRoots
+
+    write(tmp_path, {"a/setup.py": "", "a/src/pkg/__init__.py": "", "a/src/pkg/m.py": "", "b/pkg/__init__.py": ""})
+    write(tmp_path, {"b/pkg/sub/__init__.py": "", "b/pkg/sub/m.py": "", "c/d/m.py": "", "e/.git": "gitdir: x\n"})
+    write(tmp_path, {"e/m.py": ""})
+    real = os.path.realpath(tmp_path)
+    roots = ProjectRoots([str(tmp_path / "a" / "src"), str(tmp_path / "b" / "pkg" / "sub"), str(tmp_path / "c")])
+    assert roots.of(str(tmp_path / "a" / "src" / "pkg" / "m.py")) == os.path.join(real, "a")  # a marker above
+    assert roots.of(str(tmp_path / "b" / "pkg" / "sub" / "m.py")) == os.path.join(real, "b")  # its top package's folder
+    assert roots.of(str(tmp_path / "c" / "d" / "m.py")) == os.path.join(real, "c")  # the linted folder itself
+    assert ProjectRoots([str(tmp_path / "c" / "d" / "m.py")]).of(str(tmp_path / "c" / "d" / "m.py")) == os.path.join(
+        real, "c", "d"
+    )  # a file: its folder
+    assert ProjectRoots([str(tmp_path)]).of(str(tmp_path / "e" / "m.py")) == os.path.join(real, "e")  # .git, a file
+    configured = ProjectRoots([str(tmp_path / "a")], str(tmp_path))  # a configuration holding the file wins
+    assert configured.of(str(tmp_path / "a" / "src" / "pkg" / "m.py")) == real
+
+
+def _budget_project(tmp_path: Path, importers: int) -> None:
+    files = {"setup.cfg": "", "heads.py": HEAD}
+    files.update({f"fit{i:02d}.py": FIT for i in range(importers)})
+    write(tmp_path, files)
+
+
+def test_a_run_over_its_budget_says_so_once(tmp_path, monkeypatch):
+    from torchlint.analysis.project import imports
+
+    _budget_project(tmp_path, 8)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(imports, "MAX_READ", 3)  # files, not seconds: deterministic
+    monkeypatch.setattr(imports, "MAX_SECONDS", 3600.0)
+    asked = _spy(monkeypatch)
+    args = ["check", "--preview", "--no-cache", "--output-format", "concise", "heads.py"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert "heads.py:7:" in result.stdout  # fit00.py, read within the budget, moves the head
+    lines = [line for line in result.stderr.splitlines() if "project pass" in line]
+    assert len(lines) == 1, result.stderr
+    assert f"under {os.path.realpath(tmp_path)} after 3 (at most 3 files" in lines[0]
+    assert lines[0].startswith("torchlint: warning: ")
+    assert len([p for p in asked if os.path.basename(p).startswith("fit")]) == 3
+    quiet = CliRunner().invoke(main, args + ["-q"])
+    assert "project pass" not in quiet.stderr
+    monkeypatch.setattr(imports, "MAX_READ", 9)  # within the budget: nothing said
+    assert "project pass" not in CliRunner().invoke(main, args).stderr
+
+
+def test_a_root_too_big_to_list_says_so(tmp_path, monkeypatch):
+    from torchlint.analysis.project import imports
+
+    _budget_project(tmp_path, 8)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(imports, "MAX_LISTED", 4)
+    result = CliRunner().invoke(main, ["check", "--preview", "--no-cache", "--output-format", "concise", "heads.py"])
+    assert result.exit_code == 0, result.output  # no importer read: nothing moves the head
+    (line,) = [line for line in result.stderr.splitlines() if "project pass" in line]
+    assert f"{os.path.realpath(tmp_path)} is too big to search" in line
+
+
+def test_the_time_budget_stops_the_search(tmp_path):
+    from torchlint.analysis.project.imports import SECONDS, Budget
+
+    _budget_project(tmp_path, 8)
+    ticks = iter(range(100))
+    budget = Budget(files=100, seconds=2.5, clock=lambda: float(next(ticks)))
+    heads = str(tmp_path / "heads.py")
+    build_index([(heads, Path(heads).read_bytes())], [heads], None, {heads: str(tmp_path)}, budget=budget)
+    assert budget.crossed == [(str(tmp_path), SECONDS)] and budget.read < 8
+
+
+def test_a_second_cold_run_parses_no_file_outside_it_again(tmp_path, monkeypatch):
+    """Summaries of the files outside the run are cached by contents like the run's."""
+    from torchlint.files import project_pass
+
+    write(tmp_path, {"setup.cfg": "", "heads.py": HEAD, "fit.py": FIT, "base.py": BASE, "model.py": MODEL})
+    monkeypatch.chdir(tmp_path)
+    parsed: List[str] = []
+    real = project_pass.summarize_bytes
+
+    def spy(path, data):
+        parsed.append(os.path.basename(path))
+        return real(path, data)
+
+    monkeypatch.setattr(project_pass, "summarize_bytes", spy)
+    args = ["check", "--preview", "--output-format", "concise", "heads.py"]
+    first = CliRunner().invoke(main, args)
+    assert "fit.py" in parsed
+    parsed.clear()
+    (tmp_path / "heads.py").write_text((tmp_path / "heads.py").read_text() + "# edited\n")  # the run's file misses
+    again = CliRunner().invoke(main, args)
+    assert parsed == ["heads.py"] and again.stdout == first.stdout
+
+
+def test_the_workspace_index_obeys_the_same_bound(tmp_path, monkeypatch):
+    """A workspace folder too big to index whole: an open file reads what
+    `torchlint check FILE` reads (its imports, its importers, in its project)."""
+    from torchlint.doors.lsp.project import WorkspaceProject
+    from torchlint.files import project_pass
+
+    from helpers import api
+
+    write(tmp_path, {"ws/.git": "", "ws/heads.py": HEAD, "ws/fit.py": FIT, "ws/base.py": BASE, "ws/model.py": MODEL})
+    write(tmp_path, {"ws/train.py": TRAIN, "outside.py": FIT.replace("from heads", "from ws.heads")})
+    write(tmp_path, {f"ws/pad/m{i}.py": "x = 1\n" for i in range(10)})
+    monkeypatch.setattr(project_pass, "MAX_WORKSPACE_FILES", 5)
+    parsed: List[str] = []
+    real = project_pass.summarize_bytes
+
+    def spy(path, data):
+        parsed.append(os.path.relpath(path, tmp_path))
+        return real(path, data)
+
+    monkeypatch.setattr(project_pass, "summarize_bytes", spy)
+    server = WorkspaceProject()
+    server.warm([str(tmp_path / "ws")])
+    assert parsed == []  # nothing indexed: too many files
+    train = str(tmp_path / "ws" / "train.py")
+    text = (tmp_path / "ws" / "train.py").read_text()
+    index = server.index_for(train, text)
+    assert [f.code for f in api.lint_source(text, train, project=index)] == ["TL101"]
+    assert set(parsed) == {"ws/train.py", "ws/model.py", "ws/base.py"}  # its imports; nothing imports it
+    parsed.clear()
+    heads = str(tmp_path / "ws" / "heads.py")
+    head_text = (tmp_path / "ws" / "heads.py").read_text()
+    index = server.index_for(heads, head_text)
+    assert [f.code for f in api.lint_source(head_text, heads, project=index)] == ["TL102"]
+    assert "outside.py" not in parsed and "ws/fit.py" in parsed
+    assert server.index_for(heads, head_text) is index  # searched once
+    notes = server._workspace.notes if server._workspace is not None else []
+    assert len(notes) == 1 and "not indexed whole" in notes[0]

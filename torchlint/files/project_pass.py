@@ -5,11 +5,12 @@ by the language server (one file's summary replaced when its text changes)."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
-from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
-from torchlint.analysis.project.imports import imported_summaries
+from torchlint.analysis.project.imports import Budget, imported_summaries
 from torchlint.analysis.project.index import ProjectIndex
 from torchlint.analysis.project.kinds import ModuleSummary
 from torchlint.analysis.project.summary import summarize
@@ -17,6 +18,9 @@ from torchlint.analysis.project.summary import summarize
 if TYPE_CHECKING:
     from torchlint.config import Settings
     from torchlint.files.cache import Cache
+    from torchlint.findings import Problem
+
+log = logging.getLogger("torchlint")
 
 # The results cache's key for summaries (they depend on the contents only).
 SUMMARY_CACHE_KEY = "project-summary"
@@ -70,13 +74,16 @@ def build_index(
     files: Sequence[Tuple[str, bytes]],
     roots: Sequence[str] = (),
     cache: Optional["Cache"] = None,
-    project_root: Optional[str] = None,
+    project_root: Optional[Union[str, Mapping[str, str]]] = None,
     admit: Callable[[str], bool] = lambda path: True,
+    budget: Optional[Budget] = None,
 ) -> ProjectIndex:
     """The index of a run's files, given as (path, contents); `cache` (see
-    `summary_cache`) answers the summaries of unchanged contents. With
-    `project_root`, the project files under it that the run's files import
-    (those `admit` lets in) are summarised too (imports.py)."""
+    `summary_cache`) answers the summaries of unchanged contents, the run's
+    and the others'. With `project_root` (one folder, or each file's: see
+    project_root.py), the project files under it that the run's files import,
+    and those that import them (those `admit` lets in), are summarised too,
+    within `budget` (imports.py)."""
     summaries: Dict[str, ModuleSummary] = {path: _cached_summary(path, data, cache) for path, data in files}
     if project_root is not None and summaries:
 
@@ -88,14 +95,51 @@ def build_index(
                 return None
             return _cached_summary(path, data, cache)
 
-        summaries.update(imported_summaries(summaries, project_root, read, admit))
+        summaries.update(imported_summaries(summaries, project_root, read, admit, budget=budget))
     return ProjectIndex(summaries, roots)
+
+
+def budget_warning(budget: Budget) -> Optional["Problem"]:
+    """The one warning of a run whose project pass crossed its budget (None if it
+    did not): which root, how many files, and how to set the root."""
+    from torchlint.analysis.project.imports import ENTRIES_PER_LISTED, LISTING, MAX_LISTED
+    from torchlint.findings import Problem
+
+    if not budget.crossed:
+        return None
+    root, why = budget.crossed[0]
+    if why == LISTING:
+        what = (
+            f"{root} is too big to search for the files that import the linted ones (more than "
+            f"{MAX_LISTED:,} Python files or folders, or {MAX_LISTED * ENTRIES_PER_LISTED:,} entries)"
+        )
+    else:
+        what = (
+            f"stopped reading the project's other files under {root} after {budget.read:,} "
+            f"(at most {budget.files:,} files and {budget.seconds:g} CPU seconds)"
+        )
+    others = len({r for r, _ in budget.crossed} - {root})
+    if others:
+        what += f" (and {others} other project root{'s' if others > 1 else ''})"
+    return Problem(
+        "",
+        f"project pass: {what}; findings that depend on other files may differ from a run over the "
+        "whole project. The project root is the nearest folder holding a pyproject.toml, setup.py, "
+        "setup.cfg or .git above the linted paths (or the --config file's): set one nearer",
+    )
 
 
 class Workspace:
     """A workspace's index, kept warm: built from the files under `roots` on
     first use, then one file's summary is replaced when an editor's text for
-    it changes (`index_for`). Thread-safe."""
+    it changes (`index_for`). Thread-safe.
+
+    Within the bound a run has: a workspace folder with more than
+    `MAX_WORKSPACE_FILES` Python files (or folders; counted without walking
+    further) is not indexed whole. A file in such a folder, or in none,
+    brings in what `torchlint check FILE` reads: the files of its project
+    (project_root.py) it imports and that import it, within a `Budget`, when
+    it is first linted. What crossed a bound is in `notes` (and logged once)."""
 
     def __init__(self, roots: Sequence[str], settings: Optional["Settings"] = None) -> None:
         self.roots = tuple(roots)
@@ -103,6 +147,9 @@ class Workspace:
         self._summaries: Optional[Dict[str, ModuleSummary]] = None
         self._texts: Dict[str, str] = {}  # path -> digest of the text last summarised
         self._index: Optional[ProjectIndex] = None
+        self._indexed: Tuple[str, ...] = ()  # the roots indexed whole (real paths)
+        self._searched: Set[str] = set()  # files whose project was searched (not under an indexed root)
+        self.notes: List[str] = []  # the bounds crossed, said once each
         self._lock = threading.Lock()
 
     def index_for(self, path: Optional[str], text: str) -> ProjectIndex:
@@ -120,29 +167,87 @@ class Workspace:
                     if self._summaries.get(key) != summary:
                         self._summaries[key] = summary
                         self._index = None
+                if self._search(key):
+                    self._index = None
                 path = key
             if self._index is None:
                 self._index = ProjectIndex(self._summaries, self.roots)
             return self._index
 
+    def _note(self, message: str) -> None:
+        if message not in self.notes:
+            self.notes.append(message)
+            log.warning("%s", message)
+
+    def _admit(self, root: str) -> Callable[[str], bool]:
+        from torchlint.config import Settings
+        from torchlint.files.discovery import excluded
+
+        settings = self.settings or Settings()
+        return lambda path: not excluded(path, settings, root)
+
     def _scan(self) -> Dict[str, ModuleSummary]:
         if not self.roots:
             return {}
+        from torchlint.analysis.project.imports import listing
         from torchlint.config import Settings
         from torchlint.files.discovery import discover
 
-        try:
-            found = discover(list(self.roots), self.settings or Settings())
-        except Exception:  # an unreadable workspace: each open file still counts
-            return {}
-        if len(found.files) > MAX_WORKSPACE_FILES:
-            return {}
         out: Dict[str, ModuleSummary] = {}
-        for path in found.files:
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError:
+        indexed: List[str] = []
+        for root in self.roots:
+            if listing(os.path.abspath(root), self._admit(os.path.abspath(root)), MAX_WORKSPACE_FILES) is None:
+                self._note(
+                    f"torchlint: {root} holds more than {MAX_WORKSPACE_FILES:,} Python files or folders: "
+                    "not indexed whole; each file opened reads the files of its project it imports and "
+                    "that import it, as `torchlint check FILE` does"
+                )
                 continue
-            out[os.path.abspath(path)] = summarize_bytes(path, data)
+            try:
+                found = discover([root], self.settings or Settings())
+            except Exception:  # an unreadable workspace: each open file still counts
+                continue
+            indexed.append(os.path.realpath(root))
+            for path in found.files:
+                try:
+                    with open(path, "rb") as fh:
+                        data = fh.read()
+                except OSError:
+                    continue
+                out[os.path.abspath(path)] = summarize_bytes(path, data)
+        self._indexed = tuple(indexed)
         return out
+
+    def _search(self, path: str) -> bool:
+        """For a file under no folder indexed whole, once: add the files of its
+        project it imports and that import it (within a `Budget`); whether any was added."""
+        from torchlint.files.project_root import ProjectRoots, deepest_holding
+
+        assert self._summaries is not None
+        if path in self._searched or deepest_holding(path, self._indexed) is not None:
+            return False
+        self._searched.add(path)
+        configured = None
+        if self.settings is not None and self.settings.config_path is not None:
+            configured = os.path.abspath(self.settings.root)
+        root = ProjectRoots([path], configured).of(path)
+        budget = Budget()
+
+        def read(other: str) -> Optional[ModuleSummary]:
+            try:
+                with open(other, "rb") as fh:
+                    return summarize_bytes(other, fh.read())
+            except OSError:
+                return None
+
+        found = imported_summaries({path: self._summaries[path]}, {path: root}, read, self._admit(root), budget=budget)
+        warning = budget_warning(budget)
+        if warning is not None:
+            self._note(f"torchlint: {warning.message}")
+        added = False
+        for other, summary in found.items():
+            key = os.path.abspath(other)
+            if key not in self._texts and key not in self._summaries:  # an editor's text wins
+                self._summaries[key] = summary
+                added = True
+        return added

@@ -248,11 +248,13 @@ def _project_index(
     summaries=None,
     items: Sequence[FileJob] = (),
     settings: Optional[Settings] = None,
+    budget=None,
 ) -> "ProjectIndex":
     """The project pass over a run's files (summaries cached in `summaries`),
-    and, given `settings`, the files of the project (under `settings.root`)
-    they import; an empty index when no file of the run has a rule that reads
-    the analysis."""
+    and, given `settings`, the files of each one's project (its project root:
+    torchlint/files/project_root.py) they import and that import them, within
+    `budget` (an `imports.Budget`); an empty index when no file of the run has
+    a rule that reads the analysis."""
     from torchlint.files.project_pass import build_index
 
     if items and all(job.enabled <= _NO_ANALYSIS for job in items):
@@ -260,9 +262,16 @@ def _project_index(
     if settings is None:
         return build_index(files, roots, summaries)
     from torchlint.files.discovery import excluded
+    from torchlint.files.project_root import ProjectRoots, deepest_holding
 
-    root = os.path.abspath(settings.root)
-    return build_index(files, roots, summaries, root, lambda path: not excluded(path, settings, root))
+    configured = os.path.abspath(settings.root) if settings.config_path is not None else None
+    project = ProjectRoots(roots, configured).roots(path for path, _ in files)
+    tops = set(project.values())
+
+    def admit(path: str) -> bool:
+        return not excluded(path, settings, deepest_holding(path, tops) or os.path.abspath(settings.root))
+
+    return build_index(files, roots, summaries, project, admit, budget)
 
 
 def read_all(paths: Iterable[str]) -> List[Tuple[str, bytes]]:
@@ -283,6 +292,7 @@ def _lint_cached(
     roots: Sequence[str] = (),
     summaries=None,
     settings: Optional[Settings] = None,
+    budget=None,
 ) -> List[FileOutcome]:
     """Lint mode with the cache: read each file once, build the project index,
     answer hits from the cache (while the index gives the answers they used),
@@ -295,7 +305,7 @@ def _lint_cached(
             outcomes[i] = _unreadable(job, why)
         else:
             read.append((i, data))
-    index = _project_index([(items[i].path, data) for i, data in read], roots, summaries, items, settings)
+    index = _project_index([(items[i].path, data) for i, data in read], roots, summaries, items, settings, budget)
     todo: List[Tuple[int, bytes]] = []
     for i, data in read:
         job = items[i]
@@ -319,10 +329,15 @@ def _lint_cached(
     return outcomes  # type: ignore[return-value]
 
 
-def merge(outcomes: Sequence[FileOutcome], files: int, extra_problems: Sequence[Problem] = ()) -> RunResult:
+def merge(
+    outcomes: Sequence[FileOutcome],
+    files: int,
+    extra_problems: Sequence[Problem] = (),
+    extra_warnings: Sequence[Problem] = (),
+) -> RunResult:
     findings: List[Finding] = []
     problems: List[Problem] = list(extra_problems)
-    warnings: List[Problem] = []
+    warnings: List[Problem] = list(extra_warnings)
     lines: Dict[Tuple[str, Optional[int], int], str] = {}
     diffs = []
     fixed = 0
@@ -369,6 +384,10 @@ def run(
         jobs = os.cpu_count() or 1
     if len(items) <= 1:
         jobs = 1
+    from torchlint.analysis.project.imports import Budget
+    from torchlint.files.project_pass import budget_warning
+
+    budget = Budget()
     if mode == "lint":
         cache = summaries = None
         if cache_root is not None:
@@ -377,14 +396,15 @@ def run(
 
             cache = Cache(cache_root, settings_key_for(settings), cache_dir=cache_dir)
             summaries = summary_cache(cache_root, cache_dir)
-        outcomes = _lint_cached(items, mapper, jobs, cache, paths, summaries, settings)
+        outcomes = _lint_cached(items, mapper, jobs, cache, paths, summaries, settings, budget)
     else:
         if jobs != 1 and mapper is None:
             _preload()
         files = read_all(job.path for job in items) if any(job.enabled - _NO_ANALYSIS for job in items) else []
-        with _project(_project_index(files, paths, settings=settings)):
+        with _project(_project_index(files, paths, settings=settings, budget=budget)):
             outcomes = list((mapper or _default_mapper(jobs))(process_file, items))
-    return merge(outcomes, len(items), found.problems)
+    warning = budget_warning(budget)
+    return merge(outcomes, len(items), found.problems, (warning,) if warning is not None else ())
 
 
 __all__ = ["ADD_NOQA", "FileJob", "FileOutcome", "RunResult", "merge", "process_bytes", "process_file", "run"]

@@ -10,12 +10,13 @@ project gives.
 A name is looked for where the index would match it (modules.py): a
 relative import from the importing file's package folder; an absolute one
 (`models.base.X`: `models/__init__.py`, `models.py`, `models/base.py`, ...)
-from the importing file's folder and each folder above it, up to the project
-root (the configuration's folder, or the current one; for a run's file
-outside it, the folder its top-level package sits in: its own folder, or
-the first one above it without an `__init__.py`). Only files under the project root are
-read, and only those `admit` lets in (the run's exclusions); a name found
-nowhere stays unknown.
+from the importing file's folder and each folder above it, up to the file's
+project root (`roots`: where its project is, torchlint/files/project_root.py;
+given one folder instead, a run's file outside it has the folder its
+top-level package sits in: its own folder, or the first one above it without
+an `__init__.py`). Only files under the project root are read, and only
+those `admit` lets in (the run's exclusions); a name found nowhere stays
+unknown.
 
 The project files that import a run's files are read too (`importers`):
 whether a file importing a class moves it to an accelerator, every caller
@@ -28,7 +29,8 @@ entries of any kind: a data folder), or one inside `site-packages`, is
 not searched: such a run reads only what its files import). A listed file
 whose text names a run file's module as a whole word in an import statement
 (`loss` for `training/loss.py`; the folder's name for a package's
-`__init__.py`: a cheap test before parsing) is summarised, and it is an
+`__init__.py`: a cheap test before parsing, each file's text read once) is
+summarised, and it is an
 importer when one of its imports names that file as the forward search would
 find it (`from .loss import X`, `from nanofold.training import loss`,
 `import training.loss as L`); other files are left out of the index.
@@ -37,14 +39,22 @@ Importers of importers are found the same way, `IMPORTER_LEVELS` deep
 what the importers import is followed as above (trainer.py imports the
 model's file and the device's). These files, importers and what they
 import, are at most `MAX_IMPORTERS`, apart from `MAX_IMPORTED`.
+
+All of it runs within a `Budget`: at most `MAX_READ` files summarised
+outside the run (from the summary cache or parsed: the count, not the
+clock, decides which, so a warm run reads what a cold one read) and
+`MAX_SECONDS` of CPU time, listing included. The search stops where it
+crosses either, or skips a root too big to list, and the budget records
+it (`Budget.crossed`: which root, how many files) for the run to report once.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import time
 from collections import deque
-from typing import Callable, Deque, Dict, FrozenSet, Iterator, List, Mapping, Optional, Set, Tuple
+from typing import Callable, Deque, Dict, FrozenSet, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
 from torchlint.analysis.project.kinds import ModuleSummary
 
@@ -53,10 +63,70 @@ MAX_IMPORTERS = 100  # files read for the run's importers (and what they import)
 MAX_LISTED = 5000  # a project root with more `.py` files than this is not searched for importers
 ENTRIES_PER_LISTED = 20  # ...nor one with more than MAX_LISTED * this entries of any kind (a data folder)
 IMPORTER_LEVELS = 3  # importers, their importers, theirs
+MAX_READ = 500  # files summarised outside the run (imported, importers, candidates), at most
+MAX_SECONDS = 5.0  # CPU seconds (of the searching thread) the whole search may take, listing included
 # Folders never listed for importers (besides hidden ones and venvs).
 _UNLISTED = frozenset({"__pycache__", "site-packages", "dist-packages", "node_modules"})
 
 Summarise = Callable[[str], Optional[ModuleSummary]]  # a path's summary; None: unreadable
+
+# Why a search stopped short (`Budget.crossed`).
+FILES, SECONDS, LISTING = "files", "seconds", "listing"
+
+
+class Budget:
+    """What one run's search may read outside the run's files (`files`
+    summaries, `seconds` of `clock`, from the first `start`: the searching
+    thread's CPU time, which a busy machine disturbs less than the wall
+    clock; the file counts bound what waiting on a slow disk costs), and where it
+    crossed that: `crossed`, (root, why) in order, why one of FILES, SECONDS
+    (the search stopped there) or LISTING (that root held too many files to
+    list: not searched for importers); `read`, the files summarised."""
+
+    def __init__(
+        self,
+        files: Optional[int] = None,
+        seconds: Optional[float] = None,
+        clock: Callable[[], float] = time.thread_time,
+    ) -> None:
+        self.files = MAX_READ if files is None else files
+        self.seconds = MAX_SECONDS if seconds is None else seconds
+        self._clock = clock
+        self._deadline: Optional[float] = None
+        self.read = 0
+        self.crossed: List[Tuple[str, str]] = []
+
+    def start(self) -> None:
+        if self._deadline is None:
+            self._deadline = self._clock() + self.seconds
+
+    @property
+    def spent(self) -> bool:
+        """The search stopped: nothing more is read."""
+        return any(why != LISTING for _, why in self.crossed)
+
+    def cross(self, root: str, why: str) -> None:
+        if (root, why) not in self.crossed:
+            self.crossed.append((root, why))
+
+    def in_time(self, root: str) -> bool:
+        """Whether the search (now under `root`) may go on."""
+        if self.spent:
+            return False
+        if self._deadline is not None and self._clock() > self._deadline:
+            self.cross(root, SECONDS)
+            return False
+        return True
+
+    def take(self, root: str) -> bool:
+        """Whether one more file (under `root`) may be summarised: counted if so."""
+        if not self.in_time(root):
+            return False
+        if self.read >= self.files:
+            self.cross(root, FILES)
+            return False
+        self.read += 1
+        return True
 
 
 class _Folders:
@@ -119,25 +189,35 @@ def _targets(folders: _Folders, importer: str, name: str, root: str) -> Iterator
 
 def imported_summaries(
     run: Mapping[str, ModuleSummary],
-    root: str,
+    root: Union[str, Mapping[str, str]],
     summarise: Summarise,
     admit: Callable[[str], bool] = lambda path: True,
     limit: int = MAX_IMPORTED,
     importers: int = MAX_IMPORTERS,
-    listed: int = MAX_LISTED,
+    listed: Optional[int] = None,
+    budget: Optional[Budget] = None,
 ) -> Dict[str, ModuleSummary]:
-    """The summaries of the project files (under `root`, see above) that the run's files
-    (`run`: path -> summary) import, directly or through each other (at most `limit`,
-    nearest first), then of those that import the run's files and of what they import
-    (at most `importers`; none when 0), keyed by absolute path."""
-    root = os.path.realpath(root)
+    """The summaries of the project files (under each run file's project root,
+    see above) that the run's files (`run`: path -> summary) import, directly or
+    through each other (at most `limit`, nearest first), then of those that import
+    the run's files and of what they import (at most `importers`; none when 0),
+    keyed by absolute path; a root with more than `listed` files (`MAX_LISTED`)
+    is not searched for importers; all within `budget` (a fresh `Budget()` when None).
+
+    `root`: each run file's project root (path -> folder), or one folder for all
+    (a run's file outside it has the folder its top-level package sits in)."""
     folders = _Folders()
-    # A run's file outside the project root is a project of its top-level package's folder.
-    roots = {p: _root_of(p, root, folders) for p in run}
-    walk = _Walk(folders, dict(run), {os.path.realpath(p) for p in run}, summarise, admit)
+    if isinstance(root, str):
+        top = os.path.realpath(root)
+        roots = {p: _root_of(p, top, folders) for p in run}
+    else:
+        roots = {p: os.path.realpath(root[p]) for p in run}
+    budget = budget if budget is not None else Budget()
+    budget.start()
+    walk = _Walk(folders, dict(run), {os.path.realpath(p) for p in run}, summarise, admit, budget)
     found = walk.follow([(p, roots[p]) for p in sorted(run)], limit)
     if importers > 0:
-        found.update(walk.importers(roots, importers, listed))
+        found.update(walk.importers(roots, importers, MAX_LISTED if listed is None else listed))
     return found
 
 
@@ -151,26 +231,40 @@ class _Walk:
         seen: Set[str],
         summarise: Summarise,
         admit: Callable[[str], bool],
+        budget: Budget,
     ) -> None:
         self.folders = folders
         self.summaries = summaries
         self.seen = seen  # real paths, read or passed over
         self.passed: Dict[str, ModuleSummary] = {}  # read for importers, found none (real path -> summary)
+        self.words: Dict[str, FrozenSet[bytes]] = {}  # real path -> the words of its import statements
+        self._real: Dict[str, str] = {}  # path -> real path
         self.summarise = summarise
         self.admit = admit
+        self.budget = budget
 
-    def read(self, path: str) -> Optional[ModuleSummary]:
-        """`path`'s summary, once (None: seen before, not admitted or unreadable)."""
-        real = os.path.realpath(path)
+    def real(self, path: str) -> str:
+        found = self._real.get(path)
+        if found is None:
+            found = self._real[path] = os.path.realpath(path)
+        return found
+
+    def read(self, path: str, root: str) -> Optional[ModuleSummary]:
+        """`path`'s summary (under `root`), once (None: seen before, not admitted,
+        unreadable, or the budget spent)."""
+        real = self.real(path)
         passed = self.passed.pop(real, None)
         if passed is not None:  # read while looking for importers, found none: imported now
             self.summaries[path] = passed
             return passed
         if real in self.seen:
             return None
-        self.seen.add(real)
         if not self.admit(path):
+            self.seen.add(real)
             return None
+        if not self.budget.take(root):
+            return None
+        self.seen.add(real)
         read = self.summarise(path)
         if read is not None:
             self.summaries[path] = read
@@ -180,16 +274,16 @@ class _Walk:
         """What the files `start` ((path, its root)) import, breadth-first, at most `limit`."""
         queue: Deque[Tuple[str, str]] = deque(start)
         found: Dict[str, ModuleSummary] = {}
-        while queue and len(found) < limit:
+        while queue and len(found) < limit and not self.budget.spent:
             importer, here = queue.popleft()
             summary = self.summaries[importer]
             absolute = os.path.abspath(importer)
             names = [name for _, name in summary.imports] + list(summary.star_imports)
             for name in names:
                 for path in _targets(self.folders, absolute, name, here):
-                    if not _under(os.path.realpath(path), here):
+                    if not _under(self.real(path), here):
                         continue
-                    read = self.read(path)
+                    read = self.read(path, here)
                     if read is None:
                         continue
                     found[path] = read
@@ -207,8 +301,12 @@ class _Walk:
         found: Dict[str, ModuleSummary] = {}
         start: List[Tuple[str, str]] = []
         for here, paths in sorted(by_root.items()):
-            files = _listing(here, self.admit, listed)
+            if _UNLISTED & set(here.split(os.sep)):  # installed code: its importers are no project's
+                continue
+            files = listing(here, self.admit, listed, self.budget)
             if files is None:
+                if not self.budget.spent:
+                    self.budget.cross(here, LISTING)
                 continue
             level = {os.path.realpath(p): p for p in paths}
             for _ in range(IMPORTER_LEVELS):
@@ -224,18 +322,19 @@ class _Walk:
     def _importers_of(self, targets: Dict[str, str], files: List[str], here: str, limit: int) -> Dict[str, str]:
         """The unread `files` (under root `here`) that import one of `targets`
         (real path -> path): real path -> path, at most `limit`."""
-        words = sorted({_module_word(p) for p in targets.values()})
+        words = frozenset(_module_word(p).encode("utf-8", "surrogatepass") for p in targets.values())
         if not words or limit <= 0:
             return {}
-        mention = _mention(words)
         found: Dict[str, str] = {}
         for path in files:
-            real = os.path.realpath(path)
+            if not self.budget.in_time(here):
+                break
+            real = self.real(path)
             summary = self.passed.get(real)
             if summary is None:
-                if real in self.seen or not _under(real, here) or not _mentions(path, mention):
+                if real in self.seen or not _under(real, here) or self._import_words(real).isdisjoint(words):
                     continue
-                summary = self.read(path)
+                summary = self.read(path, here)
                 if summary is None:
                     continue
                 del self.summaries[path]  # not in the index unless an importer
@@ -251,13 +350,36 @@ class _Walk:
                 break
         return found
 
+    def _import_words(self, real: str) -> FrozenSet[bytes]:
+        found = self.words.get(real)
+        if found is None:
+            found = self.words[real] = _import_words(real)
+        return found
 
-def _mention(words: List[str]) -> "re.Pattern[bytes]":
-    """A cheap test that a file's text may import a module named one of `words`:
-    the word after `import` or `from` at a line's start, with only names, dots,
-    commas, brackets and blanks between (`from pkg import (\\n    loss,`)."""
-    names = b"|".join(re.escape(w.encode()) for w in words)
-    return re.compile(rb"^[ \t]*(?:from|import)\s[\w.\s,()\\]*?\b(?:" + names + rb")\b", re.MULTILINE)
+
+# A cheap test that a file's text may import a module named a given word: the
+# words after `import` or `from` at a line's start, with only names, dots,
+# commas, brackets and blanks between (`from pkg import (\n    loss,`).
+_IMPORT_RUN = re.compile(rb"^[ \t]*(?:from|import)\s([\w.\s,()\\\x80-\xff]*)", re.MULTILINE)
+_WORD = re.compile(rb"\w+")
+_WIDE_WORD = re.compile(rb"[\w\x80-\xff]+")  # a name spelled with non-ASCII letters too
+
+
+def _import_words(path: str) -> FrozenSet[bytes]:
+    """The words of `path`'s import statements as the cheap test reads them (a
+    word of a module name: `loss` of `from training.loss import X`); read once."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return frozenset()
+    out: Set[bytes] = set()
+    for match in _IMPORT_RUN.finditer(data):
+        text = match.group(1)
+        out.update(_WORD.findall(text))
+        if not text.isascii():
+            out.update(_WIDE_WORD.findall(text))
+    return frozenset(out)
 
 
 def _named(folders: _Folders, importer: str, name: str, root: str) -> Optional[str]:
@@ -276,14 +398,6 @@ def _module_word(path: str) -> str:
     return os.path.basename(os.path.dirname(os.path.abspath(path))) if stem == "__init__" else stem
 
 
-def _mentions(path: str, word: "re.Pattern[bytes]") -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return word.search(fh.read()) is not None
-    except OSError:
-        return False
-
-
 def _regular(entry: "os.DirEntry[str]") -> bool:
     try:
         return entry.is_file()
@@ -291,23 +405,31 @@ def _regular(entry: "os.DirEntry[str]") -> bool:
         return False
 
 
-def _listing(root: str, admit: Callable[[str], bool], limit: int) -> Optional[List[str]]:
+def listing(
+    root: str, admit: Callable[[str], bool], limit: int, budget: Optional[Budget] = None
+) -> Optional[List[str]]:
     """The `.py` files under `root` (sorted; hidden folders, venvs, `_UNLISTED` and
     what `admit` leaves out skipped); None for more than `limit` files or folders (or
-    `limit * ENTRIES_PER_LISTED` entries of any kind), or a root inside
-    `site-packages` (installed code: its importers are no project's)."""
+    `limit * ENTRIES_PER_LISTED` entries of any kind), a root inside
+    `site-packages` (installed code: its importers are no project's), or when
+    `budget`'s time runs out."""
     if _UNLISTED & set(root.split(os.sep)):
         return None
     files: List[str] = []
     folders = [root]
-    visited: Set[str] = set()
+    visited: Set[Tuple[int, int]] = set()
     entries_left = limit * ENTRIES_PER_LISTED  # a data folder of many files gives up too
     while folders:
+        if budget is not None and not budget.in_time(root):
+            return None
         folder = folders.pop()
-        real = os.path.realpath(folder)
-        if real in visited:
+        try:
+            st = os.stat(folder)
+        except OSError:
             continue
-        visited.add(real)
+        if (st.st_dev, st.st_ino) in visited:  # a link back to a folder listed already
+            continue
+        visited.add((st.st_dev, st.st_ino))
         if len(visited) > limit:
             return None
         try:
@@ -337,9 +459,9 @@ def _listing(root: str, admit: Callable[[str], bool], limit: int) -> Optional[Li
 
 
 def _root_of(path: str, root: str, folders: _Folders) -> str:
-    """The project root for a run's file: `root` when it holds the file; else the
-    folder its top-level package sits in (up from its own folder while that
-    folder is a package: `src/train.py` with `src/__init__.py` imports
+    """The project root for a run's file given one folder: `root` when it holds the
+    file; else the folder its top-level package sits in (up from its own folder
+    while that folder is a package: `src/train.py` with `src/__init__.py` imports
     `src.models` from the folder above)."""
     real = os.path.realpath(path)
     if _under(real, root):
@@ -353,4 +475,13 @@ def _root_of(path: str, root: str, folders: _Folders) -> str:
     return folder
 
 
-__all__ = ["MAX_IMPORTED", "MAX_IMPORTERS", "MAX_LISTED", "imported_summaries"]
+__all__ = [
+    "MAX_IMPORTED",
+    "MAX_IMPORTERS",
+    "MAX_LISTED",
+    "MAX_READ",
+    "MAX_SECONDS",
+    "Budget",
+    "imported_summaries",
+    "listing",
+]
