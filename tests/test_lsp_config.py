@@ -75,6 +75,41 @@ async def test_pyproject_config_is_read_and_reread(fresh: LanguageClient, tmp_pa
     await client.shutdown_session()
 
 
+async def test_a_broken_configuration_is_shown_once_however_often_it_is_reread(fresh: LanguageClient, tmp_path):
+    """Editors re-send their settings after start-up (Helix, Neovim) and report
+    file events for files that did not change: the pop-up came twice. It
+    comes again only when a configuration file changed."""
+    client = fresh
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.torchlint]\nselekt = ["TL1"]\n')
+    settings = {"settings": {"unsafeFixes": True}}
+    await client.initialize_session(
+        types.InitializeParams(capabilities=caps(), root_uri=tmp_path.as_uri(), initialization_options=settings)
+    )
+    uri = uri_for(tmp_path)
+    await open_doc(client, uri, DOC)
+    await wait_for(lambda: client.messages, "window/showMessage")
+    since = len(client.published)
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"torchlint": settings}))
+    await next_publish(client, uri, since)
+    since = len(client.published)
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams([types.FileEvent(pyproject.as_uri(), types.FileChangeType.Changed)])
+    )
+    await next_publish(client, uri, since)
+    await open_doc(client, uri_for(tmp_path, "other.py"), DOC)
+    assert [m.message for m in client.messages if "selekt" in m.message] == [client.messages[0].message]
+    # The file changed (still broken): shown again.
+    pyproject.write_text('[tool.torchlint]\nselekt = ["TL1"]\n# edited\n')
+    since = len(client.published)
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams([types.FileEvent(pyproject.as_uri(), types.FileChangeType.Changed)])
+    )
+    await next_publish(client, uri, since)
+    await wait_for(lambda: len([m for m in client.messages if "selekt" in m.message]) == 2, "a second showMessage")
+    await client.shutdown_session()
+
+
 CRASH = textwrap.dedent(
     """
     from torchlint.rules.profiling.legacy_profiler import LegacyProfiler
