@@ -139,7 +139,9 @@ def test_a_preview_only_selection_in_the_configuration_warns_too(proj):
 # -- a misspelt command -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("word,match", [("chek", "check"), ("sever", "server"), ("verfy", "verify"), ("cleam", "clean")])
+@pytest.mark.parametrize(
+    "word,match", [("chek", "check"), ("sever", "server"), ("verfy", "verify"), ("cleam", "clean")]
+)
 def test_a_misspelt_command_is_a_usage_error_with_a_suggestion(proj, word, match):
     r = invoke(word, ".")
     assert r.exit_code == 2
@@ -169,7 +171,9 @@ def test_a_named_file_is_linted_even_when_access_says_unreadable(proj, monkeypat
     import os
 
     real = os.access
-    monkeypatch.setattr(os, "access", lambda path, mode, *a, **k: False if str(path).endswith("a.py") else real(path, mode))
+    monkeypatch.setattr(
+        os, "access", lambda path, mode, *a, **k: False if str(path).endswith("a.py") else real(path, mode)
+    )
     (proj / "b.py").write_text(LOADER)
     r = invoke("check", "--no-cache", "--output-format", "concise", "a.py", "b.py", "--config", "pyproject.toml")
     assert "Invalid value" not in r.output

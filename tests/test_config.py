@@ -180,7 +180,7 @@ def test_config_option_reads_a_torchlint_toml_or_a_pyproject(tmp_path):
     [
         ("pyproject.toml", '[project]\nname = "x"\n', "no [tool.torchlint] table (a pyproject.toml holds"),
         ("pyproject.toml", "", "no [tool.torchlint] table"),
-        ("other.toml", '[tool.ruff]\nline-length = 100\n', "no [tool.torchlint] table, and a file not named"),
+        ("other.toml", "[tool.ruff]\nline-length = 100\n", "no [tool.torchlint] table, and a file not named"),
         ("other.toml", '[project]\nname = "x"\n', "no [tool.torchlint] table"),
     ],
 )
@@ -218,7 +218,9 @@ def test_docs_url_from_the_configuration_and_the_environment(tmp_path, monkeypat
     assert s.rule_url("TL104") == "file:///opt/torchlint/docs/rules/create-then-move.md"
     assert s.rule_url("TL999") is None
     monkeypatch.setenv("TORCHLINT_DOCS_URL", "https://mirror.example/rules/")
-    assert load_settings(start=str(tmp_path)).rule_url("TL303") == "https://mirror.example/rules/loader-no-pin-memory.md"
+    assert (
+        load_settings(start=str(tmp_path)).rule_url("TL303") == "https://mirror.example/rules/loader-no-pin-memory.md"
+    )
     write(tmp_path, "docs-url = 3\n")
     with pytest.raises(ConfigError, match="`docs-url` must be a URL"):
         load_settings(start=str(tmp_path))

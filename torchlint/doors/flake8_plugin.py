@@ -27,7 +27,6 @@ from typing import Any, Iterator, Optional, Sequence, Set, Tuple
 
 from torchlint import __version__
 
-
 # Configuration errors already warned about in this process (flake8 forks its
 # workers after `parse_options`, so one warned about there is not repeated).
 _WARNED: Set[str] = set()

@@ -401,7 +401,7 @@ def rules_table_text(width: Optional[int] = None) -> str:
             out.extend(" " * indent + part for part in parts[1:])
         elif k:  # the header row has no summary of its own in this layout
             out.append(head)
-            out.extend("    " + part for part in wrapped(summaries[k], max(20, width - 4)))
+            out.extend("    " + part for part in wrapped(summaries[k], max(20, (width or 80) - 4)))
         else:
             out.append(head)
     return "\n".join(line.rstrip() for line in out) + "\n"
