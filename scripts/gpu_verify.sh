@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# torchlint verify's GPU session as one command (docs/verify.md, "The GPU session: one command").
+# torchlint verify's GPU session as one command (docs/verify.md, "Measuring every rule in one command").
 #
 #   bash scripts/gpu_verify.sh RESULTS_DIR                  # on the GPU machine: RESULTS_DIR is $OUT
 #   bash scripts/gpu_verify.sh --smoke RESULTS_DIR          # a dry run on this CPU (smoke sizes, 1 repeat)

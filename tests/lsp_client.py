@@ -14,7 +14,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 PUBLISH = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
-WAIT_S = 30.0  # a generous bound for a loaded CI machine; tests wait for events, never sleep
+WAIT_S = 120.0  # a hang guard, not a speed bound: tests wait for events, never sleep
 
 
 def _record_publish(client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:

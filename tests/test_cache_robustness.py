@@ -225,6 +225,7 @@ def _report(cwd: Path, *args: str) -> tuple:
 FORMATS = ("json", "concise", "github", "sarif", "gitlab", "junit", "pylint", "rdjson")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("first", ["root", "inside"])
 def test_a_hit_from_another_folder_prints_this_runs_paths(tmp_path, first):
     """The cache is keyed by contents: a file linted as `pkg/m00.py` from the

@@ -521,6 +521,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "killpg") or os.name != "posix", reason="needs POSIX process groups")
 @pytest.mark.parametrize("jobs", ["2", "4"])
 def test_ctrl_c_during_a_parallel_run_prints_one_line(tmp_path, jobs):
@@ -575,6 +576,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "killpg") or os.name != "posix", reason="needs POSIX process groups")
 def test_ctrl_c_ends_the_workers_it_does_not_wait_for_them(tmp_path):
     """Issue 27: after Ctrl-C the process printed "interrupted" at once but

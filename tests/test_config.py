@@ -134,3 +134,114 @@ def test_invalid_toml_names_the_line_and_column(tmp_path, body, where, message):
     text = str(err.value)
     assert text.startswith(str(tmp_path / "pyproject.toml") + where) and message in text, text
     assert "\n" not in text
+
+
+# -- torchlint.toml, --config, docs-url ---------------------------------------------------------
+
+
+def test_torchlint_toml_holds_the_settings_at_the_top_level(tmp_path):
+    (tmp_path / "torchlint.toml").write_text('preview = true\nignore = ["TL104"]\n')
+    s = load_settings(start=str(tmp_path))
+    assert s.preview and "TL104" not in s.enabled() and s.config_path == str(tmp_path / "torchlint.toml")
+    with pytest.raises(ConfigError, match=r"torchlint\.toml: unknown key 'selekt' in torchlint\.toml"):
+        (tmp_path / "torchlint.toml").write_text('selekt = ["TL1"]\n')
+        load_settings(start=str(tmp_path))
+
+
+def test_config_file_precedence_in_a_folder_and_nearest_first(tmp_path):
+    """As Ruff: `.torchlint.toml`, then `torchlint.toml`, then a pyproject.toml
+    with [tool.torchlint], in the nearest folder that has any of them."""
+    sub = tmp_path / "pkg"
+    sub.mkdir()
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nignore = ["TL1"]\n')
+    assert load_settings(start=str(sub)).config_path == str(tmp_path / "pyproject.toml")
+    (tmp_path / "torchlint.toml").write_text('ignore = ["TL2"]\n')
+    assert load_settings(start=str(sub)).config_path == str(tmp_path / "torchlint.toml")
+    (tmp_path / ".torchlint.toml").write_text('ignore = ["TL3"]\n')
+    assert load_settings(start=str(sub)).ignore == ("TL3",)
+    (sub / "pyproject.toml").write_text('[project]\nname = "pkg"\n')  # no table: not a configuration
+    assert load_settings(start=str(sub)).ignore == ("TL3",)
+    (sub / "pyproject.toml").write_text('[tool.torchlint]\nignore = ["TL4"]\n')  # nearer: wins
+    assert load_settings(start=str(sub)).ignore == ("TL4",)
+
+
+def test_config_option_reads_a_torchlint_toml_or_a_pyproject(tmp_path):
+    named = tmp_path / "ci-settings.toml"
+    named.write_text('select = ["TL303"]\n')
+    assert load_settings(config=str(named)).select == ("TL303",)
+    named.write_text('[tool.torchlint]\nselect = ["TL303"]\n')  # a table of the pyproject form works too
+    assert load_settings(config=str(named)).select == ("TL303",)
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nselect = ["TL4"]\n')
+    assert load_settings(config=str(tmp_path / "pyproject.toml")).select == ("TL4",)
+
+
+@pytest.mark.parametrize(
+    "name,body,message",
+    [
+        ("pyproject.toml", '[project]\nname = "x"\n', "no [tool.torchlint] table (a pyproject.toml holds"),
+        ("pyproject.toml", "", "no [tool.torchlint] table"),
+        ("other.toml", "[tool.ruff]\nline-length = 100\n", "no [tool.torchlint] table, and a file not named"),
+        ("other.toml", '[project]\nname = "x"\n', "no [tool.torchlint] table"),
+    ],
+)
+def test_a_named_config_without_settings_for_torchlint_is_an_error(tmp_path, name, body, message):
+    (tmp_path / name).write_text(body)
+    with pytest.raises(ConfigError) as err:
+        load_settings(config=str(tmp_path / name))
+    assert str(err.value).startswith(str(tmp_path / name) + ": ") and message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_named_config_error_is_one_line_and_exit_2(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from torchlint.doors.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text("import torch\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    r = CliRunner().invoke(main, ["check", "--no-cache", "--config", "pyproject.toml", "."])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        "torchlint: error: pyproject.toml: no [tool.torchlint] table (a pyproject.toml holds torchlint's "
+        "settings there; a torchlint.toml holds them at the top level)"
+    ]
+
+
+def test_docs_url_from_the_configuration_and_the_environment(tmp_path, monkeypatch):
+    monkeypatch.delenv("TORCHLINT_DOCS_URL", raising=False)
+    assert Settings().rule_url("TL104") == (
+        "https://github.com/torchlint/torchlint/blob/main/docs/rules/create-then-move.md"
+    )
+    write(tmp_path, 'docs-url = "file:///opt/torchlint/docs/rules"\n')
+    s = load_settings(start=str(tmp_path))
+    assert s.rule_url("TL104") == "file:///opt/torchlint/docs/rules/create-then-move.md"
+    assert s.rule_url("TL999") is None
+    monkeypatch.setenv("TORCHLINT_DOCS_URL", "https://mirror.example/rules/")
+    assert (
+        load_settings(start=str(tmp_path)).rule_url("TL303") == "https://mirror.example/rules/loader-no-pin-memory.md"
+    )
+    write(tmp_path, "docs-url = 3\n")
+    with pytest.raises(ConfigError, match="`docs-url` must be a URL"):
+        load_settings(start=str(tmp_path))
+
+
+def test_every_report_that_links_a_rule_uses_the_docs_url(tmp_path, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from torchlint.doors.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TORCHLINT_DOCS_URL", "file:///srv/torchlint-docs/rules")
+    (tmp_path / "a.py").write_text("import torch\ndevice = torch.device('cuda')\nx = torch.zeros(3).to(device)\n")
+    expected = "file:///srv/torchlint-docs/rules/create-then-move.md"
+    out = {}
+    for fmt in ("json", "sarif", "rdjson"):
+        r = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", fmt, "a.py"])
+        assert r.exit_code == 1, r.output
+        out[fmt] = json.loads(r.stdout)
+    assert out["json"][0]["url"] == expected
+    assert out["sarif"]["runs"][0]["tool"]["driver"]["rules"][0]["helpUri"] == expected
+    assert out["rdjson"]["diagnostics"][0]["code"]["url"] == expected

@@ -218,3 +218,27 @@ def test_special_files_and_symlink_loops_named_explicitly(tmp_path):
     ]
     # found while walking, both are skipped silently (and the FIFO never opened)
     assert discover([str(tmp_path)], settings(tmp_path)) == discovery.Discovered((), ())
+
+
+def test_a_folder_removed_during_the_walk_is_skipped_not_a_problem(tmp_path, monkeypatch):
+    """Like a broken link found while walking: a folder listed by its parent
+    and gone (or replaced by a file) before it is read is skipped silently;
+    a folder the user named that cannot be read is still a problem."""
+    touch(tmp_path / "keep" / "a.py")
+    touch(tmp_path / "gone" / "b.py")
+    touch(tmp_path / "swapped" / "c.py")
+    real_scandir = os.scandir
+
+    def racing(path):
+        name = os.path.basename(os.fspath(path))
+        if name == "gone":
+            raise FileNotFoundError(2, "No such file or directory")
+        if name == "swapped":
+            raise NotADirectoryError(20, "Not a directory")
+        return real_scandir(path)
+
+    monkeypatch.setattr(discovery.os, "scandir", racing)
+    got = discover([str(tmp_path)], settings(tmp_path))
+    assert names(got, tmp_path) == ["keep/a.py"] and got.problems == ()
+    got = discover([str(tmp_path / "gone")], settings(tmp_path))
+    assert [p.message for p in got.problems] == ["cannot read directory: No such file or directory"]

@@ -50,3 +50,15 @@ def test_readme_pre_commit_snippets_name_no_missing_tag():
     # There are no release tags: a `rev: v...` would fail with "pathspec ... did not match".
     for doc in (README, (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")):
         assert not re.search(r"rev:\s*v\d", doc)
+
+
+def test_the_readme_plan_figure_is_the_plans_total():
+    """Issue 40: the README said 7.4 min where `torchlint verify --plan` says
+    7.5: the figure is the plan's own total, as it prints it."""
+    from torchlint.verify import fixture_meta
+    from torchlint.verify import plan as plan_mod
+
+    text, _ = plan_mod.render(fixture_meta.discover(fixture_meta.default_fixtures_dir(), []))
+    total = re.search(r"^Total: \d+ runs, ([\d.]+ min)", text, re.M).group(1)
+    line = next(ln for ln in README.splitlines() if "torchlint verify --plan" in ln and "$" in ln)
+    assert f"(about {total})" in line, (total, line)

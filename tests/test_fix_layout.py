@@ -107,3 +107,10 @@ def test_diff_headers_and_notebook_cell_diffs():
         "--- n.ipynb:cell 3\n+++ n.ipynb:cell 3\n@@ -1,2 +1,2 @@\n a = 1\n-b = 2\n+b = 3\n\n"
     )
     assert nbmod.cell_diff("n.ipynb", old, old) == ""
+    # Two changed cells of one notebook: a blank line between their diffs, as Ruff prints them.
+    two_old = notebook(code("x = 1"), code("a = 1"))
+    two_new = notebook(code("x = 2"), code("a = 2"))
+    assert nbmod.cell_diff("n.ipynb", two_old, two_new) == (
+        "--- n.ipynb:cell 1\n+++ n.ipynb:cell 1\n@@ -1 +1 @@\n-x = 1\n+x = 2\n\n"
+        "--- n.ipynb:cell 2\n+++ n.ipynb:cell 2\n@@ -1 +1 @@\n-a = 1\n+a = 2\n\n"
+    )

@@ -44,6 +44,7 @@ device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 """
 
 
+@pytest.mark.slow  # runs the original and the fixed script with torch
 def test_tl201_wraps_the_evaluation_loop_never_the_epoch_loop_that_trains(tmp_path):
     src = HEAD + (
         "model = nn.Linear(4, 2).to(device)\n"
@@ -71,6 +72,7 @@ def test_tl201_wraps_the_evaluation_loop_never_the_epoch_loop_that_trains(tmp_pa
     assert before == after and before.count("epoch") == 2
 
 
+@pytest.mark.slow  # runs the original and the fixed script with torch
 def test_tl201_evaluation_helper_shared_with_training(tmp_path):
     src = HEAD + (
         "model = nn.Linear(4, 2).to(device)\n"
@@ -96,6 +98,7 @@ def test_tl201_evaluation_helper_shared_with_training(tmp_path):
     assert before == after
 
 
+@pytest.mark.slow  # runs the original and the fixed script with torch
 def test_tl303_collate_that_returns_device_tensors_gets_no_pin_memory(tmp_path):
     src = (
         "import functools\n" + HEAD + "class Pairs(Dataset):\n"
@@ -116,6 +119,7 @@ def test_tl303_collate_that_returns_device_tensors_gets_no_pin_memory(tmp_path):
     assert before == after
 
 
+@pytest.mark.slow  # runs the original and the fixed script with torch
 def test_tl104_keeps_sampling_ops_explicit_cpu_and_generators(tmp_path):
     src = HEAD + (
         "g = torch.Generator().manual_seed(0)\n"
@@ -145,6 +149,7 @@ def test_tl104_random_factory_fix_is_unsafe_only():
     assert fix_source(once, "a.py", unsafe=True)[0] == once
 
 
+@pytest.mark.slow  # runs the original and the fixed script with torch
 def test_tl102_does_not_move_inputs_of_a_model_still_on_the_cpu(tmp_path):
     src = HEAD + (
         "model = nn.Linear(4, 2)\nx = torch.randn(3, 4)\nout = model(x)\nmodel = model.to(device)\nprint(out.shape)\n"
@@ -153,6 +158,7 @@ def test_tl102_does_not_move_inputs_of_a_model_still_on_the_cpu(tmp_path):
     assert fixed == src and before == after
 
 
+@pytest.mark.slow  # runs the original and the fixed script with torch
 def test_tl100_fix_moves_the_model_and_its_inputs_or_nothing(tmp_path):
     direct = (
         "import torch\n\nmodel = torch.nn.Linear(10, 2)\nx = torch.randn(1, 10)\nout = model(x)\nprint(out.device)\n"
@@ -169,6 +175,7 @@ def test_tl100_fix_moves_the_model_and_its_inputs_or_nothing(tmp_path):
     assert fixed == alias
 
 
+@pytest.mark.slow  # runs the original and the fixed script with torch
 def test_tl501_keeps_the_legacy_profiler_when_it_is_printed(tmp_path):
     printed = (
         "import torch\n\nwith torch.autograd.profiler.profile(use_cuda=True) as prof:\n"
@@ -186,6 +193,7 @@ def test_tl501_keeps_the_legacy_profiler_when_it_is_printed(tmp_path):
     assert before.strip().endswith("True") and after.strip().endswith("True")
 
 
+@pytest.mark.slow  # runs the original and the fixed script with torch
 def test_tl302_no_workers_for_iterable_datasets_or_local_collate(tmp_path):
     src = HEAD + (
         "class Stream(IterableDataset):\n"
@@ -234,6 +242,7 @@ TRAIN = (
 )
 
 
+@pytest.mark.slow  # runs the original and the fixed script with torch
 def test_tl302_imports_os_where_it_runs_before_the_loader(tmp_path):
     # `import os` sits below the code that runs the loader: the fix imports it at the top.
     src = DATASET + "def main():\n" + TRAIN + "if __name__ == '__main__':\n    main()\nimport os  # noqa: E402\n"
@@ -243,6 +252,7 @@ def test_tl302_imports_os_where_it_runs_before_the_loader(tmp_path):
     assert before == after == "samples 64"
 
 
+@pytest.mark.slow  # runs the original and the fixed script with torch
 def test_tl302_no_workers_for_a_loader_run_on_import(tmp_path):
     # Module-level training without a `__main__` guard: spawned workers would re-run it.
     src = DATASET + "if True:\n" + TRAIN
@@ -251,6 +261,7 @@ def test_tl302_no_workers_for_a_loader_run_on_import(tmp_path):
     assert before == after == "samples 64"
 
 
+@pytest.mark.slow  # runs the original and the fixed script with torch
 def test_tl401_accumulation_of_a_bf16_loss_prints_the_same_numbers(tmp_path):
     src = HEAD + (
         "model = nn.Linear(4, 1).to(device).to(torch.bfloat16)\n"
@@ -269,6 +280,7 @@ def test_tl401_accumulation_of_a_bf16_loss_prints_the_same_numbers(tmp_path):
     assert before == after and before.endswith("float")
 
 
+@pytest.mark.slow  # runs the original and the fixed script with torch
 def test_tl401_count_accumulation_stays_an_int(tmp_path):
     src = HEAD + (
         "model = nn.Linear(4, 1).to(device)\n"
@@ -285,6 +297,7 @@ def test_tl401_count_accumulation_stays_an_int(tmp_path):
     assert before == after and before.endswith("int")
 
 
+@pytest.mark.slow  # runs the original and the fixed script with torch
 def test_keyword_insertion_keeps_the_call_layout(tmp_path):
     src = HEAD + (
         "h = torch.zeros(\n    (2, 3)  # rows, cols\n).to(device)\n"
@@ -319,6 +332,7 @@ def _run_cells(tmp_path: Path, data: bytes, name: str) -> str:
     return run(path)
 
 
+@pytest.mark.slow  # runs the original and the fixed script with torch
 def test_notebook_fix_runs_when_the_cells_run_in_order(tmp_path):
     cells = (
         HEAD,
@@ -366,6 +380,7 @@ def test_tl103_no_fix_when_a_batch_value_is_later_read_on_the_host():
     assert "gt = gt.to(device)" not in fixed
 
 
+@pytest.mark.slow  # runs the original and the fixed script with torch
 def test_tl201_validation_first_in_the_epoch_loop_is_wrapped_alone(tmp_path):
     src = HEAD + (
         "model = nn.Linear(4, 2).to(device)\n"
@@ -392,6 +407,7 @@ def test_tl201_validation_first_in_the_epoch_loop_is_wrapped_alone(tmp_path):
     assert before == after and before.count("epoch") == 2
 
 
+@pytest.mark.slow  # runs the original and the fixed script with torch
 def test_tl102_registers_a_module_attribute_as_a_buffer_and_the_module_still_runs(tmp_path):
     src = HEAD + (
         "class Bins(nn.Module):\n"

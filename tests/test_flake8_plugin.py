@@ -49,6 +49,29 @@ def test_a_notebook_finding_keeps_its_cell():
     assert lines[row - 1][col:].startswith('torch.zeros(3).to(device)\\n"'), (row, col, lines[row - 1])
 
 
+def test_the_plugin_reads_the_configuration_and_warns_once_when_it_is_broken(tmp_path, monkeypatch, capsys):
+    """The table's selection applies (flake8 selects among what is left), and
+    a broken table is one warning on stderr, not silence, and not one per file."""
+    from torchlint.doors import flake8_plugin
+
+    monkeypatch.setattr(flake8_plugin, "_WARNED", set())
+    monkeypatch.chdir(tmp_path)
+    lines = BAD.splitlines(keepends=True)
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nignore = ["TL104"]\n')
+    assert list(TorchlintChecker(None, str(tmp_path / "bad.py"), lines).run()) == []
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nselekt = ["TL1"]\n')
+    TorchlintChecker.parse_options(None)  # flake8's main process, before its workers
+    for name in ("a.py", "b.py"):
+        [(_, _, text, _)] = list(TorchlintChecker(None, str(tmp_path / name), lines).run())
+        assert text.startswith("TL104 ")  # the defaults (preview from TORCHLINT_PREVIEW, as the tests set it)
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"torchlint: warning: {tmp_path / 'pyproject.toml'}: unknown key 'selekt' in [tool.torchlint] (known: "
+        + err[0].split("(known: ")[1]
+    ]
+    assert err[0].endswith("; the flake8 plugin uses the default settings")
+
+
 def _registered() -> bool:
     eps = entry_points()
     group = eps.select(group="flake8.extension") if hasattr(eps, "select") else eps.get("flake8.extension", [])

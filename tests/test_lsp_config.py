@@ -10,7 +10,18 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_client import DOC, UNSAFE_DOC, actions, caps, next_publish, open_doc, server_config, uri_for, wait_for
+from lsp_client import (
+    DOC,
+    UNSAFE_DOC,
+    actions,
+    caps,
+    change_doc,
+    next_publish,
+    open_doc,
+    server_config,
+    uri_for,
+    wait_for,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
 
@@ -72,6 +83,40 @@ async def test_pyproject_config_is_read_and_reread(fresh: LanguageClient, tmp_pa
     assert [d.code for d in published.diagnostics] == ["TL104", "TL104", "TL501"]
     await wait_for(lambda: client.messages, "window/showMessage")
     assert "selekt" in client.messages[0].message and client.messages[0].type == types.MessageType.Error
+    await client.shutdown_session()
+
+
+async def test_a_broken_configuration_is_shown_once_however_often_it_is_reread(fresh: LanguageClient, tmp_path):
+    """Editors re-send their settings after start-up (Helix, Neovim) and report
+    file events for files that did not change: the pop-up came twice. It
+    comes again only when a configuration file changed."""
+    client = fresh
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.torchlint]\nselekt = ["TL1"]\n')
+    settings = {"settings": {"unsafeFixes": True}}
+    await client.initialize_session(
+        types.InitializeParams(capabilities=caps(), root_uri=tmp_path.as_uri(), initialization_options=settings)
+    )
+    uri = uri_for(tmp_path)
+    await open_doc(client, uri, DOC)
+    await wait_for(lambda: client.messages, "window/showMessage")
+    # Each event re-reads the settings; the edit after it makes the server lint
+    # (and so read them) before the test looks at the messages.
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"torchlint": settings}))
+    await change_doc(client, uri, DOC + "\n", 2)
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams([types.FileEvent(pyproject.as_uri(), types.FileChangeType.Changed)])
+    )
+    await change_doc(client, uri, DOC + "\n\n", 3)
+    await open_doc(client, uri_for(tmp_path, "other.py"), DOC)
+    assert [m.message for m in client.messages if "selekt" in m.message] == [client.messages[0].message]
+    # The file changed (still broken): shown again.
+    pyproject.write_text('[tool.torchlint]\nselekt = ["TL1"]\n# edited\n')
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams([types.FileEvent(pyproject.as_uri(), types.FileChangeType.Changed)])
+    )
+    await change_doc(client, uri, DOC, 4)
+    await wait_for(lambda: len([m for m in client.messages if "selekt" in m.message]) == 2, "a second showMessage")
     await client.shutdown_session()
 
 

@@ -260,7 +260,9 @@ async def test_requests_about_unopened_documents(client: LanguageClient, tmp_pat
 
 # -- a very large document ------------------------------------------------------------------------
 BIG_LINES = int(os.environ.get("TORCHLINT_TEST_BIG_LINES", "50000"))
-BIG_WAIT_S = 120.0
+# Not a speed bound (bench/lsp_latency.py measures speed): only how long to wait
+# before calling the server hung, far beyond any lint on a loaded machine.
+BIG_HANG_S = 900.0
 
 
 def big_document(lines: int):
@@ -279,6 +281,7 @@ def big_document(lines: int):
     return "".join(out), rows
 
 
+@pytest.mark.slow
 @asyncio_module
 async def test_large_document_lints_while_server_keeps_answering(client: LanguageClient, tmp_path):
     small = uri_for(tmp_path, "small.py")
@@ -338,17 +341,17 @@ async def test_large_document_lints_while_server_keeps_answering(client: Languag
         published.extend(p for p in client.published[since:] if p.uri == big and p.version == 1)
         return bool(published)
 
-    deadline = time.monotonic() + BIG_WAIT_S
+    hung = time.monotonic() + BIG_HANG_S
     while not big_done():
-        assert time.monotonic() < deadline, f"no diagnostics for the {BIG_LINES}-line document in {BIG_WAIT_S} s"
+        if time.monotonic() > hung:
+            pytest.fail(f"the server never published the {BIG_LINES}-line document's diagnostics (hung?)")
         await asyncio.sleep(0.02)  # polling for the event, not a timed assertion
-    elapsed = time.monotonic() - started
-    print(f"{BIG_LINES}-line document: diagnostics after {elapsed:.1f} s")
+    print(f"{BIG_LINES}-line document: diagnostics after {time.monotonic() - started:.1f} s")
     assert answered_during_lint, "the small document's code action waited for the big lint"
     diags = published[0].diagnostics
     assert [d.code for d in diags] == ["TL104"] * len(rows)
     assert [d.range.start.line + 1 for d in diags] == rows
-    big_found = await asyncio.wait_for(asyncio.wrap_future(big_request), BIG_WAIT_S) or []
+    big_found = await asyncio.wait_for(asyncio.wrap_future(big_request), BIG_HANG_S) or []
     fixes = [a for a in big_found if a.title.startswith("torchlint (TL104)")]
     assert len(fixes) == 1 and fixes[0].edit.changes[big][0].range.start.line == rows[0] - 1
     client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(big)))

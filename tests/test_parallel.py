@@ -79,6 +79,7 @@ def test_chunk_size_is_bounded():
     assert 1 <= chunk_size(10_000, 2) <= 32
 
 
+@pytest.mark.slow
 def test_findings_cross_the_process_boundary_under_spawn(always_pool, monkeypatch):
     monkeypatch.setenv("TORCHLINT_MP_START", "spawn")
     src = "import torch\nx = torch.randn(3).to('cuda')\n"

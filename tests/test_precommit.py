@@ -167,7 +167,8 @@ def test_try_repo_lints_notebooks(hook_repo, user_repo, pc_env):
 
 # --- the snippets the README documents, run as written ------------------------------------
 
-UPSTREAM = "https://github.com/torchlint/torchlint"
+# The README's remote form names "your clone": the tests put a local copy of this repository there.
+UPSTREAM = "/path/to/torchlint"
 
 
 def _yaml_blocks(path):
@@ -189,8 +190,8 @@ def _commit_config(repo, text, env):
 
 def test_readme_remote_hook_pinned_by_autoupdate_works(root, hook_repo, user_repo, pc_env):
     """The README's form: `rev: main`, then `pre-commit autoupdate --freeze`
-    pins the latest commit (there are no release tags). Only the URL is
-    swapped for a local copy of this repository (the tests run offline)."""
+    pins the latest commit (there are no release tags). The clone's path is
+    a local copy of this repository."""
     block = _documented(root, f"repo: {UPSTREAM}")
     assert "rev: main" in block and "v0.1.0" not in block
     _commit_config(user_repo, block.replace(UPSTREAM, str(hook_repo)), pc_env)

@@ -191,6 +191,7 @@ def test_chain_of_1500_is_a_problem_not_a_traceback():
         assert result.problems and "nested" in result.problems[0].message
 
 
+@pytest.mark.slow
 def test_20000_line_file():
     # Clean and broken variants (a finding's positions cost a full-module pass;
     # its time on this size is noted in docs/reliability.md).

@@ -158,6 +158,7 @@ def test_text_table_lists_every_rule():
         assert r.CODE in text and r.NAME in text
 
 
+@pytest.mark.slow
 def test_script_check_mode(root, tmp_path):
     out = tmp_path / "rules"
     catalog = tmp_path / "catalog.py"

@@ -2,6 +2,8 @@
 
 import textwrap
 
+import pytest
+
 from helpers import fix_source, lint_source, run_fixed_pair
 
 HEAD = """\
@@ -153,6 +155,7 @@ def test_fix_only_where_the_accumulator_is_only_read():
     assert finding.fix is None  # iterated and handed on: we cannot tell what reads it
 
 
+@pytest.mark.slow
 def test_fixed_script_runs_and_prints_the_same_numbers(tmp_path):
     src = textwrap.dedent(
         """\

@@ -2,6 +2,8 @@
 
 import textwrap
 
+import pytest
+
 from helpers import fix_source, lint_source, run_fixed_pair
 
 HEAD = """\
@@ -190,6 +192,7 @@ def test_fix_and_when_it_is_withheld():
     assert "persistent_workers" not in fix_source(seeded, "train.py", unsafe=True)[0]
 
 
+@pytest.mark.slow
 def test_fixed_script_runs_the_same(tmp_path):
     src = textwrap.dedent(
         """\

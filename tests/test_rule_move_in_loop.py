@@ -2,6 +2,8 @@
 
 import textwrap
 
+import pytest
+
 from helpers import fix_source, lint_source, run_fixed_pair
 
 HEAD = """\
@@ -98,6 +100,7 @@ def test_not_a_step_loop_not_a_test():
     assert [f for f in lint_source(cpu, "train.py") if f.code == "TL106"] == []
 
 
+@pytest.mark.slow
 def test_fixed_script_runs_and_prints_the_same(tmp_path):
     src = textwrap.dedent(
         """\

@@ -69,6 +69,7 @@ def test_without_cuda_every_rule_is_skipped(monkeypatch, tmp_path):
     assert all(r["verdict"] == "skipped" and r["reason"] == CPU_ONLY.reason for r in data["rules"])
 
 
+@pytest.mark.slow
 def test_no_json_report_is_written_uninvited(monkeypatch, tmp_path):
     """Issue 27: `verify` wrote torchlint-verify.json into the current folder
     without being asked; the JSON report is written only with --output."""
@@ -463,6 +464,7 @@ def test_plan_without_cost_data_falls_back(tmp_path):
     assert "TL910  medium     wall_s" in result.stdout and "(no cost.json)" in result.stdout
 
 
+@pytest.mark.slow
 def test_smoke_of_broken_fixtures_fails(tmp_path):
     out = tmp_path / "smoke.json"
     result = invoke("--smoke", "--fixtures", str(DATA / "verify_broken"), "--output", str(out))
@@ -474,6 +476,7 @@ def test_smoke_of_broken_fixtures_fails(tmp_path):
     assert {r["rule"]: r["verdict"] for r in data["rules"]} == {"TL920": "smoke-failed", "TL921": "smoke-failed"}
 
 
+@pytest.mark.slow
 def test_smoke_of_fake_fixtures_passes_the_smoke_flag():
     result = invoke("--smoke", "--fixtures", str(FAKE))
     assert result.exit_code == 0, result.output
@@ -592,6 +595,7 @@ def test_verify_on_this_cpu_only_machine_unmocked(tmp_path):
     assert line[0].endswith(f"torch {version} is a CPU-only build")
 
 
+@pytest.mark.slow
 def test_smoke_without_fork_uses_fresh_interpreters(monkeypatch):
     monkeypatch.setenv("TORCHLINT_SMOKE_FORK", "0")
     result = invoke("--smoke", "--fixtures", str(DATA / "verify_broken"))
@@ -600,6 +604,7 @@ def test_smoke_without_fork_uses_fresh_interpreters(monkeypatch):
     assert invoke("--smoke", "--fixtures", str(FAKE)).exit_code == 0
 
 
+@pytest.mark.slow
 def test_smoke_kills_a_script_that_hangs(tmp_path):
     d = tmp_path / "TL1-hang"
     d.mkdir()

@@ -517,6 +517,7 @@ def test_a_rule_cut_too_early_is_not_run_with_its_runs_kept():
     assert crash["verdict"] == "not-run" and "a verdict needs 1" in crash["reason"]
 
 
+@pytest.mark.slow
 def test_a_run_killed_by_its_timeout_keeps_the_windows_it_printed(tmp_path):
     d = tmp_path / "TL1-slow"
     d.mkdir()
@@ -606,6 +607,7 @@ def test_a_slow_cpu_step_runs_few_steps(monkeypatch):
     assert calls == [1, 1, 2, 1]  # first step, one more warm-up step, timing minimum, sync minimum
 
 
+@pytest.mark.slow
 def test_profile_window_finds_the_window_on_cpu(monkeypatch):
     h = _harness(monkeypatch, "timing,profile", smoke=True)
     x = h.torch.ones(8)

@@ -1,4 +1,9 @@
-"""Settings: `[tool.torchlint]` in the nearest pyproject.toml, overridden by the CLI.
+"""Settings: the nearest configuration file, overridden by the CLI.
+
+The configuration file (docs/linter.md, "Configuration"), nearest first: in
+each folder from the linted path up, `.torchlint.toml`, then `torchlint.toml`
+(settings at the top level, as Ruff reads `ruff.toml`), then a
+`pyproject.toml` with a `[tool.torchlint]` table.
 
 Selection precedence (docs/linter.md): start from `select` (the CLI's if given,
 else the file's, else every rule), add `extend-select` (file and CLI), remove
@@ -35,7 +40,17 @@ KNOWN_KEYS = (
     "unsafe-fixes",
     "cache-dir",
     "preview",
+    "docs-url",
 )
+# In one folder, the first of these that applies is the configuration file
+# (Ruff: `.ruff.toml`, `ruff.toml`, `pyproject.toml`). The first two hold the
+# settings at the top level; a pyproject.toml counts only with [tool.torchlint].
+CONFIG_FILES = (".torchlint.toml", "torchlint.toml", "pyproject.toml")
+# Where each rule's page lives: `<docs-url><rule name>.md`. `docs-url` in the
+# configuration or TORCHLINT_DOCS_URL moves it (a mirror, a local clone's
+# docs/rules/ as a file:// URL); `torchlint rule CODE` prints a page offline.
+DEFAULT_DOCS_URL = "https://github.com/torchlint/torchlint/blob/main/docs/rules/"
+DOCS_URL_ENV = "TORCHLINT_DOCS_URL"
 _LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
 _BOOL_KEYS = ("force-exclude", "respect-gitignore", "unsafe-fixes", "preview")
 
@@ -139,21 +154,51 @@ class Settings:
     cache_dir: Optional[str] = None
     # Preview rules (torchlint/rules/stability.py) are on only in preview mode.
     preview: bool = False
+    # The rule pages' base URL (None: DEFAULT_DOCS_URL); see rule_url.
+    docs_url: Optional[str] = None
 
     def enabled(self) -> FrozenSet[str]:
         codes = _enabled(self.select, self.extend_select, self.ignore)
         return codes if self.preview else codes - preview_codes()
 
     def preview_warnings(self) -> List[str]:
-        """As in Ruff: a preview rule selected by its exact code without preview
-        mode has no effect, and the user is told."""
+        """As in Ruff: a selector that names only preview rules (an exact code,
+        `TL401`, or a prefix, `TL1`) has no effect without preview mode, and the
+        user is told. `ALL`, `TL` and prefixes that also hold a stable rule
+        select something, and say nothing."""
         if self.preview:
             return []
-        named = {sel.strip().upper() for sel in self.select + self.extend_select}
-        return [
-            f"selection `{code}` has no effect because preview is not enabled (use --preview or `preview = true`)"
-            for code in sorted(named & preview_codes())
-        ]
+        preview = preview_codes()
+        out = []
+        seen = set()
+        for raw in self.select + self.extend_select:
+            sel = raw.strip().upper()
+            if not sel or sel == "ALL" or sel in seen:
+                continue
+            seen.add(sel)
+            matched = {c for c in known_codes() if c.startswith(sel)}
+            if matched and matched <= preview:
+                what = "" if sel in matched else "it selects only preview rules; "
+                out.append(
+                    f"selection `{raw.strip()}` has no effect because preview is not enabled "
+                    f"({what}use --preview or `preview = true`)"
+                )
+        return out
+
+    def preview_rules_off(self) -> FrozenSet[str]:
+        """The preview rules this selection would run in preview mode and does
+        not run now (empty in preview mode): what the end-of-run hint counts."""
+        if self.preview:
+            return frozenset()
+        return _enabled(self.select, self.extend_select, self.ignore) & preview_codes()
+
+    def rule_url(self, code: str) -> Optional[str]:
+        """The URL of a rule's page (`docs-url` + its name + `.md`); None for an
+        unknown code."""
+        from torchlint.rules import CATALOG
+
+        name = CATALOG.get(code.upper())
+        return f"{self.docs_url or DEFAULT_DOCS_URL}{name}.md" if name else None
 
     def enabled_for(self, path: str) -> FrozenSet[str]:
         codes = self.enabled()
@@ -215,9 +260,10 @@ def _spec(patterns: Tuple[str, ...]) -> pathspec.PathSpec:
     return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
-def find_pyproject(start: Path) -> Optional[Path]:
-    """The nearest pyproject.toml at or above `start` that has [tool.torchlint];
-    failing that, None."""
+def find_config(start: Path) -> Optional[Path]:
+    """The nearest configuration file at or above `start`: in each folder,
+    `.torchlint.toml`, then `torchlint.toml`, then a `pyproject.toml` that has
+    [tool.torchlint] (CONFIG_FILES); failing that, None."""
     # realpath, not Path.resolve: a symlink loop must not raise (the path's own
     # problem is reported by discovery).
     start = Path(os.path.realpath(start))
@@ -227,6 +273,13 @@ def find_pyproject(start: Path) -> Optional[Path]:
     except OSError:
         start = start.parent
     for folder in (start, *start.parents):
+        for name in CONFIG_FILES[:-1]:
+            candidate = folder / name
+            try:
+                if candidate.is_file():
+                    return candidate  # ours by its name, whatever it holds: load_settings reports a problem
+            except OSError:
+                pass
         candidate = folder / "pyproject.toml"
         try:
             found = candidate.is_file()
@@ -247,6 +300,45 @@ def find_pyproject(start: Path) -> Optional[Path]:
             if "torchlint" in data.get("tool", {}):
                 return candidate
     return None
+
+
+# The name it had when only pyproject.toml was read (bench/ and older callers).
+find_pyproject = find_config
+
+
+def is_pyproject(path: Union[str, Path]) -> bool:
+    """Whether `path` is read as a pyproject.toml (settings under
+    [tool.torchlint]) rather than as a torchlint.toml (settings at the top
+    level): by its name, as Ruff tells pyproject.toml from ruff.toml."""
+    return Path(path).name == "pyproject.toml"
+
+
+def config_table(data: Mapping[str, Any], path: Union[str, Path], named: bool) -> Optional[Mapping[str, Any]]:
+    """The settings table of a parsed configuration file: `[tool.torchlint]` of
+    a pyproject.toml, the top level of any other file. A file given with
+    `--config` (`named`) that has no settings for torchlint is an error, not
+    an empty configuration; a pyproject.toml found by the search without the
+    table is None (not a configuration)."""
+    tool = data.get("tool")
+    if is_pyproject(path) or (isinstance(tool, dict) and "torchlint" in tool):
+        table = tool.get("torchlint") if isinstance(tool, dict) else None
+        if table is None:
+            if named:
+                raise ConfigError(
+                    f"{path}: no [tool.torchlint] table (a pyproject.toml holds torchlint's settings there; "
+                    "a torchlint.toml holds them at the top level)"
+                )
+            return None
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [tool.torchlint] must be a table")
+        return table
+    if isinstance(tool, dict) or "project" in data or "build-system" in data:
+        # A pyproject.toml under another name: its keys are not torchlint's.
+        raise ConfigError(
+            f"{path}: no [tool.torchlint] table, and a file not named pyproject.toml is read as a torchlint.toml "
+            "(settings at the top level, as in `select = [...]`)"
+        )
+    return data
 
 
 _TOML_WHERE = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)$")
@@ -291,12 +383,19 @@ def _str_list(value: Any, key: str, where: str) -> Tuple[str, ...]:
     return tuple(value)
 
 
-def settings_from_table(table: Mapping[str, Any], where: str, root: str) -> Dict[str, Any]:
-    """Settings values from a `[tool.torchlint]` table read from `where`; every
-    error names that file."""
+def _table_name(path: Path, data: Mapping[str, Any]) -> str:
+    """How errors name the table the settings came from."""
+    return "[tool.torchlint]" if is_pyproject(path) or "tool" in data else path.name
+
+
+def settings_from_table(
+    table: Mapping[str, Any], where: str, root: str, name: str = "[tool.torchlint]"
+) -> Dict[str, Any]:
+    """Settings values from a `[tool.torchlint]` table (or a torchlint.toml's
+    top level, `name`) read from `where`; every error names that file."""
     unknown = sorted(set(table) - set(KNOWN_KEYS))
     if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r} in [tool.torchlint] (known: {', '.join(KNOWN_KEYS)})")
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} in {name} (known: {', '.join(KNOWN_KEYS)})")
     out: Dict[str, Any] = {"root": root, "config_path": where}
     for key in _LIST_KEYS:
         if key in table:
@@ -314,6 +413,11 @@ def settings_from_table(table: Mapping[str, Any], where: str, root: str) -> Dict
         if not isinstance(value, str) or not value:
             raise ConfigError(f"{where}: `cache-dir` must be a path (a string), not {_type_name(value)}")
         out["cache_dir"] = os.path.join(root, os.path.expanduser(value))
+    if "docs-url" in table:
+        value = table["docs-url"]
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{where}: `docs-url` must be a URL (a string), not {_type_name(value)}")
+        out["docs_url"] = _docs_base(value)
     if "per-file-ignores" in table:
         pfi = table["per-file-ignores"]
         if not isinstance(pfi, dict):
@@ -325,6 +429,18 @@ def settings_from_table(table: Mapping[str, Any], where: str, root: str) -> Dict
             _expand(codes, f"`{key}`", where)
         out["per_file_ignores"] = tuple(items)
     return out
+
+
+def _docs_base(url: str) -> str:
+    """A docs base URL that a rule page's file name can follow."""
+    url = url.strip()
+    return url if url.endswith("/") else url + "/"
+
+
+def docs_url_from_env() -> Optional[str]:
+    """TORCHLINT_DOCS_URL, the rule pages' base URL (wins over `docs-url`)."""
+    value = os.environ.get(DOCS_URL_ENV, "").strip()
+    return _docs_base(value) if value else None
 
 
 def _toml_key(text: str) -> str:
@@ -357,7 +473,7 @@ def load_settings(
         if not path.is_file():
             raise ConfigError(f"config file not found: {config}")
     else:
-        path = find_pyproject(Path(start or "."))
+        path = find_config(Path(start or "."))
     values: Dict[str, Any] = {"root": os.getcwd()}
     if path is not None:
         try:
@@ -374,10 +490,9 @@ def load_settings(
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(toml_error(path, text, exc)) from None
-        table = data.get("tool", {}).get("torchlint", {})
-        if not isinstance(table, dict):
-            raise ConfigError(f"{path}: [tool.torchlint] must be a table")
-        values = settings_from_table(table, str(path), str(path.resolve().parent))
+        table = config_table(data, path, named=config is not None)
+        if table is not None:
+            values = settings_from_table(table, str(path), str(path.resolve().parent), _table_name(path, data))
     settings = Settings(**values)
     for key, selectors in (("--select", select or ()), ("--extend-select", extend_select), ("--ignore", ignore)):
         _expand(selectors, key)
@@ -401,4 +516,7 @@ def load_settings(
         settings = replace(settings, preview=preview)
     if cache_dir:
         settings = replace(settings, cache_dir=os.path.abspath(os.path.expanduser(cache_dir)))
+    env_docs = docs_url_from_env()
+    if env_docs:
+        settings = replace(settings, docs_url=env_docs)
     return settings.validate()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import List, Optional, Sequence, Tuple
 
 import click
@@ -39,8 +39,25 @@ class DefaultGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
         if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version", "-V")):
+            if args:
+                self._reject_misspelt_command(args[0])
             args = [self.default_command, *args]
         return super().parse_args(ctx, args)
+
+    def _reject_misspelt_command(self, word: str) -> None:
+        """`torchlint chek .`: a bare first word that is neither a command nor
+        a path on disk, and reads like a command, is a usage error (as Ruff's
+        "unrecognized subcommand"), not a missing path to lint."""
+        import difflib
+
+        if word.startswith("-") or os.sep in word or "/" in word or "." in word or os.path.lexists(word):
+            return
+        close = difflib.get_close_matches(word, sorted(self.commands), n=1, cutoff=0.6)
+        if close:
+            raise click.UsageError(
+                f"unrecognized subcommand '{word}'; did you mean '{close[0]}'? "
+                f"(to lint a path named {word}, run `torchlint check {word}`)"
+            )
 
     def invoke(self, ctx: click.Context):
         try:
@@ -103,7 +120,8 @@ def _write_output(text: str, output_file: Optional[str]) -> None:
 
 
 @main.command("check")
-@click.argument("paths", nargs=-1, type=click.Path())
+# readable=False: a file that cannot be read is linted as TL001, not refused as a usage error.
+@click.argument("paths", nargs=-1, type=click.Path(readable=False))
 @click.option(
     "--select",
     multiple=True,
@@ -146,7 +164,13 @@ def _write_output(text: str, output_file: Optional[str]) -> None:
 @click.option(
     "-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True, help="Worker processes (0: one per core)."
 )
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Use this pyproject.toml.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, readable=False),
+    metavar="FILE",
+    help="Use this configuration file: a pyproject.toml ([tool.torchlint]) or a torchlint.toml (top-level keys).",
+)
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied per file.")
 @click.option(
     "--stdin-filename",
@@ -282,6 +306,8 @@ def check_command(
         no_cache=no_cache,
         fix_only=fix_only and not diff,
         unsafe_hint=settings.unsafe_fixes is not False,
+        docs_url=settings.docs_url,
+        preview_off=len(settings.preview_rules_off()),
     )
     if watch:
         raise click.exceptions.Exit(_watch(paths, settings, load, opts, jobs))
@@ -310,6 +336,10 @@ class _Opts:
     no_cache: bool = False
     fix_only: bool = False
     unsafe_hint: bool = True
+    docs_url: Optional[str] = None
+    # Preview rules the selection leaves off for want of preview mode: the
+    # end-of-run hint says how many (0: no hint; the watch turns it off after its first run).
+    preview_off: int = 0
 
 
 def _report(opts: _Opts, findings, lines, fixes_applied=0, fixed_per_file=None, problems=0, files=None) -> str:
@@ -326,6 +356,7 @@ def _report(opts: _Opts, findings, lines, fixes_applied=0, fixed_per_file=None, 
         unsafe_hint=opts.unsafe_hint,
         problems=problems,
         linted_nothing=files == 0,
+        docs_url=opts.docs_url,
     )
     if opts.fix_only:  # what was fixed, never what remains
         text = ""
@@ -353,6 +384,20 @@ def _warnings_out(warnings, opts: _Opts) -> None:
     if not opts.quiet:
         for w in warnings:
             warn(str(w))
+
+
+def _preview_hint(opts: _Opts, files: int) -> None:
+    """Once per run, last on stderr: how many preview rules the selection
+    leaves off, and how to turn them on. Never with -q, on stdin (an editor's
+    call) or for a run that linted nothing; stdout stays the report alone."""
+    if opts.quiet or not opts.preview_off or not files:
+        return
+    n = opts.preview_off
+    rules = "1 preview rule is" if n == 1 else f"{n} preview rules are"
+    click.echo(
+        f"torchlint: hint: {rules} off; `--preview` (or `preview = true` in the configuration) turns them on",
+        err=True,
+    )
 
 
 def _problems_out(problems) -> int:
@@ -390,7 +435,9 @@ def _check_paths(paths, settings, opts: _Opts, jobs: int, written: Optional[list
         if not opts.quiet:
             click.echo(_diff_summary(fixes, len(result.diffs), result.findings, opts), err=True)
         _warnings_out(result.warnings, opts)
-        return _problems_out(result.problems) or (EXIT_FINDINGS if result.diffs else EXIT_OK), 0
+        code = _problems_out(result.problems) or (EXIT_FINDINGS if result.diffs else EXIT_OK)
+        _preview_hint(opts, result.files)
+        return code, 0
     fixed_per_file = {o.path: o.fixes_applied for o in result.outcomes if o.written and o.fixes_applied}
     if written is not None:
         written.extend(o.path for o in result.outcomes if o.written)
@@ -407,7 +454,9 @@ def _check_paths(paths, settings, opts: _Opts, jobs: int, written: Optional[list
     _warnings_out(result.warnings, opts)
     fixed = sum(fixed_per_file.values())
     remaining = EXIT_FINDINGS if result.findings and not opts.fix_only else EXIT_OK
-    return _problems_out(result.problems) or remaining, fixed
+    code = _problems_out(result.problems) or remaining
+    _preview_hint(opts, result.files)
+    return code, fixed
 
 
 def _watch(paths, settings, load, opts: _Opts, jobs: int) -> int:
@@ -417,7 +466,7 @@ def _watch(paths, settings, load, opts: _Opts, jobs: int) -> int:
     terminal); a status line goes to stderr. torchlint/files/watch.py says how
     changes are found."""
     from torchlint import api
-    from torchlint.config import ConfigError
+    from torchlint.config import CONFIG_FILES, ConfigError
     from torchlint.files import watch as watching
 
     interval = watching.interval_from_env()
@@ -425,7 +474,7 @@ def _watch(paths, settings, load, opts: _Opts, jobs: int) -> int:
 
     def config_files():
         config = current[0].config_path
-        return [config] if config else [os.path.join(os.getcwd(), "pyproject.toml")]
+        return [config] if config else [os.path.join(os.getcwd(), name) for name in CONFIG_FILES]
 
     tree = watching.Tree(lambda: api.discover(paths, current[0]).files, config_files)
     tty = sys.stdout.isatty() and not opts.output_file
@@ -436,6 +485,7 @@ def _watch(paths, settings, load, opts: _Opts, jobs: int) -> int:
                 click.clear()
             written: list = []
             _check_paths(paths, current[0], opts, jobs, written)
+            opts = replace(opts, preview_off=0)  # the hint once, after the first run
             # A change made while the run went on starts the next run (the
             # snapshot is from before it), but the run's own fixes do not.
             before.update(watching.snapshot(written))
@@ -481,7 +531,9 @@ def _add_noqa(paths, settings, opts: _Opts, jobs: int) -> int:
     if not opts.quiet:
         click.echo(f"Added {plural(added, 'noqa directive')}.", err=True)
     _warnings_out(result.warnings, opts)
-    return _problems_out(result.problems)
+    code = _problems_out(result.problems)
+    _preview_hint(opts, result.files)
+    return code
 
 
 def _check_stdin(settings, filename: str, opts: _Opts) -> Tuple[int, int]:

@@ -1,11 +1,14 @@
 """flake8 plugin: `flake8 --select TL` reports torchlint's findings (lint only).
 
-Registered as the `TL` entry point of the `flake8.extension` group. flake8 does
-the selection (`--select`, `--extend-ignore`, `per-file-ignores`) and the
-`# noqa: TL104` comments; torchlint's stable rules run (preview ones too with
-`preview = true` in [tool.torchlint] or TORCHLINT_PREVIEW=1; through torchlint.api,
-like every other door), and torchlint's own `# torchlint: ignore[...]`
-comments are honoured too. Files torchlint cannot analyse (error-severity
+Registered as the `TL` entry point of the `flake8.extension` group. The
+configuration is read as the CLI reads it (the nearest torchlint.toml or
+pyproject.toml [tool.torchlint]: `select`, `ignore`, `per-file-ignores`,
+`preview`; TORCHLINT_PREVIEW=1 too), so the rules it enables run (through
+torchlint.api, like every other door); flake8 then selects among what they
+report (`--select`, `--extend-ignore`, `per-file-ignores`) and honours the
+`# noqa: TL104` comments, and torchlint's own `# torchlint: ignore[...]`
+comments are honoured too. A configuration that cannot be read is warned
+about once on stderr (`torchlint: warning: ...`), and the defaults are used. Files torchlint cannot analyse (error-severity
 findings: TL000) are left to flake8's own E999/E902. Fixes are not offered:
 run `torchlint check --fix` for those.
 
@@ -19,14 +22,41 @@ the cell as torchlint prints them (`TL104 cell 3:2:5: Tensor is ...`).
 from __future__ import annotations
 
 import os
-from typing import Iterator, Optional, Sequence, Tuple
+import sys
+from typing import Any, Iterator, Optional, Sequence, Set, Tuple
 
 from torchlint import __version__
+
+# Configuration errors already warned about in this process (flake8 forks its
+# workers after `parse_options`, so one warned about there is not repeated).
+_WARNED: Set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        print(f"torchlint: warning: {message}; the flake8 plugin uses the default settings", file=sys.stderr)
+
+
+def _settings(start: str) -> Any:
+    from torchlint.config import ConfigError, Settings, load_settings, preview_from_env
+
+    try:
+        return load_settings(start=start, preview=preview_from_env())
+    except ConfigError as exc:
+        _warn_once(str(exc))
+        return Settings(preview=bool(preview_from_env()))
 
 
 class TorchlintChecker:
     name = "torchlint"
     version = __version__
+
+    @classmethod
+    def parse_options(cls, options: object) -> None:
+        """Called once, in flake8's main process before it forks its workers:
+        a broken configuration of the current folder is warned about here, once."""
+        _settings(os.getcwd())
 
     # flake8 picks the parameters by name; `tree` makes this a "tree" plugin,
     # but the source comes from `lines` (torchlint parses with LibCST).
@@ -36,15 +66,11 @@ class TorchlintChecker:
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         from torchlint.api import check
-        from torchlint.config import ConfigError, Settings, load_settings, preview_from_env
         from torchlint.rules import severity
 
-        # flake8 selects the codes; `preview` (which rules exist to select) comes
-        # from the project's [tool.torchlint] or TORCHLINT_PREVIEW, as for the CLI.
-        try:
-            settings = load_settings(start=os.path.dirname(os.path.abspath(self.filename)), preview=preview_from_env())
-        except ConfigError:
-            settings = Settings(preview=bool(preview_from_env()))
+        # The project's configuration enables the rules (as for the CLI); flake8
+        # then selects among their findings.
+        settings = _settings(os.path.dirname(os.path.abspath(self.filename)))
         text = "".join(self.lines)
         result = check(text, self.filename, settings)
         positions = None

@@ -133,15 +133,35 @@ def doc_problems(rule: RuleLike) -> List[str]:
     return problems
 
 
-def summary(rule: RuleLike) -> str:
-    """One line: the first sentence of "What it does"."""
+def summary_parts(rule: RuleLike) -> List[str]:
+    """The first sentence of "What it does", as its lead and, when the lead
+    introduces a list (`Flags, ...:` then `- ...` items), the list's items up
+    to the one that ends the sentence: [lead, item, item, ...]."""
     r = _resolve(rule)
     for title, body in doc_sections(r):
-        if title == "What it does":
-            flat = " ".join(body.split())
-            m = re.match(r"(.+?[.!?])(\s|$)", flat)
-            return m.group(1) if m else flat
-    return r.MESSAGE
+        if title != "What it does":
+            continue
+        paragraphs = re.split(r"\n\s*\n", body.strip())
+        lead = " ".join(paragraphs[0].split())
+        if lead.endswith(":") and len(paragraphs) > 1 and paragraphs[1].lstrip().startswith("- "):
+            parts = [lead]
+            for item in re.split(r"^\s*- ", paragraphs[1], flags=re.M):
+                item = " ".join(item.split())
+                if item:
+                    parts.append(item)
+                    if item.endswith((".", "!", "?")):
+                        break
+            return parts
+        flat = " ".join(body.split())
+        m = re.match(r"(.+?[.!?])(\s|$)", flat)
+        return [m.group(1) if m else flat]
+    return [r.MESSAGE]
+
+
+def summary(rule: RuleLike) -> str:
+    """One line: the first sentence of "What it does" (a list in it read as
+    prose: its items one after the other, without their dashes)."""
+    return " ".join(summary_parts(rule))
 
 
 # ---------------------------------------------------------------------------
@@ -350,28 +370,38 @@ def rules_table_text(width: Optional[int] = None) -> str:
     no line is longer: the summary column is wrapped, its continuation lines
     starting under it; when that column would be narrower than 40 characters
     (an 80-column terminal), each summary goes under its row instead, indented
-    by 4, wrapped to the width."""
+    by 4, wrapped to the width. A summary that holds a list keeps it one
+    item per line (`- item`, continuation lines under the item's text)."""
     import textwrap
 
-    rows = [("CODE", "NAME", "STATUS", "FIX", "SUMMARY")]
-    rows += [(r.CODE, r.NAME, status_column(r), fix_column(r) or "-", summary(r)) for r in documented_rules()]
+    rules = documented_rules()
+    rows = [("CODE", "NAME", "STATUS", "FIX")]
+    rows += [(r.CODE, r.NAME, status_column(r), fix_column(r) or "-") for r in rules]
+    summaries = [["SUMMARY"]] + [summary_parts(r) for r in rules]
     columns = 4
     widths = [max(len(row[i]) for row in rows) for i in range(columns)]
     indent = sum(widths) + 2 * columns
     beside = width is None or width - indent >= 40
+
+    def wrapped(parts: List[str], room: Optional[int]) -> List[str]:
+        if room is None:
+            return [" ".join(parts)] if len(parts) == 1 else [parts[0]] + ["- " + item for item in parts[1:]]
+        lines = textwrap.wrap(parts[0], room, break_on_hyphens=False)
+        for item in parts[1:]:
+            chunk = textwrap.wrap(item, max(10, room - 2), break_on_hyphens=False)
+            lines += ["- " + chunk[0]] + ["  " + c for c in chunk[1:]]
+        return lines
+
     out = []
     for k, row in enumerate(rows):
         head = "  ".join(row[i].ljust(widths[i]) for i in range(columns))
-        text = row[columns]
-        if width is None:
-            out.append(head + "  " + text)
-        elif beside:
-            parts = textwrap.wrap(text, width - indent, break_on_hyphens=False)
+        if beside:
+            parts = wrapped(summaries[k], None if width is None else width - indent)
             out.append(head + "  " + (parts[0] if parts else ""))
             out.extend(" " * indent + part for part in parts[1:])
         elif k:  # the header row has no summary of its own in this layout
             out.append(head)
-            out.extend("    " + part for part in textwrap.wrap(text, max(20, width - 4), break_on_hyphens=False))
+            out.extend("    " + part for part in wrapped(summaries[k], max(20, (width or 80) - 4)))
         else:
             out.append(head)
     return "\n".join(line.rstrip() for line in out) + "\n"

@@ -17,15 +17,38 @@ import sys
 import click
 
 
+def install_hint() -> str:
+    """How to install the `server` extra here, in a form that works whatever
+    way torchlint was installed: the extra's own requirements (from the
+    installed metadata), and from a clone, the clone's path with the extra."""
+    import shlex
+    from pathlib import Path
+
+    requirements = ["pygls>=2.0", "lsprotocol>=2024.0.0"]  # pyproject.toml's `server` extra
+    try:
+        from importlib.metadata import requires
+
+        found = []
+        for line in requires("torchlint") or ():
+            spec, _, marker = line.partition(";")
+            if marker.replace("'", '"').replace(" ", "") == 'extra=="server"':
+                found.append(spec.strip().replace(" ", ""))
+        requirements = found or requirements
+    except Exception:  # no metadata: a bare checkout on the path
+        pass
+    hint = "pip install " + " ".join(shlex.quote(r) for r in requirements)
+    clone = Path(__file__).resolve().parents[2]
+    if (clone / "pyproject.toml").is_file() and (clone / "torchlint" / "doors" / "server.py").is_file():
+        hint += f" (or, in this clone: pip install {shlex.quote(str(clone) + '[server]')})"
+    return hint
+
+
 def main(log_level: str = "WARNING") -> None:
     """Serve LSP on stdin/stdout until the client says exit."""
     try:
         from torchlint.doors.lsp.features import serve_stdio
     except ImportError as exc:  # pygls/lsprotocol missing
-        click.echo(
-            f"torchlint server needs the `server` extra ({exc}): pip install 'torchlint[server]'",
-            err=True,
-        )
+        click.echo(f"torchlint server needs the `server` extra ({exc}): {install_hint()}", err=True)
         raise SystemExit(2) from None
     # Logs go to stderr; stdout carries the protocol.
     logging.basicConfig(

@@ -275,10 +275,10 @@ def configured_cache_dir() -> Optional[str]:
 
 def default_cache_root() -> Path:
     """The project root the CLI caches under: the folder of the nearest
-    pyproject.toml with [tool.torchlint], else the current folder."""
-    from torchlint.config import find_pyproject
+    configuration file (torchlint.toml, or pyproject.toml with [tool.torchlint]), else the current folder."""
+    from torchlint.config import find_config
 
-    found = find_pyproject(Path.cwd())
+    found = find_config(Path.cwd())
     return found.parent if found is not None else Path.cwd()
 
 
@@ -289,7 +289,7 @@ def default_cache_root() -> Path:
     multiple=True,
     type=click.Path(file_okay=False, path_type=Path),
     help="Project folder whose .torchlint_cache to remove (repeatable). "
-    "Default: the project root (nearest pyproject.toml with [tool.torchlint]) and the current folder.",
+    "Default: the project root (nearest torchlint.toml, or pyproject.toml with [tool.torchlint]) and the current folder.",
 )
 @click.option(
     "--cache-dir",

@@ -18,7 +18,8 @@
   not walked again, so loops end. A file reached twice is listed once.
 - Unreadable folders, missing paths, symlink loops and special files (a FIFO,
   a socket, a device) named on the command line become Problems, never
-  exceptions; special files are never opened.
+  exceptions; special files are never opened. A folder found by the walk
+  that is removed before it is read is skipped, as a broken link is.
 """
 
 from __future__ import annotations
@@ -168,7 +169,10 @@ class _Walker:
         self.seen_dirs: Set[str] = set()
         self.excluded: _Excluder = _Excluder(settings, ".")
 
-    def walk(self, folder: str, ignores: List[_Ignore]) -> None:
+    def walk(self, folder: str, ignores: List[_Ignore], named: bool = False) -> None:
+        """Collect the files under `folder`; `named`: the user named it (its
+        disappearance is a problem; a folder found by the walk that vanishes
+        before it is read is skipped)."""
         real = os.path.realpath(folder)
         if real in self.seen_dirs:
             return
@@ -180,6 +184,8 @@ class _Walker:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR) and not named:
+                return  # removed (or replaced by a file) while the walk went on: skipped, as a broken link is
             self.problems.append(Problem(folder, f"cannot read directory: {exc.strerror or exc}"))
             return
         for entry in entries:
@@ -267,7 +273,7 @@ def discover(paths: Iterable[str], settings: Settings, force_exclude: bool = Fal
             if force_exclude and settings.is_excluded(path):
                 continue
             walker.excluded = _Excluder(settings, path)
-            walker.walk(path, _ancestor_ignores(path) if settings.respect_gitignore else [])
+            walker.walk(path, _ancestor_ignores(path) if settings.respect_gitignore else [], named=True)
         elif os.path.isfile(path):
             if force_exclude and _excluded_file(path, settings):
                 continue

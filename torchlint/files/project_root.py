@@ -6,11 +6,12 @@ For a file the run lints, found under the path `linted` the run was given
 (a folder, or the file itself):
 
 1. the configuration's folder, when a configuration is in force (the
-   `pyproject.toml` with `[tool.torchlint]` found above the first path, or
-   the one `--config` names) and it holds the file;
+   configuration file found above the first path: a `pyproject.toml` with
+   `[tool.torchlint]`, a `torchlint.toml` or `.torchlint.toml`; or the one
+   `--config` names) and it holds the file;
 2. else the nearest folder at or above the file holding a project marker:
    `pyproject.toml` (with or without a `[tool.torchlint]` table),
-   `setup.py`, `setup.cfg` or `.git` (a folder, or the file a worktree or a
+   `torchlint.toml`, `.torchlint.toml`, `setup.py`, `setup.cfg` or `.git` (a folder, or the file a worktree or a
    submodule has);
 3. else the linted path itself (a file's folder), or, when that is a
    package (it holds `__init__.py`), the folder its top-level package sits
@@ -26,7 +27,7 @@ from __future__ import annotations
 import os
 from typing import Dict, Iterable, Optional, Sequence
 
-MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+MARKERS = ("pyproject.toml", "torchlint.toml", ".torchlint.toml", "setup.py", "setup.cfg", ".git")
 
 
 class ProjectRoots:

@@ -52,6 +52,14 @@ class ReportData:
     # that linted no file, never says "All checks passed!".
     problems: int = 0
     linted_nothing: bool = False
+    # The rule pages' base URL (`docs-url`, TORCHLINT_DOCS_URL); None: the default.
+    docs_url: Optional[str] = None
+
+    def rule_url(self, code: str) -> Optional[str]:
+        """The URL of `code`'s page, under `docs_url` (None for an unknown code)."""
+        from torchlint.config import Settings
+
+        return Settings(docs_url=self.docs_url).rule_url(code)
 
     def applicable(self, finding: Finding) -> bool:
         """Whether --fix (with the current --unsafe-fixes) would apply this fix."""

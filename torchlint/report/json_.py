@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from torchlint.findings import Finding
 from torchlint.report import ReportData
-from torchlint.rules import rule_url
+from torchlint.rules import rule_url as default_rule_url
 
 
 def _loc(row: int, column: int) -> Dict[str, int]:
     return {"column": column, "row": row}
 
 
-def to_dict(f: Finding) -> Dict[str, Any]:
+def to_dict(f: Finding, url: Optional[str] = None) -> Dict[str, Any]:
+    """A finding in Ruff's JSON schema; `url` is its rule's page (default: under the default docs URL)."""
     fix = None
     if f.fix is not None:
         fix = {
@@ -41,12 +42,12 @@ def to_dict(f: Finding) -> Dict[str, Any]:
         "message": f.message,
         "name": f.name,
         "noqa_row": f.noqa_row if f.noqa_row is not None else f.row,
-        "url": rule_url(f.code),
+        "url": url if url is not None else default_rule_url(f.code),
     }
 
 
 def render(data: ReportData) -> str:
-    items = [to_dict(f) for f in data.findings]
+    items = [to_dict(f, data.rule_url(f.code)) for f in data.findings]
     if data.json_lines:
         return "".join(json.dumps(i, sort_keys=True, ensure_ascii=False) + "\n" for i in items)
     return json.dumps(items, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -17,7 +17,7 @@ from typing import Any, Dict
 
 from torchlint.findings import Finding
 from torchlint.report import INFORMATION_URI, ReportData, cell_prefix
-from torchlint.rules import rule_url, severity
+from torchlint.rules import severity
 
 
 def _range(data: ReportData, f: Finding, row: int, column: int, end_row: int, end_column: int) -> Dict[str, Any]:
@@ -37,7 +37,7 @@ def diagnostic(data: ReportData, f: Finding) -> Dict[str, Any]:
         "message": cell_prefix(f) + f.message,
         "severity": "ERROR" if severity(f.code) == "error" else "WARNING",
     }
-    url = rule_url(f.code)
+    url = data.rule_url(f.code)
     if url:
         out["code"]["url"] = url
     if f.fix is not None and f.cell is None:

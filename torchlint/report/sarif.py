@@ -10,13 +10,13 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 from urllib.parse import quote
 
 from torchlint import __version__
 from torchlint.findings import Finding
 from torchlint.report import INFORMATION_URI, ReportData, cell_prefix
-from torchlint.rules import rule_url, severity
+from torchlint.rules import severity
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -27,7 +27,7 @@ def _section(doc: str, title: str) -> str:
     return " ".join(m.group(1).split()) if m else ""
 
 
-def _rule(code: str) -> Dict[str, Any]:
+def _rule(code: str, data: Optional[ReportData] = None) -> Dict[str, Any]:
     from torchlint.rules import rule_by_code
 
     try:
@@ -48,7 +48,7 @@ def _rule(code: str) -> Dict[str, Any]:
     }
     if full:
         rule["fullDescription"] = {"text": full}
-    url = rule_url(code)
+    url = (data or ReportData(findings=())).rule_url(code)
     if url:
         rule["helpUri"] = url
     return rule
@@ -122,7 +122,7 @@ def to_sarif(data: ReportData) -> Dict[str, Any]:
                         "name": "torchlint",
                         "informationUri": INFORMATION_URI,
                         "version": __version__,
-                        "rules": [_rule(c) for c in codes],
+                        "rules": [_rule(c, data) for c in codes],
                     }
                 },
                 "originalUriBaseIds": {SRCROOT: {"uri": root}},

@@ -404,8 +404,8 @@ def cell_diff(path: str, old: bytes, new: bytes) -> str:
     """`--diff` of a notebook as Ruff prints it: for each code cell whose
     source changed, a unified diff of that source headed `path:cell N` (N
     counts every cell, 1-based), no `No newline at end of file` marks (a
-    cell's last line rarely has one), and a blank line after the notebook's
-    cells. Empty when no cell changed."""
+    cell's last line rarely has one), a blank line between two cells' diffs
+    and after the notebook's last one. Empty when no cell changed."""
     _, a, _ = _read(old)
     _, b, _ = _read(new)
     out = []
@@ -416,7 +416,7 @@ def cell_diff(path: str, old: bytes, new: bytes) -> str:
         if before != after:
             label = f"{path}:cell {number}"  # Ruff's header: no patch applies it
             out.append(unified_diff(path, before, after, newline_hint=False, label=label))
-    return "".join(out) + "\n" if out else ""
+    return "\n".join(out) + "\n" if out else ""
 
 
 def _source_text(cell: dict) -> str:

@@ -407,6 +407,14 @@ def _smoke(
     plot: Optional[Path],
     root: Path,
 ) -> int:
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:  # one line, not one error per script
+        click.echo(
+            "smoke run skipped: torch is not installed, and every fixture script needs it "
+            "(a CPU build: pip install torch --index-url https://download.pytorch.org/whl/cpu)"
+        )
+        return EXIT_ERROR
     with _progress(2 * len(fixtures), "smoke", _smoke_label) as bar:
         runs = script_runs.smoke(fixtures, jobs or 0, progress=lambda r: bar.update(1, r), timeout=min(timeout, 300.0))
     failed = [r for r in runs if not r.ok]

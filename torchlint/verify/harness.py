@@ -91,6 +91,32 @@ def window_steps(target_s: float, step_s: Optional[float], lo: int, hi: int) -> 
     return int(max(lo, min(hi, math.ceil(target_s / step_s))))
 
 
+SMOKE_COMPILE_ENV = "TORCHLINT_SMOKE_COMPILE_BACKEND"
+
+
+def smoke_compile(torch: Any) -> None:
+    """In smoke mode, `torch.compile` without a backend uses Dynamo's `eager`
+    backend: the script's calls still go through Dynamo (frame evaluation,
+    guards, graph capture: what TL404 is about), without Inductor's code
+    generation and C++ compile, which takes a minute or more per graph on a
+    busy CPU and would make a smoke run time out. TORCHLINT_SMOKE_COMPILE_BACKEND
+    names another backend (`inductor` compiles for real)."""
+    backend = os.environ.get(SMOKE_COMPILE_ENV, "eager").strip() or "eager"
+    original = torch.compile
+    if backend == "inductor" or getattr(original, "_torchlint_smoke", False):
+        return
+
+    def compile(model: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("backend") is None:
+            kwargs["backend"] = backend
+            kwargs.pop("mode", None)  # a mode is Inductor's: not with another backend
+        return original(model, *args, **kwargs)
+
+    compile.__doc__ = original.__doc__
+    compile._torchlint_smoke = True  # type: ignore[attr-defined]
+    torch.compile = compile
+
+
 class Harness:
     def __init__(self, script: str = "", argv: Optional[list] = None) -> None:
         self._t_init = time.perf_counter()
@@ -103,6 +129,8 @@ class Harness:
         self.passes = parse_passes(os.environ.get("TORCHLINT_VERIFY_PASSES"))
         self.windows = dict(DEFAULT_WINDOWS)
         self.windows.update(json.loads(os.environ.get("TORCHLINT_VERIFY_WINDOWS") or "{}"))
+        if self.smoke:
+            smoke_compile(torch)
         use_cuda = torch.cuda.is_available() and not self.smoke and not self.cost_mode
         self.cuda = use_cuda
         if self.cost_mode:

@@ -198,7 +198,7 @@ def render(
     how = f"--repeats {repeats}" if repeats else "repeats per part"
     lines = [
         f"torchlint verify plan: {len(plans)} rule(s) in {len(parts)} part(s), least certain first, {how}; "
-        "estimated for one H100 (method: docs/verify.md, 'Planning a GPU session')",
+        "estimated for one H100 (method: docs/verify.md, 'Planning a run')",
         "",
     ]
     header = ("Part", "Rule", "Certainty", "Metric", "Repeats", "Runs", "Bad step", "Fixed step", "Estimate")

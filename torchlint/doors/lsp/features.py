@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 from lsprotocol import types
 
+from torchlint.config import CONFIG_FILES
 from torchlint.doors.lsp.commands import Command
 from torchlint.doors.lsp.convert import FIX_ALL_KIND
 from torchlint.doors.lsp.server import TorchlintServer
@@ -82,7 +83,7 @@ def create_server() -> TorchlintServer:
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(ls: TorchlintServer, params: types.DidChangeWatchedFilesParams) -> None:
-        if any(change.uri.endswith("pyproject.toml") for change in params.changes):
+        if any(change.uri.endswith(CONFIG_FILES) for change in params.changes):
             ls.config_changed()
 
     return server

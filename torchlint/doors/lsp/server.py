@@ -33,7 +33,7 @@ from pygls.uris import to_fs_path
 
 from torchlint import __version__
 from torchlint.api import Cancelled, FileResult, Session, session
-from torchlint.config import ConfigError, Settings, load_settings, preview_from_env
+from torchlint.config import CONFIG_FILES, ConfigError, Settings, load_settings, preview_from_env
 from torchlint.doors.lsp.commands import Command, organize_noqa, target_of
 from torchlint.doors.lsp.convert import (
     FIX_ALL_KIND,
@@ -131,10 +131,13 @@ class TorchlintServer(LanguageServer):
         except Exception:  # never let error reporting take the server down
             log.exception("could not report a server error")
 
-    def show_error_once(self, message: str) -> None:
-        if message in self._shown_errors:
+    def show_error_once(self, message: str, key: Any = None) -> None:
+        """Show `message` as an error pop-up once per `key` (for a broken
+        configuration file: the files' signature, so it shows again only when
+        a file changed, not on every re-read the editor triggers)."""
+        if (message, key) in self._shown_errors:
             return
-        self._shown_errors.add(message)
+        self._shown_errors.add((message, key))
         log.warning("%s", message)
         self.window_show_message(types.ShowMessageParams(types.MessageType.Error, message))
 
@@ -144,11 +147,10 @@ class TorchlintServer(LanguageServer):
             return  # nothing for torchlint in there: keep the current settings
         settings, errors = parse_client_settings(raw)
         for message in errors:
-            self.show_error_once(message)
+            self.show_error_once(message, ("client settings", settings))
         if settings != self.client_settings:
             self.client_settings = settings
             self._configs.clear()
-            self._shown_errors.clear()
 
     @property
     def position_encoding(self) -> str:
@@ -180,7 +182,7 @@ class TorchlintServer(LanguageServer):
                 preview=cs.preview if cs.preview is not None else preview_from_env(),
             )
         except ConfigError as exc:
-            self.show_error_once(f"torchlint: configuration error: {exc}; using the default settings")
+            self.show_error_once(f"torchlint: configuration error: {exc}; using the default settings", signature)
             try:
                 settings = replace(
                     Settings(root=folder, preview=bool(cs.preview or preview_from_env())),
@@ -194,8 +196,9 @@ class TorchlintServer(LanguageServer):
         return settings
 
     def config_changed(self) -> None:
+        # Settings are read again; a configuration error already shown is shown
+        # again only if its files changed (show_error_once's key).
         self._configs.clear()
-        self._shown_errors.clear()
         for uri in list(self.workspace.text_documents):
             self.schedule(uri, 0.0)
 
@@ -384,7 +387,7 @@ class TorchlintServer(LanguageServer):
     def publish(self, uri: str, version: Optional[int], lint: _Lint) -> None:
         self._published[uri] = version
         lines = document_lines(lint.text, lint.result.path, self.position_encoding)
-        diagnostics = [to_diagnostic(f, lines) for f in lint.result.findings]
+        diagnostics = [to_diagnostic(f, lines, lint.settings.docs_url) for f in lint.result.findings]
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
         )
@@ -430,7 +433,7 @@ class TorchlintServer(LanguageServer):
             lines_span = ((span[0][0], 0), (span[1][0], 1 << 30))
             if not overlaps(lines_span, requested) and (f.code, *span[0], *span[1]) not in asked:
                 continue
-            diagnostic = to_diagnostic(f, lines)
+            diagnostic = to_diagnostic(f, lines, lint.settings.docs_url)
             if f.cell is not None:
                 continue  # edits in a notebook's cells are not edits of its JSON text: fix-all only
             if f.fix is not None and kind_wanted(types.CodeActionKind.QuickFix, only):
@@ -675,7 +678,7 @@ class TorchlintServer(LanguageServer):
         if not (watched and watched.dynamic_registration):
             return
         options = types.DidChangeWatchedFilesRegistrationOptions(
-            watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+            watchers=[types.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_FILES]
         )
         try:
             await self.client_register_capability_async(
@@ -710,14 +713,16 @@ def _path_of(uri: str) -> Optional[str]:
 
 
 def _pyproject_signature(folder: str) -> tuple:
-    """(path, mtime, size) of every pyproject.toml from `folder` up: a change in
-    any of them (edited, created, deleted) re-reads the configuration."""
+    """(path, mtime, size) of every configuration file (pyproject.toml,
+    torchlint.toml, .torchlint.toml) from `folder` up: a change in any of them
+    (edited, created, deleted) re-reads the configuration."""
     out = []
     for parent in (Path(folder), *Path(folder).parents):
-        candidate = parent / "pyproject.toml"
-        try:
-            st = candidate.stat()
-        except OSError:
-            continue
-        out.append((str(candidate), st.st_mtime_ns, st.st_size))
+        for name in CONFIG_FILES:
+            candidate = parent / name
+            try:
+                st = candidate.stat()
+            except OSError:
+                continue
+            out.append((str(candidate), st.st_mtime_ns, st.st_size))
     return tuple(out)

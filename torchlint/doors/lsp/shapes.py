@@ -10,7 +10,6 @@ from lsprotocol import types
 
 from torchlint.doors.lsp.convert import TextLines, diagnostic_tags, fix_data
 from torchlint.findings import Finding
-from torchlint.rules import rule_url
 from torchlint.rules import severity as rule_severity
 from torchlint.source.suppression import suppression_comment
 
@@ -26,8 +25,12 @@ def to_text_edit(
     return types.TextEdit(range=to_range(lines, row, column, end_row, end_column), new_text=content)
 
 
-def to_diagnostic(f: Finding, lines: TextLines) -> types.Diagnostic:
-    url = rule_url(f.code)
+def to_diagnostic(f: Finding, lines: TextLines, docs_url: Optional[str] = None) -> types.Diagnostic:
+    """A finding as an LSP diagnostic; its code links to the rule's page
+    under `docs_url` (the settings' `docs-url`; None: the default)."""
+    from torchlint.config import Settings
+
+    url = Settings(docs_url=docs_url).rule_url(f.code)
     (l0, c0), (l1, c1) = lines.finding_span(f)
     return types.Diagnostic(
         range=types.Range(start=types.Position(line=l0, character=c0), end=types.Position(line=l1, character=c1)),
