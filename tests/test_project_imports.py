@@ -392,6 +392,24 @@ def test_a_run_over_its_budget_says_so_once(tmp_path, monkeypatch):
     assert "project pass" not in CliRunner().invoke(main, args).stderr
 
 
+def test_each_project_root_has_its_own_budget(tmp_path, monkeypatch):
+    """A run over two projects: the first spending its allowance leaves the second searched."""
+    from torchlint.analysis.project import imports
+
+    big, small = tmp_path / "big", tmp_path / "small"
+    _budget_project(big, 8)
+    _budget_project(small, 1)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(imports, "MAX_READ", 3)
+    monkeypatch.setattr(imports, "MAX_SECONDS", 3600.0)
+    args = ["check", "--preview", "--no-cache", "--output-format", "concise", "big/heads.py", "small/heads.py"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert os.path.join("small", "heads.py") + ":7:" in result.stdout  # its importer was read
+    (line,) = [line for line in result.stderr.splitlines() if "project pass" in line]
+    assert f"under {os.path.realpath(big)} after 3 (at most 3 files" in line
+
+
 def test_a_root_too_big_to_list_says_so(tmp_path, monkeypatch):
     from torchlint.analysis.project import imports
 

@@ -115,7 +115,7 @@ def budget_warning(budget: Budget) -> Optional["Problem"]:
         )
     else:
         what = (
-            f"stopped reading the project's other files under {root} after {budget.read:,} "
+            f"stopped reading the project's other files under {root} after {budget.read_under(root):,} "
             f"(at most {budget.files:,} files and {budget.seconds:g} CPU seconds)"
         )
     others = len({r for r, _ in budget.crossed} - {root})

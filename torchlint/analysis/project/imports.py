@@ -40,7 +40,7 @@ what the importers import is followed as above (trainer.py imports the
 model's file and the device's). These files, importers and what they
 import, are at most `MAX_IMPORTERS`, apart from `MAX_IMPORTED`.
 
-All of it runs within a `Budget`: at most `MAX_READ` files summarised
+All of it runs within a `Budget`, per project root: at most `MAX_READ` files summarised
 outside the run (from the summary cache or parsed: the count, not the
 clock, decides which, so a warm run reads what a cold one read) and
 `MAX_SECONDS` of CPU time, listing included. The search stops where it
@@ -75,13 +75,15 @@ FILES, SECONDS, LISTING = "files", "seconds", "listing"
 
 
 class Budget:
-    """What one run's search may read outside the run's files (`files`
-    summaries, `seconds` of `clock`, from the first `start`: the searching
-    thread's CPU time, which a busy machine disturbs less than the wall
-    clock; the file counts bound what waiting on a slow disk costs), and where it
+    """What one run's search may read outside the run's files, under each
+    project root it searches (`files` summaries and `seconds` of `clock` per
+    root: a run over several projects gives each its own allowance, so one big
+    project does not leave the others unsearched; the clock is the searching
+    thread's CPU time, which a busy machine disturbs less than the wall clock,
+    and the file counts bound what waiting on a slow disk costs), and where it
     crossed that: `crossed`, (root, why) in order, why one of FILES, SECONDS
-    (the search stopped there) or LISTING (that root held too many files to
-    list: not searched for importers); `read`, the files summarised."""
+    (the search stopped under that root) or LISTING (that root held too many
+    files to list: not searched for importers); `read`, the files summarised."""
 
     def __init__(
         self,
@@ -92,28 +94,45 @@ class Budget:
         self.files = MAX_READ if files is None else files
         self.seconds = MAX_SECONDS if seconds is None else seconds
         self._clock = clock
-        self._deadline: Optional[float] = None
-        self.read = 0
+        self._used: Dict[str, float] = {}  # root -> seconds charged to it
+        self._current: Optional[Tuple[str, float]] = None  # the root searched now, since when
+        self._read: Dict[str, int] = {}  # root -> files summarised under it
         self.crossed: List[Tuple[str, str]] = []
 
     def start(self) -> None:
-        if self._deadline is None:
-            self._deadline = self._clock() + self.seconds
+        """Time is charged from the first question on (kept for callers that start it)."""
 
     @property
-    def spent(self) -> bool:
-        """The search stopped: nothing more is read."""
-        return any(why != LISTING for _, why in self.crossed)
+    def read(self) -> int:
+        """Files summarised, under every root."""
+        return sum(self._read.values())
+
+    def read_under(self, root: str) -> int:
+        return self._read.get(root, 0)
+
+    def spent_in(self, root: str) -> bool:
+        """The search under `root` stopped: nothing more is read there."""
+        return any(r == root and why != LISTING for r, why in self.crossed)
 
     def cross(self, root: str, why: str) -> None:
         if (root, why) not in self.crossed:
             self.crossed.append((root, why))
 
+    def _charge(self, root: str) -> float:
+        """Charge the time since the last question to the root searched then;
+        `root`'s seconds so far."""
+        now = self._clock()
+        if self._current is not None:
+            before, since = self._current
+            self._used[before] = self._used.get(before, 0.0) + (now - since)
+        self._current = (root, now)
+        return self._used.get(root, 0.0)
+
     def in_time(self, root: str) -> bool:
         """Whether the search (now under `root`) may go on."""
-        if self.spent:
+        if self.spent_in(root):
             return False
-        if self._deadline is not None and self._clock() > self._deadline:
+        if self._charge(root) > self.seconds:
             self.cross(root, SECONDS)
             return False
         return True
@@ -122,10 +141,10 @@ class Budget:
         """Whether one more file (under `root`) may be summarised: counted if so."""
         if not self.in_time(root):
             return False
-        if self.read >= self.files:
+        if self._read.get(root, 0) >= self.files:
             self.cross(root, FILES)
             return False
-        self.read += 1
+        self._read[root] = self._read.get(root, 0) + 1
         return True
 
 
@@ -274,8 +293,10 @@ class _Walk:
         """What the files `start` ((path, its root)) import, breadth-first, at most `limit`."""
         queue: Deque[Tuple[str, str]] = deque(start)
         found: Dict[str, ModuleSummary] = {}
-        while queue and len(found) < limit and not self.budget.spent:
+        while queue and len(found) < limit:
             importer, here = queue.popleft()
+            if self.budget.spent_in(here):
+                continue
             summary = self.summaries[importer]
             absolute = os.path.abspath(importer)
             names = [name for _, name in summary.imports] + list(summary.star_imports)
@@ -305,7 +326,7 @@ class _Walk:
                 continue
             files = listing(here, self.admit, listed, self.budget)
             if files is None:
-                if not self.budget.spent:
+                if not self.budget.spent_in(here):
                     self.budget.cross(here, LISTING)
                 continue
             level = {os.path.realpath(p): p for p in paths}
