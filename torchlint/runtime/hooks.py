@@ -50,12 +50,11 @@ def _target_type(args: Any, kwargs: Any) -> Optional[str]:
     return None if device is None else str(device.type)
 
 
-def install(events: TimedEvents, timer: Timer, device_type: str, cuda: Any = None) -> Patches:
-    """Wrap the calls (see the module's docstring); `cuda` is `torch.cuda` unless a test gives its own."""
-    cuda = torch.cuda if cuda is None else cuda
+def install(events: TimedEvents, timer: Timer, device_type: str) -> Patches:
+    """Wrap the calls (see the module's docstring)."""
     p = Patches()
     try:
-        _wrap_device_calls(p, events, timer, cuda)
+        _wrap_device_calls(p, events, timer)
         _wrap_modules(p, events, device_type)
         _wrap_misc(p, events)
     except BaseException:
@@ -73,7 +72,8 @@ def _timed_call(events: TimedEvents, timer: Timer, what: str, original: Callable
     return call
 
 
-def _wrap_device_calls(p: Patches, events: TimedEvents, timer: Timer, cuda: Any) -> None:
+def _wrap_device_calls(p: Patches, events: TimedEvents, timer: Timer) -> None:
+    cuda = torch.cuda
     for owner, name, what in (
         (cuda, "synchronize", "torch.cuda.synchronize()"),
         (cuda, "empty_cache", "torch.cuda.empty_cache()"),

@@ -1,12 +1,11 @@
 """One run on a real device (`--device cuda`), put together: the recorder on the device's
 clock, the wrapped calls (hooks.py), the watching mode (watch.py), the utilization
 sampler, and at the end the run's timings (timing.py). session.py runs it as it runs the
-simulated device; the device is `cuda.CudaDevice`, or a test's own (timing.Device; its
-`api`, when it has one, stands for `torch.cuda` in the wrapped calls)."""
+simulated device; the device is `cuda.CudaDevice`, or a test's own (timing.Device)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 from torchlint.runtime.accelerator import Patches
 from torchlint.runtime.observations import Clock, Observation, RunTimings
@@ -31,7 +30,6 @@ class RealRun:
             on_step=self.timer.tick,
             used=device.used,
         )
-        self._cuda: Any = getattr(device, "api", None)  # torch.cuda, unless the device brings its own
         self.mode = Watcher(self.recorder, self.timer, on_device_of(device.type))
         read, self.note = device.utilization()
         self.sampler: Optional[Sampler] = Sampler(read) if read is not None else None
@@ -39,7 +37,7 @@ class RealRun:
     def install(self) -> Patches:
         from torchlint.runtime.hooks import install
 
-        return install(self.recorder, self.timer, self.device.type, cuda=self._cuda)
+        return install(self.recorder, self.timer, self.device.type)
 
     def start(self) -> None:
         if self.sampler is not None:
