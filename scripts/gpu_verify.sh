@@ -9,8 +9,11 @@
 # Within GPU_VERIFY_LIMIT_S (default 540 s: 9 minutes) it records the environment, runs the
 # session's parts (python -m torchlint.verify.session: least certain rules first) under one
 # shared deadline, each part writing RESULTS_DIR/<part>.json as it goes, merges them into
-# RESULTS_DIR/verify.json and verify.md (a rule no part reached is NOT-RUN, with why), prints
-# the merged table and lists RESULTS_DIR. Exit: the merge's (0 all passed, 1 a verdict failed,
+# RESULTS_DIR/verify.json and verify.md (a rule no part reached is NOT-RUN, with why), then
+# (on the GPU, within GPU_VERIFY_CUDA_RUNS_S of its own, default 45 s, kept back from the parts)
+# runs `torchlint run --device cuda` on a few bad fixtures (RESULTS_DIR/run-cuda-<rule>.json and
+# .log; a failure is recorded, never fatal; --smoke skips them), prints the merged table and
+# lists RESULTS_DIR. Exit: the merge's (0 all passed, 1 a verdict failed,
 # 3 rules not run), 2 when no part wrote a report.
 set -u
 
@@ -39,6 +42,8 @@ end=$((start + limit))
 merge_s=20    # kept back at the end for the merge
 probe_s=15    # a part's own start (import torch, the CUDA probe) before its --time-budget starts
 min_part_s=30 # a part starts only with this much left
+cuda_rules="TL401 TL403 TL302" # `torchlint run --device cuda` on these bad fixtures, after the parts
+cuda_s=${GPU_VERIFY_CUDA_RUNS_S:-45} # their budget, kept back from the parts (none with --smoke)
 
 mkdir -p "$out" || exit 2
 log="$out/session.log"
@@ -67,6 +72,7 @@ PY=${PY:-python3}
 if [ "$smoke" = 1 ]; then
     mode=(--dry-run)
     repeats_override=${GPU_VERIFY_REPEATS:-1}
+    cuda_s=0
 else
     mode=(--require-gpu)
     repeats_override=${GPU_VERIFY_REPEATS:-}
@@ -148,7 +154,7 @@ all_rules=$(cut -f2 "$out/parts.tsv" 2>/dev/null | paste -sd, -)
 while IFS=$'\t' read -r name rules repeats; do
     [ -n "$name" ] || continue
     repeats=${repeats_override:-$repeats}
-    left=$((end - merge_s - $(date +%s)))
+    left=$((end - merge_s - cuda_s - $(date +%s)))
     if [ "$left" -lt "$min_part_s" ]; then
         say "$name (--rules $rules): not started, ${left} s left; its rules are NOT-RUN"
         continue
@@ -170,6 +176,48 @@ while IFS=$'\t' read -r name rules repeats; do
     say "$name: exit $rc: $what"
 done <"$out/parts.tsv"
 
-# 3. The merged table.
+# 3. `torchlint run --device cuda` (experimental: docs/run.md) on a few bad fixtures, each with an
+#    equal share of what is left before the merge (cuda_s, or more when the parts ended early);
+#    failures are recorded, never fatal.
+run_cuda() {
+    local fixtures_dir=fixtures rule bad left cap rc what remaining
+    [ ${#fixtures[@]} -eq 2 ] && fixtures_dir=${fixtures[1]}
+    remaining=$(echo $cuda_rules | wc -w)
+    for rule in $cuda_rules; do
+        bad=$(ls -d "$fixtures_dir/$rule"-*/bad.py 2>/dev/null | head -1)
+        left=$((end - merge_s - $(date +%s)))
+        cap=$((left / remaining))
+        remaining=$((remaining - 1))
+        if [ -z "$bad" ]; then
+            say "run-cuda-$rule: no fixture $fixtures_dir/$rule-*/bad.py"
+            continue
+        fi
+        if [ "$cap" -lt 15 ]; then
+            say "run-cuda-$rule: not started, ${left} s left"
+            continue
+        fi
+        say "run-cuda-$rule: torchlint run --device cuda --steps 20 $bad (at most ${cap} s)"
+        timeout -k 5 "$cap" "$PY" -m torchlint run --device cuda --steps 20 --timeout $((cap - 5)) \
+            --output-format json -o "$out/run-cuda-$rule.json" "$bad" </dev/null >"$out/run-cuda-$rule.log" 2>&1
+        rc=$?
+        case $rc in
+        0) what="nothing reported" ;;
+        1) what="findings reported" ;;
+        2) what="no CUDA device or a usage error" ;;
+        124) what="stopped by --timeout (the report keeps what was observed)" ;;
+        137) what="killed at its time limit" ;;
+        *) what="the script failed" ;;
+        esac
+        say "run-cuda-$rule: exit $rc: $what (see $out/run-cuda-$rule.log)"
+        grep -h "^GPU timings" "$out/run-cuda-$rule.log" 2>/dev/null | tee -a "$log"
+    done
+}
+if [ "$smoke" = 1 ]; then
+    say "torchlint run --device cuda ($cuda_rules): skipped (smoke: a dry run on the CPU, no GPU)"
+else
+    run_cuda
+fi
+
+# 4. The merged table.
 finish
 exit $?

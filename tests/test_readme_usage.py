@@ -197,6 +197,16 @@ def check_run(r: Run):
     assert "TL103" in r.out and "a GPU run raises here" in r.out, r
 
 
+def check_run_cuda(r: Run):
+    from torchlint.runtime.cuda import unavailable
+
+    if unavailable() is not None:  # this machine: one line, exit 2
+        assert r.code == 2 and r.err.startswith("torchlint: error: no CUDA device: ") and r.out == "", r
+        assert r.err.count("\n") == 1 and "leave out `--device cuda`" in r.err, r
+    else:
+        assert r.code == 1 and "on the GPU (" in r.out and "GPU timings (" in r.out, r
+
+
 EXPECTED = {
     "torchlint": check_lint,
     "torchlint check data.py train.py": check_files,
@@ -214,6 +224,7 @@ EXPECTED = {
     "torchlint rules": check_rules,
     "torchlint version": check_version,
     "torchlint run train.py --epochs 1": check_run,
+    "torchlint run --device cuda train.py": check_run_cuda,
     "torchlint rule TL104": check_rule,
     "torchlint clean": check_clean,
     "cat train.py | torchlint --fix --stdin-filename train.py": check_stdin,

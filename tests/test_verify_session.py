@@ -77,6 +77,29 @@ def test_a_dry_run_of_the_session_ends_with_the_merged_table(tmp_path):
     assert "| Rule | Metric | Bad | Fixed | Change | Threshold | Verdict | Repeats |" in proc.stdout
     assert "results in" in proc.stdout and "verify.md" in proc.stdout.split("results in")[1]
     assert "import torch._dynamo" in (out / "environment.txt").read_text()
+    assert "torchlint run --device cuda (TL401 TL403 TL302): skipped (smoke" in proc.stdout
+    assert not any(name.startswith("run-cuda-") for name in names)
+
+
+@pytest.mark.slow
+def test_without_a_gpu_the_cuda_runs_are_recorded_as_failed_and_the_session_still_ends(tmp_path):
+    """Not --smoke, on a machine without CUDA: the parts exit 2 (no usable GPU), each
+    `torchlint run --device cuda` exits 2 with its one line in its log, and the merge still runs."""
+    from torchlint.runtime.cuda import unavailable
+
+    if unavailable() is None:
+        pytest.skip("this machine has a CUDA device: the no-GPU path of gpu_verify.sh cannot be seen here")
+    out = tmp_path / "out"
+    env = dict(os.environ, GPU_VERIFY_LIMIT_S="200", PYTHON=sys.executable, PYTHONPATH=str(ROOT))
+    env.pop("TORCHLINT_SMOKE", None)
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), str(out)], cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=320
+    )
+    log = proc.stdout + proc.stderr
+    for rule in ("TL401", "TL403", "TL302"):
+        assert f"run-cuda-{rule}: exit 2: no CUDA device" in log, log
+        assert (out / f"run-cuda-{rule}.log").read_text().startswith("torchlint: error: no CUDA device: ")
+    assert "merge: exit" in log and (out / "verify.json").exists()
 
 
 @pytest.mark.slow

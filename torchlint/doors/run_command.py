@@ -1,4 +1,5 @@
-"""`torchlint run`: the user's script, run on a simulated GPU (torchlint/runtime/).
+"""`torchlint run`: the user's script, run on a simulated GPU (torchlint/runtime/), or
+with `--device cuda` on the real one, timed.
 
     torchlint run [OPTIONS] SCRIPT.py [ARGS...]
     torchlint run [OPTIONS] -m MODULE [ARGS...]
@@ -8,7 +9,8 @@ Options go before the script; everything after it is the script's.
 Exit code: the script's own when it did not succeed (1 when it raised, its
 `sys.exit` code, 124 on `--timeout`, 130 on Ctrl-C); when it succeeded (or
 `--steps` stopped it), 1 if anything was reported and 0 if not, as `check`
-(0 with `--exit-zero`); 2 for a usage error. torch is imported only once the
+(0 with `--exit-zero`); 2 for a usage error (and `--device cuda` without a CUDA
+device). torch is imported only once the
 run starts: importing this module does not.
 """
 
@@ -57,6 +59,13 @@ _FORMATS = ("text", "full", "concise", "json", "json-lines", "github", "gitlab",
     is_flag=True,
     help="torchvision's downloadable image sets (MNIST, CIFAR10...) give small synthetic sets.",
 )
+@click.option(
+    "--device",
+    type=click.Choice(("sim", "cuda")),
+    default="sim",
+    show_default=True,
+    help="sim: a simulated GPU on this CPU; cuda: the real GPU, with timings (experimental).",
+)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 when the script succeeded, even with findings.")
 @click.argument("target", required=False, metavar="SCRIPT")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
@@ -68,6 +77,7 @@ def run_command(
     output_file: Optional[str],
     compare: bool,
     fake_data: bool,
+    device: str,
     exit_zero: bool,
     target: Optional[str],
     args: Tuple[str, ...],
@@ -85,14 +95,22 @@ def run_command(
         if not os.path.isfile(name):
             click.echo(f"torchlint: error: {name}: no such file", err=True)
             raise click.exceptions.Exit(EXIT_ERROR)
+    from torchlint.runtime.cuda import DeviceUnavailable
     from torchlint.runtime.launch import Target
-    from torchlint.runtime.report import render_report, status_line
+    from torchlint.runtime.report import render_report, status_line, timings_line
     from torchlint.runtime.session import RunOptions, run
 
-    report = run(
-        Target.of(name, tuple(args), module=module is not None),
-        RunOptions(steps=steps, timeout=timeout, fake_data=fake_data, lines=compare),
-    )
+    try:
+        report = run(
+            Target.of(name, tuple(args), module=module is not None),
+            RunOptions(steps=steps, timeout=timeout, fake_data=fake_data, lines=compare, device=device),
+        )
+    except DeviceUnavailable as exc:
+        click.echo(
+            f"torchlint: error: no CUDA device: {exc}; use the default simulated GPU (leave out `--device cuda`)",
+            err=True,
+        )
+        raise click.exceptions.Exit(EXIT_ERROR) from None
     cwd = os.getcwd()
     text = render_report(report, output_format, cwd)
     comparison = None
@@ -111,6 +129,9 @@ def run_command(
         click.echo(text, nl=False)
     if output_format != "text":  # machine formats: the run's end (and the comparison) on stderr
         click.echo(status_line(report, cwd), err=True)
+        timings = timings_line(report)
+        if timings is not None:
+            click.echo(timings, err=True)
         if comparison is not None:
             click.echo(json.dumps(to_json(comparison, cwd), indent=2), err=True)
         if report.error is not None and report.error.traceback:

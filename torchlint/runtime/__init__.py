@@ -14,6 +14,11 @@ The pieces, one job each (docs/run.md says what is simulated and what is not):
 - `report`: observations as findings (with a `runtime` object) in `check`'s output formats;
 - `compare`: the run set against the static findings of the files it ran.
 
+On a real GPU (`--device cuda`, experimental): `real` (the run put together), `watch`
+(the torch function mode on real tensors), `hooks` (the wrapped calls), `timing` (the
+host's waits, step times, utilization, the summary line), `cuda` (the CUDA device and
+NVML: the only part that needs a GPU).
+
 Importing this package imports no torch: `run_script`, `run_module`, `run`
 import it when called.
 """
@@ -37,7 +42,7 @@ def run(target: "Target", options: "RunOptions") -> RunReport:
 
 def run_script(path: str, argv: List[str] = [], **options: Any) -> RunReport:  # noqa: B006 (read only)
     """Run a script (or a notebook, by its .ipynb path) with `argv`; options as
-    session.RunOptions: steps, timeout, fake_data, lines, isolate."""
+    session.RunOptions: steps, timeout, fake_data, lines, isolate, device ("sim" or "cuda")."""
     from torchlint.runtime.session import run_script as run_file
 
     return run_file(path, argv, **options)

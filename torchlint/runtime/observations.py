@@ -124,6 +124,26 @@ class LinesRun:
 
 
 @dataclass(frozen=True)
+class RunTimings:
+    """What a run on a real GPU measured (`--device cuda`; torchlint/runtime/timing.py).
+    Seconds, which vary from run to run; None where nothing was measured."""
+
+    device: str  # the GPU's name
+    clock: Clock  # what a step is
+    steps: int  # step intervals measured
+    step_s: Optional[float]  # the host's time per step, median
+    device_step_s: Optional[float]  # the device's (between CUDA events at the steps), median
+    sync_wait_s: float  # the host's wait at the syncs of the user's code, all sites
+    syncs: int
+    sync_sites: int
+    loader_wait_s: float  # inside the DataLoaders' `__next__`, all batches
+    batches: int
+    utilization: Optional[float] = None  # mean GPU utilization, percent (NVML)
+    utilization_samples: int = 0
+    note: str = ""  # why utilization is missing
+
+
+@dataclass(frozen=True)
 class RunReport:
     """Everything a run produced."""
 
@@ -137,7 +157,9 @@ class RunReport:
     error: Optional[ScriptError] = None
     files: Tuple[str, ...] = ()  # the user's files that ran (scripts, modules, the notebook)
     lines_run: Optional[Tuple[LinesRun, ...]] = None  # when asked (`--compare`)
-    device_used: bool = False  # something was sent to the simulated GPU
+    device_used: bool = False  # something was sent to the (simulated or real) GPU
+    device: str = ""  # the real GPU's name with `--device cuda`; "" on the simulated GPU
+    timings: Optional[RunTimings] = field(default=None, compare=False)
     seconds: float = field(default=0.0, compare=False)
 
     @property

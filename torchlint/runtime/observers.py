@@ -39,7 +39,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -90,6 +90,14 @@ class Entry:
     related: Tuple[SiteKey, ...] = ()
     stack: Tuple[SiteKey, ...] = ()
     last_call: int = -1  # the top-level model call it was last counted in
+    waits: int = 0  # occurrences timed (a real GPU: the host's wait at a sync)
+    wait: float = 0.0  # seconds, all of them
+    wait_max: float = 0.0
+
+    def timings(self) -> Tuple[Tuple[str, float], ...]:
+        if not self.waits:
+            return ()
+        return (("wait_s", self.wait), ("wait_mean_s", self.wait / self.waits), ("wait_max_s", self.wait_max))
 
 
 @dataclass
@@ -123,12 +131,34 @@ def _user_key(files: UserFiles, frame: Optional[FrameType]) -> Optional[Key]:
     return (user.f_code, user.f_lasti) if user is not None else None
 
 
-class Recorder:
-    """Counts what happens, where (see the module's docstring)."""
+def _simulated_use() -> bool:
+    from torchlint.runtime.accelerator import USAGE
 
-    def __init__(self, files: UserFiles, steps: Steps) -> None:
+    return USAGE.used
+
+
+class Recorder:
+    """Counts what happens, where (see the module's docstring).
+
+    On the simulated GPU the defaults apply. On a real one (real.py) the run hands in
+    whether a model is on the device, the host clock the loaders are timed with, what is
+    told of each step (the timer's marks) and whether the device was used at all."""
+
+    def __init__(
+        self,
+        files: UserFiles,
+        steps: Steps,
+        model_on_device: Callable[[torch.nn.Module], bool] = module_on_device,
+        now: Callable[[], float] = time.perf_counter,
+        on_step: Optional[Callable[[Clock], None]] = None,
+        used: Callable[[], bool] = _simulated_use,
+    ) -> None:
         self.files = files
         self.steps = steps
+        self.model_on_device = model_on_device
+        self.now = now
+        self.on_step = on_step
+        self.used = used
         self.entries: Dict[Tuple[str, SiteKey, str], Entry] = {}
         self.pid = os.getpid()
         self.thread = threading.get_ident()
@@ -162,6 +192,7 @@ class Recorder:
         reading: Optional[Reading] = None,
         per_call: bool = False,
         stack: Optional[Tuple[SiteKey, ...]] = None,
+        waited: Optional[float] = None,
     ) -> None:
         key = (code, site, variant)
         entry = self.entries.get(key)
@@ -172,6 +203,10 @@ class Recorder:
                 return  # one occurrence per model call (every layer of an unmoved model mismatches)
         entry.last_call = self.calls
         entry.tally.add(reading or self.steps.reading())
+        if waited is not None:
+            entry.waits += 1
+            entry.wait += waited
+            entry.wait_max = max(entry.wait_max, waited)
 
     def _stack(self, frame: Optional[FrameType], limit: int = 8) -> Tuple[Key, ...]:
         keys = [(f.f_code, f.f_lasti) for f in self.files.frames(frame)]
@@ -271,7 +306,7 @@ class Recorder:
                         return module, name, "attribute"
         return None
 
-    def host_read(self, kind: str, tensor: torch.Tensor, crash: bool = False) -> None:
+    def host_read(self, kind: str, tensor: torch.Tensor, crash: bool = False, waited: Optional[float] = None) -> None:
         if not self.live():
             return
         frame = caller()
@@ -288,7 +323,7 @@ class Recorder:
             )
         else:
             message = f"{what} copies a value from the GPU to the host: the CPU waits for the GPU (a sync)"
-        self.record("TL401", (frame.f_code, frame.f_lasti), message, variant=kind, crash=crash)
+        self.record("TL401", (frame.f_code, frame.f_lasti), message, variant=kind, crash=crash, waited=waited)
 
     def uploaded(self, source: torch.Tensor, copy: torch.Tensor) -> None:
         self.device_used = True
@@ -347,12 +382,14 @@ class Recorder:
                 variant="module",
             )
 
-    def device_call(self, code: str, what: str) -> None:
+    def device_call(self, code: str, what: str, waited: Optional[float] = None) -> None:
         if not self.live():
             return
         site = _user_key(self.files, sys._getframe(1))
         if site is not None:
-            self.record(code, site, f"`{what}` on every step: a full device sync (or a write to disk) each time")
+            self.record(
+                code, site, f"`{what}` on every step: a full device sync (or a write to disk) each time", waited=waited
+            )
 
     def compiled(self) -> None:
         self._once("TL404", "`torch.compile` is called again here: each call compiles anew")
@@ -428,7 +465,10 @@ class Recorder:
         if has_params and site is not None:
             if self.first_model is None:
                 self.first_model = module
+            before = self.steps.forwards
             self.steps.forward_called(site)
+            if self.on_step is not None and self.steps.forwards != before:
+                self.on_step(Clock.FORWARDS)
         self.modules.append(module)
         try:
             out = module_call(module, *args, **kwargs)
@@ -438,7 +478,7 @@ class Recorder:
             with torch._C.DisableTorchFunction():
                 if torch.is_grad_enabled() and not torch.is_inference_mode_enabled():
                     self._watch_graph(site, out)
-                if not module_on_device(module):
+                if not self.model_on_device(module):
                     self._cpu_model_output(module, out)
         return out
 
@@ -481,7 +521,12 @@ class Recorder:
         if not self.live():
             return
         self.boundary()
-        self.steps.optimizer_stepped(optimizer)
+        before = self.steps.optimizer
+        try:
+            self.steps.optimizer_stepped(optimizer)
+        finally:
+            if self.on_step is not None and self.steps.optimizer != before:
+                self.on_step(Clock.OPTIMIZER)
 
     def boundary(self) -> None:
         """At a step boundary: do the user's locals keep graphs of earlier steps alive (TL202)?"""
@@ -588,7 +633,7 @@ class Recorder:
             recorder.steps.batch_wanted()
             if info.batches:
                 recorder.boundary()
-            start = time.perf_counter()
+            start = recorder.now()
             if info.last_yield is not None:
                 info.busy += start - info.last_yield
             try:
@@ -597,7 +642,7 @@ class Recorder:
                 recorder.steps.loader_exhausted(it)
                 info.last_yield = None
                 raise
-            now = time.perf_counter()
+            now = recorder.now()
             info.wait += now - start
             info.last_yield = now
             info.batches += 1
@@ -605,6 +650,8 @@ class Recorder:
                 for t in tensors_in(batch):
                     set_tag(t, tag(t) | BATCH | YIELDED)
             recorder.steps.batch_yielded(info.serial, it)
+            if recorder.on_step is not None:
+                recorder.on_step(Clock.BATCHES)
             return batch
 
         p.set(DataLoader, "__init__", init)
@@ -619,9 +666,7 @@ class Recorder:
         reached backward (TL201; the current step's only when the run completed),
         the loaders (TL301-TL304), a run that never used the device (TL100)."""
         self.on = False
-        from torchlint.runtime.accelerator import USAGE
-
-        self.device_used = self.device_used or USAGE.used
+        self.device_used = self.device_used or self.used()
         now = self.steps.reading()
         for record in self.forwards:
             if record.reached:
@@ -662,7 +707,7 @@ class Recorder:
         out: List[Observation] = []
         for key, info in by_site.items():
             site = site_at(key, self.files)
-            timings = (("wait_s", info.wait), ("busy_s", info.busy))
+            timings = (("wait_s", info.wait), ("wait_per_batch_s", info.wait / info.batches), ("busy_s", info.busy))
             for code, message, count in _loader_findings(info, self.device_used):
                 passes = code == "TL304"
                 out.append(
@@ -679,6 +724,10 @@ class Recorder:
                     )
                 )
         return out
+
+    def loader_totals(self) -> Tuple[float, int]:
+        """Seconds waited for batches, and batches, over every DataLoader."""
+        return sum(i.wait for i in self.loaders), sum(i.batches for i in self.loaders)
 
     def no_device_observation(self) -> Optional[Observation]:
         if self.device_used or self.first_model is None or not (self.steps.optimizer or self.steps.batches):
@@ -719,6 +768,7 @@ class Recorder:
                     crash=entry.crash,
                     related=tuple(self._site(k) for k in entry.related),
                     stack=tuple(self._site(k) for k in entry.stack),
+                    timings=entry.timings(),
                 )
             )
         result.extend(self.loader_observations())

@@ -11,7 +11,8 @@ every format carries it. `json`, `json-lines` and `sarif` (in its result's
      "related": ["train.py:12"], "timings": {"wait_s": 0.01}}
 
 `text` (the default) is `full`'s code frames between a line saying what ran
-and a summary (the script's error, if any, with a short traceback).
+and a summary (on a real GPU, its timings in one line; the script's error, if
+any, with a short traceback).
 """
 
 from __future__ import annotations
@@ -174,10 +175,20 @@ def status_line(report: RunReport, cwd: Optional[str] = None) -> str:
         Status.INTERRUPTED: "interrupted (Ctrl-C)",
         Status.TIMED_OUT: "stopped by --timeout",
     }
-    device = "on the simulated GPU" if report.device_used else "(nothing was sent to the simulated GPU)"
+    gpu = f"the GPU ({report.device})" if report.device else "the simulated GPU"
+    device = f"on {gpu}" if report.device_used else f"(nothing was sent to {gpu})"
     return (
         f"torchlint run: {_target(report, cwd)} {ends[report.status]} after {steps} {device}, in {report.seconds:.1f} s"
     )
+
+
+def timings_line(report: RunReport) -> Optional[str]:
+    """The real GPU's timings in one line (`--device cuda`), or None on the simulated GPU."""
+    if report.timings is None:
+        return None
+    from torchlint.runtime.timing import timings_line as line
+
+    return line(report.timings)
 
 
 def header(report: RunReport, cwd: str) -> str:
@@ -193,6 +204,9 @@ def footer(report: RunReport, cwd: str) -> str:
         out.append(f"Found {plural(len(pairs), 'finding')}{extra}.")
     else:
         out.append("Nothing to report: nothing a GPU run would trip on was observed.")
+    timings = timings_line(report)
+    if timings is not None:
+        out.append(timings)
     if report.error is not None and report.status is Status.FAILED:
         where = f" at {report.error.site.where(cwd)}" if report.error.site else ""
         out.append(f"\nThe script raised {report.error.type}{where}; what was observed up to there is above.")

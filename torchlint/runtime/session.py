@@ -1,5 +1,7 @@
 """One dry run: the sandbox, the simulated accelerator, the observers, the
-user's code, and the report. `run(target, options) -> RunReport`.
+user's code, and the report. `run(target, options) -> RunReport`. With
+`device="cuda"` (or a `real_device` of a test's own), the same run on a real
+device (real.py): nothing simulated, the observers on real tensors, timed.
 
 Ends: the script's end (status OK, or EXITED with its `sys.exit` code), an
 exception (FAILED: exit code 1 and a short traceback), `--steps` (STOPPED,
@@ -16,12 +18,15 @@ import time
 import traceback
 from dataclasses import dataclass
 from types import FrameType, TracebackType
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple, cast
 
 from torchlint.runtime.launch import Target, execute, prepared
 from torchlint.runtime.observations import LinesRun, RunReport, ScriptError, Site, Status
 from torchlint.runtime.sites import UserFiles
 from torchlint.runtime.steps import Steps, StopRun
+
+if TYPE_CHECKING:
+    from torchlint.runtime.timing import Device
 
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
@@ -38,6 +43,8 @@ class RunOptions:
     fake_data: bool = False  # torchvision's image sets are synthetic
     lines: bool = False  # record the lines that ran (`--compare`)
     isolate: bool = True  # network off, generators seeded
+    device: str = "sim"  # "sim": the simulated GPU; "cuda": the real one (cuda.DeviceUnavailable without)
+    real_device: Optional["Device"] = None  # a real device of the caller's own (tests): as "cuda"
 
 
 class _Lines:
@@ -160,16 +167,32 @@ def _exit_code(code: Any) -> int:
 
 
 def run(target: Target, options: RunOptions = RunOptions()) -> RunReport:
-    """Run the target on the simulated accelerator and report what it did."""
+    """Run the target on the simulated accelerator (or the real device) and report what it did."""
 
-    from torchlint.runtime.accelerator import install
-    from torchlint.runtime.mode import Simulator
-    from torchlint.runtime.observers import Recorder
     from torchlint.runtime.sandbox import Sandbox
 
+    if options.device not in ("sim", "cuda"):
+        raise ValueError(f"device: {options.device!r} (sim or cuda)")
+    real_device = options.real_device
+    if real_device is None and options.device == "cuda":
+        from torchlint.runtime.cuda import device as cuda_device
+
+        real_device = cuda_device()  # DeviceUnavailable, with why
     files = UserFiles(target.roots())
     steps = Steps(options.steps)
-    recorder = Recorder(files, steps)
+    real = None
+    if real_device is not None:
+        from torchlint.runtime.real import RealRun
+
+        real = RealRun(files, steps, real_device)
+        recorder = real.recorder
+        mode: Any = real.mode
+    else:
+        from torchlint.runtime.mode import Simulator
+        from torchlint.runtime.observers import Recorder
+
+        recorder = Recorder(files, steps)
+        mode = Simulator(recorder)
     sandbox = Sandbox()
     sandbox.environment("MPLBACKEND", "Agg")
     if options.isolate:
@@ -177,9 +200,13 @@ def run(target: Target, options: RunOptions = RunOptions()) -> RunReport:
         sandbox.seed()
     if options.fake_data:
         sandbox.fake_data()
-    patches = install(recorder)
+    if real is not None:
+        patches = real.install()
+    else:
+        from torchlint.runtime.accelerator import install
+
+        patches = install(recorder)
     recorder.install()
-    mode = Simulator(recorder)
     lines = _Lines(files) if options.lines else None
     alarm = _Alarm(options.timeout)
     status, exit_code, error = Status.OK, 0, None
@@ -189,6 +216,8 @@ def run(target: Target, options: RunOptions = RunOptions()) -> RunReport:
     try:
         with prepared(target, files) as imported:
             cast(Any, mode).__enter__()
+            if real is not None:
+                real.start()
             alarm.start()
             if lines is not None:
                 lines.start()
@@ -212,11 +241,14 @@ def run(target: Target, options: RunOptions = RunOptions()) -> RunReport:
         status, exit_code, error = Status.FAILED, 1, _error(exc, files)
     finally:
         sys.stdout.flush()
+        if real is not None:
+            real.stop()
         recorder.uninstall()
         patches.restore()
         sandbox.restore()
     recorder.finish(complete=status in (Status.OK, Status.EXITED, Status.STOPPED))
     observations = tuple(recorder.observations())
+    timings = real.timings(steps.clock, observations) if real is not None else None
     ran = lines.result() if lines is not None else None
     if ran is not None:
         names = tuple(sorted({e.path for e in ran}))
@@ -234,6 +266,8 @@ def run(target: Target, options: RunOptions = RunOptions()) -> RunReport:
         files=names,
         lines_run=ran,
         device_used=recorder.device_used,
+        device=real_device.name if real_device is not None else "",
+        timings=timings,
         seconds=time.perf_counter() - start,
     )
 
