@@ -64,6 +64,8 @@ def main(argv) -> int:
                 f"  arg {code(arg.value)[:60]!r}: kind={a.values.expr_kind(arg.value, site)} "
                 f"tensor_place={a.places.tensor_place(arg.value, site)}"
             )
+        for expr in [arg.value for arg in call.node.args] + ([call.receiver] if call.receiver is not None else []):
+            print(f"  value {code(expr)[:60]!r}: {a.value_model.at(expr, site)}")
     return 0
 
 

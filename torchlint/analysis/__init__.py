@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from torchlint.analysis.places import Places
     from torchlint.analysis.project import FileView
     from torchlint.analysis.roles import Roles
+    from torchlint.analysis.value_model import ValueModel
     from torchlint.analysis.values import Values
 
 __all__ = ["Analysis"]
@@ -230,3 +231,10 @@ class Analysis:
         from torchlint.analysis.attributes import Attributes
 
         return Attributes(self.facts, self.values, self.places, self.project)
+
+    @cached_property
+    def value_model(self) -> ValueModel:
+        """What a value is, where it lives, whether it carries a graph, how often its site runs."""
+        from torchlint.analysis.value_model import ValueModel
+
+        return ValueModel(self.values, self.places, self.graphs, self.grad, self.cost, self.loops)
