@@ -15,12 +15,14 @@ to a site in the user's files (sites.py) and counted on the clocks
 | TL106 | a module moved again though on the device already; the same unchanged CPU tensor copied again | the move |
 | TL201 | a model call with grad whose graph never reaches `backward()` | the call |
 | TL202 | a local accumulator (`total += loss`) or list (`losses.append(loss)`) that keeps the graphs of earlier steps alive | the accumulation |
+| TL301 | a model trained on batches of one (model_calls.py) | the call of the model |
 | TL301-304 | a DataLoader with batch size 1, no workers, no pinning for batches moved to the device, workers restarted each epoch | the `DataLoader(...)` call |
 | TL401 | a device value read on the host (`.item()`, `.tolist()`, `.cpu()`, `float()`, `bool()`, a condition, `print`, f-strings; `.numpy()` raises on a GPU) | the read |
 | TL403 | `torch.cuda.synchronize()`, `torch.cuda.empty_cache()`, `torch.save` | the call |
 | TL404 | `torch.compile` called again at the same place | the call |
-| TL501, TL601 | the legacy autograd profiler, `nn.DataParallel` | the call |
+| TL501, TL601 | the legacy autograd profiler (the user's own, not torch.profiler's), `nn.DataParallel` | the call |
 | TL100 | a model trained or run, and nothing ever sent to the device | the model's construction |
+| TL101 | ... while a variable of the user's names the GPU (model_calls.py) | the model's construction |
 
 The mismatches (TL101-TL103) are what a GPU run would raise on; the run goes
 on, computing on the CPU. A host read, a per-step device call, a repeated move,
