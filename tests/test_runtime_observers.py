@@ -1,6 +1,8 @@
 """`torchlint run`'s observers on small scripts of our own: each mistake
 reported at its line with the right count, and a clean script with nothing."""
 
+import textwrap
+
 from torchlint.runtime.observations import Clock, Status
 
 from runtime_scripts import line_of, only, reported, run, script
@@ -305,22 +307,41 @@ def test_clean_script_reports_nothing(tmp_path):
     assert report.device_used and report.steps == 8
 
 
-def test_nothing_on_the_device(tmp_path):
-    path = script(
-        tmp_path,
-        """
-        model = Net()
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        for step in range(3):
-            loss = model(torch.randn(2, 10)).sum()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        """,
-    )
+NEVER_MOVED = """
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        loss = model(torch.randn(2, 10)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    """
+
+
+def test_nothing_on_the_device_and_no_device_chosen(tmp_path):
+    body = "import functools\nimport torch\nimport torch.nn as nn\nprint(torch.cuda.is_available())\nNet = functools.partial(nn.Linear, 10, 3)\n"
+    path = script(tmp_path, body + textwrap.dedent(NEVER_MOVED), header=False)
     report = run(path)
     assert reported(report) == [("TL100", line_of(path, "model = Net()"), 1)]
+    assert "nothing is ever sent to the GPU" in report.findings[0].message
     assert not report.device_used
+
+
+def test_nothing_on_the_device_while_a_device_is_at_hand(tmp_path):
+    # The header's `device = torch.device("cuda" if ...)` names the GPU: the model was not moved.
+    path = script(tmp_path, NEVER_MOVED)
+    report = run(path)
+    assert reported(report) == [("TL101", line_of(path, "model = Net()"), 1)]
+    assert "while `device` names the GPU" in report.findings[0].message
+    assert not report.device_used
+
+
+def test_a_device_string_at_hand_counts_and_a_cpu_device_does_not(tmp_path):
+    body = "import functools\nimport torch\nimport torch.nn as nn\nNet = functools.partial(nn.Linear, 10, 3)\n"
+    gpu = script(tmp_path, body + 'where = "cuda:0"\n' + textwrap.dedent(NEVER_MOVED), name="gpu.py", header=False)
+    cpu = script(tmp_path, body + 'where = "cpu"\n' + textwrap.dedent(NEVER_MOVED), name="cpu.py", header=False)
+    assert [o.code for o in run(gpu).findings] == ["TL101"]
+    assert [o.code for o in run(cpu).findings] == ["TL100"]
 
 
 def test_module_moved_every_step_and_per_step_device_calls(tmp_path):

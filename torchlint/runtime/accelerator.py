@@ -20,7 +20,8 @@ what the mode does not see:
   `nn.DataParallel` runs its module on the device (TL601), `GradScaler`
   is disabled, the legacy autograd profiler is recorded (TL501),
   `torch.cuda.synchronize/empty_cache` and `torch.save` are recorded (TL403);
-- the legacy `torch.cuda.FloatTensor(...)` constructors make marked tensors.
+- the legacy `torch.cuda.FloatTensor(...)` constructors make marked tensors;
+- `torch.distributed` makes Gloo process groups where NCCL is asked for (distributed.py).
 
 Everything is undone by `Patches.restore()`.
 """
@@ -32,6 +33,8 @@ import types
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Protocol, Set, Tuple
 
 import torch
+
+from torchlint.runtime.distributed import patch as patch_distributed
 
 # -- marks -------------------------------------------------------------------------------------------
 
@@ -674,6 +677,7 @@ def install(events: Events) -> Patches:
         _patch_modules(p, events)
         _patch_serialization(p, events)
         _patch_misc(p, events)
+        patch_distributed(p)
     except BaseException:
         p.restore()
         raise

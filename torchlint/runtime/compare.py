@@ -9,7 +9,7 @@ static finding is then:
   match an observation of their code in the same file;
 - **contradicted**: its line ran, but nothing of its kind was observed there,
   or it was observed but not per step where the rule is about every step
-  (TL106, TL201, TL202, TL401, TL403);
+  (TL106, TL201, TL202, TL301 for a model call, TL401, TL403);
 - **not reached**: its line never ran (the run stopped first, or the code is
   for another path);
 - **not checked**: a code the run cannot observe (TL000, TL001, TL105, TL402).

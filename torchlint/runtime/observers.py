@@ -15,12 +15,14 @@ to a site in the user's files (sites.py) and counted on the clocks
 | TL106 | a module moved again though on the device already; the same unchanged CPU tensor copied again | the move |
 | TL201 | a model call with grad whose graph never reaches `backward()` | the call |
 | TL202 | a local accumulator (`total += loss`) or list (`losses.append(loss)`) that keeps the graphs of earlier steps alive | the accumulation |
+| TL301 | a model trained on batches of one (model_calls.py) | the call of the model |
 | TL301-304 | a DataLoader with batch size 1, no workers, no pinning for batches moved to the device, workers restarted each epoch | the `DataLoader(...)` call |
 | TL401 | a device value read on the host (`.item()`, `.tolist()`, `.cpu()`, `float()`, `bool()`, a condition, `print`, f-strings; `.numpy()` raises on a GPU) | the read |
 | TL403 | `torch.cuda.synchronize()`, `torch.cuda.empty_cache()`, `torch.save` | the call |
 | TL404 | `torch.compile` called again at the same place | the call |
-| TL501, TL601 | the legacy autograd profiler, `nn.DataParallel` | the call |
+| TL501, TL601 | the legacy autograd profiler (the user's own, not torch.profiler's), `nn.DataParallel` | the call |
 | TL100 | a model trained or run, and nothing ever sent to the device | the model's construction |
+| TL101 | ... while a variable of the user's names the GPU (model_calls.py) | the model's construction |
 
 The mismatches (TL101-TL103) are what a GPU run would raise on; the run goes
 on, computing on the CPU. A host read, a per-step device call, a repeated move,
@@ -30,7 +32,6 @@ recur per step (steps.py); the others whenever they occur.
 
 from __future__ import annotations
 
-import dataclasses
 import dis
 import linecache
 import os
@@ -60,17 +61,18 @@ from torchlint.runtime.accelerator import (
     tag,
     tensors_in,
 )
+from torchlint.runtime.loaders import INFO, LoaderInfo, loader_observations
 from torchlint.runtime.mode import caller
+from torchlint.runtime.model_calls import batch_of_one, device_at_hand
 from torchlint.runtime.observations import Clock, Observation, Site
 from torchlint.runtime.sites import Key, UserFiles, accumulation_line, site_at
 from torchlint.runtime.steps import Reading, Steps, Tally
 
 SiteKey = Union[Key, Site]
 BUILT = "_torchlint_site_"  # a module's construction site (a Key)
-INFO = "_torchlint_loader_"  # a DataLoader's (and its iterators') LoaderInfo
 
 # Reported only when they recur per step.
-PER_STEP_CODES = frozenset({"TL106", "TL201", "TL202", "TL401", "TL403"})
+PER_STEP_CODES = frozenset({"TL106", "TL201", "TL202", "TL301", "TL401", "TL403"})
 CRASH = "a GPU run raises here"
 
 # grad_fn kinds an accumulation makes (`total += loss`, `total = total * d + loss`, `torch.stack`).
@@ -98,25 +100,6 @@ class Entry:
         if not self.waits:
             return ()
         return (("wait_s", self.wait), ("wait_mean_s", self.wait / self.waits), ("wait_max_s", self.wait_max))
-
-
-@dataclass
-class LoaderInfo:
-    serial: int
-    site: Optional[Key]
-    batch_size: Optional[int]
-    workers: int
-    pin_memory: bool
-    persistent: bool
-    in_memory: bool
-    iterations: int = 0  # passes begun
-    restarts: int = 0  # passes that started the workers again
-    batches: int = 0
-    moved: int = 0  # batches copied to the device
-    last_moved: int = -1
-    wait: float = 0.0  # seconds spent waiting for batches
-    busy: float = 0.0  # seconds between a batch and the request for the next
-    last_yield: Optional[float] = None
 
 
 @dataclass
@@ -170,6 +153,7 @@ class Recorder:
         self.forwards: List[ForwardRecord] = []
         self.loaders: List[LoaderInfo] = []
         self.first_model: Optional[torch.nn.Module] = None
+        self.device_variable: Optional[str] = None  # a variable of the user's naming the GPU (model_calls.py)
         self._tensors: Dict[Tuple[CodeType, str], Any] = {}  # accumulator candidates: grad_fn at the last boundary
         self._lists: Dict[Tuple[CodeType, str], int] = {}  # list candidates: length at the last boundary
         self._boundary_seen: Dict[Tuple[CodeType, str], Tuple[int, int]] = {}
@@ -402,16 +386,23 @@ class Recorder:
         )
 
     def legacy_profiler(self) -> None:
+        # Only the user's own `profile(...)`: `torch.profiler.profile` makes one of its own inside.
         self._once(
             "TL501",
             "the legacy `torch.autograd.profiler.profile` is used; `torch.profiler.profile` "
             "(with `ProfilerActivity.CUDA`) records the GPU's kernels",
+            direct=True,
         )
 
-    def _once(self, code: str, message: str) -> None:
+    def _once(self, code: str, message: str, direct: bool = False) -> None:
+        """Record `code` at the user's line that called the patched function
+        (`direct`: only when the user's code called it itself, not a library)."""
         if not self.live():
             return
-        site = _user_key(self.files, sys._getframe(2))
+        patched = sys._getframe(2)
+        if direct and (patched.f_back is None or self.files.place(patched.f_back.f_code.co_filename) is None):
+            return
+        site = _user_key(self.files, patched)
         if site is not None:
             self.record(code, site, message)
 
@@ -469,6 +460,7 @@ class Recorder:
             self.steps.forward_called(site)
             if self.on_step is not None and self.steps.forwards != before:
                 self.on_step(Clock.FORWARDS)
+            self._look_at_call(module, site, args, kwargs)
         self.modules.append(module)
         try:
             out = module_call(module, *args, **kwargs)
@@ -481,6 +473,21 @@ class Recorder:
                 if not self.model_on_device(module):
                     self._cpu_model_output(module, out)
         return out
+
+    def _look_at_call(self, module: torch.nn.Module, site: Key, args: Any, kwargs: Any) -> None:
+        """A training call on a batch of one (TL301); a GPU device at hand while nothing has gone there (TL101)."""
+        with torch._C.DisableTorchFunction():
+            shape = batch_of_one(module, args, kwargs)
+            if shape is not None:
+                self.record(
+                    "TL301",
+                    site,
+                    f"`{type(module).__name__}` is trained on batches of one (input shape {shape}): "
+                    "each step does a sample's work; batch the samples together",
+                    variant="model",
+                )
+            if not self.device_used and self.device_variable is None:
+                self.device_variable = device_at_hand(self.files.frames(sys._getframe(3)))
 
     def _cpu_model_output(self, module: torch.nn.Module, out: Any) -> None:
         built = module.__dict__.get(BUILT)
@@ -683,47 +690,8 @@ class Recorder:
         self.forwards.clear()
 
     def loader_observations(self) -> List[Observation]:
-        """TL301-TL304, one per `DataLoader(...)` call site (a helper that builds
-        the train and the validation loader is one site)."""
-        by_site: Dict[Key, LoaderInfo] = {}
-        for info in self.loaders:
-            if info.site is None or not info.batches:
-                continue
-            merged = by_site.get(info.site)
-            if merged is None:
-                by_site[info.site] = dataclasses.replace(info)
-                continue
-            merged.batch_size = merged.batch_size if merged.batch_size == info.batch_size else None
-            merged.workers = min(merged.workers, info.workers)
-            merged.pin_memory = merged.pin_memory and info.pin_memory
-            merged.persistent = merged.persistent and info.persistent
-            merged.in_memory = merged.in_memory and info.in_memory
-            merged.iterations += info.iterations
-            merged.restarts += info.restarts
-            merged.batches += info.batches
-            merged.moved += info.moved
-            merged.wait += info.wait
-            merged.busy += info.busy
-        out: List[Observation] = []
-        for key, info in by_site.items():
-            site = site_at(key, self.files)
-            timings = (("wait_s", info.wait), ("wait_per_batch_s", info.wait / info.batches), ("busy_s", info.busy))
-            for code, message, count in _loader_findings(info, self.device_used):
-                passes = code == "TL304"
-                out.append(
-                    Observation(
-                        code,
-                        site,
-                        message,
-                        count,
-                        info.iterations if passes else count,
-                        info.iterations if passes else info.batches,
-                        Clock.PASSES if passes else Clock.BATCHES,
-                        per_step=True,
-                        timings=timings,
-                    )
-                )
-        return out
+        """TL301-TL304, one per `DataLoader(...)` call site."""
+        return loader_observations(self.loaders, self.files, self.device_used)
 
     def loader_totals(self) -> Tuple[float, int]:
         """Seconds waited for batches, and batches, over every DataLoader."""
@@ -735,11 +703,20 @@ class Recorder:
         built = self.first_model.__dict__.get(BUILT)
         if built is None:
             return None
+        name = type(self.first_model).__name__
+        if self.device_variable is not None:  # a device was chosen, and the model never went there
+            code = "TL101"
+            message = (
+                f"`{name}` is trained or run on the CPU while `{self.device_variable}` names the GPU: "
+                f"nothing is ever sent there; move the model with `.to({self.device_variable})`"
+            )
+        else:
+            code = "TL100"
+            message = f"`{name}` is trained or run, but nothing is ever sent to the GPU: the whole run stays on the CPU"
         return Observation(
-            "TL100",
+            code,
             site_at(built, self.files),
-            f"`{type(self.first_model).__name__}` is trained or run, but nothing is ever sent to the GPU: "
-            "the whole run stays on the CPU",
+            message,
             1,
             1,
             self.steps.total,
@@ -780,49 +757,6 @@ class Recorder:
 
     def _site(self, key: SiteKey) -> Site:
         return key if isinstance(key, Site) else site_at(key, self.files)
-
-
-def _loader_findings(info: LoaderInfo, device_used: bool) -> List[Tuple[str, str, int]]:
-    """(code, message, count) of what a DataLoader did (TL301-TL304)."""
-    found = []
-    if info.batch_size == 1 and info.batches >= 2:
-        found.append(
-            (
-                "TL301",
-                f"this DataLoader yields batches of one ({info.batches} batches): each step does a sample's work",
-                info.batches,
-            )
-        )
-    # Deterministic: a dataset of tensors in memory only indexes them (as `check` judges it);
-    # the time waited is reported, never judged on.
-    if info.workers == 0 and info.batches >= 2 and device_used and not info.in_memory:
-        found.append(
-            (
-                "TL302",
-                "this DataLoader loads every batch in the training process (`num_workers=0`): the step waits "
-                f"while each of its {info.batches} batches is made; give it workers",
-                info.batches,
-            )
-        )
-    if not info.pin_memory and info.moved:
-        found.append(
-            (
-                "TL303",
-                f"this DataLoader's batches are copied to the GPU from pageable memory ({info.moved} copies): "
-                "`pin_memory=True` makes the copies faster and lets them overlap",
-                info.moved,
-            )
-        )
-    if info.workers > 0 and not info.persistent and info.restarts:
-        found.append(
-            (
-                "TL304",
-                f"this DataLoader starts its {info.workers} worker processes anew on each pass over the data: "
-                "`persistent_workers=True` keeps them",
-                info.restarts,
-            )
-        )
-    return found
 
 
 _READS = {

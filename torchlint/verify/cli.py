@@ -133,6 +133,12 @@ def _discover(fixtures_dir: Optional[Path], rules: Sequence[str]) -> List[fixtur
 )
 @click.option("--smoke", is_flag=True, help="Run every fixture briefly on the CPU; fail if any script errors.")
 @click.option(
+    "--mechanism",
+    is_flag=True,
+    help="No GPU needed: run every fixture pair under `torchlint run` (the simulated GPU) and check that "
+    "bad.py shows the rule's finding and fixed.py does not.",
+)
+@click.option(
     "--plan",
     "show_plan",
     is_flag=True,
@@ -168,7 +174,7 @@ def _discover(fixtures_dir: Optional[Path], rules: Sequence[str]) -> List[fixtur
     default=None,
     help="Fixtures directory [default: the checkout's fixtures/, else the installed package's].",
 )
-@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel scripts in --smoke.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel scripts in --smoke and --mechanism.")
 @click.option(
     "--timeout",
     type=click.FloatRange(min=1),
@@ -190,6 +196,7 @@ def verify_command(
     markdown: Optional[Path],
     plot: Optional[Path],
     smoke: bool,
+    mechanism: bool,
     show_plan: bool,
     merge_files: Sequence[Path],
     time_budget: Optional[float],
@@ -208,10 +215,28 @@ def verify_command(
     The JSON report is rewritten after every rule. Exit 0 when nothing
     failed, 1 when a verdict failed (or a --smoke script errored), 2 on a
     usage problem, when CUDA_LAUNCH_BLOCKING is set, or without a GPU under
-    --require-gpu, 3 when rules were left out by --time-budget.
+    --require-gpu, 3 when rules were left out by --time-budget. With
+    --mechanism: exit 0 when every observable rule was observed, 1 otherwise.
     """
     root = Path.cwd()
     rules = fixture_meta.split_rules(list(rule_opts) + list(rules_opts))
+    if mechanism:
+        given = {
+            "--smoke": smoke,
+            "--plan": show_plan,
+            "--merge": bool(merge_files),
+            "--dry-run": dry_run,
+            "--require-gpu": require_gpu,
+            "--repeats": repeats is not None,
+            "--time-budget": time_budget is not None,
+            "--plot": plot is not None,
+            "--traces": traces is not None,
+        }
+        clash = [name for name, on in given.items() if on]
+        if clash:
+            raise click.UsageError(f"--mechanism runs no GPU measurement: it does not take {', '.join(clash)}")
+        fixtures = _discover(fixtures_dir, rules)
+        sys.exit(_mechanism(fixtures, jobs, timeout, output, markdown, root))
     if merge_files:
         expected = (
             [rule_results.not_run_result(fx, NOT_REPORTED, root=root) for fx in _discover(fixtures_dir, rules)]
@@ -435,6 +460,55 @@ def _smoke(
     if plot is not None:
         _err("--plot is ignored with --smoke (nothing is measured)")
     return EXIT_FAIL if failed else EXIT_OK
+
+
+def _mechanism(
+    fixtures: List[fixture_meta.Fixture],
+    jobs: Optional[int],
+    timeout: float,
+    output: Optional[Path],
+    markdown: Optional[Path],
+    root: Path,
+) -> int:
+    """Each fixture pair under `torchlint run`; the table, the reports, the exit code."""
+    import importlib.metadata
+    import importlib.util
+
+    from torchlint.verify import mechanism as M
+
+    if importlib.util.find_spec("torch") is None:
+        click.echo(
+            "mechanism check skipped: torch is not installed, and `torchlint run` needs it "
+            "(a CPU build: pip install torch --index-url https://download.pytorch.org/whl/cpu)"
+        )
+        return EXIT_ERROR
+    torch_version = importlib.metadata.version("torch")  # the scripts' torch, without importing it here
+
+    started = time.monotonic()
+    with _progress(M.planned_runs(fixtures), "mechanism", _smoke_label) as bar:
+        results = M.check(fixtures, jobs or 0, timeout, progress=lambda r: bar.update(1, r), root=root)
+    rep = report_mod.build(
+        results,
+        mode=report_mod.MECHANISM_MODE,
+        repeats=1,
+        environment={"torch": torch_version, "device": M.DEVICE},
+        elapsed_s=round(time.monotonic() - started, 1),
+        requested_rules=[fx.rule for fx in fixtures],
+        argv=sys.argv[1:],
+    )
+    click.echo(report_mod.to_text(rep), nl=False)
+    counts = rep["summary"]
+    observable = [r for r in results if r["verdict"] != M.NOT_OBSERVABLE]
+    line = f"mechanism: {counts.get(M.OBSERVED, 0)} of {len(observable)} observable rules observed"
+    unobservable = [r["rule"] for r in results if r["verdict"] == M.NOT_OBSERVABLE]
+    if unobservable:
+        line += f" ({', '.join(unobservable)}: not observable by a run)"
+    click.echo(line)
+    for r in results:
+        if r["verdict"] not in (M.OBSERVED, M.NOT_OBSERVABLE):
+            click.echo(f"  {r['rule']} {r['verdict']}: {r['reason']}")
+    _write_outputs(rep, output, markdown, None)
+    return EXIT_OK if M.passed(results) else EXIT_FAIL
 
 
 @click.command("doctor")

@@ -41,6 +41,13 @@ therefore runs a few steps, a fast GPU one many.
 
 In smoke mode (``--smoke`` / TORCHLINT_SMOKE=1) sizes are the scripts' tiny
 ones, everything runs on the CPU, the warm-up is one step and each window two.
+
+In mechanism mode (TORCHLINT_VERIFY_MECHANISM=1: `torchlint verify
+--mechanism` runs the script under `torchlint run`) sizes are the smoke ones,
+the device is the one torch offers (the simulated GPU), and the harness
+instruments nothing (no synchronize, no profiler, no sync debug mode): one
+warm-up step, then one window of ``MECHANISM_STEPS`` steps, so that what the
+run observes is the script's own doing, over enough steps to judge "per step".
 """
 
 from __future__ import annotations
@@ -72,6 +79,8 @@ DEFAULT_WINDOWS: Dict[str, float] = {
     "sync_max": 200,
 }
 SMOKE_STEPS = 2
+MECHANISM_ENV = "TORCHLINT_VERIFY_MECHANISM"
+MECHANISM_STEPS = 5
 
 
 def parse_passes(value: Optional[str]) -> List[str]:
@@ -124,9 +133,10 @@ class Harness:
 
         self.torch = torch
         argv = sys.argv[1:] if argv is None else argv
-        self.smoke = "--smoke" in argv or os.environ.get("TORCHLINT_SMOKE") == "1"
+        self.mechanism = os.environ.get(MECHANISM_ENV) == "1"
+        self.smoke = self.mechanism or "--smoke" in argv or os.environ.get("TORCHLINT_SMOKE") == "1"
         self.cost_mode = os.environ.get("TORCHLINT_VERIFY_COST") == "1" and not self.smoke
-        self.passes = parse_passes(os.environ.get("TORCHLINT_VERIFY_PASSES"))
+        self.passes = ["timing"] if self.mechanism else parse_passes(os.environ.get("TORCHLINT_VERIFY_PASSES"))
         self.windows = dict(DEFAULT_WINDOWS)
         self.windows.update(json.loads(os.environ.get("TORCHLINT_VERIFY_WINDOWS") or "{}"))
         if self.smoke:
@@ -137,6 +147,8 @@ class Harness:
             from torchlint.verify import cost_mode
 
             self.device = cost_mode.enter_cost_mode(torch)
+        elif self.mechanism:  # the script's own choice on the (simulated) GPU; the harness measures nothing
+            self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         else:
             self.device = torch.device("cuda" if use_cuda else "cpu")
         self.script = script
@@ -237,6 +249,8 @@ class Harness:
     # -- internals ---------------------------------------------------------
 
     def _steps(self, name: str) -> int:
+        if self.mechanism:
+            return MECHANISM_STEPS
         if self.smoke:
             return SMOKE_STEPS
         w = self.windows

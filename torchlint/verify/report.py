@@ -17,6 +17,8 @@ from torchlint.verify import verdict as V
 
 SCHEMA_VERSION = 2
 COLUMNS = ("Rule", "Metric", "Bad", "Fixed", "Change", "Threshold", "Verdict", "Repeats")
+MECHANISM_COLUMNS = ("Rule", "Bad", "Fixed", "Verdict")
+MECHANISM_MODE = "mechanism"  # `verify --mechanism`: the pairs under `torchlint run`, no GPU
 MEASURING_MODES = ("gpu", "dry-run")  # reports whose rules were measured (a dry run: on the CPU, at smoke sizes)
 CONTEXT_COLUMNS = (
     "Rule",
@@ -215,6 +217,38 @@ def rows(report: Dict[str, Any]) -> List[List[str]]:
     return out
 
 
+def _mechanism_cell(rule: str, record: Optional[Dict[str, Any]]) -> str:
+    """What one script of a mechanism check showed of its rule's code."""
+    if record is None:
+        return "-"
+    if record.get("error"):
+        return "error"
+    mine = [f for f in record.get("findings", ()) if f["code"] == rule]
+    if not mine:
+        return "none"
+    f = mine[0]
+    return f"{f['count']}x, {f['steps_seen']}/{f['steps']} {f['clock']}"
+
+
+def mechanism_rows(report: Dict[str, Any]) -> List[List[str]]:
+    """Rule, what bad.py and fixed.py showed of its code, verdict."""
+    return [
+        [
+            r["rule"],
+            _mechanism_cell(r["rule"], r.get("bad")),
+            _mechanism_cell(r["rule"], r.get("fixed")),
+            str(r["verdict"]).upper(),
+        ]
+        for r in report["rules"]
+    ]
+
+
+def _table(report: Dict[str, Any]) -> Tuple[Sequence[str], List[List[str]]]:
+    if report.get("mode") == MECHANISM_MODE:
+        return MECHANISM_COLUMNS, mechanism_rows(report)
+    return COLUMNS, rows(report)
+
+
 def _escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -255,9 +289,16 @@ def context_rows(report: Dict[str, Any]) -> List[List[str]]:
 
 
 def to_markdown(report: Dict[str, Any]) -> str:
-    lines = ["# torchlint verify", ""]
+    lines = ["# torchlint verify --mechanism" if report.get("mode") == MECHANISM_MODE else "# torchlint verify", ""]
     env = report.get("environment", {})
-    if report.get("skipped_reason"):
+    if report.get("mode") == MECHANISM_MODE:
+        lines += [
+            f"Mechanism check on the {env.get('device') or 'simulated GPU'}; torch {env.get('torch', '?')}: each "
+            "fixture pair under `torchlint run` at smoke sizes. Bad, Fixed: the rule's finding in each script "
+            "(occurrences, the steps it was seen in / the steps); observed = bad shows it, fixed does not.",
+            "",
+        ]
+    elif report.get("skipped_reason"):
         lines += [f"GPU verification skipped: {report['skipped_reason']}", ""]
     else:
         device = env.get("device") or "CPU"
@@ -278,9 +319,10 @@ def to_markdown(report: Dict[str, Any]) -> str:
             "(merge the other parts with `torchlint verify --merge`).",
             "",
         ]
-    lines.append("| " + " | ".join(COLUMNS) + " |")
-    lines.append("|" + "|".join("---" for _ in COLUMNS) + "|")
-    for row in rows(report):
+    columns, table = _table(report)
+    lines.append("| " + " | ".join(columns) + " |")
+    lines.append("|" + "|".join("---" for _ in columns) + "|")
+    for row in table:
         lines.append("| " + " | ".join(_escape(c) for c in row) + " |")
     ctx = context_rows(report)
     if ctx:
@@ -307,8 +349,9 @@ def to_markdown(report: Dict[str, Any]) -> str:
 
 def to_text(report: Dict[str, Any]) -> str:
     """A plain aligned table for the terminal."""
-    table = [list(COLUMNS)] + rows(report)
-    widths = [max(len(row[i]) for row in table) for i in range(len(COLUMNS))]
+    columns, body = _table(report)
+    table = [list(columns)] + body
+    widths = [max(len(row[i]) for row in table) for i in range(len(columns))]
     out = []
     for n, row in enumerate(table):
         out.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
