@@ -17,7 +17,9 @@ each in a fresh process, with the same environment (OMP/MKL threads set to
 of each. A script whose plain run fails (it needs data, a checkpoint,
 arguments) is listed as not runnable with the last line of its error. The
 table (markdown) gives per script both medians and their ratio, and overall
-the geometric mean and the maximum of the ratios.
+the geometric mean and the maximum of the ratios; beside the wall time, the
+CPU time (user + system, with the DataLoader workers), steadier on a shared
+machine.
 
     python bench/run_overhead.py                          # examples/ and fixtures/, 3 repeats
     python bench/run_overhead.py --repeat 5 examples/train.py
@@ -30,12 +32,13 @@ import argparse
 import json
 import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -48,6 +51,8 @@ class Timing:
     script: str
     plain_s: List[float]
     run_s: List[float]
+    plain_cpu_s: List[float] = field(default_factory=list)
+    run_cpu_s: List[float] = field(default_factory=list)
     error: Optional[str] = None  # why it is not runnable (its plain run failed)
 
     @property
@@ -61,6 +66,10 @@ class Timing:
     @property
     def ratio(self) -> float:
         return self.run / self.plain
+
+    @property
+    def cpu_ratio(self) -> float:
+        return statistics.median(self.run_cpu_s) / statistics.median(self.plain_cpu_s)
 
 
 def default_scripts() -> List[Path]:
@@ -86,10 +95,16 @@ def environment(threads: int, smoke: bool) -> Dict[str, str]:
     return env
 
 
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _timed(cmd: Sequence[str], env: Dict[str, str], cwd: str, timeout: float) -> tuple:
-    start = time.perf_counter()
+    """Wall seconds, CPU seconds (the process and the children it waited for), the result."""
+    cpu, start = _cpu(), time.perf_counter()
     proc = subprocess.run(list(cmd), env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-    return time.perf_counter() - start, proc
+    return time.perf_counter() - start, _cpu() - cpu, proc
 
 
 def _last_line(text: str) -> str:
@@ -106,16 +121,18 @@ def measure(script: Path, repeat: int, threads: int, timeout: float) -> Timing:
     timing = Timing(name, [], [])
     with tempfile.TemporaryDirectory(prefix="torchlint-overhead-") as scratch:
         for _ in range(repeat):
-            seconds, proc = _timed(plain_cmd, env, scratch, timeout)
+            seconds, cpu, proc = _timed(plain_cmd, env, scratch, timeout)
             if proc.returncode != 0:
                 timing.error = _last_line(proc.stderr or proc.stdout)
                 return timing
             timing.plain_s.append(seconds)
-            seconds, proc = _timed(run_cmd, env, scratch, timeout)
+            timing.plain_cpu_s.append(cpu)
+            seconds, cpu, proc = _timed(run_cmd, env, scratch, timeout)
             if proc.returncode != 0:
                 timing.error = "under torchlint run: " + _last_line(proc.stderr or proc.stdout)
                 return timing
             timing.run_s.append(seconds)
+            timing.run_cpu_s.append(cpu)
     return timing
 
 
@@ -125,16 +142,20 @@ def geometric_mean(values: Sequence[float]) -> float:
 
 def markdown(timings: Sequence[Timing]) -> str:
     ok = [t for t in timings if t.error is None]
-    out = ["| script | plain (s) | `torchlint run` (s) | ratio |", "|---|---:|---:|---:|"]
-    out += [f"| `{t.script}` | {t.plain:.2f} | {t.run:.2f} | {t.ratio:.2f} |" for t in ok]
+    out = [
+        "| script | plain (s) | `torchlint run` (s) | ratio | CPU-time ratio |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    out += [f"| `{t.script}` | {t.plain:.2f} | {t.run:.2f} | {t.ratio:.2f} | {t.cpu_ratio:.2f} |" for t in ok]
     if ok:
         ratios = [t.ratio for t in ok]
         worst = max(ok, key=lambda t: t.ratio)
         out.append("")
         out.append(
-            f"{len(ok)} scripts; ratio geometric mean **{geometric_mean(ratios):.2f}**, "
+            f"{len(ok)} scripts; wall-time ratio geometric mean **{geometric_mean(ratios):.2f}**, "
             f"max **{worst.ratio:.2f}** (`{worst.script}`); total {sum(t.plain for t in ok):.1f} s plain, "
-            f"{sum(t.run for t in ok):.1f} s under `torchlint run`."
+            f"{sum(t.run for t in ok):.1f} s under `torchlint run`; CPU-time ratio geometric mean "
+            f"{geometric_mean([t.cpu_ratio for t in ok]):.2f}, max {max(t.cpu_ratio for t in ok):.2f}."
         )
     bad = [t for t in timings if t.error is not None]
     if bad:
@@ -156,7 +177,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     timings = []
     for script in scripts:
         t = measure(script, args.repeat, args.threads, args.timeout)
-        status = t.error or f"plain {t.plain:.2f} s, run {t.run:.2f} s, ratio {t.ratio:.2f}"
+        status = t.error or f"plain {t.plain:.2f} s, run {t.run:.2f} s, ratio {t.ratio:.2f} (CPU {t.cpu_ratio:.2f})"
         print(f"{t.script}: {status}", file=sys.stderr, flush=True)
         timings.append(t)
     table = markdown(timings)
