@@ -41,6 +41,9 @@ therefore runs a few steps, a fast GPU one many.
 
 In smoke mode (``--smoke`` / TORCHLINT_SMOKE=1) sizes are the scripts' tiny
 ones, everything runs on the CPU, the warm-up is one step and each window two.
+With TORCHLINT_SMOKE_DEVICE=cuda too, a smoke run uses the GPU when torch
+sees one: under `torchlint run`, the simulated one (the fixtures' device
+placement observed at smoke sizes).
 """
 
 from __future__ import annotations
@@ -92,6 +95,7 @@ def window_steps(target_s: float, step_s: Optional[float], lo: int, hi: int) -> 
 
 
 SMOKE_COMPILE_ENV = "TORCHLINT_SMOKE_COMPILE_BACKEND"
+SMOKE_DEVICE_ENV = "TORCHLINT_SMOKE_DEVICE"  # "cuda": smoke sizes on the GPU torch sees
 
 
 def smoke_compile(torch: Any) -> None:
@@ -131,7 +135,8 @@ class Harness:
         self.windows.update(json.loads(os.environ.get("TORCHLINT_VERIFY_WINDOWS") or "{}"))
         if self.smoke:
             smoke_compile(torch)
-        use_cuda = torch.cuda.is_available() and not self.smoke and not self.cost_mode
+        smoke_on_gpu = os.environ.get(SMOKE_DEVICE_ENV) == "cuda"
+        use_cuda = torch.cuda.is_available() and (smoke_on_gpu or not self.smoke) and not self.cost_mode
         self.cuda = use_cuda
         if self.cost_mode:
             from torchlint.verify import cost_mode
