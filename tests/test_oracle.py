@@ -147,5 +147,5 @@ def test_two_scripts_end_to_end(tmp_path, capsys):
             "reason": "3 times, per step: 3 of 4 optimizer steps",
         }  # --steps ends it at the 4th opt.step()
     ]
-    assert doc["totals"]["also_static_share"] is not None
+    assert (doc["totals"]["observed"], doc["totals"]["also_static_share"]) == (1, 1.0)
     assert (out / "oracle.md").read_text() in capsys.readouterr().out
