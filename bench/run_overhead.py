@@ -12,7 +12,9 @@ TORCHLINT_SMOKE=1), the wall time of
   same work),
 
 each in a fresh process, with the same environment (OMP/MKL threads set to
-`--threads`, PYTHONHASHSEED=0), in a scratch folder as the current folder
+`--threads`, PYTHONHASHSEED=0, TORCHDYNAMO_DISABLE=1: `torchlint run` makes
+`torch.compile` return the model unchanged, so the plain run compiles nothing
+either), in a scratch folder as the current folder
 (what a script writes lands there), alternately, `--repeat` times; the median
 of each. A script whose plain run fails (it needs data, a checkpoint,
 arguments) is listed as not runnable with the last line of its error. The
@@ -88,6 +90,8 @@ def environment(threads: int, smoke: bool) -> Dict[str, str]:
         PYTHONHASHSEED="0",
         MPLBACKEND="Agg",
         PYTHONDONTWRITEBYTECODE="1",
+        # `torchlint run` makes torch.compile return its model unchanged: the plain run compiles nothing either
+        TORCHDYNAMO_DISABLE="1",
     )
     env.pop("TORCHLINT_SMOKE", None)
     if smoke:
