@@ -17,8 +17,11 @@ with one thread (OMP/MKL), matplotlib off screen, and TORCHLINT_SMOKE=1 with
 TORCHLINT_SMOKE_DEVICE=cuda (fixture scripts at their smoke sizes, on the
 simulated GPU). A file that fails or exits before its first step (missing
 data, modules, arguments, network) is **not runnable**, with its reason (the
-first line of the error); a run stopped by `--steps` or `--timeout`, or that
-raised after some steps, counts with what it ran.
+first line of the error; a script that imports at its top level a module
+neither installed nor beside it is listed so without being run); a run
+stopped by `--steps` or `--timeout`, or that raised after some steps, counts
+with what it ran. Files are taken in turn from each path given, so that
+`--budget` (no run starts after it) spreads over them.
 
 Per rule: the static findings **confirmed**, **contradicted** and **not
 reached**; the runtime observations (the reported ones), those a static
@@ -33,6 +36,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
+import itertools
 import json
 import os
 import subprocess
@@ -42,7 +47,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
 
 KINDS = ("confirmed", "contradicted", "not_reached", "runtime_only")
 _SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "site-packages", "node_modules", ".ipynb_checkpoints"}
@@ -80,8 +85,11 @@ def is_script(path: Path) -> bool:
 
 
 def candidates(paths: Iterable[Path]) -> List[Path]:
-    """The scripts and notebooks under `paths`, in order, each once."""
-    out: List[Path] = []
+    """The scripts and notebooks under `paths`, each once, taken in turn from
+    each path given (its first file, then each one's second...), so that a
+    `--budget` spreads over them."""
+    groups: List[List[Path]] = []
+    seen: Set[Path] = set()
     for root in paths:
         if root.is_file():
             found = [root]
@@ -90,12 +98,41 @@ def candidates(paths: Iterable[Path]) -> List[Path]:
             for folder, dirs, files in os.walk(root):
                 dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
                 found += [Path(folder) / f for f in sorted(files)]
+        group = []
         for path in found:
             if path.suffix == ".ipynb" or (path.suffix == ".py" and is_script(path)):
                 resolved = path.resolve()
-                if resolved not in out:
-                    out.append(resolved)
-    return out
+                if resolved not in seen:
+                    seen.add(resolved)
+                    group.append(resolved)
+        groups.append(group)
+    return [p for turn in itertools.zip_longest(*groups) for p in turn if p is not None]
+
+
+def missing_module(path: Path, roots: Sequence[Path]) -> Optional[str]:
+    """The first module a script imports at its top level (outside `try`) that is
+    neither installed nor beside it (its folder, or a folder given): the
+    ModuleNotFoundError its run would end with, found without running it."""
+    if path.suffix != ".py":
+        return None
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (SyntaxError, ValueError):
+        return None
+    folders = [path.parent, *(r for r in roots if r.is_dir() and r in path.parents)]
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names = [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module.split(".")[0]]
+        else:
+            continue
+        for name in names:
+            if any((f / f"{name}.py").is_file() or (f / name).is_dir() for f in folders):
+                continue
+            if importlib.util.find_spec(name) is None:
+                return name
+    return None
 
 
 # -- running one ---------------------------------------------------------------
@@ -289,10 +326,20 @@ def report(results: Sequence[FileResult], root: Optional[str] = None) -> Dict[st
 # -- the command -------------------------------------------------------------
 
 
-def run_all(files: Sequence[Path], timeout: float, steps: int, jobs: int, budget: Optional[float]) -> List[FileResult]:
+def run_all(
+    files: Sequence[Path],
+    timeout: float,
+    steps: int,
+    jobs: int,
+    budget: Optional[float],
+    roots: Sequence[Path] = (),
+) -> List[FileResult]:
     start = time.perf_counter()
 
     def one(path: Path) -> FileResult:
+        missing = missing_module(path, roots)
+        if missing is not None:
+            return FileResult(str(path), False, f"ModuleNotFoundError: No module named '{missing}' (not run)")
         if budget is not None and time.perf_counter() - start > budget:
             return FileResult(str(path), False, f"not run: the {budget:g} s budget was spent", "skipped")
         result = run_one(path, timeout, steps)
@@ -319,7 +366,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error("no such file or folder: " + ", ".join(missing))
     files = candidates(args.paths)
     root = str(args.root.resolve()) if args.root else None
-    results = run_all(files, args.timeout, args.steps, args.jobs, args.budget)
+    results = run_all(files, args.timeout, args.steps, args.jobs, args.budget, [p.resolve() for p in args.paths])
     table = markdown(results, tally(results, root), root)
     print(table)
     if args.out:

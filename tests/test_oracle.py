@@ -100,6 +100,29 @@ def test_candidates_are_scripts_and_notebooks(tmp_path):
     (tmp_path / ".venv" / "hidden.py").write_text("print(1)\n")
     names = [p.name for p in oracle.candidates([tmp_path, tmp_path / "top.py"])]
     assert names == ["main_guard.py", "nb.ipynb", "top.py"]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.py").write_text("print(1)\n")
+    (other / "b.py").write_text("print(2)\n")
+    names = [p.name for p in oracle.candidates([other, tmp_path / "top.py", tmp_path / "main_guard.py"])]
+    assert names == ["a.py", "top.py", "main_guard.py", "b.py"]  # in turn from each path given
+
+
+def test_a_script_importing_a_module_not_installed_nor_beside_it_is_not_run(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    (repo / "utils").mkdir()
+    (repo / "models.py").write_text("")
+    script = repo / "scripts" / "train.py"
+    script.write_text("import os, torch\nfrom utils.data import load\nimport models\nprint(1)\n")
+    assert oracle.missing_module(script, [repo]) is None
+    assert oracle.missing_module(script, []) == "utils"  # the repository's folder not given: not beside it
+    script.write_text("try:\n    import nosuchmodule_x\nexcept ImportError:\n    pass\nimport nosuchmodule_y.sub\n")
+    assert oracle.missing_module(script, [repo]) == "nosuchmodule_y"
+    results = oracle.run_all([script], timeout=1, steps=1, jobs=1, budget=None, roots=[repo])
+    assert [(r.runnable, r.reason) for r in results] == [
+        (False, "ModuleNotFoundError: No module named 'nosuchmodule_y' (not run)")
+    ]
 
 
 RUNS = """
