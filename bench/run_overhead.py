@@ -168,6 +168,13 @@ def markdown(timings: Sequence[Timing]) -> str:
     return "\n".join(out) + "\n"
 
 
+def write(timings: Sequence[Timing], table: Optional[Path], data: Optional[Path]) -> None:
+    if table:
+        table.write_text(markdown(timings), encoding="utf-8")
+    if data:
+        data.write_text(json.dumps([asdict(t) for t in timings], indent=2) + "\n", encoding="utf-8")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scripts", nargs="*", type=Path, help="scripts (default: examples/ and fixtures/)")
@@ -184,12 +191,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         status = t.error or f"plain {t.plain:.2f} s, run {t.run:.2f} s, ratio {t.ratio:.2f} (CPU {t.cpu_ratio:.2f})"
         print(f"{t.script}: {status}", file=sys.stderr, flush=True)
         timings.append(t)
-    table = markdown(timings)
-    print(table)
-    if args.markdown:
-        args.markdown.write_text(table, encoding="utf-8")
-    if args.json:
-        args.json.write_text(json.dumps([asdict(t) for t in timings], indent=2) + "\n", encoding="utf-8")
+        write(timings, args.markdown, args.json)  # after each script: an interrupted run keeps what it measured
+    print(markdown(timings))
     return 0
 
 
