@@ -111,15 +111,16 @@ def candidates(paths: Iterable[Path]) -> List[Path]:
 
 def missing_module(path: Path, roots: Sequence[Path]) -> Optional[str]:
     """The first module a script imports at its top level (outside `try`) that is
-    neither installed nor beside it (its folder, or a folder given): the
-    ModuleNotFoundError its run would end with, found without running it."""
+    neither installed nor beside it (in its folder, a folder above it, or a
+    folder given): the ModuleNotFoundError its run would end with, found
+    without running it."""
     if path.suffix != ".py":
         return None
     try:
         tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
     except (SyntaxError, ValueError):
         return None
-    folders = [path.parent, *(r for r in roots if r.is_dir() and r in path.parents)]
+    folders = [*path.parents, *(r for r in roots if r.is_dir())]
     for node in tree.body:
         if isinstance(node, ast.Import):
             names = [a.name.split(".")[0] for a in node.names]

@@ -115,8 +115,13 @@ def test_a_script_importing_a_module_not_installed_nor_beside_it_is_not_run(tmp_
     (repo / "models.py").write_text("")
     script = repo / "scripts" / "train.py"
     script.write_text("import os, torch\nfrom utils.data import load\nimport models\nprint(1)\n")
-    assert oracle.missing_module(script, [repo]) is None
-    assert oracle.missing_module(script, []) == "utils"  # the repository's folder not given: not beside it
+    assert oracle.missing_module(script, []) is None  # `utils` and `models` are in a folder above it
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "oracle_aside_mod.py").write_text("")
+    script.write_text("import oracle_aside_mod\n")
+    assert oracle.missing_module(script, []) == "oracle_aside_mod"
+    assert oracle.missing_module(script, [elsewhere]) is None  # a folder given
     script.write_text("try:\n    import nosuchmodule_x\nexcept ImportError:\n    pass\nimport nosuchmodule_y.sub\n")
     assert oracle.missing_module(script, [repo]) == "nosuchmodule_y"
     results = oracle.run_all([script], timeout=1, steps=1, jobs=1, budget=None, roots=[repo])
