@@ -82,6 +82,24 @@ def test_text_report_and_compare(tmp_path):
     assert f"train.py:{line_of(path, 'print(loss.item())')} TL401" in reached
 
 
+def test_compare_output_writes_the_comparison_and_the_run_as_json(tmp_path):
+    path = script(tmp_path, LEAKY)
+    out = tmp_path / "compare.json"
+    result = _run("--output-format", "json", "-o", str(tmp_path / "run.json"), "--compare-output", str(out), str(path))
+    assert result.exit_code == 1, result.output
+    doc = json.loads(out.read_text())
+    assert doc["run"]["status"] == "ok" and doc["run"]["steps"] == 8 and doc["run"]["error"] is None
+    assert doc["run"]["clock"] == "optimizer steps" and doc["run"]["device_used"] is True
+    row = line_of(path, "cross_entropy")
+    assert [(c["code"], c["row"]) for c in doc["confirmed"]] == [("TL103", row)]
+    assert ("TL401", line_of(path, "print(loss.item())")) in [(c["code"], c["row"]) for c in doc["not_reached"]]
+    assert doc["observed"] == [
+        {"code": "TL103", "path": str(path), "cell": None, "row": row, "count": 8, "per_step": True, "static": True}
+    ]
+    assert doc["runtime_only"] == []
+    assert '"confirmed"' not in result.stderr  # the comparison went to the file, not to stderr
+
+
 def test_exit_codes(tmp_path):
     clean = script(tmp_path, "print(torch.ones(2, device=device).sum().item())\n", name="clean.py")
     assert _run(str(clean)).exit_code == 0

@@ -804,3 +804,20 @@ def test_measure_real_harness_end_to_end_on_cpu(tmp_path):
     assert kept == ["TL900-sleep-bad-r0.json", "TL900-sleep-fixed-r0.json"]
     trace = json.loads((tmp_path / "traces" / kept[0]).read_text())
     assert busy.find_window(trace) is not None
+
+
+def test_smoke_device_cuda_puts_a_smoke_run_on_the_gpu_torch_sees_and_never_syncs(monkeypatch):
+    import torch
+
+    monkeypatch.delenv("TORCHLINT_SMOKE_DEVICE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert _harness(monkeypatch, smoke=True).device.type == "cpu"  # a plain smoke run stays on the CPU
+    monkeypatch.setenv("TORCHLINT_SMOKE_DEVICE", "cuda")
+    h = _harness(monkeypatch, smoke=True)
+    assert h.device.type == "cuda" and h.smoke and h.scale(1024, 8) == 8
+    synced = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: synced.append(a))
+    h.sync()
+    assert synced == []  # a smoke run times nothing (under `torchlint run` a sync would be a finding)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert _harness(monkeypatch, smoke=True).device.type == "cpu"  # no GPU: the CPU, as before

@@ -55,6 +55,12 @@ _FORMATS = ("text", "full", "concise", "json", "json-lines", "github", "gitlab",
     help="Also lint the files that ran (every rule) and say which static findings the run confirmed, contradicted or never reached.",
 )
 @click.option(
+    "--compare-output",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Write the comparison and how the run ended to FILE as JSON (implies --compare).",
+)
+@click.option(
     "--fake-data",
     is_flag=True,
     help="torchvision's downloadable image sets (MNIST, CIFAR10...) give small synthetic sets.",
@@ -76,6 +82,7 @@ def run_command(
     output_format: str,
     output_file: Optional[str],
     compare: bool,
+    compare_output: Optional[str],
     fake_data: bool,
     device: str,
     exit_zero: bool,
@@ -95,6 +102,7 @@ def run_command(
         if not os.path.isfile(name):
             click.echo(f"torchlint: error: {name}: no such file", err=True)
             raise click.exceptions.Exit(EXIT_ERROR)
+    compare = compare or compare_output is not None
     from torchlint.runtime.cuda import DeviceUnavailable
     from torchlint.runtime.launch import Target
     from torchlint.runtime.report import render_report, status_line, timings_line
@@ -119,6 +127,12 @@ def run_command(
         from torchlint.runtime.compare import render_text, static_findings, to_json
 
         comparison = link(report, static_findings(report.files))
+        if compare_output:
+            from torchlint.runtime.compare import document
+
+            with open(compare_output, "w", encoding="utf-8") as fh:
+                json.dump(document(report, comparison, cwd), fh, indent=2)
+                fh.write("\n")
         if output_format == "text":
             text += "\n" + render_text(comparison, cwd)
     if output_file:
@@ -132,7 +146,7 @@ def run_command(
         timings = timings_line(report)
         if timings is not None:
             click.echo(timings, err=True)
-        if comparison is not None:
+        if comparison is not None and not compare_output:
             click.echo(json.dumps(to_json(comparison, cwd), indent=2), err=True)
         if report.error is not None and report.error.traceback:
             click.echo(report.error.traceback.rstrip(), err=True)

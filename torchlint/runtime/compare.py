@@ -139,3 +139,35 @@ def to_json(c: Comparison, cwd: Optional[str] = None) -> Dict[str, Any]:
             for o in c.runtime_only
         ],
     }
+
+
+def document(report: RunReport, c: Comparison, cwd: Optional[str] = None) -> Dict[str, Any]:
+    """`run --compare-output`: how the run ended, every reported observation
+    (`static`: whether a static finding matched it), and the comparison."""
+    only = {id(o) for o in c.runtime_only}
+    error = report.error
+    run = {
+        "target": report.target,
+        "kind": report.kind,
+        "status": report.status.value,
+        "exit_code": report.exit_code,
+        "steps": report.steps,
+        "clock": report.clock.value,
+        "device_used": report.device_used,
+        "seconds": round(report.seconds, 3),
+        "files": list(report.files),
+        "error": None if error is None else {"type": error.type, "message": error.message},
+    }
+    observed = [
+        {
+            "code": o.code,
+            "path": o.site.path,
+            "cell": o.site.cell,
+            "row": o.site.line,
+            "count": o.count,
+            "per_step": o.per_step,
+            "static": id(o) not in only,
+        }
+        for o in report.findings
+    ]
+    return {"run": run, "observed": observed, **to_json(c, cwd)}

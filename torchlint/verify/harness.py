@@ -48,6 +48,10 @@ the device is the one torch offers (the simulated GPU), and the harness
 instruments nothing (no synchronize, no profiler, no sync debug mode): one
 warm-up step, then one window of ``MECHANISM_STEPS`` steps, so that what the
 run observes is the script's own doing, over enough steps to judge "per step".
+
+With TORCHLINT_SMOKE_DEVICE=cuda too, a smoke run uses the GPU when torch
+sees one: under `torchlint run`, the simulated one (the fixtures' device
+placement observed at smoke sizes).
 """
 
 from __future__ import annotations
@@ -101,6 +105,7 @@ def window_steps(target_s: float, step_s: Optional[float], lo: int, hi: int) -> 
 
 
 SMOKE_COMPILE_ENV = "TORCHLINT_SMOKE_COMPILE_BACKEND"
+SMOKE_DEVICE_ENV = "TORCHLINT_SMOKE_DEVICE"  # "cuda": smoke sizes on the GPU torch sees
 
 
 def smoke_compile(torch: Any) -> None:
@@ -141,7 +146,8 @@ class Harness:
         self.windows.update(json.loads(os.environ.get("TORCHLINT_VERIFY_WINDOWS") or "{}"))
         if self.smoke:
             smoke_compile(torch)
-        use_cuda = torch.cuda.is_available() and not self.smoke and not self.cost_mode
+        smoke_on_gpu = os.environ.get(SMOKE_DEVICE_ENV) == "cuda"
+        use_cuda = torch.cuda.is_available() and (smoke_on_gpu or not self.smoke) and not self.cost_mode
         self.cuda = use_cuda
         if self.cost_mode:
             from torchlint.verify import cost_mode
@@ -170,7 +176,7 @@ class Harness:
         self.samples += int(samples)
 
     def sync(self) -> None:
-        if self.cuda:
+        if self.cuda and not self.smoke:  # a smoke run times nothing: no sync of the harness's own
             self.torch.cuda.synchronize()
 
     def checkpoint(self, model: Any) -> str:
