@@ -181,3 +181,83 @@ def test_tl302_notebook_dataset_defined_in_the_notebook_gets_no_fix():
         out = process_bytes(nb(ds), "nb.ipynb")
         found = [f for f in out.findings if f.code == "TL302"]
         assert found and (found[0].fix is not None) is fixed, ds
+
+
+# -- a loader only peeked at feeds no pass (round 8: R8-026, R8-029, R8-036; wild2) ----------------
+
+IMAGES = "from torchvision.datasets import ImageFolder\nds = ImageFolder('d')\n"
+TRAIN_STEP = (
+    "def train_step(model, dataloader):\n    for x, y in dataloader:\n        model(x.to(device)).sum().backward()\n"
+)
+
+
+def test_a_loader_built_inside_next_iter_is_only_peeked():
+    src = (
+        HEAD
+        + IMAGES
+        + "def visualize():\n    img, y = next(iter(DataLoader(ds, batch_size=1)))\n    show(model(img))\n"
+    )
+    assert rows(src, "TL301") == [] and rows(src, "TL302") == []
+    # the same loader iterated by a loop is a pass
+    looped = (
+        HEAD + IMAGES + "def run():\n    for img, y in DataLoader(ds, batch_size=1):\n        model(img.to(device))\n"
+    )
+    assert rows(looped, "TL302") == [8]
+
+
+def test_an_iterator_drawn_from_once_is_a_peek_but_not_in_a_loop():
+    once = (
+        HEAD
+        + IMAGES
+        + "loader = DataLoader(ds, batch_size=16)\nit = iter(loader)\nx, y = next(it)\nshow(model(x.to(device)))\n"
+    )
+    assert rows(once, "TL302") == [] and rows(once, "TL303") == []
+    stepped = (
+        HEAD + IMAGES + "loader = DataLoader(ds, batch_size=1)\nit = iter(loader)\nfor step in range(1000):\n"
+        "    x, y = next(it)\n    model(x.to(device)).sum().backward()\n"
+    )
+    assert rows(stepped, "TL301") == [7] and rows(stepped, "TL302") == [7]
+
+
+def test_a_parameter_of_the_same_name_is_not_the_global_loader():
+    # `train(dataloader)` receives what its callers pass; the global `dataloader` is only peeked
+    src = (
+        HEAD + IMAGES + TRAIN_STEP + "dataloader = DataLoader(ds, batch_size=1)\nimg, y = next(iter(dataloader))\n"
+        "simple = DataLoader(ds, batch_size=32)\ntrain_step(model, simple)\n"
+    )
+    assert rows(src, "TL301") == [] and rows(src, "TL302") == [12]
+    passed = HEAD + IMAGES + TRAIN_STEP + "dataloader = DataLoader(ds, batch_size=1)\ntrain_step(model, dataloader)\n"
+    assert rows(passed, "TL301") == [10] and rows(passed, "TL302") == [10]
+
+
+def test_a_loader_rebound_before_training_is_not_the_one_trained_on():
+    src = (
+        HEAD + IMAGES + TRAIN_STEP + "train_dl = DataLoader(ds, batch_size=1, num_workers=1)\n"
+        "train_dl, test_dl = make_loaders(batch_size=32)\ntrain_step(model, train_dl)\n"
+    )
+    assert rows(src, "TL301") == [] and rows(src, "TL304") == []
+    # a wrapper that takes the loader and returns it (opacus' make_private) hands it on
+    wrapped = (
+        HEAD
+        + IMAGES
+        + TRAIN_STEP
+        + "train_dl = DataLoader(ds)\nmodel, train_dl = wrap(model, train_dl)\ntrain_step(model, train_dl)\n"
+    )
+    assert rows(wrapped, "TL302") == [10]
+
+
+def test_a_loader_only_shown_or_measured_is_unused():
+    cells = [
+        code(
+            HEAD
+            + IMAGES
+            + "train_dl = DataLoader(ds, batch_size=1)\ntest_dl = DataLoader(ds, batch_size=1)\ntrain_dl, test_dl"
+        ),
+        code("len(train_dl), len(test_dl)"),
+        code("img, label = next(iter(train_dl))"),
+    ]
+    found = lint_source(notebook(*cells).decode(), "nb.ipynb")
+    assert [f for f in found if f.code in ("TL301", "TL302", "TL303")] == []
+    used = cells + [code("for x, y in test_dl:\n    model(x.to(device))")]
+    found = lint_source(notebook(*used).decode(), "nb.ipynb")
+    assert sorted({(f.code, f.row) for f in found if f.code in ("TL301", "TL302")}) == [("TL301", 8), ("TL302", 8)]

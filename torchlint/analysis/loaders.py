@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, BindingKind, Call, Loop, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import Binding, BindingKind, Call, Loop, NameUse, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import is_move_call, root_name
 from torchlint.analysis.knowledge import Effect, doing
 from torchlint.analysis.place_kinds import DEVICE
@@ -56,6 +56,7 @@ class Loaders(LoaderDatasets):
                 whole_dataset_batch=self._whole_dataset_batch(call),
                 host_items=self._host_items(call),
                 collate_works=self._collate_works(call),
+                peeked=self.only_peeked(call),
             )
         return self._info[key]
 
@@ -126,6 +127,31 @@ class Loaders(LoaderDatasets):
     def binding_of(self, call: Call) -> Optional[Binding]:
         return self.facts.binding_of_value(call.node)
 
+    def reads(self, b: Binding) -> List[NameUse]:
+        """The reads of `b`'s name that see `b`: in its own scope after it and
+        before the name is bound again there; in nested scopes where the name
+        is not bound anew (not a parameter or local of the same name, which
+        holds what that function's callers pass). A statement that only shows
+        the name (a notebook cell's last line `loader`, `train_dl, test_dl`)
+        reads nothing that runs."""
+        later = [x for x in self.facts.scoped_bindings(b.name, b.site.scope) if x.site.order > b.site.order]
+        nxt = min(later, key=lambda x: x.site.order) if later else None
+        out = []
+        for use in self.facts.local_uses(b.name, b.site.scope):
+            if use.site.stmt is b.site.stmt or _only_shown(use):
+                continue
+            if use.site.scope is b.site.scope:
+                if use.site.order <= b.site.order:
+                    continue
+                if nxt is not None and use.site.order > nxt.site.order and use.site.stmt is not nxt.site.stmt:
+                    continue  # (`a, b, loader = wrap(loader)` reads it before binding the name again)
+            elif b not in self.facts.visible_bindings(b.name, use.site.scope):
+                continue
+            elif use.site.order <= b.site.order and use.site.scope.function is None:
+                continue  # a comprehension or lambda at module level, before the binding
+            out.append(use)
+        return out
+
     def _used(self, call: Call) -> bool:
         """Something reads the loader: it is iterated, handed on, returned or
         stored. A loader bound to a name that nothing reads before the name is
@@ -136,25 +162,17 @@ class Loaders(LoaderDatasets):
         b = self.binding_of(call)
         if b is None or "." in b.name:
             return True  # stored on an object or unpacked: used elsewhere
-        later = sorted(
-            (x for x in self.facts.scoped_bindings(b.name, b.site.scope) if x.site.order > b.site.order),
-            key=lambda x: x.site.order,
-        )
-        end = later[0].site.order if later else None
-        for use in self.facts.local_uses(b.name, b.site.scope):
-            if use.site.order <= b.site.order or use.site.stmt is b.site.stmt:
-                continue
-            if use.site.scope is b.site.scope and end is not None and use.site.order > end:
-                continue
-            return True
-        return False
+        return any(not _measured(self, use) for use in self.reads(b))
 
     def only_peeked(self, call: Call) -> bool:
         """What `call` returns (a loader, or loaders from a builder, bound to a
         name or unpacked into names) is only turned into an iterator to look at
-        a batch (`next(iter(loader))`): never looped over, handed on or
-        returned. Names nobody reads before they are rebound count as unused;
-        at least one must be peeked at."""
+        a batch or two (`next(iter(loader))`, `it = iter(loader)` then
+        `next(it)`), outside any loop of the code that does it: never looped
+        over, handed on or returned. Names nobody reads before they are rebound
+        count as unused; at least one must be peeked at."""
+        if self._peek(call.node):
+            return True  # `next(iter(DataLoader(...)))`
         stmt = call.site.stmt
         if not (isinstance(stmt, cst.Assign) and stmt.value is call.node and len(stmt.targets) == 1):
             return False
@@ -164,22 +182,50 @@ class Loaders(LoaderDatasets):
         names = _target_names(target)
         if not names or len(names) != len(target.elements if not isinstance(target, cst.Name) else [target]):
             return False  # nested or starred targets
-        scope = call.site.scope
         peeked = False
-        for name in names:
-            later = [b.site.order for b in self.facts.scoped_bindings(name, scope) if b.site.order > call.site.order]
-            end = min(later) if later else None
-            for use in self.facts.local_uses(name, scope):
-                if use.site.order <= call.site.order or (end is not None and use.site.order > end):
-                    continue
-                if not any(b.site.stmt is stmt for b in self.facts.visible_bindings(name, use.site.scope)):
-                    continue  # a local of the same name in another function
-                parent = use.site.parent
-                outer = self.facts.call_of_arg(parent) if isinstance(parent, cst.Arg) else None
-                if outer is None or dotted_name(outer.node.func) != "iter":
+        for b in self.facts.bindings_at(stmt):
+            if b.name not in names:
+                continue
+            for use in self.reads(b):
+                if self._peek(use.node):
+                    peeked = True
+                elif not _measured(self, use):
                     return False
-                peeked = True
         return peeked
+
+    def _peek(self, node: cst.BaseExpression) -> bool:
+        """`node` (a loader) is handed to `iter(...)` only to draw a batch or two
+        outside a loop: `next(iter(node))`, or `it = iter(node)` whose every
+        read is a `next(it)` outside a loop."""
+        parent = self.facts.parent_of(node)
+        outer = self.facts.call_of_arg(parent) if isinstance(parent, cst.Arg) else None
+        if outer is None or dotted_name(outer.node.func) != "iter" or self.facts.bindings_of("iter"):
+            return False
+        if self._draws_once(outer.node):
+            return True
+        b = self.facts.binding_of_value(outer.node)
+        if b is None or "." in b.name or b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN):
+            return False
+        uses = self.reads(b)
+        return bool(uses) and all(self._draws_once(u.node) for u in uses)
+
+    def _draws_once(self, node: cst.BaseExpression) -> bool:
+        """`next(node)` (or `node.next()`), not inside a loop of its own code."""
+        parent = self.facts.parent_of(node)
+        if isinstance(parent, cst.Arg):
+            outer = self.facts.call_of_arg(parent)
+            if outer is None or dotted_name(outer.node.func) != "next" or self.facts.bindings_of("next"):
+                return False
+            site = outer.site
+        elif isinstance(parent, cst.Attribute) and parent.attr.value in ("next", "__next__"):
+            call = self.facts.parent_of(parent)
+            c = self.facts.call_for(call) if isinstance(call, cst.Call) else None
+            if c is None:
+                return False
+            site = c.site
+        else:
+            return False
+        return site.loop is None or site.loop.scope is not site.scope
 
     def _batches(self, call: Call) -> BatchUse:
         """How the loader's batches are used in this file (see LoaderInfo.batches)."""
@@ -187,9 +233,7 @@ class Loaders(LoaderDatasets):
         if b is None or "." in b.name:
             return BatchUse.ELSEWHERE
         sampled = handed = False
-        for use in self.facts.local_uses(b.name, b.site.scope):
-            if use.site.order <= b.site.order or use.site.stmt is b.site.stmt:
-                continue
+        for use in self.reads(b):
             parent = use.site.parent
             if isinstance(parent, cst.Arg):
                 outer = self.facts.call_of_arg(parent)
@@ -359,7 +403,7 @@ class Loaders(LoaderDatasets):
                 site = self.facts.site_of_statement(loop.node)
                 if site is not None:
                     out.append((site, None))
-        for use in self.facts.local_uses(b.name, b.site.scope):
+        for use in self.reads(b):
             parent = use.site.parent
             if not isinstance(parent, cst.Arg) or parent.value is not use.node:
                 continue
@@ -465,6 +509,29 @@ def _target_names(target: cst.BaseExpression) -> List[str]:
             out.extend(_target_names(el.value))
         return out
     return []
+
+
+def _only_shown(use: NameUse) -> bool:
+    """The read is a statement that only shows the name (`loader`, `train_dl,
+    test_dl` as a notebook cell's last line): nothing runs on it."""
+    stmt = use.site.stmt
+    if not isinstance(stmt, cst.Expr):
+        return False
+    value = stmt.value
+    if value is use.node:
+        return True
+    return (
+        isinstance(value, cst.Tuple)
+        and all(isinstance(e.value, cst.Name) for e in value.elements)
+        and any(e.value is use.node for e in value.elements)
+    )
+
+
+def _measured(loaders: "Loaders", use: NameUse) -> bool:
+    """`len(loader)`: the loader's length read, no batch drawn."""
+    parent = use.site.parent
+    outer = loaders.facts.call_of_arg(parent) if isinstance(parent, cst.Arg) else None
+    return outer is not None and dotted_name(outer.node.func) == "len" and not loaders.facts.bindings_of("len")
 
 
 def _as_loaded(expr: cst.BaseExpression, names: Set[str]) -> bool:

@@ -363,8 +363,8 @@ class BatchSizeOne(Rule):
         (variable-size inputs). A training loop with batch 1 is always reported."""
         a = ctx.analysis
         info = a.loaders.info(loader)
-        if not info.used:
-            return False
+        if not info.used or info.peeked:
+            return False  # never read, or only a batch looked at (`next(iter(loader))`)
         loops = [lp for lp in (self._loop_at(a, s) for s in a.loaders.iterated_in(loader)) if lp is not None]
         if not loops:
             return True  # handed on: used elsewhere

@@ -225,7 +225,7 @@ class LoaderNoPinMemory(Rule):
             info = a.loaders.info(call)
             if not info.used or info.dataset == PLACES:
                 continue  # unused, or items already on the device (pinning them would fail)
-            if info.batches in (BatchUse.KEPT, BatchUse.SAMPLED):
+            if info.batches in (BatchUse.KEPT, BatchUse.SAMPLED) or info.peeked:
                 continue  # never copied to the device here, or one batch drawn once: nothing to pin for
             if info.batches is not BatchUse.ELSEWHERE or a.loaders.loops_over(call):
                 if not info.copied_as_loaded:

@@ -277,7 +277,7 @@ class LoaderNoWorkers(Rule):
                 continue  # a few batches, one batch a pass, or items built on the GPU
             if info.dataset == IN_MEMORY and not info.collate_works:
                 continue  # nothing for workers to do (a collate that pads or processes each batch is work)
-            if info.batches is BatchUse.SAMPLED:
+            if info.batches is BatchUse.SAMPLED or info.peeked:
                 continue  # one `next(iter(loader))` at a time: each would start the workers anew
             msg = ("DataLoader has `num_workers=0`" if kw is not None else "DataLoader has no `num_workers`") + (
                 ": batches are loaded in the main process between GPU steps; use worker processes"
