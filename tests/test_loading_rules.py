@@ -4,7 +4,7 @@ import textwrap
 
 import libcst as cst
 
-from helpers import code, fix_source, lint_source, notebook, process_bytes
+from helpers import api, code, fix_source, lint_source, notebook, process_bytes
 
 
 def rows(src, code):
@@ -261,3 +261,48 @@ def test_a_loader_only_shown_or_measured_is_unused():
     used = cells + [code("for x, y in test_dl:\n    model(x.to(device))")]
     found = lint_source(notebook(*used).decode(), "nb.ipynb")
     assert sorted({(f.code, f.row) for f in found if f.code in ("TL301", "TL302")}) == [("TL301", 8), ("TL302", 8)]
+
+
+# -- a Dataset class of another project file: what its items cost (R8-031, R8-032; miss R8 train.py:25) --
+
+_INDEXING = (
+    "import numpy as np\nimport torch\nfrom torch.utils.data import Dataset\nclass Reviews(Dataset):\n"
+    "    def __init__(self, data):\n        self.data = data\n    def __len__(self):\n        return len(self.data[0])\n"
+    "    def __getitem__(self, i):\n        return self.data[0][i], torch.from_numpy(np.asarray(self.data[1][i]))\n"
+)
+_READING = (
+    "from PIL import Image\nfrom torch.utils.data import Dataset\nclass Photos(Dataset):\n"
+    "    def __init__(self, mode='train'):\n        self.paths = list_images(mode)\n"
+    "    def __getitem__(self, i):\n        return self.load(self.paths[i])\n"
+    "    def load(self, path):\n        return to_tensor(Image.open(path))\n"
+)
+_SCRIPT = (
+    "import torch\nfrom torch.utils.data import DataLoader\nfrom {module} import {cls}\ndevice = torch.device('cuda')\n"
+    "data = [reviews, labels]\ndata = {cls}(data=data)\nloader = DataLoader(data, batch_size=16)\n"
+    "for x, y in loader:\n    model(x.to(device)).sum().backward()\n"
+)
+
+
+def _project_rows(tmp_path, module_src, module, cls, code_):
+    (tmp_path / f"{module}.py").write_text(module_src)
+    script = _SCRIPT.format(module=module, cls=cls)
+    (tmp_path / "train.py").write_text(script)
+    index = api.project_index([str(tmp_path)])
+    return [f.row for f in lint_source(script, str(tmp_path / "train.py"), project=index) if f.code == code_]
+
+
+def test_a_project_dataset_that_only_indexes_memory_needs_no_workers(tmp_path):
+    assert _project_rows(tmp_path, _INDEXING, "reviews", "Reviews", "TL302") == []
+    # a transform per item is work for workers
+    transformed = _INDEXING.replace("return self.data[0][i]", "return self.transform(self.data[0][i])")
+    assert _project_rows(tmp_path, transformed, "reviews2", "Reviews", "TL302") == [7]
+
+
+def test_a_project_dataset_that_reads_a_file_per_item_needs_workers(tmp_path):
+    (tmp_path / "photos.py").write_text(_READING)
+    script = _SCRIPT.format(module="photos", cls="Photos").replace("Photos(data=data)", "Photos()")
+    (tmp_path / "train.py").write_text(script)
+    index = api.project_index([str(tmp_path)])
+    assert [f.row for f in lint_source(script, str(tmp_path / "train.py"), project=index) if f.code == "TL302"] == [7]
+    # read alone, nothing says what `Photos()` does per item: it may only index memory
+    assert [f.row for f in lint_source(script, "train.py") if f.code == "TL302"] == []

@@ -15,11 +15,14 @@ from torchlint.analysis.facts import Binding, BindingKind, Call, Function, Scope
 from torchlint.analysis.helpers import is_move_call
 from torchlint.analysis.knowledge import Effect, doing
 from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE, HOST, Place
-from torchlint.analysis.project.kinds import ClassKind
+from torchlint.analysis.project.kinds import ClassKind, ItemWork
 from torchlint.analysis.vocabulary import (
     DATA_ARGUMENT_NAME,
     FILE_READERS,
     INDEX_FACTORIES,
+    ITEM_PLAIN_BUILTINS,
+    ITEM_PLAIN_CALLS,
+    ITEM_PLAIN_METHODS,
     RANDOM_FACTORIES,
     RNG_SEEDERS,
     SEEDING_NAMES,
@@ -94,6 +97,8 @@ class LoaderDatasets(LoaderCalls):
                 return expr
             name = dotted_name(expr)
             bindings = self.values.bindings_for(name, site) if name else []
+            if len(bindings) > 1 and name and "." not in name:
+                bindings = self.facts.reaching(name, site)  # `data = [...]`, then `data = Dataset(data)`
             if len(bindings) != 1:
                 return None
             b = bindings[0]
@@ -199,6 +204,12 @@ class LoaderDatasets(LoaderCalls):
             return UNKNOWN_DS, True
         # An instance of a class from another module: picklable by reference.
         name = dotted_name(func) or ""
+        project = self.values.project
+        items = project.dataset_items(q) if project is not None and q else None
+        if items is ItemWork.READS:
+            return READS, True  # a project file's class whose items are read from files
+        if items is ItemWork.INDEXES:
+            return IN_MEMORY, True  # ... or only indexed from memory
         if not any(self._names_data(a, ds.site) for a in ds.node.args):
             # `MyTrainDataset(2048)`, `NameDataset(is_train_set=True)`: nothing says
             # its items are read or transformed; it may only index memory. Can't tell.
@@ -528,9 +539,9 @@ class LoaderDatasets(LoaderCalls):
             q = c.qualname or ""
             if q.startswith("torch.") and not q.startswith(("torch.utils", "torch.load")):
                 continue  # tensor ops on in-memory data
-            if c.method in ("float", "long", "int", "clone", "view", "reshape", "unsqueeze", "squeeze"):
+            if q in ITEM_PLAIN_CALLS or c.method in ITEM_PLAIN_METHODS:
                 continue
-            if isinstance(c.node.func, cst.Name) and c.node.func.value in ("len", "int", "float", "range", "tuple"):
+            if isinstance(c.node.func, cst.Name) and c.node.func.value in ITEM_PLAIN_BUILTINS:
                 continue
             return False
         return True
