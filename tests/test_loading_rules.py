@@ -306,3 +306,37 @@ def test_a_project_dataset_that_reads_a_file_per_item_needs_workers(tmp_path):
     assert [f.row for f in lint_source(script, str(tmp_path / "train.py"), project=index) if f.code == "TL302"] == [7]
     # read alone, nothing says what `Photos()` does per item: it may only index memory
     assert [f.row for f in lint_source(script, "train.py") if f.code == "TL302"] == []
+
+
+def test_a_dataset_tokenized_ahead_and_indexed_per_item_needs_no_workers(tmp_path):
+    # R7-029: a project class that tokenizes in `__init__` and indexes the encodings per item
+    encoded = (
+        "import torch\nfrom torch.utils.data import Dataset\nclass Texts(Dataset):\n"
+        "    def __init__(self, texts, tokenizer):\n        self.encodings = tokenizer(texts, padding=True)\n"
+        "    def __getitem__(self, i):\n        return {k: torch.tensor(v[i]) for k, v in self.encodings.items()}\n"
+    )
+    assert _project_rows(tmp_path, encoded, "texts", "Texts", "TL302") == []
+    tokenized_per_item = encoded.replace("torch.tensor(v[i])", "self.tokenizer(v[i])")
+    assert _project_rows(tmp_path, tokenized_per_item, "texts2", "Texts", "TL302") == [7]
+
+
+_SHARDS = (
+    "import numpy as np\nimport torch\nfrom torch.utils.data import DataLoader, Dataset\n"
+    "device = torch.device('cuda')\nclass Shards(Dataset):\n"
+    "    def __init__(self, root, split):\n        self.x, self.y, self.cum = load_shards(root, split)\n"
+    "    def __getitem__(self, i):\n        b = int(np.searchsorted(self.cum[1:], i, side='right'))\n"
+    "        return self.x[b][i - self.cum[b]], self.y[b][i - self.cum[b]]\n"
+    "def make_loader(dataset, shuffle):\n    return DataLoader(dataset, batch_size=64, shuffle=shuffle)\n"
+    "train = make_loader(Shards('d', 'train'), True)\nval = make_loader({val}, False)\n"
+    "for x, y in train:\n    model(x.to(device)).sum().backward()\n"
+)
+
+
+def test_a_loader_builder_over_in_memory_datasets_from_every_caller():
+    # R7-026: every caller hands the builder an in-memory dataset
+    assert rows(_SHARDS.format(val="Shards('d', 'val')"), "TL302") == []
+    # one caller hands it a dataset that reads files: can't tell which the loader holds
+    mixed = _SHARDS.format(val="ImageFolder('val')").replace(
+        "import numpy as np\n", "import numpy as np\nfrom torchvision.datasets import ImageFolder\n"
+    )
+    assert rows(mixed, "TL302") == [13]

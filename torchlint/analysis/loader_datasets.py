@@ -159,11 +159,21 @@ class LoaderDatasets(LoaderCalls):
         return element.value, site
 
     def _dataset(self, call: Call) -> Tuple[DatasetKind, bool]:
-        raw = self.dataset_expr(call)
-        if self._hugging_face_dataset(raw, call.site):
+        return self._dataset_at(self.dataset_expr(call), call.site, 0)
+
+    def _dataset_at(self, raw: Optional[cst.BaseExpression], site: Site, depth: int) -> Tuple[DatasetKind, bool]:
+        """What the dataset `raw` (read at `site`) is. A parameter of a function
+        several same-file calls pass datasets to (`make_loader(train_ds)`,
+        `make_loader(val_ds)`) is what every one of them passes, when they agree."""
+        if self._hugging_face_dataset(raw, site):
             return IN_MEMORY, True  # an Arrow table in memory, tokenized ahead: nothing for workers to do
-        expr = self._resolve(raw, call.site)
-        if self.index_sequence(expr, call.site):
+        expr = self._resolve(raw, site)
+        if expr is None and depth < 2:
+            passed = self._passed_for(raw, site)
+            kinds = {self._dataset_at(arg, at, depth + 1) for arg, at in passed}
+            if len(kinds) == 1:
+                return kinds.pop()
+        if self.index_sequence(expr, site):
             return IN_MEMORY, True  # batches of indices: nothing to load per item
         if not isinstance(expr, cst.Call):
             return UNKNOWN_DS, False
@@ -215,6 +225,24 @@ class LoaderDatasets(LoaderCalls):
             # its items are read or transformed; it may only index memory. Can't tell.
             return IN_MEMORY, True
         return UNKNOWN_DS, name.rsplit(".", 1)[-1][:1].isupper()
+
+    def _passed_for(self, raw: Optional[cst.BaseExpression], site: Site) -> List[Tuple[cst.BaseExpression, Site]]:
+        """`raw` is a parameter of a same-file function: what each of its callers
+        passes for it, with the call's site (empty when a caller passes nothing we see)."""
+        if not isinstance(raw, cst.Name):
+            return []
+        bindings = self.values.bindings_for(raw.value, site)
+        if len(bindings) != 1 or bindings[0].kind != BindingKind.PARAM:
+            return []
+        fn = self.facts.function_of(bindings[0].site.scope)
+        callers = self.values.callers(fn) if fn is not None else []
+        out = []
+        for caller in callers:
+            arg = self.values.argument_for(caller, fn, raw.value) if fn is not None else None
+            if arg is None:
+                return []
+            out.append((arg, caller.site))
+        return out
 
     def index_sequence(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> bool:
         """`expr` is a sequence of integer indices held on the host: the builtin
