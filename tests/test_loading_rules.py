@@ -340,3 +340,21 @@ def test_a_loader_builder_over_in_memory_datasets_from_every_caller():
         "import numpy as np\n", "import numpy as np\nfrom torchvision.datasets import ImageFolder\n"
     )
     assert rows(mixed, "TL302") == [13]
+
+
+_TOKENIZING = (
+    "import torch\nfrom torch.utils.data import DataLoader, Dataset\ndevice = torch.device('cuda')\n"
+    "class Sentences(Dataset):\n    def __init__(self, rows, tokenizer):\n        self.rows = rows\n"
+    "        self.tokenizer = tokenizer\n    def __len__(self):\n        return len(self.rows)\n"
+    "    def __getitem__(self, i):\n        return self.rows[i]\n    def pad_data(self, rows):\n"
+    "        return {body}\n    def collate_fn(self, rows):\n        return self.pad_data(rows)\n"
+    "ds = Sentences(rows, tokenizer)\nloader = DataLoader(ds, batch_size=16, collate_fn=ds.collate_fn)\n"
+    "for batch in loader:\n    model(batch['ids'].to(device)).sum().backward()\n"
+)
+
+
+def test_a_dataset_method_as_collate_fn_that_tokenizes_is_work_for_workers():
+    # round-8 misses cyingliu classifier.py:252-325: `collate_fn=ds.collate_fn` tokenizes every batch
+    assert rows(_TOKENIZING.format(body="self.tokenizer(rows, padding=True)"), "TL302") == [17]
+    # a collate method that only stacks: the in-memory dataset leaves workers nothing to do
+    assert rows(_TOKENIZING.format(body="{'ids': torch.stack(rows)}"), "TL302") == []

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, BindingKind, Call, Loop, NameUse, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import Binding, BindingKind, Call, Function, Loop, NameUse, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import is_move_call, root_name
 from torchlint.analysis.knowledge import Effect, doing
 from torchlint.analysis.place_kinds import DEVICE
@@ -94,29 +94,56 @@ class Loaders(LoaderDatasets):
         return UNKNOWN_COLLATE
 
     def _collate_works(self, call: Call) -> bool:
-        """The loader's `collate_fn` is a same-file function whose body calls
+        """The loader's `collate_fn` is a same-file function, or a method of the
+        same-file dataset class it is taken from (`collate_fn=ds.collate_fn`),
+        whose body (or a same-file function or method it calls, two deep) calls
         something besides torch's own ops and builtins (`tokenizer.pad(...)`,
         `processor(images)`, a transform): per-batch work in the process that
         collates."""
-        arg = self.argument(call, "collate_fn", COLLATE_POSITION)
-        if arg is None or not isinstance(arg.value, cst.Name):
-            return False
-        bs = self.facts.visible_bindings(arg.value.value, call.site.scope)
-        fn = self.facts.function_for_def(bs[0].target) if len(bs) == 1 and bs[0].kind == BindingKind.DEF else None
-        if fn is None:
-            return False
-        for inner in self.helpers.calls_in(fn):
-            q = inner.qualname or ""
-            if q.startswith("torch.") or q in _COLLATE_PLAIN:
+        fn = self._collate_function(call)
+        todo = [(fn, 0)] if fn is not None else []
+        seen = set()
+        while todo:
+            current, depth = todo.pop()
+            if id(current.node) in seen:
                 continue
-            if inner.qualname is None and isinstance(inner.node.func, cst.Name):
-                name = inner.node.func.value
-                if name in _BUILTIN_CALLS and not self.facts.bindings_of(name):
+            seen.add(id(current.node))
+            for inner in self.helpers.calls_in(current):
+                q = inner.qualname or ""
+                if q.startswith("torch.") or q in _COLLATE_PLAIN:
                     continue
-            if inner.method in _TENSOR_METHODS or inner.method in _CONTAINER_METHODS:
-                continue
-            return True
+                if inner.qualname is None and isinstance(inner.node.func, cst.Name):
+                    name = inner.node.func.value
+                    if name in _BUILTIN_CALLS and not self.facts.bindings_of(name):
+                        continue
+                if inner.method in _TENSOR_METHODS or inner.method in _CONTAINER_METHODS:
+                    continue
+                callee = self.helpers.function(inner)
+                if callee is not None and depth < 2:
+                    todo.append((callee, depth + 1))  # a same-file helper: what it calls
+                    continue
+                return True
         return False
+
+    def _collate_function(self, call: Call) -> Optional[Function]:
+        """The same-file function the loader's `collate_fn` names, or the method
+        of the same-file class whose instance it is read from (`ds.collate_fn`)."""
+        arg = self.argument(call, "collate_fn", COLLATE_POSITION)
+        value = arg.value if arg is not None else None
+        if isinstance(value, cst.Name):
+            bs = self.facts.visible_bindings(value.value, call.site.scope)
+            return self.facts.function_for_def(bs[0].target) if len(bs) == 1 and bs[0].kind == BindingKind.DEF else None
+        if not (isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name)):
+            return None
+        owner = self._resolve(value.value, call.site)
+        if not (isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name)):
+            return None
+        cls, method = owner.func.value, value.attr.value
+        for fn in self.facts.functions:
+            parent = fn.scope.parent
+            if fn.name == method and parent is not None and parent.kind == ScopeKind.CLASS and parent.name == cls:
+                return fn
+        return None
 
     def _is_device_name(self, expr: cst.BaseExpression) -> bool:
         name = dotted_name(expr)
