@@ -358,3 +358,25 @@ def test_a_dataset_method_as_collate_fn_that_tokenizes_is_work_for_workers():
     assert rows(_TOKENIZING.format(body="self.tokenizer(rows, padding=True)"), "TL302") == [17]
     # a collate method that only stacks: the in-memory dataset leaves workers nothing to do
     assert rows(_TOKENIZING.format(body="{'ids': torch.stack(rows)}"), "TL302") == []
+
+
+_FACTORY = (
+    "import torch\nfrom torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\n"
+    "device = torch.device('cuda')\ndef get_test_loader():\n    loader = DataLoader(ImageFolder('test'))\n"
+    "    return loader\ndef predict(loader):\n    for x, y in loader:\n        model(x.to(device))\n"
+    "if __name__ == '__main__':\n    {call}\n"
+)
+
+
+def test_a_loader_factory_nothing_calls_builds_no_loader(tmp_path):
+    # R7-020, R7-031: the factory's one call is commented out
+    def tl302(src, name):
+        (tmp_path / name).write_text(src)
+        index = api.project_index([str(tmp_path)])
+        return [f.row for f in lint_source(src, str(tmp_path / name), project=index) if f.code == "TL302"]
+
+    assert tl302(_FACTORY.format(call="# predict(get_test_loader())\n    pass"), "blend.py") == []
+    assert tl302(_FACTORY.format(call="predict(get_test_loader())"), "blend2.py") == [6]
+    # another project file imports the factory: it may be called there
+    (tmp_path / "run.py").write_text("from blend3 import get_test_loader\npredict(get_test_loader())\n")
+    assert tl302(_FACTORY.format(call="pass"), "blend3.py") == [6]

@@ -15,7 +15,18 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, BindingKind, Call, Function, Loop, NameUse, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import (
+    Binding,
+    BindingKind,
+    Call,
+    Function,
+    Loop,
+    NameUse,
+    ScopeKind,
+    Site,
+    dotted_name,
+    is_main_guard,
+)
 from torchlint.analysis.helpers import is_move_call, root_name
 from torchlint.analysis.knowledge import Effect, doing
 from torchlint.analysis.place_kinds import DEVICE
@@ -183,6 +194,8 @@ class Loaders(LoaderDatasets):
         """Something reads the loader: it is iterated, handed on, returned or
         stored. A loader bound to a name that nothing reads before the name is
         rebound is dead."""
+        if self._never_built(call):
+            return False
         stmt = call.site.stmt
         if not isinstance(stmt, (cst.Assign, cst.AnnAssign)):
             return True  # returned, passed on directly, in a container...
@@ -190,6 +203,24 @@ class Loaders(LoaderDatasets):
         if b is None or "." in b.name:
             return True  # stored on an object or unpacked: used elsewhere
         return any(not _measured(self, use) for use in self.reads(b))
+
+    def _never_built(self, call: Call) -> bool:
+        """The loader is built in a top-level function of a script (a file with an
+        `if __name__ == "__main__":` block) that the file never calls or names
+        (its one call commented out) and no other project file imports, as the
+        project index says: the code never runs. Without the index: can't tell."""
+        fn_scope = call.site.scope.function
+        if fn_scope is None or fn_scope.parent is None or fn_scope.parent.kind != ScopeKind.MODULE:
+            return False
+        fn = self.facts.function_of(fn_scope)
+        project = self.values.project
+        if fn is None or project is None or self.values.callers(fn) or self.facts.uses_of(fn.name):
+            return False
+        module = self.facts.module_scope.node if self.facts.module_scope is not None else None
+        body = module.body if isinstance(module, cst.Module) else ()
+        if not any(isinstance(stmt, cst.If) and is_main_guard(stmt) for stmt in body):
+            return False  # a module of helpers: its functions are for others to call
+        return not project.imported(project.local(fn.name))
 
     def only_peeked(self, call: Call) -> bool:
         """What `call` returns (a loader, or loaders from a builder, bound to a
