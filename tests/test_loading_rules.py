@@ -380,3 +380,14 @@ def test_a_loader_factory_nothing_calls_builds_no_loader(tmp_path):
     # another project file imports the factory: it may be called there
     (tmp_path / "run.py").write_text("from blend3 import get_test_loader\npredict(get_test_loader())\n")
     assert tl302(_FACTORY.format(call="pass"), "blend3.py") == [6]
+
+
+def test_a_loader_over_a_tensor_indexes_memory():
+    # wild2 multi_gpu_quiver.py:75 shape: a loader over an index tensor, the sampling done elsewhere
+    src = HEAD + "idx = torch.randperm(50000)[:40000]\nloader = DataLoader(idx, batch_size=1024, shuffle=True)\n" + LOOP
+    assert rows(src, "TL302") == []
+    on_gpu = HEAD + "idx = torch.arange(50000, device=device)\nloader = DataLoader(idx, batch_size=1024)\n" + LOOP
+    assert rows(on_gpu, "TL302") == [] and rows(on_gpu, "TL303") == []
+    # a loader over a dataset of images still loads per item
+    files = HEAD + "from torchvision.datasets import ImageFolder\nloader = DataLoader(ImageFolder('d'))\n" + LOOP
+    assert rows(files, "TL302") == [6]

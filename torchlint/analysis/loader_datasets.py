@@ -167,6 +167,11 @@ class LoaderDatasets(LoaderCalls):
         `make_loader(val_ds)`) is what every one of them passes, when they agree."""
         if self._hugging_face_dataset(raw, site):
             return IN_MEMORY, True  # an Arrow table in memory, tokenized ahead: nothing for workers to do
+        place = self.places.tensor_place(raw, site)
+        if place == DEVICE:
+            return PLACES, True  # a loader over a tensor on the device: its items are there
+        if place is not None:
+            return IN_MEMORY, True  # ... over a tensor (an index tensor): items are rows of memory
         expr = self._resolve(raw, site)
         if expr is None and depth < 2:
             passed = self._passed_for(raw, site)
