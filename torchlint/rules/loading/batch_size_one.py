@@ -152,7 +152,7 @@ class BatchSizeOne(Rule):
     argument of the DataLoader it feeds (where the batch size takes effect).
 
     Not flagged: loaders that are never iterated (or overwritten before
-    use); an evaluation loop that takes each batch apart as one sample
+    use, or only peeked at with `next(iter(loader))` outside a loop); an evaluation loop that takes each batch apart as one sample
     (`x[0]`, `x.squeeze(0)`, `x.item()`, beam search's `x.expand(k, ...)`)
     or that evaluates with batch 1 in a file that trains with larger batches
     (variable-size inputs that cannot be stacked); export, latency benchmark

@@ -33,7 +33,8 @@ class LoaderNoPinMemory(Rule):
     Not flagged: loaders whose `collate_fn` we cannot see into, or that
     places batches on the device itself (pinning a CUDA tensor raises),
     datasets whose items are already on the device, loaders iterated here
-    whose batches are never moved to the device nor fed to a model on it, loaders that are never used,
+    whose batches are never moved to the device nor fed to a model on it, loaders that are never used
+    or only peeked at (`next(iter(loader))` outside a loop),
     calls passing `**kwargs` that could carry `pin_memory`, TPU/XLA code
     (pinned memory is CUDA advice), unit tests, export and benchmark code.
 
