@@ -391,3 +391,13 @@ def test_a_loader_over_a_tensor_indexes_memory():
     # a loader over a dataset of images still loads per item
     files = HEAD + "from torchvision.datasets import ImageFolder\nloader = DataLoader(ImageFolder('d'))\n" + LOOP
     assert rows(files, "TL302") == [6]
+
+
+def test_a_builder_loader_whose_batches_go_nowhere_feeds_no_pass():
+    # wild dataloader-intuition.ipynb cell 11: batches printed and walked with `pass`, no model
+    head = "import torch\nfrom mylib import make_loader, train_step\nloader = make_loader(ds, batch_size=1)\n"
+    idle = head + "it = iter(loader)\nprint(next(it))\nfor batch in loader:\n    pass\nprint(batch)\n"
+    assert rows(idle, "TL301") == []
+    # a loop that hands its batches to code we cannot see may train on them
+    handed = head + "for batch in loader:\n    train_step(model, batch)\n"
+    assert rows(handed, "TL301") == [3]

@@ -222,7 +222,13 @@ class Loaders(LoaderDatasets):
             return False  # a module of helpers: its functions are for others to call
         return not project.imported(project.local(fn.name))
 
-    def only_peeked(self, call: Call) -> bool:
+    def feeds_no_pass(self, call: Call) -> bool:
+        """`only_peeked`, or also walked by `for` loops that do no work with its
+        batches (no model run, nothing trained: `for batch in loader: pass`,
+        a print of the last batch)."""
+        return self.only_peeked(call, idle_loops=True)
+
+    def only_peeked(self, call: Call, idle_loops: bool = False) -> bool:
         """What `call` returns (a loader, or loaders from a builder, bound to a
         name or unpacked into names) is only turned into an iterator to look at
         a batch or two (`next(iter(loader))`, `it = iter(loader)` then
@@ -245,11 +251,29 @@ class Loaders(LoaderDatasets):
             if b.name not in names:
                 continue
             for use in self.reads(b):
-                if self._peek(use.node):
+                if self._peek(use.node) or (idle_loops and self._idle_loop_over(use)):
                     peeked = True
                 elif not _measured(self, use):
                     return False
         return peeked
+
+    def _idle_loop_over(self, use: NameUse) -> bool:
+        """`use` is what a `for` iterates, and that loop neither trains nor runs
+        a model over the data (no loop role) and calls nothing but builtins
+        (`print`, `len`): its batches go nowhere."""
+        parent = use.site.parent
+        if not (isinstance(parent, cst.For) and parent.iter is use.node):
+            return False
+        loop = self.loops.loop_for(parent)
+        if loop is None or self.loops.role(loop) is not None:
+            return False
+        for inner in self.loops.calls_in(loop):
+            func = inner.node.func
+            if not (
+                isinstance(func, cst.Name) and func.value in _IDLE_CALLS and not self.facts.bindings_of(func.value)
+            ):
+                return False
+        return True
 
     def _peek(self, node: cst.BaseExpression) -> bool:
         """`node` (a loader) is handed to `iter(...)` only to draw a batch or two
@@ -548,6 +572,10 @@ _COLLATE_PLAIN = doing(Effect.COLLATES)
 _BUILTIN_CALLS = frozenset(
     "len zip list tuple dict set sorted max min sum range enumerate isinstance int float bool str map filter".split()
 )
+
+
+# Builtins a loop may call on its batches and still do no work with them.
+_IDLE_CALLS = _BUILTIN_CALLS | {"print"}
 
 
 _TENSOR_METHODS = frozenset(
