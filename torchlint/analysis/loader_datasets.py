@@ -15,11 +15,14 @@ from torchlint.analysis.facts import Binding, BindingKind, Call, Function, Scope
 from torchlint.analysis.helpers import is_move_call
 from torchlint.analysis.knowledge import Effect, doing
 from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE, HOST, Place
-from torchlint.analysis.project.kinds import ClassKind
+from torchlint.analysis.project.kinds import ClassKind, ItemWork
 from torchlint.analysis.vocabulary import (
     DATA_ARGUMENT_NAME,
     FILE_READERS,
     INDEX_FACTORIES,
+    ITEM_PLAIN_BUILTINS,
+    ITEM_PLAIN_CALLS,
+    ITEM_PLAIN_METHODS,
     RANDOM_FACTORIES,
     RNG_SEEDERS,
     SEEDING_NAMES,
@@ -94,6 +97,8 @@ class LoaderDatasets(LoaderCalls):
                 return expr
             name = dotted_name(expr)
             bindings = self.values.bindings_for(name, site) if name else []
+            if len(bindings) > 1 and name and "." not in name:
+                bindings = self.facts.reaching(name, site)  # `data = [...]`, then `data = Dataset(data)`
             if len(bindings) != 1:
                 return None
             b = bindings[0]
@@ -154,11 +159,26 @@ class LoaderDatasets(LoaderCalls):
         return element.value, site
 
     def _dataset(self, call: Call) -> Tuple[DatasetKind, bool]:
-        raw = self.dataset_expr(call)
-        if self._hugging_face_dataset(raw, call.site):
+        return self._dataset_at(self.dataset_expr(call), call.site, 0)
+
+    def _dataset_at(self, raw: Optional[cst.BaseExpression], site: Site, depth: int) -> Tuple[DatasetKind, bool]:
+        """What the dataset `raw` (read at `site`) is. A parameter of a function
+        several same-file calls pass datasets to (`make_loader(train_ds)`,
+        `make_loader(val_ds)`) is what every one of them passes, when they agree."""
+        if self._hugging_face_dataset(raw, site):
             return IN_MEMORY, True  # an Arrow table in memory, tokenized ahead: nothing for workers to do
-        expr = self._resolve(raw, call.site)
-        if self.index_sequence(expr, call.site):
+        place = self.places.tensor_place(raw, site)
+        if place == DEVICE:
+            return PLACES, True  # a loader over a tensor on the device: its items are there
+        if place is not None:
+            return IN_MEMORY, True  # ... over a tensor (an index tensor): items are rows of memory
+        expr = self._resolve(raw, site)
+        if expr is None and depth < 2:
+            passed = self._passed_for(raw, site)
+            kinds = {self._dataset_at(arg, at, depth + 1) for arg, at in passed}
+            if len(kinds) == 1:
+                return kinds.pop()
+        if self.index_sequence(expr, site):
             return IN_MEMORY, True  # batches of indices: nothing to load per item
         if not isinstance(expr, cst.Call):
             return UNKNOWN_DS, False
@@ -199,11 +219,35 @@ class LoaderDatasets(LoaderCalls):
             return UNKNOWN_DS, True
         # An instance of a class from another module: picklable by reference.
         name = dotted_name(func) or ""
+        project = self.values.project
+        items = project.dataset_items(q) if project is not None and q else None
+        if items is ItemWork.READS:
+            return READS, True  # a project file's class whose items are read from files
+        if items is ItemWork.INDEXES:
+            return IN_MEMORY, True  # ... or only indexed from memory
         if not any(self._names_data(a, ds.site) for a in ds.node.args):
             # `MyTrainDataset(2048)`, `NameDataset(is_train_set=True)`: nothing says
             # its items are read or transformed; it may only index memory. Can't tell.
             return IN_MEMORY, True
         return UNKNOWN_DS, name.rsplit(".", 1)[-1][:1].isupper()
+
+    def _passed_for(self, raw: Optional[cst.BaseExpression], site: Site) -> List[Tuple[cst.BaseExpression, Site]]:
+        """`raw` is a parameter of a same-file function: what each of its callers
+        passes for it, with the call's site (empty when a caller passes nothing we see)."""
+        if not isinstance(raw, cst.Name):
+            return []
+        bindings = self.values.bindings_for(raw.value, site)
+        if len(bindings) != 1 or bindings[0].kind != BindingKind.PARAM:
+            return []
+        fn = self.facts.function_of(bindings[0].site.scope)
+        callers = self.values.callers(fn) if fn is not None else []
+        out = []
+        for caller in callers:
+            arg = self.values.argument_for(caller, fn, raw.value) if fn is not None else None
+            if arg is None:
+                return []
+            out.append((arg, caller.site))
+        return out
 
     def index_sequence(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> bool:
         """`expr` is a sequence of integer indices held on the host: the builtin
@@ -528,9 +572,9 @@ class LoaderDatasets(LoaderCalls):
             q = c.qualname or ""
             if q.startswith("torch.") and not q.startswith(("torch.utils", "torch.load")):
                 continue  # tensor ops on in-memory data
-            if c.method in ("float", "long", "int", "clone", "view", "reshape", "unsqueeze", "squeeze"):
+            if q in ITEM_PLAIN_CALLS or c.method in ITEM_PLAIN_METHODS:
                 continue
-            if isinstance(c.node.func, cst.Name) and c.node.func.value in ("len", "int", "float", "range", "tuple"):
+            if isinstance(c.node.func, cst.Name) and c.node.func.value in ITEM_PLAIN_BUILTINS:
                 continue
             return False
         return True

@@ -113,3 +113,5 @@ class LoaderInfo:
     # Its `collate_fn` is a same-file function that does per-batch work besides stacking (a
     # tokenizer's `pad`, a processor, a transform): work for worker processes even over data in memory.
     collate_works: bool = False
+    # What it returns is only peeked at (`next(iter(loader))` outside a loop): it feeds no pass.
+    peeked: bool = False

@@ -15,7 +15,18 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, BindingKind, Call, Loop, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import (
+    Binding,
+    BindingKind,
+    Call,
+    Function,
+    Loop,
+    NameUse,
+    ScopeKind,
+    Site,
+    dotted_name,
+    is_main_guard,
+)
 from torchlint.analysis.helpers import is_move_call, root_name
 from torchlint.analysis.knowledge import Effect, doing
 from torchlint.analysis.place_kinds import DEVICE
@@ -56,6 +67,7 @@ class Loaders(LoaderDatasets):
                 whole_dataset_batch=self._whole_dataset_batch(call),
                 host_items=self._host_items(call),
                 collate_works=self._collate_works(call),
+                peeked=self.only_peeked(call),
             )
         return self._info[key]
 
@@ -93,29 +105,56 @@ class Loaders(LoaderDatasets):
         return UNKNOWN_COLLATE
 
     def _collate_works(self, call: Call) -> bool:
-        """The loader's `collate_fn` is a same-file function whose body calls
+        """The loader's `collate_fn` is a same-file function, or a method of the
+        same-file dataset class it is taken from (`collate_fn=ds.collate_fn`),
+        whose body (or a same-file function or method it calls, two deep) calls
         something besides torch's own ops and builtins (`tokenizer.pad(...)`,
         `processor(images)`, a transform): per-batch work in the process that
         collates."""
-        arg = self.argument(call, "collate_fn", COLLATE_POSITION)
-        if arg is None or not isinstance(arg.value, cst.Name):
-            return False
-        bs = self.facts.visible_bindings(arg.value.value, call.site.scope)
-        fn = self.facts.function_for_def(bs[0].target) if len(bs) == 1 and bs[0].kind == BindingKind.DEF else None
-        if fn is None:
-            return False
-        for inner in self.helpers.calls_in(fn):
-            q = inner.qualname or ""
-            if q.startswith("torch.") or q in _COLLATE_PLAIN:
+        fn = self._collate_function(call)
+        todo = [(fn, 0)] if fn is not None else []
+        seen = set()
+        while todo:
+            current, depth = todo.pop()
+            if id(current.node) in seen:
                 continue
-            if inner.qualname is None and isinstance(inner.node.func, cst.Name):
-                name = inner.node.func.value
-                if name in _BUILTIN_CALLS and not self.facts.bindings_of(name):
+            seen.add(id(current.node))
+            for inner in self.helpers.calls_in(current):
+                q = inner.qualname or ""
+                if q.startswith("torch.") or q in _COLLATE_PLAIN:
                     continue
-            if inner.method in _TENSOR_METHODS or inner.method in _CONTAINER_METHODS:
-                continue
-            return True
+                if inner.qualname is None and isinstance(inner.node.func, cst.Name):
+                    name = inner.node.func.value
+                    if name in _BUILTIN_CALLS and not self.facts.bindings_of(name):
+                        continue
+                if inner.method in _TENSOR_METHODS or inner.method in _CONTAINER_METHODS:
+                    continue
+                callee = self.helpers.function(inner)
+                if callee is not None and depth < 2:
+                    todo.append((callee, depth + 1))  # a same-file helper: what it calls
+                    continue
+                return True
         return False
+
+    def _collate_function(self, call: Call) -> Optional[Function]:
+        """The same-file function the loader's `collate_fn` names, or the method
+        of the same-file class whose instance it is read from (`ds.collate_fn`)."""
+        arg = self.argument(call, "collate_fn", COLLATE_POSITION)
+        value = arg.value if arg is not None else None
+        if isinstance(value, cst.Name):
+            bs = self.facts.visible_bindings(value.value, call.site.scope)
+            return self.facts.function_for_def(bs[0].target) if len(bs) == 1 and bs[0].kind == BindingKind.DEF else None
+        if not (isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name)):
+            return None
+        owner = self._resolve(value.value, call.site)
+        if not (isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name)):
+            return None
+        cls, method = owner.func.value, value.attr.value
+        for fn in self.facts.functions:
+            parent = fn.scope.parent
+            if fn.name == method and parent is not None and parent.kind == ScopeKind.CLASS and parent.name == cls:
+                return fn
+        return None
 
     def _is_device_name(self, expr: cst.BaseExpression) -> bool:
         name = dotted_name(expr)
@@ -126,35 +165,78 @@ class Loaders(LoaderDatasets):
     def binding_of(self, call: Call) -> Optional[Binding]:
         return self.facts.binding_of_value(call.node)
 
+    def reads(self, b: Binding) -> List[NameUse]:
+        """The reads of `b`'s name that see `b`: in its own scope after it and
+        before the name is bound again there; in nested scopes where the name
+        is not bound anew (not a parameter or local of the same name, which
+        holds what that function's callers pass). A statement that only shows
+        the name (a notebook cell's last line `loader`, `train_dl, test_dl`)
+        reads nothing that runs."""
+        later = [x for x in self.facts.scoped_bindings(b.name, b.site.scope) if x.site.order > b.site.order]
+        nxt = min(later, key=lambda x: x.site.order) if later else None
+        out = []
+        for use in self.facts.local_uses(b.name, b.site.scope):
+            if use.site.stmt is b.site.stmt or _only_shown(use):
+                continue
+            if use.site.scope is b.site.scope:
+                if use.site.order <= b.site.order:
+                    continue
+                if nxt is not None and use.site.order > nxt.site.order and use.site.stmt is not nxt.site.stmt:
+                    continue  # (`a, b, loader = wrap(loader)` reads it before binding the name again)
+            elif b not in self.facts.visible_bindings(b.name, use.site.scope):
+                continue
+            elif use.site.order <= b.site.order and use.site.scope.function is None:
+                continue  # a comprehension or lambda at module level, before the binding
+            out.append(use)
+        return out
+
     def _used(self, call: Call) -> bool:
         """Something reads the loader: it is iterated, handed on, returned or
         stored. A loader bound to a name that nothing reads before the name is
         rebound is dead."""
+        if self._never_built(call):
+            return False
         stmt = call.site.stmt
         if not isinstance(stmt, (cst.Assign, cst.AnnAssign)):
             return True  # returned, passed on directly, in a container...
         b = self.binding_of(call)
         if b is None or "." in b.name:
             return True  # stored on an object or unpacked: used elsewhere
-        later = sorted(
-            (x for x in self.facts.scoped_bindings(b.name, b.site.scope) if x.site.order > b.site.order),
-            key=lambda x: x.site.order,
-        )
-        end = later[0].site.order if later else None
-        for use in self.facts.local_uses(b.name, b.site.scope):
-            if use.site.order <= b.site.order or use.site.stmt is b.site.stmt:
-                continue
-            if use.site.scope is b.site.scope and end is not None and use.site.order > end:
-                continue
-            return True
-        return False
+        return any(not _measured(self, use) for use in self.reads(b))
 
-    def only_peeked(self, call: Call) -> bool:
+    def _never_built(self, call: Call) -> bool:
+        """The loader is built in a top-level function of a script (a file with an
+        `if __name__ == "__main__":` block) that the file never calls or names
+        (its one call commented out) and no other project file imports, as the
+        project index says: the code never runs. Without the index: can't tell."""
+        fn_scope = call.site.scope.function
+        if fn_scope is None or fn_scope.parent is None or fn_scope.parent.kind != ScopeKind.MODULE:
+            return False
+        fn = self.facts.function_of(fn_scope)
+        project = self.values.project
+        if fn is None or project is None or self.values.callers(fn) or self.facts.uses_of(fn.name):
+            return False
+        module = self.facts.module_scope.node if self.facts.module_scope is not None else None
+        body = module.body if isinstance(module, cst.Module) else ()
+        if not any(isinstance(stmt, cst.If) and is_main_guard(stmt) for stmt in body):
+            return False  # a module of helpers: its functions are for others to call
+        return not project.imported(project.local(fn.name))
+
+    def feeds_no_pass(self, call: Call) -> bool:
+        """`only_peeked`, or also walked by `for` loops that do no work with its
+        batches (no model run, nothing trained: `for batch in loader: pass`,
+        a print of the last batch)."""
+        return self.only_peeked(call, idle_loops=True)
+
+    def only_peeked(self, call: Call, idle_loops: bool = False) -> bool:
         """What `call` returns (a loader, or loaders from a builder, bound to a
         name or unpacked into names) is only turned into an iterator to look at
-        a batch (`next(iter(loader))`): never looped over, handed on or
-        returned. Names nobody reads before they are rebound count as unused;
-        at least one must be peeked at."""
+        a batch or two (`next(iter(loader))`, `it = iter(loader)` then
+        `next(it)`), outside any loop of the code that does it: never looped
+        over, handed on or returned. Names nobody reads before they are rebound
+        count as unused; at least one must be peeked at."""
+        if self._peek(call.node):
+            return True  # `next(iter(DataLoader(...)))`
         stmt = call.site.stmt
         if not (isinstance(stmt, cst.Assign) and stmt.value is call.node and len(stmt.targets) == 1):
             return False
@@ -164,22 +246,68 @@ class Loaders(LoaderDatasets):
         names = _target_names(target)
         if not names or len(names) != len(target.elements if not isinstance(target, cst.Name) else [target]):
             return False  # nested or starred targets
-        scope = call.site.scope
         peeked = False
-        for name in names:
-            later = [b.site.order for b in self.facts.scoped_bindings(name, scope) if b.site.order > call.site.order]
-            end = min(later) if later else None
-            for use in self.facts.local_uses(name, scope):
-                if use.site.order <= call.site.order or (end is not None and use.site.order > end):
-                    continue
-                if not any(b.site.stmt is stmt for b in self.facts.visible_bindings(name, use.site.scope)):
-                    continue  # a local of the same name in another function
-                parent = use.site.parent
-                outer = self.facts.call_of_arg(parent) if isinstance(parent, cst.Arg) else None
-                if outer is None or dotted_name(outer.node.func) != "iter":
+        for b in self.facts.bindings_at(stmt):
+            if b.name not in names:
+                continue
+            for use in self.reads(b):
+                if self._peek(use.node) or (idle_loops and self._idle_loop_over(use)):
+                    peeked = True
+                elif not _measured(self, use):
                     return False
-                peeked = True
         return peeked
+
+    def _idle_loop_over(self, use: NameUse) -> bool:
+        """`use` is what a `for` iterates, and that loop neither trains nor runs
+        a model over the data (no loop role) and calls nothing but builtins
+        (`print`, `len`): its batches go nowhere."""
+        parent = use.site.parent
+        if not (isinstance(parent, cst.For) and parent.iter is use.node):
+            return False
+        loop = self.loops.loop_for(parent)
+        if loop is None or self.loops.role(loop) is not None:
+            return False
+        for inner in self.loops.calls_in(loop):
+            func = inner.node.func
+            if not (
+                isinstance(func, cst.Name) and func.value in _IDLE_CALLS and not self.facts.bindings_of(func.value)
+            ):
+                return False
+        return True
+
+    def _peek(self, node: cst.BaseExpression) -> bool:
+        """`node` (a loader) is handed to `iter(...)` only to draw a batch or two
+        outside a loop: `next(iter(node))`, or `it = iter(node)` whose every
+        read is a `next(it)` outside a loop."""
+        parent = self.facts.parent_of(node)
+        outer = self.facts.call_of_arg(parent) if isinstance(parent, cst.Arg) else None
+        if outer is None or dotted_name(outer.node.func) != "iter" or self.facts.bindings_of("iter"):
+            return False
+        if self._draws_once(outer.node):
+            return True
+        b = self.facts.binding_of_value(outer.node)
+        if b is None or "." in b.name or b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN):
+            return False
+        uses = self.reads(b)
+        return bool(uses) and all(self._draws_once(u.node) for u in uses)
+
+    def _draws_once(self, node: cst.BaseExpression) -> bool:
+        """`next(node)` (or `node.next()`), not inside a loop of its own code."""
+        parent = self.facts.parent_of(node)
+        if isinstance(parent, cst.Arg):
+            outer = self.facts.call_of_arg(parent)
+            if outer is None or dotted_name(outer.node.func) != "next" or self.facts.bindings_of("next"):
+                return False
+            site = outer.site
+        elif isinstance(parent, cst.Attribute) and parent.attr.value in ("next", "__next__"):
+            call = self.facts.parent_of(parent)
+            c = self.facts.call_for(call) if isinstance(call, cst.Call) else None
+            if c is None:
+                return False
+            site = c.site
+        else:
+            return False
+        return site.loop is None or site.loop.scope is not site.scope
 
     def _batches(self, call: Call) -> BatchUse:
         """How the loader's batches are used in this file (see LoaderInfo.batches)."""
@@ -187,9 +315,7 @@ class Loaders(LoaderDatasets):
         if b is None or "." in b.name:
             return BatchUse.ELSEWHERE
         sampled = handed = False
-        for use in self.facts.local_uses(b.name, b.site.scope):
-            if use.site.order <= b.site.order or use.site.stmt is b.site.stmt:
-                continue
+        for use in self.reads(b):
             parent = use.site.parent
             if isinstance(parent, cst.Arg):
                 outer = self.facts.call_of_arg(parent)
@@ -359,7 +485,7 @@ class Loaders(LoaderDatasets):
                 site = self.facts.site_of_statement(loop.node)
                 if site is not None:
                     out.append((site, None))
-        for use in self.facts.local_uses(b.name, b.site.scope):
+        for use in self.reads(b):
             parent = use.site.parent
             if not isinstance(parent, cst.Arg) or parent.value is not use.node:
                 continue
@@ -448,6 +574,10 @@ _BUILTIN_CALLS = frozenset(
 )
 
 
+# Builtins a loop may call on its batches and still do no work with them.
+_IDLE_CALLS = _BUILTIN_CALLS | {"print"}
+
+
 _TENSOR_METHODS = frozenset(
     "stack cat float long int half bool view reshape unsqueeze squeeze permute transpose contiguous clone".split()
 )
@@ -465,6 +595,29 @@ def _target_names(target: cst.BaseExpression) -> List[str]:
             out.extend(_target_names(el.value))
         return out
     return []
+
+
+def _only_shown(use: NameUse) -> bool:
+    """The read is a statement that only shows the name (`loader`, `train_dl,
+    test_dl` as a notebook cell's last line): nothing runs on it."""
+    stmt = use.site.stmt
+    if not isinstance(stmt, cst.Expr):
+        return False
+    value = stmt.value
+    if value is use.node:
+        return True
+    return (
+        isinstance(value, cst.Tuple)
+        and all(isinstance(e.value, cst.Name) for e in value.elements)
+        and any(e.value is use.node for e in value.elements)
+    )
+
+
+def _measured(loaders: "Loaders", use: NameUse) -> bool:
+    """`len(loader)`: the loader's length read, no batch drawn."""
+    parent = use.site.parent
+    outer = loaders.facts.call_of_arg(parent) if isinstance(parent, cst.Arg) else None
+    return outer is not None and dotted_name(outer.node.func) == "len" and not loaders.facts.bindings_of("len")
 
 
 def _as_loaded(expr: cst.BaseExpression, names: Set[str]) -> bool:

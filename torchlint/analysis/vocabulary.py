@@ -127,6 +127,14 @@ DATALOADER = frozenset(n for n in _symbols(lambda s: s.returns is Returns.LOADER
 FILE_READERS = _symbols(lambda s: Effect.READS_FILE in s.effects and s.returns is not Returns.DATASET)
 # torchvision datasets that read (and decode) an image file per item. (The in-memory ones, MNIST or
 # CIFAR, still convert every item to a PIL image and run its transforms: work for workers too.)
+# What a Dataset's `__getitem__` may call and still only index data held in memory: tensor
+# methods that convert or reshape (and a dict's views), builtins that count or convert, and NumPy's
+# conversions and sorted lookup.
+ITEM_PLAIN_METHODS = frozenset(
+    {"float", "long", "int", "clone", "view", "reshape", "unsqueeze", "squeeze", "items", "keys", "values"}
+)
+ITEM_PLAIN_BUILTINS = frozenset({"len", "int", "float", "range", "tuple"})
+ITEM_PLAIN_CALLS = frozenset({"numpy.asarray", "numpy.array", "numpy.searchsorted"})
 TORCHVISION_FILE_DATASETS = _symbols(lambda s: Effect.READS_FILE in s.effects and s.returns is Returns.DATASET)
 TENSOR_DATASET = _doing(Effect.HOLDS_TENSORS)
 LOADER_NAME = re.compile(r"loader", re.I)

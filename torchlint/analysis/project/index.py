@@ -37,6 +37,7 @@ from torchlint.analysis.project.kinds import (
     Dependency,
     FunctionSummary,
     GuardNeed,
+    ItemWork,
     ModuleSummary,
     Question,
     ValueKind,
@@ -53,7 +54,14 @@ _SAYS_LOADER = re.compile("loader", re.IGNORECASE)
 Definition = Union[ClassSummary, FunctionSummary, AssignSummary]
 # Questions answered None when unknown (the others: False).
 _OPTIONAL = frozenset(
-    {Question.CLASS_KIND, Question.RETURNS, Question.PLACES_ITSELF, Question.HAS_PARAMETERS, Question.ALLOCATES}
+    {
+        Question.CLASS_KIND,
+        Question.RETURNS,
+        Question.PLACES_ITSELF,
+        Question.HAS_PARAMETERS,
+        Question.ALLOCATES,
+        Question.DATASET_ITEMS,
+    }
 )
 Answer = Union[None, bool, str, ClassKind, ValueKind, Tuple[str, ...]]
 Arg = Union[None, int, str, bool]  # a question's argument besides the name
@@ -459,6 +467,14 @@ class ProjectIndex:
                 return True
         return False
 
+    def _dataset_items(self, target: Target, _: object) -> Optional[str]:
+        """What class `target`'s own `__getitem__` does per item: an `ItemWork`
+        value, or None."""
+        found = self._definition(target)
+        if not isinstance(found, ClassSummary) or found.item_work is None:
+            return None
+        return found.item_work.value
+
     def _forward_container(self, target: Target, _: object) -> bool:
         found = self._definition(target)
         if not isinstance(found, ClassSummary):
@@ -651,6 +667,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.UNMOVED_CALLERS: ProjectIndex._unmoved_callers,
     Question.ON_ACCELERATOR: ProjectIndex._on_accelerator,
     Question.ALLOCATES: ProjectIndex._allocates,
+    Question.DATASET_ITEMS: ProjectIndex._dataset_items,
 }
 
 
@@ -716,6 +733,12 @@ class FileView:
         class the index knows."""
         answer = self.index._record(self.path, Question.PLACES_ITSELF, qualname, None)
         return answer if isinstance(answer, bool) else None
+
+    def dataset_items(self, qualname: str) -> Optional[ItemWork]:
+        """What the own `__getitem__` of Dataset class `qualname` does per item:
+        reads a file, only indexes memory, or None."""
+        answer = self.index._record(self.path, Question.DATASET_ITEMS, qualname, None)
+        return ItemWork(answer) if isinstance(answer, str) else None
 
     def forward_returns_container(self, qualname: str) -> bool:
         """The `forward` of module class `qualname` (or of its project base)

@@ -57,6 +57,14 @@ class Question(enum.Enum):
     LOADER_NAMES = "loader_names"
     UNMOVED_CALLERS = "unmoved_callers"
     ALLOCATES = "allocates"
+    DATASET_ITEMS = "dataset_items"
+
+
+class ItemWork(enum.Enum):
+    """What a Dataset class's `__getitem__` does for each item."""
+
+    READS = "reads"  # reads or decodes a file (`Image.open`, `np.load`, `open`)
+    INDEXES = "indexes"  # only indexes data held in memory (tensor ops, conversions)
 
 
 @dataclass(frozen=True)
@@ -98,6 +106,8 @@ class ClassSummary:
     # Its `__init__`'s positional parameters after `self`, in order (None: no `__init__`
     # of its own, or one that takes `*args`).
     init_params: Optional[Tuple[str, ...]] = None
+    # What its own `__getitem__` does per item (None: no `__getitem__`, or other work we can't name).
+    item_work: Optional[ItemWork] = None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from torchlint.analysis.knowledge import (
     allocates_on_cpu,
 )
 from torchlint.analysis.project.handoffs import dotted, name_uses
+from torchlint.analysis.project.items import item_work
 from torchlint.analysis.project.kinds import (
     AssignSummary,
     ClassSummary,
@@ -289,6 +290,7 @@ class _Module:
             submodules=submodules,
             builds_layers=self._builds_layers(node),
             init_params=init_params,
+            item_work=item_work(node, self.qualify),
         )
 
     def _builds_layers(self, node: ast.ClassDef) -> bool:

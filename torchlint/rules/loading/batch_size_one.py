@@ -152,7 +152,8 @@ class BatchSizeOne(Rule):
     argument of the DataLoader it feeds (where the batch size takes effect).
 
     Not flagged: loaders that are never iterated (or overwritten before
-    use); an evaluation loop that takes each batch apart as one sample
+    use, or only peeked at with `next(iter(loader))` outside a loop; a
+    builder's loader whose loops only print its batches); an evaluation loop that takes each batch apart as one sample
     (`x[0]`, `x.squeeze(0)`, `x.item()`, beam search's `x.expand(k, ...)`)
     or that evaluates with batch 1 in a file that trains with larger batches
     (variable-size inputs that cannot be stacked); export, latency benchmark
@@ -363,8 +364,8 @@ class BatchSizeOne(Rule):
         (variable-size inputs). A training loop with batch 1 is always reported."""
         a = ctx.analysis
         info = a.loaders.info(loader)
-        if not info.used:
-            return False
+        if not info.used or info.peeked:
+            return False  # never read, or only a batch looked at (`next(iter(loader))`)
         loops = [lp for lp in (self._loop_at(a, s) for s in a.loaders.iterated_in(loader)) if lp is not None]
         if not loops:
             return True  # handed on: used elsewhere
@@ -465,7 +466,7 @@ class BatchSizeOne(Rule):
             return
         if (call.qualname or "").split(".")[0] in GRAPH_PACKAGES:
             return  # a graph loader: one batch is one graph (often the whole dataset), by design
-        if _only_sampled(ctx, call):
+        if ctx.analysis.loaders.feeds_no_pass(call):
             return  # `first = next(iter(make_loader(..., batch_size=1)))`: one batch looked at
         for arg in call.node.args:
             if arg.keyword is not None and _BATCH_KEY.match(arg.keyword.value) and _is_one(arg.value):

@@ -33,7 +33,8 @@ class LoaderNoPinMemory(Rule):
     Not flagged: loaders whose `collate_fn` we cannot see into, or that
     places batches on the device itself (pinning a CUDA tensor raises),
     datasets whose items are already on the device, loaders iterated here
-    whose batches are never moved to the device nor fed to a model on it, loaders that are never used,
+    whose batches are never moved to the device nor fed to a model on it, loaders that are never used
+    or only peeked at (`next(iter(loader))` outside a loop),
     calls passing `**kwargs` that could carry `pin_memory`, TPU/XLA code
     (pinned memory is CUDA advice), unit tests, export and benchmark code.
 
@@ -225,7 +226,7 @@ class LoaderNoPinMemory(Rule):
             info = a.loaders.info(call)
             if not info.used or info.dataset == PLACES:
                 continue  # unused, or items already on the device (pinning them would fail)
-            if info.batches in (BatchUse.KEPT, BatchUse.SAMPLED):
+            if info.batches in (BatchUse.KEPT, BatchUse.SAMPLED) or info.peeked:
                 continue  # never copied to the device here, or one batch drawn once: nothing to pin for
             if info.batches is not BatchUse.ELSEWHERE or a.loaders.loops_over(call):
                 if not info.copied_as_loaded:

@@ -39,13 +39,15 @@ class LoaderNoWorkers(Rule):
     the loader is used (iterated, handed on, returned or stored).
 
     Not flagged: loaders whose dataset has nothing for workers to do (a
-    `TensorDataset`, a same-file dataset whose `__getitem__` only indexes
-    tensors held in memory, a Hugging Face dataset tokenized ahead, a
-    dataset of a few literal samples; unless a same-file `collate_fn` does
-    work on each batch, such as `tokenizer.pad(...)`), datasets
+    `TensorDataset`, a tensor, a dataset of the file or of another project
+    file whose `__getitem__` only indexes data held in memory, a Hugging Face
+    dataset tokenized ahead, a dataset of a few literal samples; unless a
+    same-file `collate_fn`, or the dataset's own collate method, does work on
+    each batch, such as `tokenizer.pad(...)`), datasets
     whose items are made on the GPU (workers cannot use CUDA), loaders that
-    are never used or only drawn from with `next(iter(loader))` (every
-    `iter()` would start the workers anew), calls passing `**kwargs` that
+    are never used (built in a script's function that nothing calls, or
+    only shown in a notebook) or only drawn from with `next(iter(loader))`
+    (every `iter()` would start the workers anew), calls passing `**kwargs` that
     could carry `num_workers`, TPU/XLA code, unit tests, export and benchmark
     code.
 
@@ -277,7 +279,7 @@ class LoaderNoWorkers(Rule):
                 continue  # a few batches, one batch a pass, or items built on the GPU
             if info.dataset == IN_MEMORY and not info.collate_works:
                 continue  # nothing for workers to do (a collate that pads or processes each batch is work)
-            if info.batches is BatchUse.SAMPLED:
+            if info.batches is BatchUse.SAMPLED or info.peeked:
                 continue  # one `next(iter(loader))` at a time: each would start the workers anew
             msg = ("DataLoader has `num_workers=0`" if kw is not None else "DataLoader has no `num_workers`") + (
                 ": batches are loaded in the main process between GPU steps; use worker processes"
