@@ -370,3 +370,24 @@ def test_tl401_a_global_read_by_a_function_called_before_the_move_is_unknown():
         "labels = labels.to(device)\n", "train()\nlabels = labels.to(device)\n"
     )
     assert rows(src, "TL401") == []  # the call sees the value `load` gave, which we cannot tell
+
+
+_KERNEL = """\
+import torch
+from torch import nn
+class Net(nn.Module):
+    def forward(self, x):
+        return x
+def kernel(model: {ann}):
+    eye = torch.eye(64, device="cuda")
+    out = []
+    for t in range(64):
+        out.append(model.neuron(eye[t].unsqueeze(1)))
+    return torch.stack(out)
+"""
+
+
+def test_tl402_a_module_named_by_a_forward_reference_runs_per_element():
+    # `model: "Net"` is the same-file module: its submodule steps a recurrence through time
+    assert rows(_KERNEL.format(ann='"Net"'), "TL402") == []
+    assert rows(_KERNEL.format(ann='"Other"'), "TL402") == [9]  # not a module we know: small work per element

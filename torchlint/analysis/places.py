@@ -21,7 +21,18 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchlint.analysis.batch_sources import BatchSources
-from torchlint.analysis.facts import Binding, BindingKind, Call, Function, Loop, Part, ScopeKind, Site, dominates, dotted_name
+from torchlint.analysis.facts import (
+    Binding,
+    BindingKind,
+    Call,
+    Function,
+    Loop,
+    Part,
+    ScopeKind,
+    Site,
+    dominates,
+    dotted_name,
+)
 from torchlint.analysis.helpers import is_move_call
 from torchlint.analysis.knowledge import TUPLE_METHODS
 from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE, HOST, TENSOR, Place, SplitMove, join
