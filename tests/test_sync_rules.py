@@ -391,3 +391,29 @@ def test_tl402_a_module_named_by_a_forward_reference_runs_per_element():
     # `model: "Net"` is the same-file module: its submodule steps a recurrence through time
     assert rows(_KERNEL.format(ann='"Net"'), "TL402") == []
     assert rows(_KERNEL.format(ann='"Other"'), "TL402") == [9]  # not a module we know: small work per element
+
+
+_SHADOWED = """\
+import torch
+from utils import loss
+device = torch.device("cuda")
+def val(model, loader, loss_func):
+    for x, y in loader:
+        out = model(x.to(device))
+        {name} = loss_func(out, y.to(device))
+        total.update({name}.item())
+"""
+
+
+def test_tl401_a_local_that_shadows_an_imported_module_is_the_local_value():
+    # `loss` is the module `utils.loss` at module level, but inside `val` it is the batch's loss
+    assert rows(_SHADOWED.format(name="loss"), "TL401") == [8]
+    assert rows(_SHADOWED.format(name="batch_loss"), "TL401") == [8]
+
+
+def test_a_call_of_the_imported_module_outside_the_shadowing_function_keeps_its_name():
+    from torchlint.analysis.collect import collect_facts
+
+    src = "from utils import loss\ndef f(loss):\n    return loss.item()\nloss.compute(1)\n"
+    calls = {c.method: c.qualname for c in collect_facts(cst.parse_module(src)).calls}
+    assert calls == {"item": None, "compute": "utils.loss.compute"}
