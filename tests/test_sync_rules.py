@@ -417,3 +417,29 @@ def test_a_call_of_the_imported_module_outside_the_shadowing_function_keeps_its_
     src = "from utils import loss\ndef f(loss):\n    return loss.item()\nloss.compute(1)\n"
     calls = {c.method: c.qualname for c in collect_facts(cst.parse_module(src)).calls}
     assert calls == {"item": None, "compute": "utils.loss.compute"}
+
+
+_ONCE = """\
+import torch
+device = torch.device("cuda")
+model = Net().to(device)
+def kernel():
+    eye = torch.eye(64)
+    mem = torch.zeros(64)
+    for t in range(64):
+        mem = 0.9 * mem + eye[t]
+    return mem
+{call}
+"""
+
+
+def test_tl402_a_cpu_loop_that_runs_once_per_run_costs_nothing():
+    # a plot's kernel, computed once by module code, on CPU tensors
+    assert rows(_ONCE.format(call="c = kernel()"), "TL402") == []
+
+
+def test_tl402_a_cpu_loop_called_every_step_still_holds_the_step_up():
+    every_step = "for x in loader:\n    c = kernel()\n    model(x.to(device)).sum().backward()"
+    assert rows(_ONCE.format(call=every_step), "TL402") == [7]
+    handed_on = "dataset = Data(transform=kernel)\nc = kernel()"
+    assert rows(_ONCE.format(call=handed_on), "TL402") == [7]  # handed on: called we cannot tell how often

@@ -339,9 +339,11 @@ class TensorPythonLoop(Rule):
         # Tensors this file makes on the CPU, in a file that never selects a device: no
         # accelerator waits. (Where one does, a CPU loop may still hold every step up: a
         # per-sample transform. A tensor of unknown place may come from a caller's device.)
-        if a.places.accelerator_in_play() or not places:
+        if not places or not all(a.places.tensor_place(e, s) == CPU for e, s in places):
             return True
-        return not all(a.places.tensor_place(e, s) == CPU for e, s in places)
+        # CPU tensors in a file that uses an accelerator: a loop that holds every step up
+        # (a per-sample transform) counts; one that runs once per run (a plot's kernel) does not.
+        return a.places.accelerator_in_play() and not a.cost.certainly_once(site)
 
     @staticmethod
     def _indexes_tensor(ctx: RuleContext, var: str, site: Site) -> bool:
