@@ -48,10 +48,11 @@ class TensorPythonLoop(Rule):
     (host-side gathering from a NumPy array), membership tests in a set or
     dict (a tensor hashes by identity: nothing is read), loops that draw or
     plot each element (matplotlib, PIL: the host values are the point), unit
-    tests and smoke blocks. The iterated value must be known to be a tensor
-    on the accelerator (or one whose place we cannot tell, in a file that
-    uses an accelerator): a loop over CPU tensors, or in a script that never
-    selects a device, launches no kernel and waits for no device.
+    tests and smoke blocks. The iterated value must be known to be a tensor.
+    Tensors the file makes on the CPU count only where the file uses an
+    accelerator and the loop may run every step (a per-sample transform): in
+    a script that never selects a device, or run once per run (a kernel
+    computed once for a plot), a loop over them holds no device up.
 
     ## Why is this bad?
     Every element becomes its own tiny tensor and every operation its own
