@@ -352,7 +352,7 @@ def test_search_and_decoding_loops_need_their_values_on_the_host():
 def test_loops_over_a_handful_of_elements_are_not_element_work():
     few = "import torch\ngroups = torch.arange(3)\nfor g in torch.unique(groups):\n    print(g.item())\n"
     assert [c for c in codes(few) if c[0] == "TL402"] == []
-    many = "import torch\ngroups = torch.arange(300)\nfor g in groups:\n    print(g.item())\n"
+    many = "import torch\ngroups = torch.arange(300, device='cuda')\nfor g in groups:\n    print(g.item())\n"
     assert ("TL402", 3) in codes(many)
 
 
@@ -360,7 +360,7 @@ def test_timing_comparison_scripts_are_tooling():
     src = """
         import datetime
         import torch
-        v = torch.randn(100, 100)
+        v = torch.randn(100, 100, device="cuda")
         start = datetime.datetime.now()
         out = torch.zeros(100)
         for i in range(v.size(0)):

@@ -186,7 +186,7 @@ def test_tl402_parameter_passed_tensors():
         for item in batch:
             out.append(item.sum())
         return out
-    work(torch.randn(8, 3))
+    work(torch.randn(8, 3, device="cuda"))
     work([1, 2, 3])
     """
     assert rows(src, "TL402") == []  # one caller passes a list: unknown
@@ -242,3 +242,204 @@ def test_tl402_model_outputs_that_may_be_tuples_are_silent():
         y = part.sum()
     """
     assert rows(src, "TL402") == []
+
+
+# -- TL402: loops that do no device work per element (round 8 causes) ----------------------
+
+_PLOT = """\
+import torch
+device = torch.device("cuda")
+def pick(labels):
+    seen = {seen}
+    first = []
+    for idx, i in enumerate(labels):
+        if i in seen:
+            continue
+        seen.add(i)
+        first.append(idx)
+    return first
+for x, y in loader:
+    out = model(x.to(device))
+    pick(out.argmax(1))
+    out.sum().backward()
+"""
+
+
+def test_tl402_membership_in_a_set_reads_nothing():
+    # a tensor hashes by identity: `i in seen` of a set compares nothing, syncs nothing
+    assert rows(_PLOT.format(seen="set()"), "TL402") == []
+    assert rows(_PLOT.format(seen="{}"), "TL402") == []
+
+
+def test_tl402_membership_in_a_list_compares_each_element():
+    # `i in seen` of a list runs `==` on each entry: a device comparison and a host read each
+    assert rows(_PLOT.format(seen="[]"), "TL402") == [6]
+
+
+def test_tl402_in_a_script_that_selects_no_device():
+    src = """\
+    import torch
+    returns = torch.tensor(rewards)
+    returns = (returns - returns.mean()) / (returns.std() + 1e-6)
+    for log_prob, R in zip(saved_log_probs, returns):
+        policy_loss.append(-log_prob * R)
+    """
+    assert rows(src, "TL402") == []  # CPU tensors: no kernel launched, nothing waited for
+    moved = src.replace("returns = torch.tensor(rewards)\n", "returns = torch.tensor(rewards).cuda()\n")
+    assert rows(moved, "TL402") == [4]
+
+
+def test_tl402_drawing_each_element_with_an_object_a_host_package_made():
+    src = """\
+    import torch
+    from PIL import ImageDraw
+    device = torch.device("cuda")
+    scores, boxes = model(img.to(device))
+    draw = ImageDraw.Draw(image)
+    for score, box in zip(scores, boxes):
+        draw.text((box[0], box[1]), "{:.2f}".format(score.item()))
+    """
+    assert rows(src, "TL402") == []  # the host values are what the drawing needs
+    other = src.replace("draw = ImageDraw.Draw(image)", "draw = Canvas(image)")
+    assert rows(other, "TL402") == [6]
+
+
+def test_tl402_a_zip_with_a_few_known_partners_is_a_handful():
+    src = """\
+    import torch
+    x = torch.randn(3, 64, 64, device="cuda")
+    for t, m in zip(x, [0.485, 0.456, 0.406]):
+        t.sub_(m)
+    """
+    assert rows(src, "TL402") == []  # three whole planes, not elements
+    assert rows(src.replace("zip(x, [0.485, 0.456, 0.406])", "zip(x, means)"), "TL402") == [3]
+
+
+def test_tl402_an_object_of_a_class_moved_whole_is_no_tensor():
+    src = """\
+    import torch
+    from torch_geometric.datasets import GraphLandDataset
+    device = torch.device("cuda")
+    dataset = GraphLandDataset(root="data").to(device)
+    targets = torch.cat([data.y for data in dataset])
+    """
+    assert rows(src, "TL402") == []  # a dataset of graphs: `.to()` moves every graph, it is no tensor
+    unknown = src.replace('GraphLandDataset(root="data").to(device)', "load_targets().to(device)")
+    unknown = unknown.replace("[data.y for data in dataset]", "[int(t) for t in dataset]")
+    assert rows(unknown, "TL402") == [5]  # whatever it was, what `.to(device)` gives is a tensor here
+
+
+def test_tl401_a_loss_unpacked_from_an_objects_method_and_backpropagated_is_a_device_tensor():
+    src = """\
+    import torch
+    device = torch.device("cuda")
+    model = Net().to(device)
+    for x in loader:
+        x = x.to(device)
+        loss, estimates = diffusion.p_loss(model, x, args)
+        loss.backward()
+        optimiser.step()
+        mean_loss.append(loss.data.cpu())
+    """
+    assert rows(src, "TL401") == [9]  # it reaches `.backward()`: a tensor, made from `x` on the device
+    # the other part of the tuple never reaches `.backward()`: we cannot tell what it is
+    assert rows(src.replace("loss.data.cpu()", "estimates.cpu()"), "TL401") == []
+
+
+_GLOBAL_LABELS = """\
+import torch
+device = torch.device("cuda")
+features, labels = load(path)
+labels = labels.to(device)
+def train():
+    for i, x in enumerate(loader):
+        target = labels[i].cpu()
+        loss = model(x, target)
+        loss.backward()
+{call}
+"""
+
+
+def test_tl401_a_global_the_script_moved_before_calling_the_function_is_on_the_device():
+    # `train()` runs after the module's last binding of `labels`: that is the value it reads
+    assert rows(_GLOBAL_LABELS.format(call="train()"), "TL401") == [7]
+
+
+def test_tl401_a_global_read_by_a_function_called_before_the_move_is_unknown():
+    src = _GLOBAL_LABELS.format(call="").replace(
+        "labels = labels.to(device)\n", "train()\nlabels = labels.to(device)\n"
+    )
+    assert rows(src, "TL401") == []  # the call sees the value `load` gave, which we cannot tell
+
+
+_KERNEL = """\
+import torch
+from torch import nn
+class Net(nn.Module):
+    def forward(self, x):
+        return x
+def kernel(model: {ann}):
+    eye = torch.eye(64, device="cuda")
+    out = []
+    for t in range(64):
+        out.append(model.neuron(eye[t].unsqueeze(1)))
+    return torch.stack(out)
+"""
+
+
+def test_tl402_a_module_named_by_a_forward_reference_runs_per_element():
+    # `model: "Net"` is the same-file module: its submodule steps a recurrence through time
+    assert rows(_KERNEL.format(ann='"Net"'), "TL402") == []
+    assert rows(_KERNEL.format(ann='"Other"'), "TL402") == [9]  # not a module we know: small work per element
+
+
+_SHADOWED = """\
+import torch
+from utils import loss
+device = torch.device("cuda")
+def val(model, loader, loss_func):
+    for x, y in loader:
+        out = model(x.to(device))
+        {name} = loss_func(out, y.to(device))
+        total.update({name}.item())
+"""
+
+
+def test_tl401_a_local_that_shadows_an_imported_module_is_the_local_value():
+    # `loss` is the module `utils.loss` at module level, but inside `val` it is the batch's loss
+    assert rows(_SHADOWED.format(name="loss"), "TL401") == [8]
+    assert rows(_SHADOWED.format(name="batch_loss"), "TL401") == [8]
+
+
+def test_a_call_of_the_imported_module_outside_the_shadowing_function_keeps_its_name():
+    from torchlint.analysis.collect import collect_facts
+
+    src = "from utils import loss\ndef f(loss):\n    return loss.item()\nloss.compute(1)\n"
+    calls = {c.method: c.qualname for c in collect_facts(cst.parse_module(src)).calls}
+    assert calls == {"item": None, "compute": "utils.loss.compute"}
+
+
+_ONCE = """\
+import torch
+device = torch.device("cuda")
+model = Net().to(device)
+def kernel():
+    eye = torch.eye(64)
+    mem = torch.zeros(64)
+    for t in range(64):
+        mem = 0.9 * mem + eye[t]
+    return mem
+{call}
+"""
+
+
+def test_tl402_a_cpu_loop_that_runs_once_per_run_costs_nothing():
+    # a plot's kernel, computed once by module code, on CPU tensors
+    assert rows(_ONCE.format(call="c = kernel()"), "TL402") == []
+
+
+def test_tl402_a_cpu_loop_called_every_step_still_holds_the_step_up():
+    every_step = "for x in loader:\n    c = kernel()\n    model(x.to(device)).sum().backward()"
+    assert rows(_ONCE.format(call=every_step), "TL402") == [7]
+    handed_on = "dataset = Data(transform=kernel)\nc = kernel()"
+    assert rows(_ONCE.format(call=handed_on), "TL402") == [7]  # handed on: called we cannot tell how often

@@ -429,4 +429,24 @@ def collect_facts(module: cst.Module) -> Facts:
     for call in facts.calls:
         if call.qualname is None:
             call.qualname = facts.qualname(call.node.func)
+        elif _locally_rebound(facts, call):
+            call.qualname = None  # `loss = loss_func(out, y)` then `loss.item()`: not the imported `loss`
     return facts
+
+
+def _locally_rebound(facts: Facts, call: Call) -> bool:
+    """The name the callee starts with is bound (assigned, a parameter, a loop
+    variable) in a function around the call: it shadows the module's import."""
+    head: cst.BaseExpression = call.node.func
+    while isinstance(head, cst.Attribute):
+        head = head.value
+    if not isinstance(head, cst.Name):
+        return False
+    for scope in call.site.scope.chain():
+        if scope.kind == ScopeKind.MODULE:
+            return False
+        if scope.kind == ScopeKind.CLASS and scope is not call.site.scope:
+            continue  # a class body's names are not visible in its methods
+        if any(b.kind != BindingKind.IMPORT for b in facts.scoped_bindings(head.value, scope)):
+            return True
+    return False

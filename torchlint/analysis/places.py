@@ -21,7 +21,18 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchlint.analysis.batch_sources import BatchSources
-from torchlint.analysis.facts import Binding, BindingKind, Call, Function, Loop, Part, Site, dominates, dotted_name
+from torchlint.analysis.facts import (
+    Binding,
+    BindingKind,
+    Call,
+    Function,
+    Loop,
+    Part,
+    ScopeKind,
+    Site,
+    dominates,
+    dotted_name,
+)
 from torchlint.analysis.helpers import is_move_call
 from torchlint.analysis.knowledge import TUPLE_METHODS
 from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE, HOST, TENSOR, Place, SplitMove, join
@@ -335,6 +346,7 @@ class Places(BatchSources):
                     and is_move_call(call)
                     and self.move_device(call) == ACCEL
                     and self.values.expr_kind(call.receiver, call.site) not in (MODULE, TOKENS)
+                    and not self._built_object(call.receiver)
                 ):
                     return DEVICE
                 if call.method == "cpu" and not call.node.args and self._host_copy_of_unknown(call):
@@ -364,6 +376,17 @@ class Places(BatchSources):
             known = [p for p in places if p is not None]
             return join(known) if known else TENSOR
         return None
+
+    def _built_object(self, expr: cst.BaseExpression) -> bool:
+        """`GraphLandDataset(root=...)`, `Data(x=x)`: an instance of a class (a
+        capitalised callee not from torch), moved whole (a graph dataset, a
+        batch object), not a tensor."""
+        if not isinstance(expr, cst.Call):
+            return False
+        name = dotted_name(expr.func)
+        if name is None or not name.rsplit(".", 1)[-1][:1].isupper():
+            return False
+        return not (self.facts.qualname(expr.func) or "").startswith("torch.")
 
     def _host_copy_of_unknown(self, call: Call) -> bool:
         """`helper(t).cpu()`, `t.crop().cpu()`: a call we cannot type (no module) made
@@ -395,12 +418,12 @@ class Places(BatchSources):
         """`call`'s result is bound to a name and that very value reaches `.backward()`
         in the same scope."""
         b = self.facts.binding_of_value(call.node)
-        if (
-            b is None
-            or b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
-            or b.index is not None
-            or "." in b.name
-        ):
+        return b is not None and b.index is None and self._reaches_backward(b)
+
+    def _reaches_backward(self, b: Binding) -> bool:
+        """The value `b` binds (a plain name, or one part of an unpacked tuple) reaches
+        `.backward()` in the same scope, unchanged."""
+        if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or "." in b.name:
             return False
         for c in self.helpers.calls_in_scope(b.site.scope):
             if (
@@ -442,7 +465,7 @@ class Places(BatchSources):
         if "." in name:
             bindings = self.facts.bindings_of(name)
         else:
-            bindings = self.reaching(name, site)
+            bindings = self._module_value_at_call(name, site) or self.reaching(name, site)
         if not bindings:
             return None
         place = join([self._binding_tensor_place(b) for b in bindings])
@@ -451,6 +474,28 @@ class Places(BatchSources):
             if moved is not None:
                 return moved
         return place
+
+    def _module_value_at_call(self, name: str, site: Site) -> List[Binding]:
+        """For a global `name` read in a function (`train_label` in `train()`): the
+        module's last binding of it, when that binding is a top-level statement
+        and every same-file call of the function comes later from module code
+        (`train()` at the end of the script): the value it reads is that one."""
+        fn_scope = site.scope.function
+        fn = self.facts.function_of(fn_scope) if fn_scope is not None else None
+        if fn is None or fn.scope.parent is None or fn.scope.parent.kind != ScopeKind.MODULE:
+            return []
+        visible = self.facts.visible_bindings(name, site.scope)
+        if not visible or any(b.site.scope.kind != ScopeKind.MODULE for b in visible):
+            return []
+        last = max(visible, key=lambda b: b.site.order)
+        if last.site.region or last.index is not None:
+            return []  # bound in a branch or loop, or unpacked: it need not be the one
+        callers = self.values.callers(fn)
+        if not callers or any(
+            c.site.scope.kind != ScopeKind.MODULE or c.site.order <= last.site.order for c in callers
+        ):
+            return []
+        return [last]
 
     def moved_by_key(self, name: str, after: int, site: Site) -> Optional[Place]:
         """Where `name`'s entries were all moved, key by key, between order `after` and
@@ -559,6 +604,12 @@ class Places(BatchSources):
                     fn = self.helpers.function(call) if call is not None else None
                     if fn is not None:
                         return self._returned_part(fn, b.index)
+                    if call is not None and self._reaches_backward(b):
+                        # `loss, est = diffusion.p_loss(model, x)` then `loss.backward()`: a tensor
+                        # with a graph, computed from the call's tensor arguments (where they are).
+                        parts = [self.tensor_place(a.value, call.site) for a in call.node.args if not a.star]
+                        known = [p for p in parts if p is not None]
+                        return join(known) if known else TENSOR
                 return None
             return self.tensor_place(b.value, b.site)
         if b.kind == BindingKind.AUGASSIGN:

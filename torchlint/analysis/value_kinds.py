@@ -434,6 +434,8 @@ class ValueKinds:
         q = self.facts.qualname(ann)
         if q and (q in NN_MODULE or is_nn_layer(q)):
             return True
+        if isinstance(ann, cst.SimpleString):  # `model: "ReservoirSNN"`, a forward reference
+            return ann.evaluated_value in self.module_classes()
         return isinstance(ann, cst.Name) and ann.value in self.module_classes()
 
     # -- parameters and same-file functions ---------------------------------------------

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Optional, Set
 
 import libcst as cst
 
-from torchlint.analysis.facts import Binding, BindingKind, Site, dotted_name
+from torchlint.analysis.facts import Binding, BindingKind, Call, Site, dotted_name
 from torchlint.analysis.project.kinds import ClassKind
-from torchlint.analysis.vocabulary import PLACERS, WRAPPER_CLASSES
+from torchlint.analysis.vocabulary import HOST_OUTPUT_PACKAGES, PLACERS, WRAPPER_CLASSES
 
 if TYPE_CHECKING:
     pass
@@ -36,6 +36,12 @@ _CONTAINER_NODES = (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.ListComp, cst.Di
 
 
 _CONTAINER_BUILTINS = frozenset({"list", "tuple", "dict", "set", "zip", "sorted"})
+
+
+# What builds a hashed container: membership in one hashes its key (a tensor
+# hashes by identity), it never compares the key with each entry.
+_HASHED_NODES = (cst.Dict, cst.Set, cst.DictComp, cst.SetComp)
+_HASHED_BUILTINS = frozenset({"set", "dict", "frozenset", "defaultdict", "OrderedDict", "Counter"})
 
 
 _LOADER_NAME = re.compile(r"loader", re.I)
@@ -86,6 +92,47 @@ class Values(Forwards):
             bindings = self.facts.reaching(expr.value, site)
             return bool(bindings) and all(self._binds_container(b, depth) for b in bindings)
         return False
+
+    def is_hashed(self, expr: cst.BaseExpression, site: Site) -> bool:
+        """`expr` is a set or dict (a literal, `set()`, `dict()`, a comprehension, or
+        a name every reaching plain binding of which is one): `key in expr` hashes the
+        key (a tensor by identity) rather than comparing it, so it reads nothing."""
+        if isinstance(expr, _HASHED_NODES):
+            return True
+        if isinstance(expr, cst.Call):
+            name = (dotted_name(expr.func) or "").rsplit(".", 1)[-1]
+            return name in _HASHED_BUILTINS
+        if isinstance(expr, cst.Name):
+            bindings = self.facts.reaching(expr.value, site)
+            return bool(bindings) and all(
+                b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+                and b.index is None
+                and b.value is not None
+                and not isinstance(b.value, cst.Name)
+                and self.is_hashed(b.value, b.site)
+                for b in bindings
+            )
+        return False
+
+    def writes_out(self, call: Call) -> bool:
+        """`call` shows or writes something with a host output package (matplotlib,
+        PIL, imageio...): by its qualified name, or as a method of an object one made
+        (`draw = ImageDraw.Draw(img)` then `draw.rectangle(...)`; `fig, axes =
+        plt.subplots()` then `axes[0].imshow(...)`)."""
+        if (call.qualname or "").split(".")[0] in HOST_OUTPUT_PACKAGES:
+            return True
+        receiver = call.receiver
+        while isinstance(receiver, (cst.Subscript, cst.Attribute)):
+            receiver = receiver.value
+        if not isinstance(receiver, cst.Name):
+            return False
+        bindings = self.facts.reaching(receiver.value, call.site)
+        return bool(bindings) and all(
+            b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+            and isinstance(b.value, cst.Call)
+            and (self.facts.qualname(b.value.func) or "").split(".")[0] in HOST_OUTPUT_PACKAGES
+            for b in bindings
+        )
 
     @staticmethod
     def converts_each(comp: cst.BaseComp, names: Set[str]) -> bool:

@@ -10,7 +10,6 @@ from torchlint.analysis.facts import BindingKind, Call, Loop, NameUse, Site, dot
 from torchlint.analysis.knowledge import HOST_COPIES, Effect, doing
 from torchlint.analysis.place_kinds import CPU
 from torchlint.analysis.value_kinds import MODULE
-from torchlint.analysis.vocabulary import HOST_OUTPUT_PACKAGES
 from torchlint.analysis.walk import descendants
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
@@ -46,8 +45,14 @@ class TensorPythonLoop(Rule):
     `[p.float() for p in preds]`: the pieces of a collated batch, a head's per-level outputs),
     `parameters()`, `ModuleList`s, `split`/`chunk` pieces and dict items,
     elements used only to compute an index or slice into something else
-    (host-side gathering from a NumPy array), unit tests and smoke blocks.
-    The iterated value must be known to be a tensor.
+    (host-side gathering from a NumPy array), membership tests in a set or
+    dict (a tensor hashes by identity: nothing is read), loops that draw or
+    plot each element (matplotlib, PIL: the host values are the point), unit
+    tests and smoke blocks. The iterated value must be known to be a tensor.
+    Tensors the file makes on the CPU count only where the file uses an
+    accelerator and the loop may run every step (a per-sample transform): in
+    a script that never selects a device, or run once per run (a kernel
+    computed once for a plot), a loop over them holds no device up.
 
     ## Why is this bad?
     Every element becomes its own tiny tensor and every operation its own
@@ -58,8 +63,8 @@ class TensorPythonLoop(Rule):
     ```python
     import torch
 
-    predicted = torch.randint(0, 10, (1000,))
-    labels = torch.randint(0, 10, (1000,))
+    predicted = torch.randint(0, 10, (1000,), device="cuda")
+    labels = torch.randint(0, 10, (1000,), device="cuda")
     correct = 0
     for i in range(labels.size(0)):
         if predicted[i] == labels[i]:
@@ -71,8 +76,8 @@ class TensorPythonLoop(Rule):
     ```python
     import torch
 
-    predicted = torch.randint(0, 10, (1000,))
-    labels = torch.randint(0, 10, (1000,))
+    predicted = torch.randint(0, 10, (1000,), device="cuda")
+    labels = torch.randint(0, 10, (1000,), device="cuda")
     correct = (predicted == labels).sum().item()
     print(correct / labels.size(0))
     ```
@@ -109,9 +114,14 @@ class TensorPythonLoop(Rule):
         "import torch\nx = torch.randn(8, 4)\nfor piece in x.split(2):\n    out.append(piece.sum())\n",
     )
     INVALID = (
-        Invalid("import torch\nt = torch.randn(8, 3)\nfor row in t:\n    total = row.sum()\n", line=3),
-        Invalid("import torch\nt = torch.randn(8, 3)\nfor i in range(t.shape[0]):\n    y = torch.relu(t[i])\n", line=3),
-        Invalid("import torch\ny = torch.arange(10)\ntext = ''.join([itos[int(i)] for i in y])\n", line=3),
+        Invalid("import torch\nt = torch.randn(8, 3, device='cuda')\nfor row in t:\n    total = row.sum()\n", line=3),
+        Invalid(
+            "import torch\nt = torch.randn(8, 3, device='cuda')\nfor i in range(t.shape[0]):\n    y = torch.relu(t[i])\n",
+            line=3,
+        ),
+        Invalid(
+            "import torch\ny = torch.arange(10, device='cuda')\ntext = ''.join([itos[int(i)] for i in y])\n", line=3
+        ),
         Invalid(
             "import torch\nfor x, y in loader:\n    scores = model(x.cuda()).softmax(1)\n    for row in scores:\n"
             "        total = row.max()\n    scores.sum().backward()\n",
@@ -159,12 +169,14 @@ class TensorPythonLoop(Rule):
             site = ctx.facts.site_of_statement(node)
             if site is None or a.roles.excluded(site) or a.roles.in_model_setup(site):
                 continue  # (building a model: its `__init__` runs once)
-            if any((c.qualname or "").split(".")[0] in HOST_OUTPUT_PACKAGES for c in a.loops.calls_in(loop)):
+            if any(a.values.writes_out(c) for c in a.loops.calls_in(loop)):
                 continue  # each element is shown or written out (matplotlib, PIL, imageio): host I/O, not tensor work
             found = self._elements(ctx, node.iter, node.target, site)
             if found is None:
                 continue
             tensor, names, indexed = found
+            if not self._on_accelerator(ctx, node.iter, names if indexed else None, site):
+                continue  # CPU tensors (or a file that uses no accelerator): no device work per element
             if _handful(a, node.iter, site):
                 continue  # a few known elements (`torch.arange(3)`): nothing worth vectorizing
             if any(self._runs_model(a, c) for c in a.loops.calls_in(loop)):
@@ -242,6 +254,8 @@ class TensorPythonLoop(Rule):
             if found is None or b.name not in found[1] or _handful(a, comp_for.iter, b.site):
                 continue
             tensor, names, _ = found
+            if not self._on_accelerator(ctx, comp_for.iter, None, b.site):
+                continue  # CPU tensors (or a file that uses no accelerator): no device work per element
             if a.values.converts_each(comp, names):
                 continue  # `[x.to(device) for x in xs]`: moving the pieces of a batch, which is a list
             if a.values.yields_python(comp, names) and _on_host(a, comp_for.iter, b.site):
@@ -289,6 +303,48 @@ class TensorPythonLoop(Rule):
                 if tensor is not None or self._indexes_tensor(ctx, target.value, site):
                     return tensor or ctx.code(args[0]), {target.value}, True
         return None
+
+    @staticmethod
+    def _on_accelerator(ctx: RuleContext, it: cst.BaseExpression, index_names: Optional[Set[str]], site: Site) -> bool:
+        """The loop's per-element work can hold up an accelerator: the file uses one,
+        or the walked tensor (`t` of `for x in t`, of `enumerate(t)`, of a zip's
+        tensors, of `range(len(t))`, or, for an index loop, a `t[i]` it reads)
+        is not one this file made on the CPU."""
+        a = ctx.analysis
+        walked = [it]
+        if (
+            isinstance(it, cst.Call)
+            and isinstance(it.func, cst.Name)
+            and it.func.value in ("zip", "enumerate", "range")
+        ):
+            walked = [x.value for x in it.args if x.keyword is None and not x.star]
+            if it.func.value == "range" and walked:
+                arg = walked[0]
+                if isinstance(arg, cst.Call) and isinstance(arg.func, cst.Attribute) and arg.func.attr.value == "size":
+                    walked = [arg.func.value]
+                elif isinstance(arg, cst.Call) and arg.args:
+                    walked = [arg.args[0].value]  # `len(t)`
+                elif isinstance(arg, cst.Subscript) and isinstance(arg.value, cst.Attribute):
+                    walked = [arg.value.value]  # `t.shape[0]`
+        places = [(e, site) for e in walked if a.places.is_tensor(e, site)]
+        loop = a.loops.loop_for(site.stmt) if site.stmt is not None else None
+        if index_names is not None and loop is not None:
+            places += [
+                (sub.value, u.site)
+                for name in index_names
+                for u in ctx.facts.uses_of(name)
+                if u.site.scope is site.scope and loop.order < u.site.order <= loop.end_order
+                for sub in [_tensor_element(ctx, u)]
+                if sub is not None
+            ]
+        # Tensors this file makes on the CPU, in a file that never selects a device: no
+        # accelerator waits. (Where one does, a CPU loop may still hold every step up: a
+        # per-sample transform. A tensor of unknown place may come from a caller's device.)
+        if not places or not all(a.places.tensor_place(e, s) == CPU for e, s in places):
+            return True
+        # CPU tensors in a file that uses an accelerator: a loop that holds every step up
+        # (a per-sample transform) counts; one that runs once per run (a plot's kernel) does not.
+        return a.places.accelerator_in_play() and not a.cost.certainly_once(site)
 
     @staticmethod
     def _indexes_tensor(ctx: RuleContext, var: str, site: Site) -> bool:
@@ -392,6 +448,8 @@ def _handful(a: Analysis, expr: cst.BaseExpression, site: Site, depth: int = 0) 
         return isinstance(args[0], cst.Integer) and int(args[0].value, 0) <= _HANDFUL
     if name in ("tensor", "enumerate", "unique") and args:
         return _handful(a, args[0], site, depth + 1)
+    if name == "zip" and not (dotted_name(expr.func) or "").count("."):
+        return any(_handful(a, arg, site, depth + 1) for arg in args)  # as long as its shortest part
     return False
 
 
@@ -426,6 +484,8 @@ def _is_element_work(ctx: RuleContext, node: cst.CSTNode) -> bool:
     parent = ctx.facts.parent_of(node)
     if isinstance(parent, cst.Attribute) and parent.value is node:
         return parent.attr.value not in _NOT_WORK_ATTRS and parent.attr.value not in _HOST_COPIES
+    if isinstance(parent, cst.Comparison) and parent.left is node and _hashed_membership(ctx, parent):
+        return False  # `if x in seen:` of a set: hashed by identity, nothing read or computed
     if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget, cst.UnaryOperation)):
         return not _index_arithmetic(ctx, parent)
     if isinstance(parent, cst.Subscript) and parent.value is node:
@@ -445,6 +505,19 @@ def _is_element_work(ctx: RuleContext, node: cst.CSTNode) -> bool:
             return True
         return ctx.analysis.helpers.function(call) is not None and call.method is not None
     return False
+
+
+def _hashed_membership(ctx: RuleContext, comparison: cst.Comparison) -> bool:
+    """`x in s` / `x not in s` with `s` a set or dict: a hash lookup."""
+    if len(comparison.comparisons) != 1:
+        return False
+    target = comparison.comparisons[0]
+    site = ctx.facts.site_of_node(comparison)
+    return (
+        isinstance(target.operator, (cst.In, cst.NotIn))
+        and site is not None
+        and ctx.analysis.values.is_hashed(target.comparator, site)
+    )
 
 
 def _index_arithmetic(ctx: RuleContext, node: cst.CSTNode) -> bool:
