@@ -24,7 +24,23 @@ model = AutoModel.from_pretrained("bert")
 
 
 def test_pretrained_model_in_file_that_never_trains():
-    assert rows(PRETRAINED + "out = model(**inputs)\n") == [4]
+    assert rows(PRETRAINED + "for inputs in batches:\n    out = model(**inputs)\n") == [5]
+
+
+def test_a_single_forward_that_runs_once_is_silent():
+    """One forward, once per run (a script's one prediction, a test after
+    training, a notebook's look at one batch): one graph, nothing per step."""
+    assert rows(PRETRAINED + "out = model(**inputs)\n") == []
+    helper = PRETRAINED + "def predict(x):\n    print(model(x))\n"
+    assert rows(helper + "predict(inputs)\n") == []
+    # A helper called from a loop, or from several places, is not a one-off.
+    assert rows(helper + "for x in batches:\n    predict(x)\n") == [5]
+    assert rows(helper + "predict(a)\npredict(b)\n") == [5]
+    # A helper handed on as a value (a callback) may run anywhere.
+    assert rows(helper + "predict(a)\nrun_later(predict)\n") == [5]
+    # After training, one test forward is one graph.
+    trained = PRETRAINED + "for b in batches:\n    model(**b).loss.backward()\nmodel.eval()\nout = model(**test)\n"
+    assert rows(trained) == []
 
 
 def test_pretrained_model_with_training_is_not_inference():
@@ -33,16 +49,16 @@ def test_pretrained_model_with_training_is_not_inference():
 
 
 def test_checkpoint_loaded_model():
-    src = "import torch\nimport torch.nn as nn\nnet = nn.Linear(2, 2)\nnet.load_state_dict(torch.load('w.pt'))\ny = net(x)\n"
-    assert rows(src) == [5]
-    src = "import torch\nmodel = torch.load('m.pt')\ny = model(x)\n"
-    assert rows(src) == [3]
+    src = "import torch\nimport torch.nn as nn\nnet = nn.Linear(2, 2)\nnet.load_state_dict(torch.load('w.pt'))\n"
+    assert rows(src + "for x in xs:\n    y = net(x)\n") == [6]
+    src = "import torch\nmodel = torch.load('m.pt')\nfor x in xs:\n    y = model(x)\n"
+    assert rows(src) == [4]
 
 
 def test_torchvision_pretrained_weights():
-    src = "import torch\nimport torchvision\nm = torchvision.models.resnet18(weights='DEFAULT')\ny = m(x)\n"
-    assert rows(src) == [4]
-    src = "import torch\nimport torchvision\nm = torchvision.models.resnet18()\ny = m(x)\n"
+    src = "import torch\nimport torchvision\nm = torchvision.models.resnet18(weights='DEFAULT')\nfor x in xs:\n    y = m(x)\n"
+    assert rows(src) == [5]
+    src = "import torch\nimport torchvision\nm = torchvision.models.resnet18()\nfor x in xs:\n    y = m(x)\n"
     assert rows(src) == []
 
 
@@ -190,7 +206,8 @@ def test_fix_converges_for_two_forwards_in_one_loop():
 
 def test_a_single_forward_in_a_branch_is_reported_without_a_fix():
     """One forward records one graph: the finding stands, the edit would gain nothing measurable."""
-    src = PRETRAINED + "if ok:\n    # go\n    out = model(**inputs)\n"
+    src = PRETRAINED + "def predict(inputs):\n    if ok:\n        # go\n        out = model(**inputs)\n"
+    src += "predict(a)\npredict(b)\n"
     (finding,) = [f for f in lint_source(src, "e.py") if f.code == "TL201"]
     assert finding.fix is None
     assert fixed(src) == src
@@ -203,7 +220,8 @@ def test_fix_wraps_statement_in_branch_inside_a_loop():
 
 
 def test_no_fix_without_torch_import():
-    src = "import torch.nn as nn\nfrom torch import load\nm = nn.Linear(2, 2)\nm.load_state_dict(load('m.pt'))\nm.eval()\ny = m(x)\n"
+    src = "import torch.nn as nn\nfrom torch import load\nm = nn.Linear(2, 2)\nm.load_state_dict(load('m.pt'))\nm.eval()\n"
+    src += "def predict(x):\n    return m(x)\npredict(a)\npredict(b)\n"
     found = [f for f in lint_source(src, "e.py") if f.code == "TL201"]
     assert found and found[0].fix is None
 
@@ -306,3 +324,14 @@ def test_grad_disabled_inside_the_evaluation_helper():
         test(net, loader)
     """
     assert rows(src) == []
+
+
+def test_an_inference_script_s_own_forward_is_its_work():
+    """A .py script that never trains runs a pretrained model on its input:
+    every run of the script is that forward, on the accelerator it selects."""
+    src = PRETRAINED + "if torch.cuda.is_available():\n    model.to('cuda')\nout = model(**inputs)\n"
+    assert rows(src) == [6]
+    # The same model left on the CPU (never moved, or moved to the CPU only) runs on the CPU.
+    cpu = PRETRAINED + "device = torch.device('cuda')\nx = inputs.to(device)\nout = model(**inputs)\n"
+    assert rows(cpu) == []
+    assert rows(PRETRAINED + "model.to('cpu')\nout = model(**inputs)\n") == []

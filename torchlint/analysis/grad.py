@@ -334,6 +334,30 @@ class Grad:
             return None  # a demo model, or one whose parameters (or lack of them) record no graph
         return self._inference_reason(mc)
 
+    def script_work(self, mc: ModelCall) -> bool:
+        """The forward is a script's own work: module-level code of a file that
+        never trains runs a model with trained weights on real input, outside
+        any loop, in a file that peeks at no batch, and the model is not one
+        that stays on the CPU (an inference script runs it for every input it
+        is started on)."""
+        return (
+            mc.call.site.loop is None
+            and not self._peeks_a_batch
+            and self._pretrained_script(mc)
+            and not self.places.stays_on_cpu(mc.model, mc.call.site)
+        )
+
+    @cached_property
+    def _peeks_a_batch(self) -> bool:
+        """The file takes one batch of an iterable (`next(iter(loader))`): its
+        single forwards look at a sample, they are not the script's work."""
+        for c in self.facts.calls:
+            if c.qualname == "next" or (isinstance(c.node.func, cst.Name) and c.node.func.value == "next"):
+                arg = c.node.args[0].value if c.node.args else None
+                if isinstance(arg, cst.Call) and isinstance(arg.func, cst.Name) and arg.func.value == "iter":
+                    return True
+        return False
+
     def _pretrained_script(self, mc: ModelCall) -> bool:
         """A script's own code (module level) runs a model with trained weights on
         real input and never trains: the forward is the script's work."""

@@ -43,7 +43,12 @@ class MissingNoGrad(Rule):
       (`val_loss = calc_loss_loader(val_loader, model, device)`) whose
       forwards are shared with training code.
 
-    Not flagged: forwards whose result (or anything computed from it)
+    Not flagged: a forward that runs once per run (not in a loop, at
+    module level or in a function called once from there: a test forward
+    after training, a notebook cell's single prediction, a look at one
+    batch), unless it is an inference script's own work (a `.py` script that
+    never trains runs a pretrained model on the accelerator: every run is
+    that forward); forwards whose result (or anything computed from it)
     reaches `.backward()`, `torch.autograd.grad`, an optimizer, or is
     returned to a caller that trains; forwards already guarded (a `with`
     block, a decorator with or without parentheses,
@@ -153,6 +158,10 @@ class MissingNoGrad(Rule):
         # `generate` already runs without gradients.
         "import torch\nfrom transformers import AutoModelForCausalLM\n"
         "model = AutoModelForCausalLM.from_pretrained('m').cuda()\nfor batch in loader:\n    out = model.generate(**batch)\n",
+        # One forward after training, once per run: one graph, nothing per step.
+        _CKPT + "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor x, y in loader:\n"
+        "    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()\n    loss.backward()\n    opt.step()\n"
+        "model.eval()\nprint(model(x_test.cuda()))\n",
         # A training step in the same loop.
         _CKPT + "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor x, y in loader:\n"
         "    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()\n    loss.backward()\n    opt.step()\n",
@@ -173,13 +182,9 @@ class MissingNoGrad(Rule):
             line=8,
             unsafe=True,
         ),
-        # single forwards: reported, but no fix (one graph: the edit would gain nothing measurable)
-        Invalid(
-            "import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m').cuda()\n"
-            "# run it\nout = model(**inputs)\n",
-            line=5,
-        ),
-        Invalid(_CKPT + "def show(x):\n    model.eval()\n    print(model(x.cuda()))\nshow(x)\n", line=8),
+        # a forward in a helper called from two places: reported, but no fix (one graph
+        # per call: the edit would gain nothing measurable)
+        Invalid(_CKPT + "def show(x):\n    model.eval()\n    print(model(x.cuda()))\nshow(x)\nshow(y)\n", line=8),
         Invalid(
             "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
             "for x, y in loader:\n    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()\n    loss.backward()\n    opt.step()\n"
@@ -244,6 +249,8 @@ class MissingNoGrad(Rule):
             reason = a.grad.inference_context(mc)
             if reason is None or a.grad.guarded(call.site) or a.grad.grad_needed(call):
                 continue
+            if a.cost.runs_once(call.site) and not (a.grad.script_work(mc) and not a.cell_rows):
+                continue  # one graph, once per run: a demo, one prediction, a test after training
             found.append((call, reason))
         found.extend(self._evaluation_helpers(ctx, {id(c.node) for c, _ in found}))
         # One root cause, one fix: forwards that share a region share its fix. A fix is offered
