@@ -335,3 +335,56 @@ def test_an_inference_script_s_own_forward_is_its_work():
     cpu = PRETRAINED + "device = torch.device('cuda')\nx = inputs.to(device)\nout = model(**inputs)\n"
     assert rows(cpu) == []
     assert rows(PRETRAINED + "model.to('cpu')\nout = model(**inputs)\n") == []
+
+
+_SHARED_STEP = """\
+import torch
+model = torch.load("m.pt").cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+def step_loss(x):
+    return model(x.cuda()).sum()
+def fit():
+    for x in train_loader:
+        loss = step_loss(x)
+        loss.backward()
+        opt.step()
+def run_eval():
+    with torch.no_grad():
+        for x in val_loader:
+            print(step_loss(x).item())
+fit()
+run_eval()
+"""
+
+
+def test_an_evaluation_helper_whose_loop_calls_the_shared_step_under_no_grad():
+    """`run_eval` reaches the forward through `step_loss`, which training shares,
+    but calls it inside `with torch.no_grad():`: nothing there records a graph."""
+    assert rows(_SHARED_STEP) == []
+    unguarded = _SHARED_STEP.replace("    with torch.no_grad():\n        for", "    if True:\n        for")
+    assert rows(unguarded) == [16]
+
+
+_TWO_EVALS = """\
+import torch
+model = torch.load("m.pt").cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+def model_eval(loader):
+    correct = 0
+    for x, y in loader:
+        correct += (model(x.cuda()).argmax(1) == y.cuda()).sum()
+    return correct
+for epoch in range(3):
+    for x, y in train_loader:
+        model(x.cuda()).sum().backward()
+        opt.step()
+    train_acc = model_eval(train_loader)
+    dev_acc = model_eval(dev_loader)
+test_acc = model_eval(test_loader)
+"""
+
+
+def test_one_finding_per_evaluation_helper_in_a_loop():
+    """Two calls of the same unguarded helper in one epoch are one root cause;
+    a call elsewhere (after the loop) is its own finding."""
+    assert rows(_TWO_EVALS) == [13, 15]

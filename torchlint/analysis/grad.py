@@ -145,6 +145,18 @@ class Grad:
             fn_scope = parent.function if parent is not None else None
         return False
 
+    def guarded_here(self, site: Site) -> bool:
+        """Autograd is off at `site` by the code around it in its own function:
+        a no-grad `with` or decorator (not by who calls the function)."""
+        if any(self.is_no_grad_with(w) for w in site.withs):
+            return True
+        for scope in site.scope.chain():
+            if scope.kind == ScopeKind.FUNCTION:
+                fn = self.facts.function_of(scope)
+                if fn is not None and self.decorated_no_grad(fn):
+                    return True
+        return False
+
     def _called_only_guarded(self, fn: Function) -> bool:
         key = id(fn.node)
         if key in self._guarded_fn:

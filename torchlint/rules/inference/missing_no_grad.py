@@ -41,7 +41,9 @@ class MissingNoGrad(Rule):
       model on real input;
     - and at the call of a same-file evaluation helper
       (`val_loss = calc_loss_loader(val_loader, model, device)`) whose
-      forwards are shared with training code.
+      forwards are shared with training code (once per loop: a second call
+      of the same helper beside it is the same root cause; forwards the
+      helper reaches only through calls it makes under no-grad do not count).
 
     Not flagged: a forward that runs once per run (not in a loop, at
     module level or in a function called once from there: a test forward
@@ -324,9 +326,15 @@ class MissingNoGrad(Rule):
         so the call is where the no-grad region belongs."""
         a = ctx.analysis
         out = []
+        # One root cause, one finding: the first unguarded call of a helper in each loop (or
+        # scope) reports it (`train_acc = model_eval(train_dl)`, `dev_acc = model_eval(dev_dl)`).
+        helpers_reported: Set[Tuple[int, int, int]] = set()
         for call in ctx.facts.calls:
             fn = a.helpers.function(call)
             if fn is None or a.grad.inference_function(call.site) is not None:
+                continue
+            where = (id(fn.node), id(call.site.scope.node), id(call.site.loop.node) if call.site.loop else 0)
+            if where in helpers_reported:
                 continue
             summary = a.helpers.summary(fn)
             if summary.trains or not summary.forwards or a.grad.decorated_no_grad(fn):
@@ -342,6 +350,7 @@ class MissingNoGrad(Rule):
                 continue  # every forward it reaches already runs without autograd, or is a demo
             if not (a.roles.does_work(call.site) or call.site.scope is ctx.facts.module_scope):
                 continue
+            helpers_reported.add(where)
             out.append((call, f"the evaluation helper `{fn.name}()`"))
         return out
 
@@ -353,7 +362,9 @@ class MissingNoGrad(Rule):
 
     @staticmethod
     def _forwards_reached(a: Analysis, fn: Function) -> List[Call]:
-        """The model forwards `fn` runs, itself or through same-file helpers."""
+        """The model forwards `fn` runs with autograd on, itself or through
+        same-file helpers (a helper it calls inside `with torch.no_grad():` runs
+        its forwards without autograd, whoever else calls it)."""
         out: List[Call] = []
         seen: Set[int] = set()
         todo = [fn]
@@ -363,6 +374,8 @@ class MissingNoGrad(Rule):
                 continue
             seen.add(id(current.node))
             for c in a.helpers.calls_in(current):
+                if a.grad.guarded_here(c.site):
+                    continue
                 if a.values.model_call(c) is not None:
                     out.append(c)
                 inner = a.helpers.function(c)
