@@ -213,3 +213,20 @@ def test_an_append_under_a_periodic_guard_keeps_no_graph_per_step():
     assert rows(src.format(guard="")) == [12]
     # a condition that is no period (a threshold on the loss) still keeps graphs most steps
     assert rows(src.format(guard="if loss > 0.1:\n                ")) == [13]
+
+
+def test_a_window_trimmed_in_the_loop_does_not_grow():
+    src = """\
+        window = []
+        for x, y in loader:
+            loss = crit(model(x.to(device)), y.to(device))
+            loss.backward()
+            opt.step()
+            window.append(loss)
+            {trim}
+        print(window)
+        """
+    assert rows(src.format(trim="if len(window) > 10:\n                del window[0]")) == []
+    assert rows(src.format(trim="if len(window) > 10:\n                window.pop(0)")) == []
+    # trimming another list leaves this one growing
+    assert rows(src.format(trim="del other[0]")) == [12]

@@ -25,7 +25,8 @@ class GraphRetained(Rule):
     Not flagged: values under `torch.no_grad()`/`inference_mode()`,
     `.item()`/`.detach()`/`.data` values, values we cannot follow (returned
     by a function from another module), accumulators bound again in every
-    iteration, accumulations under a periodic guard (`if step % 500 == 0:`:
+    iteration, windows the loop also trims (`del window[0]`,
+    `window.pop(0)`), accumulations under a periodic guard (`if step % 500 == 0:`:
     a few graphs per epoch, not one per step), and accumulators that later
     reach `.backward()`,
     `torch.autograd.grad` or a `*backward*` function (gradient accumulation
