@@ -388,3 +388,26 @@ def test_one_finding_per_evaluation_helper_in_a_loop():
     """Two calls of the same unguarded helper in one epoch are one root cause;
     a call elsewhere (after the loop) is its own finding."""
     assert rows(_TWO_EVALS) == [13, 15]
+
+
+_PPE = """\
+import torch
+from pytorch_pfn_extras.training import extensions as ppe_extensions
+model = torch.load("m.pt").cuda()
+def eval_for_batch(model, data, target):
+    model.eval()
+    out = model(data.cuda())
+    return out
+ext = ppe_extensions.Evaluator(
+    val_loader,
+    model,
+    {keyword}=lambda data, target: eval_for_batch(model, data, target),
+)
+"""
+
+
+def test_a_function_handed_as_eval_func_to_an_evaluator_runs_without_autograd():
+    """pytorch_pfn_extras' Evaluator runs its `eval_func` under no_grad."""
+    assert rows(_PPE.format(keyword="eval_func")) == []
+    # another keyword of it (a hook, a metric) is not run under its no_grad
+    assert rows(_PPE.format(keyword="metric_fn")) == [6]

@@ -33,7 +33,13 @@ from torchlint.analysis.project.kinds import ClassKind
 from torchlint.analysis.roles import Roles
 from torchlint.analysis.value_kinds import MODULE, ModelCall
 from torchlint.analysis.values import Values
-from torchlint.analysis.vocabulary import ENABLE_GRAD, INFERENCE_NAME, NO_GRAD_CONTEXTS, SET_GRAD_ENABLED
+from torchlint.analysis.vocabulary import (
+    ENABLE_GRAD,
+    INFERENCE_NAME,
+    NO_GRAD_CONTEXTS,
+    NO_GRAD_EVALUATORS,
+    SET_GRAD_ENABLED,
+)
 from torchlint.analysis.walk import children, contains, mentions
 
 MAX_TAINT_ROUNDS = 6
@@ -133,6 +139,8 @@ class Grad:
                 fn = self.facts.function_of(scope)
                 if fn is not None and (self.decorated_no_grad(fn) or self.decorated_enable_grad(fn)):
                     return True
+            if scope.kind == ScopeKind.LAMBDA and self._evaluator_callback(scope.node):
+                return True
         for scope, order in self._global_disables():
             if scope.kind == ScopeKind.MODULE or (scope is site.scope and order < site.order):
                 return True
@@ -156,6 +164,19 @@ class Grad:
                 if fn is not None and self.decorated_no_grad(fn):
                     return True
         return False
+
+    def _evaluator_callback(self, node: cst.CSTNode) -> bool:
+        """`node` is handed as `eval_func=` to a framework evaluator that runs
+        it with autograd off (pytorch_pfn_extras' `Evaluator`)."""
+        parent = self.facts.parent_of(node)
+        call = self.facts.call_of_arg(parent) if isinstance(parent, cst.Arg) else None
+        return (
+            call is not None
+            and call.qualname in NO_GRAD_EVALUATORS
+            and isinstance(parent, cst.Arg)
+            and parent.keyword is not None
+            and parent.keyword.value == "eval_func"
+        )
 
     def _called_only_guarded(self, fn: Function) -> bool:
         key = id(fn.node)

@@ -55,7 +55,9 @@ class MissingNoGrad(Rule):
     returned to a caller that trains; forwards already guarded (a `with`
     block, a decorator with or without parentheses,
     `torch.set_grad_enabled(False)`, or a function only called from guarded
-    regions, also in a file that never writes `import torch`); unit tests,
+    regions, also in a file that never writes `import torch`, or handed as
+    `eval_func=` to a framework evaluator that runs it without autograd,
+    pytorch_pfn_extras' `Evaluator`); unit tests,
     forward-only demos (a freshly built, randomly initialised model nobody
     trains or loads), `__main__` smoke blocks of model modules, export and
     benchmark code; submodule calls inside a model's `forward`; Hugging
