@@ -24,7 +24,23 @@ model = AutoModel.from_pretrained("bert")
 
 
 def test_pretrained_model_in_file_that_never_trains():
-    assert rows(PRETRAINED + "out = model(**inputs)\n") == [4]
+    assert rows(PRETRAINED + "for inputs in batches:\n    out = model(**inputs)\n") == [5]
+
+
+def test_a_single_forward_that_runs_once_is_silent():
+    """One forward, once per run (a script's one prediction, a test after
+    training, a notebook's look at one batch): one graph, nothing per step."""
+    assert rows(PRETRAINED + "out = model(**inputs)\n") == []
+    helper = PRETRAINED + "def predict(x):\n    print(model(x))\n"
+    assert rows(helper + "predict(inputs)\n") == []
+    # A helper called from a loop, or from several places, is not a one-off.
+    assert rows(helper + "for x in batches:\n    predict(x)\n") == [5]
+    assert rows(helper + "predict(a)\npredict(b)\n") == [5]
+    # A helper handed on as a value (a callback) may run anywhere.
+    assert rows(helper + "predict(a)\nrun_later(predict)\n") == [5]
+    # After training, one test forward is one graph.
+    trained = PRETRAINED + "for b in batches:\n    model(**b).loss.backward()\nmodel.eval()\nout = model(**test)\n"
+    assert rows(trained) == []
 
 
 def test_pretrained_model_with_training_is_not_inference():
@@ -33,16 +49,16 @@ def test_pretrained_model_with_training_is_not_inference():
 
 
 def test_checkpoint_loaded_model():
-    src = "import torch\nimport torch.nn as nn\nnet = nn.Linear(2, 2)\nnet.load_state_dict(torch.load('w.pt'))\ny = net(x)\n"
-    assert rows(src) == [5]
-    src = "import torch\nmodel = torch.load('m.pt')\ny = model(x)\n"
-    assert rows(src) == [3]
+    src = "import torch\nimport torch.nn as nn\nnet = nn.Linear(2, 2)\nnet.load_state_dict(torch.load('w.pt'))\n"
+    assert rows(src + "for x in xs:\n    y = net(x)\n") == [6]
+    src = "import torch\nmodel = torch.load('m.pt')\nfor x in xs:\n    y = model(x)\n"
+    assert rows(src) == [4]
 
 
 def test_torchvision_pretrained_weights():
-    src = "import torch\nimport torchvision\nm = torchvision.models.resnet18(weights='DEFAULT')\ny = m(x)\n"
-    assert rows(src) == [4]
-    src = "import torch\nimport torchvision\nm = torchvision.models.resnet18()\ny = m(x)\n"
+    src = "import torch\nimport torchvision\nm = torchvision.models.resnet18(weights='DEFAULT')\nfor x in xs:\n    y = m(x)\n"
+    assert rows(src) == [5]
+    src = "import torch\nimport torchvision\nm = torchvision.models.resnet18()\nfor x in xs:\n    y = m(x)\n"
     assert rows(src) == []
 
 
@@ -190,7 +206,8 @@ def test_fix_converges_for_two_forwards_in_one_loop():
 
 def test_a_single_forward_in_a_branch_is_reported_without_a_fix():
     """One forward records one graph: the finding stands, the edit would gain nothing measurable."""
-    src = PRETRAINED + "if ok:\n    # go\n    out = model(**inputs)\n"
+    src = PRETRAINED + "def predict(inputs):\n    if ok:\n        # go\n        out = model(**inputs)\n"
+    src += "predict(a)\npredict(b)\n"
     (finding,) = [f for f in lint_source(src, "e.py") if f.code == "TL201"]
     assert finding.fix is None
     assert fixed(src) == src
@@ -203,7 +220,8 @@ def test_fix_wraps_statement_in_branch_inside_a_loop():
 
 
 def test_no_fix_without_torch_import():
-    src = "import torch.nn as nn\nfrom torch import load\nm = nn.Linear(2, 2)\nm.load_state_dict(load('m.pt'))\nm.eval()\ny = m(x)\n"
+    src = "import torch.nn as nn\nfrom torch import load\nm = nn.Linear(2, 2)\nm.load_state_dict(load('m.pt'))\nm.eval()\n"
+    src += "def predict(x):\n    return m(x)\npredict(a)\npredict(b)\n"
     found = [f for f in lint_source(src, "e.py") if f.code == "TL201"]
     assert found and found[0].fix is None
 
@@ -306,3 +324,90 @@ def test_grad_disabled_inside_the_evaluation_helper():
         test(net, loader)
     """
     assert rows(src) == []
+
+
+def test_an_inference_script_s_own_forward_is_its_work():
+    """A .py script that never trains runs a pretrained model on its input:
+    every run of the script is that forward, on the accelerator it selects."""
+    src = PRETRAINED + "if torch.cuda.is_available():\n    model.to('cuda')\nout = model(**inputs)\n"
+    assert rows(src) == [6]
+    # The same model left on the CPU (never moved, or moved to the CPU only) runs on the CPU.
+    cpu = PRETRAINED + "device = torch.device('cuda')\nx = inputs.to(device)\nout = model(**inputs)\n"
+    assert rows(cpu) == []
+    assert rows(PRETRAINED + "model.to('cpu')\nout = model(**inputs)\n") == []
+
+
+_SHARED_STEP = """\
+import torch
+model = torch.load("m.pt").cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+def step_loss(x):
+    return model(x.cuda()).sum()
+def fit():
+    for x in train_loader:
+        loss = step_loss(x)
+        loss.backward()
+        opt.step()
+def run_eval():
+    with torch.no_grad():
+        for x in val_loader:
+            print(step_loss(x).item())
+fit()
+run_eval()
+"""
+
+
+def test_an_evaluation_helper_whose_loop_calls_the_shared_step_under_no_grad():
+    """`run_eval` reaches the forward through `step_loss`, which training shares,
+    but calls it inside `with torch.no_grad():`: nothing there records a graph."""
+    assert rows(_SHARED_STEP) == []
+    unguarded = _SHARED_STEP.replace("    with torch.no_grad():\n        for", "    if True:\n        for")
+    assert rows(unguarded) == [16]
+
+
+_TWO_EVALS = """\
+import torch
+model = torch.load("m.pt").cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+def model_eval(loader):
+    correct = 0
+    for x, y in loader:
+        correct += (model(x.cuda()).argmax(1) == y.cuda()).sum()
+    return correct
+for epoch in range(3):
+    for x, y in train_loader:
+        model(x.cuda()).sum().backward()
+        opt.step()
+    train_acc = model_eval(train_loader)
+    dev_acc = model_eval(dev_loader)
+test_acc = model_eval(test_loader)
+"""
+
+
+def test_one_finding_per_evaluation_helper_in_a_loop():
+    """Two calls of the same unguarded helper in one epoch are one root cause;
+    a call elsewhere (after the loop) is its own finding."""
+    assert rows(_TWO_EVALS) == [13, 15]
+
+
+_PPE = """\
+import torch
+from pytorch_pfn_extras.training import extensions as ppe_extensions
+model = torch.load("m.pt").cuda()
+def eval_for_batch(model, data, target):
+    model.eval()
+    out = model(data.cuda())
+    return out
+ext = ppe_extensions.Evaluator(
+    val_loader,
+    model,
+    {keyword}=lambda data, target: eval_for_batch(model, data, target),
+)
+"""
+
+
+def test_a_function_handed_as_eval_func_to_an_evaluator_runs_without_autograd():
+    """pytorch_pfn_extras' Evaluator runs its `eval_func` under no_grad."""
+    assert rows(_PPE.format(keyword="eval_func")) == []
+    # another keyword of it (a hook, a metric) is not run under its no_grad
+    assert rows(_PPE.format(keyword="metric_fn")) == [6]

@@ -196,3 +196,37 @@ def test_fixed_script_runs_and_prints_the_same_numbers(tmp_path):
     again, _ = fix_source(fixed, "script.py", unsafe=True)
     assert again == fixed
     assert not [f for f in lint_source(fixed, "script.py") if f.code == "TL202"]
+
+
+def test_an_append_under_a_periodic_guard_keeps_no_graph_per_step():
+    src = """\
+        kept = []
+        for batch_idx, (x, y) in enumerate(loader):
+            loss = crit(model(x.to(device)), y.to(device))
+            loss.backward()
+            opt.step()
+            {guard}kept.append(loss)
+        print(kept)
+        """
+    assert rows(src.format(guard="if batch_idx % 500 == 0:\n                ")) == []
+    # every step: every graph stays alive
+    assert rows(src.format(guard="")) == [12]
+    # a condition that is no period (a threshold on the loss) still keeps graphs most steps
+    assert rows(src.format(guard="if loss > 0.1:\n                ")) == [13]
+
+
+def test_a_window_trimmed_in_the_loop_does_not_grow():
+    src = """\
+        window = []
+        for x, y in loader:
+            loss = crit(model(x.to(device)), y.to(device))
+            loss.backward()
+            opt.step()
+            window.append(loss)
+            {trim}
+        print(window)
+        """
+    assert rows(src.format(trim="if len(window) > 10:\n                del window[0]")) == []
+    assert rows(src.format(trim="if len(window) > 10:\n                window.pop(0)")) == []
+    # trimming another list leaves this one growing
+    assert rows(src.format(trim="del other[0]")) == [12]

@@ -14,6 +14,8 @@ from __future__ import annotations
 import enum
 from typing import Dict, Optional
 
+import libcst as cst
+
 from torchlint.analysis.facts import Facts, Function, Scope, ScopeKind, Site
 from torchlint.analysis.helpers import Helpers
 from torchlint.analysis.loops import Loops
@@ -77,6 +79,36 @@ class Cost:
             and len(self.facts.uses_of(fn.name)) == len(callers)  # every use of its name calls it
             and all(c.site.scope.kind == ScopeKind.MODULE and c.site.loop is None for c in callers)
         )
+
+    def runs_once(self, site: Site) -> bool:
+        """`site` runs once per run, for certain: in no loop of its scope (or
+        only in loops whose body runs once), at module level (a script's or a
+        notebook cell's own code) or in a same-file function that is only
+        called, once, from such a place. A model's method, a Lightning hook, a
+        function the file hands on as a value, calls from a loop or from
+        several places (a reusable helper), and one nobody in the file calls
+        (another file may, in a loop) do not."""
+        return self._once(site, 0)
+
+    def _once(self, site: Site, depth: int) -> bool:
+        loop = site.loop
+        while loop is not None and loop.scope is site.scope:
+            if not self.loops.runs_once(loop):
+                return False
+            loop = loop.parent
+        if site.scope.kind == ScopeKind.MODULE:
+            return True
+        if site.scope.kind != ScopeKind.FUNCTION or depth >= _MAX_DEPTH:
+            return False  # a lambda, a comprehension, a class body: can't tell
+        fn = self.facts.function_of(site.scope)
+        if fn is None or fn.name == "<lambda>" or self._model_method(fn) or self._lightning_step(fn):
+            return False
+        callers = self.values.callers(fn)
+        if len(callers) != 1 or len(self.facts.uses_of(fn.name)) > sum(
+            isinstance(c.node.func, cst.Name) for c in callers
+        ):
+            return False  # called from elsewhere, or handed on as a value (a callback)
+        return all(c.site.scope is not site.scope and self._once(c.site, depth + 1) for c in callers)
 
     def _function_per_step(self, fn: Function, depth: int) -> bool:
         """`fn` runs every step: a model's method (not its setup), a Lightning

@@ -33,7 +33,13 @@ from torchlint.analysis.project.kinds import ClassKind
 from torchlint.analysis.roles import Roles
 from torchlint.analysis.value_kinds import MODULE, ModelCall
 from torchlint.analysis.values import Values
-from torchlint.analysis.vocabulary import ENABLE_GRAD, INFERENCE_NAME, NO_GRAD_CONTEXTS, SET_GRAD_ENABLED
+from torchlint.analysis.vocabulary import (
+    ENABLE_GRAD,
+    INFERENCE_NAME,
+    NO_GRAD_CONTEXTS,
+    NO_GRAD_EVALUATORS,
+    SET_GRAD_ENABLED,
+)
 from torchlint.analysis.walk import children, contains, mentions
 
 MAX_TAINT_ROUNDS = 6
@@ -133,6 +139,8 @@ class Grad:
                 fn = self.facts.function_of(scope)
                 if fn is not None and (self.decorated_no_grad(fn) or self.decorated_enable_grad(fn)):
                     return True
+            if scope.kind == ScopeKind.LAMBDA and self._evaluator_callback(scope.node):
+                return True
         for scope, order in self._global_disables():
             if scope.kind == ScopeKind.MODULE or (scope is site.scope and order < site.order):
                 return True
@@ -144,6 +152,31 @@ class Grad:
             parent = fn_scope.parent
             fn_scope = parent.function if parent is not None else None
         return False
+
+    def guarded_here(self, site: Site) -> bool:
+        """Autograd is off at `site` by the code around it in its own function:
+        a no-grad `with` or decorator (not by who calls the function)."""
+        if any(self.is_no_grad_with(w) for w in site.withs):
+            return True
+        for scope in site.scope.chain():
+            if scope.kind == ScopeKind.FUNCTION:
+                fn = self.facts.function_of(scope)
+                if fn is not None and self.decorated_no_grad(fn):
+                    return True
+        return False
+
+    def _evaluator_callback(self, node: cst.CSTNode) -> bool:
+        """`node` is handed as `eval_func=` to a framework evaluator that runs
+        it with autograd off (pytorch_pfn_extras' `Evaluator`)."""
+        parent = self.facts.parent_of(node)
+        call = self.facts.call_of_arg(parent) if isinstance(parent, cst.Arg) else None
+        return (
+            call is not None
+            and call.qualname in NO_GRAD_EVALUATORS
+            and isinstance(parent, cst.Arg)
+            and parent.keyword is not None
+            and parent.keyword.value == "eval_func"
+        )
 
     def _called_only_guarded(self, fn: Function) -> bool:
         key = id(fn.node)
@@ -333,6 +366,30 @@ class Grad:
         if self.untrained(mc) or self.frozen(mc.model, site) or self.values.parameter_free(mc.model, site):
             return None  # a demo model, or one whose parameters (or lack of them) record no graph
         return self._inference_reason(mc)
+
+    def script_work(self, mc: ModelCall) -> bool:
+        """The forward is a script's own work: module-level code of a file that
+        never trains runs a model with trained weights on real input, outside
+        any loop, in a file that peeks at no batch, and the model is not one
+        that stays on the CPU (an inference script runs it for every input it
+        is started on)."""
+        return (
+            mc.call.site.loop is None
+            and not self._peeks_a_batch
+            and self._pretrained_script(mc)
+            and not self.places.stays_on_cpu(mc.model, mc.call.site)
+        )
+
+    @cached_property
+    def _peeks_a_batch(self) -> bool:
+        """The file takes one batch of an iterable (`next(iter(loader))`): its
+        single forwards look at a sample, they are not the script's work."""
+        for c in self.facts.calls:
+            if c.qualname == "next" or (isinstance(c.node.func, cst.Name) and c.node.func.value == "next"):
+                arg = c.node.args[0].value if c.node.args else None
+                if isinstance(arg, cst.Call) and isinstance(arg.func, cst.Name) and arg.func.value == "iter":
+                    return True
+        return False
 
     def _pretrained_script(self, mc: ModelCall) -> bool:
         """A script's own code (module level) runs a model with trained weights on

@@ -14,6 +14,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, Loop, Site, dotted_name
 from torchlint.analysis.grad import Grad
+from torchlint.analysis.helpers import root_name
 from torchlint.analysis.loops import Loops
 from torchlint.analysis.places import Places
 from torchlint.analysis.values import Values
@@ -138,9 +139,28 @@ class Graphs:
             if found is None:
                 continue
             name, value, node = found
-            if self.kept_across(name, loop, site):
+            if self.kept_across(name, loop, site) and not self._trimmed_in(name, loop):
                 out.append(Accumulation(name, value, site, loop, node))
         return out
+
+    def _trimmed_in(self, name: str, loop: Loop) -> bool:
+        """The loop also takes items out of `name` (`del window[0]`,
+        `window.pop(0)`, `window.clear()`): a bounded window, it does not keep
+        every iteration's value."""
+        for stmt, site in self.facts.statements:
+            if site.scope is loop.scope and loop.contains(site.order) and isinstance(stmt, cst.Del):
+                if root_name(stmt.target) == name:
+                    return True
+        for call in self.facts.calls:
+            if (
+                call.method in _TRIMMING_METHODS
+                and call.site.scope is loop.scope
+                and loop.contains(call.site.order)
+                and call.receiver is not None
+                and dotted_name(call.receiver) == name
+            ):
+                return True
+        return False
 
     def kept_across(self, name: str, loop: Loop, site: Site) -> bool:
         """`name` is bound before `loop` (same scope) and only added to inside it."""
@@ -298,6 +318,9 @@ def _accumulated(stmt: cst.CSTNode, facts: Facts, site: Site) -> Optional[Tuple[
         ):
             return call.receiver.value, call.node.args[0].value, call.node
     return None
+
+
+_TRIMMING_METHODS = frozenset({"pop", "popleft", "clear", "remove"})
 
 
 def _accumulates(b: Binding) -> bool:

@@ -52,6 +52,7 @@ class Effect(enum.Enum):
     GUARDS_NO_GRAD = "turns gradient recording off (no_grad, inference_mode)"
     SETS_GRAD_MODE = "sets gradient recording from an argument"
     ENABLES_GRAD = "turns gradient recording on"
+    EVALUATES_NO_GRAD = "runs the function it is handed as `eval_func=` with gradient recording off"
     USES_GRAD = "computes gradients (autograd.grad/backward)"
     CHECKS_GRADIENTS = "checks gradients numerically (test code)"
     SEEDS = "seeds a random number generator"
@@ -205,6 +206,12 @@ SYMBOLS: Mapping[str, Symbol] = _build(
         ),
         _d("torch.set_grad_enabled torch.autograd.set_grad_enabled", R.CONTEXT, E.SETS_GRAD_MODE),
         _d("torch.enable_grad torch.autograd.enable_grad", R.CONTEXT, E.ENABLES_GRAD),
+        _d(
+            "pytorch_pfn_extras.training.extensions.Evaluator "
+            "pytorch_pfn_extras.training.extensions.evaluator.Evaluator",
+            R.OTHER,
+            E.EVALUATES_NO_GRAD,
+        ),
         _d("torch.autograd.grad torch.autograd.backward", R.OTHER, E.USES_GRAD),
         _d(
             "torch.autograd.gradcheck torch.autograd.gradgradcheck torch.autograd.gradcheck.gradcheck "

@@ -173,6 +173,16 @@ class ModulePlaces(DevicePlaces):
         self._model_cache[key] = result
         return result
 
+    def stays_on_cpu(self, model: cst.BaseExpression, site: Site) -> bool:
+        """The module `model` is on the CPU at `site`, and no code of the file
+        moves it anywhere else (never moved, its move commented out, moved
+        `.to('cpu')` only, loaded on the CPU): it runs on the CPU, whatever
+        device the file selects for other values."""
+        name = dotted_name(model)
+        if name is None or self.model_place(model, site) != CPU:
+            return False
+        return all(e.place == CPU for e in self._model_events().get(name, []) if e.kind is EventKind.MOVE)
+
     def _model_place(self, model: cst.BaseExpression, site: Site) -> Place:
         if isinstance(model, cst.Call):
             return self._value_place(model, site)

@@ -108,6 +108,7 @@ PLACING_NAME = re.compile(r"(device|cuda|gpu|prefetch|accelerat|prepare)", re.I)
 NO_GRAD_CONTEXTS = _doing(Effect.GUARDS_NO_GRAD)
 SET_GRAD_ENABLED = _doing(Effect.SETS_GRAD_MODE)
 ENABLE_GRAD = _doing(Effect.ENABLES_GRAD)
+NO_GRAD_EVALUATORS = _doing(Effect.EVALUATES_NO_GRAD)
 GRAD_USERS = _doing(Effect.USES_GRAD)
 
 # -- losses ------------------------------------------------------------------------

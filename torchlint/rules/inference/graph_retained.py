@@ -25,7 +25,10 @@ class GraphRetained(Rule):
     Not flagged: values under `torch.no_grad()`/`inference_mode()`,
     `.item()`/`.detach()`/`.data` values, values we cannot follow (returned
     by a function from another module), accumulators bound again in every
-    iteration, and accumulators that later reach `.backward()`,
+    iteration, windows the loop also trims (`del window[0]`,
+    `window.pop(0)`), accumulations under a periodic guard (`if step % 500 == 0:`:
+    a few graphs per epoch, not one per step), and accumulators that later
+    reach `.backward()`,
     `torch.autograd.grad` or a `*backward*` function (gradient accumulation
     over several losses needs their graphs); nor tests and benchmarks.
 
@@ -181,6 +184,8 @@ class GraphRetained(Rule):
                 continue
             if a.roles.excluded(acc.site) or a.grad.guarded(acc.site):
                 continue
+            if a.loops.periodic_guard(acc.site, step):
+                continue  # kept every N steps (`if batch_idx % 500 == 0:`): a few graphs, not one per step
             if not graphs.carries_graph(acc.value, acc.site):
                 continue
             reach = graphs.reach(acc)

@@ -41,14 +41,23 @@ class MissingNoGrad(Rule):
       model on real input;
     - and at the call of a same-file evaluation helper
       (`val_loss = calc_loss_loader(val_loader, model, device)`) whose
-      forwards are shared with training code.
+      forwards are shared with training code (once per loop: a second call
+      of the same helper beside it is the same root cause; forwards the
+      helper reaches only through calls it makes under no-grad do not count).
 
-    Not flagged: forwards whose result (or anything computed from it)
+    Not flagged: a forward that runs once per run (not in a loop, at
+    module level or in a function called once from there: a test forward
+    after training, a notebook cell's single prediction, a look at one
+    batch), unless it is an inference script's own work (a `.py` script that
+    never trains runs a pretrained model on the accelerator: every run is
+    that forward); forwards whose result (or anything computed from it)
     reaches `.backward()`, `torch.autograd.grad`, an optimizer, or is
     returned to a caller that trains; forwards already guarded (a `with`
     block, a decorator with or without parentheses,
     `torch.set_grad_enabled(False)`, or a function only called from guarded
-    regions, also in a file that never writes `import torch`); unit tests,
+    regions, also in a file that never writes `import torch`, or handed as
+    `eval_func=` to a framework evaluator that runs it without autograd,
+    pytorch_pfn_extras' `Evaluator`); unit tests,
     forward-only demos (a freshly built, randomly initialised model nobody
     trains or loads), `__main__` smoke blocks of model modules, export and
     benchmark code; submodule calls inside a model's `forward`; Hugging
@@ -153,6 +162,10 @@ class MissingNoGrad(Rule):
         # `generate` already runs without gradients.
         "import torch\nfrom transformers import AutoModelForCausalLM\n"
         "model = AutoModelForCausalLM.from_pretrained('m').cuda()\nfor batch in loader:\n    out = model.generate(**batch)\n",
+        # One forward after training, once per run: one graph, nothing per step.
+        _CKPT + "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor x, y in loader:\n"
+        "    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()\n    loss.backward()\n    opt.step()\n"
+        "model.eval()\nprint(model(x_test.cuda()))\n",
         # A training step in the same loop.
         _CKPT + "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nfor x, y in loader:\n"
         "    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()\n    loss.backward()\n    opt.step()\n",
@@ -173,13 +186,9 @@ class MissingNoGrad(Rule):
             line=8,
             unsafe=True,
         ),
-        # single forwards: reported, but no fix (one graph: the edit would gain nothing measurable)
-        Invalid(
-            "import torch\nfrom transformers import AutoModel\nmodel = AutoModel.from_pretrained('m').cuda()\n"
-            "# run it\nout = model(**inputs)\n",
-            line=5,
-        ),
-        Invalid(_CKPT + "def show(x):\n    model.eval()\n    print(model(x.cuda()))\nshow(x)\n", line=8),
+        # a forward in a helper called from two places: reported, but no fix (one graph
+        # per call: the edit would gain nothing measurable)
+        Invalid(_CKPT + "def show(x):\n    model.eval()\n    print(model(x.cuda()))\nshow(x)\nshow(y)\n", line=8),
         Invalid(
             "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
             "for x, y in loader:\n    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()\n    loss.backward()\n    opt.step()\n"
@@ -244,6 +253,8 @@ class MissingNoGrad(Rule):
             reason = a.grad.inference_context(mc)
             if reason is None or a.grad.guarded(call.site) or a.grad.grad_needed(call):
                 continue
+            if a.cost.runs_once(call.site) and not (a.grad.script_work(mc) and not a.cell_rows):
+                continue  # one graph, once per run: a demo, one prediction, a test after training
             found.append((call, reason))
         found.extend(self._evaluation_helpers(ctx, {id(c.node) for c, _ in found}))
         # One root cause, one fix: forwards that share a region share its fix. A fix is offered
@@ -317,9 +328,15 @@ class MissingNoGrad(Rule):
         so the call is where the no-grad region belongs."""
         a = ctx.analysis
         out = []
+        # One root cause, one finding: the first unguarded call of a helper in each loop (or
+        # scope) reports it (`train_acc = model_eval(train_dl)`, `dev_acc = model_eval(dev_dl)`).
+        helpers_reported: Set[Tuple[int, int, int]] = set()
         for call in ctx.facts.calls:
             fn = a.helpers.function(call)
             if fn is None or a.grad.inference_function(call.site) is not None:
+                continue
+            where = (id(fn.node), id(call.site.scope.node), id(call.site.loop.node) if call.site.loop else 0)
+            if where in helpers_reported:
                 continue
             summary = a.helpers.summary(fn)
             if summary.trains or not summary.forwards or a.grad.decorated_no_grad(fn):
@@ -335,6 +352,7 @@ class MissingNoGrad(Rule):
                 continue  # every forward it reaches already runs without autograd, or is a demo
             if not (a.roles.does_work(call.site) or call.site.scope is ctx.facts.module_scope):
                 continue
+            helpers_reported.add(where)
             out.append((call, f"the evaluation helper `{fn.name}()`"))
         return out
 
@@ -346,7 +364,9 @@ class MissingNoGrad(Rule):
 
     @staticmethod
     def _forwards_reached(a: Analysis, fn: Function) -> List[Call]:
-        """The model forwards `fn` runs, itself or through same-file helpers."""
+        """The model forwards `fn` runs with autograd on, itself or through
+        same-file helpers (a helper it calls inside `with torch.no_grad():` runs
+        its forwards without autograd, whoever else calls it)."""
         out: List[Call] = []
         seen: Set[int] = set()
         todo = [fn]
@@ -356,6 +376,8 @@ class MissingNoGrad(Rule):
                 continue
             seen.add(id(current.node))
             for c in a.helpers.calls_in(current):
+                if a.grad.guarded_here(c.site):
+                    continue
                 if a.values.model_call(c) is not None:
                     out.append(c)
                 inner = a.helpers.function(c)
