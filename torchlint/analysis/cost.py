@@ -61,25 +61,6 @@ class Cost:
     def per_step(self, site: Site) -> bool:
         return self.frequency(site) is Frequency.PER_STEP
 
-    def certainly_once(self, site: Site) -> bool:
-        """`site` runs once per run, for certain: module code outside every loop, or
-        the body of a top-level function (not a method) that only module code
-        outside every loop calls, and that is never handed on as a value."""
-        if site.scope.kind == ScopeKind.MODULE:
-            return site.loop is None
-        fn_scope = site.scope.function
-        fn = self.facts.function_of(fn_scope) if fn_scope is not None else None
-        if fn is None or fn.scope is not site.scope or fn.scope.parent is None:
-            return False
-        if fn.scope.parent.kind != ScopeKind.MODULE or _in_a_loop(site, fn.scope):
-            return False
-        callers = self.values.callers(fn)
-        return (
-            bool(callers)
-            and len(self.facts.uses_of(fn.name)) == len(callers)  # every use of its name calls it
-            and all(c.site.scope.kind == ScopeKind.MODULE and c.site.loop is None for c in callers)
-        )
-
     def runs_once(self, site: Site) -> bool:
         """`site` runs once per run, for certain: in no loop of its scope (or
         only in loops whose body runs once), at module level (a script's or a
@@ -156,9 +137,3 @@ class Cost:
             if q.endswith("LightningModule") or q.endswith(_LIGHTNING_BASES):
                 return True
         return False
-
-
-def _in_a_loop(site: Site, scope: Scope) -> bool:
-    """`site` sits in a loop of `scope` (its own function body)."""
-    loop = site.loop
-    return loop is not None and loop.scope is scope

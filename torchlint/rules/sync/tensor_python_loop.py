@@ -344,7 +344,7 @@ class TensorPythonLoop(Rule):
             return True
         # CPU tensors in a file that uses an accelerator: a loop that holds every step up
         # (a per-sample transform) counts; one that runs once per run (a plot's kernel) does not.
-        return a.places.accelerator_in_play() and not a.cost.certainly_once(site)
+        return a.places.accelerator_in_play() and not a.cost.runs_once(site)
 
     @staticmethod
     def _indexes_tensor(ctx: RuleContext, var: str, site: Site) -> bool:
