@@ -398,10 +398,22 @@ def module_on_device(module: torch.nn.Module) -> bool:
     return bool(module.__dict__.get(KEY, 0) & ACCEL)
 
 
+def record_builds(p: Patches, events: Events) -> None:
+    """Tell `events` of each module built (once, however deep its `__init__` chain)."""
+    module_init = torch.nn.Module.__init__
+
+    def init(self: torch.nn.Module, *args: Any, **kwargs: Any) -> None:
+        module_init(self, *args, **kwargs)
+        if "_torchlint_built_" not in self.__dict__:
+            self.__dict__["_torchlint_built_"] = True
+            events.module_built(self)
+
+    p.set(torch.nn.Module, "__init__", init)
+
+
 def _patch_modules(p: Patches, events: Events) -> None:
     Module = torch.nn.Module
     module_to = Module.to
-    module_init = Module.__init__
     parse_to = torch._C._nn._parse_to
 
     def to(self: torch.nn.Module, *args: Any, **kwargs: Any) -> torch.nn.Module:
@@ -442,17 +454,11 @@ def _patch_modules(p: Patches, events: Events) -> None:
             return self
         return module_to_empty(self, device=device, recurse=recurse)
 
-    def init(self: torch.nn.Module, *args: Any, **kwargs: Any) -> None:
-        module_init(self, *args, **kwargs)
-        if "_torchlint_built_" not in self.__dict__:
-            self.__dict__["_torchlint_built_"] = True
-            events.module_built(self)
-
     p.set(Module, "to", to)
     p.set(Module, "cuda", cuda)
     p.set(Module, "cpu", cpu)
     p.set(Module, "to_empty", to_empty)
-    p.set(Module, "__init__", init)
+    record_builds(p, events)
 
     Parameter = torch.nn.Parameter
     parameter_new = Parameter.__new__

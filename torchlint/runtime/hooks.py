@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Protocol
 
 import torch
 
-from torchlint.runtime.accelerator import Events, Patches
+from torchlint.runtime.accelerator import Events, Patches, record_builds
 from torchlint.runtime.timing import Timer
 
 _parse_to = torch._C._nn._parse_to
@@ -105,18 +105,10 @@ def _wrap_modules(p: Patches, events: TimedEvents, device_type: str) -> None:
             events.module_moved(self, on_device(self))
         return module_to_empty(self, device=device, recurse=recurse)
 
-    module_init = Module.__init__
-
-    def init(self: torch.nn.Module, *args: Any, **kwargs: Any) -> None:
-        module_init(self, *args, **kwargs)
-        if "_torchlint_built_" not in self.__dict__:
-            self.__dict__["_torchlint_built_"] = True
-            events.module_built(self)
-
     p.set(Module, "to", to)
     p.set(Module, "cuda", cuda_)
     p.set(Module, "to_empty", to_empty)
-    p.set(Module, "__init__", init)
+    record_builds(p, events)
 
 
 def _wrap_misc(p: Patches, events: TimedEvents) -> None:
