@@ -99,9 +99,6 @@ class Budget:
         self._read: Dict[str, int] = {}  # root -> files summarised under it
         self.crossed: List[Tuple[str, str]] = []
 
-    def start(self) -> None:
-        """Time is charged from the first question on (kept for callers that start it)."""
-
     @property
     def read(self) -> int:
         """Files summarised, under every root."""
@@ -232,7 +229,6 @@ def imported_summaries(
     else:
         roots = {p: os.path.realpath(root[p]) for p in run}
     budget = budget if budget is not None else Budget()
-    budget.start()
     walk = _Walk(folders, dict(run), {os.path.realpath(p) for p in run}, summarise, admit, budget)
     found = walk.follow([(p, roots[p]) for p in sorted(run)], limit)
     if importers > 0:
