@@ -249,6 +249,55 @@ def test_periodic_exiting_and_bounded_branches_are_not_hot():
     assert [a.loops.hot_context(c.site) is not None for c in items] == [True, False, False, False]
 
 
+def test_a_branch_of_one_iteration_is_not_hot_but_a_first_epoch_is():
+    # `if i == 0:` on the step loop's counter runs once per pass (a first-batch
+    # visualisation); `if epoch == 0:` inside the step loop runs every step of
+    # an epoch; a data value compared to 0 (`label == 0`) holds on many steps.
+    a = analyse(
+        """
+        for epoch in range(3):
+            for i, (x, label) in enumerate(tqdm(loader)):
+                loss = crit(model(x), label)
+                loss.backward()
+                if i == 0:
+                    a1 = loss.item()
+                if i == len(loader) - 1 and epoch > 0:
+                    a2 = loss.item()
+                if epoch == 0:
+                    a3 = loss.item()
+                if label == 0:
+                    a4 = loss.item()
+                n = i
+                if i == n:
+                    a5 = loss.item()
+        for step in tqdm(range(100)):
+            loss = crit(model(x), y)
+            loss.backward()
+            if step == warmup:
+                a6 = loss.item()
+        """
+    )
+    items = [c for c in a.facts.calls if c.method == "item"]
+    assert [a.loops.hot_context(c.site) is not None for c in items] == [False, False, True, True, True, False]
+
+
+def test_only_a_count_from_zero_stops_a_loop_after_its_first_iteration():
+    a = analyse(
+        """
+        for i in range(len(data)):
+            if i == 1:
+                break
+            a1 = model(data[i])
+        for i in range(1, len(data)):
+            if i == 1:
+                break
+            a2 = model(data[i])
+        """
+    )
+    loops = a.facts.loops
+    assert [a.loops.runs_once(lp) for lp in loops] == [True, False]
+
+
 # -- round-2 causes: device that follows a tensor, passes, decoding, handfuls, timing ----
 
 

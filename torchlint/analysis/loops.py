@@ -280,11 +280,76 @@ class Loops:
         arg = call.keyword("batch_size") or (call.positional[1] if len(call.positional) > 1 else None)
         return arg is not None and isinstance(arg.value, cst.Call) and dotted_name(arg.value.func) == "len"
 
+    def counter(self, loop: Loop, from_zero: bool = False) -> Optional[str]:
+        """The name that counts the loop's iterations, taking each value once:
+        the index of `for i, x in enumerate(...)` (also inside `tqdm(...)`), or
+        the target of `for i in range(...)`; with `from_zero`, only one whose
+        first value is 0 (no `start`). None for a `while` or a loop over data."""
+        node = loop.node
+        if not isinstance(node, cst.For):
+            return None
+        it: cst.BaseExpression = node.iter
+        while (
+            isinstance(it, cst.Call)
+            and it.args
+            and dotted_name(it.func) != "enumerate"
+            and (dotted_name(it.func) or "") in ITER_WRAPPERS
+        ):
+            it = it.args[0].value
+        if not isinstance(it, cst.Call):
+            return None
+        func = dotted_name(it.func)
+        if from_zero and len(it.args) != 1:
+            return None
+        if func == "range" and isinstance(node.target, cst.Name):
+            return node.target.value
+        if func == "enumerate" and isinstance(node.target, cst.Tuple) and node.target.elements:
+            index = node.target.elements[0].value
+            return index.value if isinstance(index, cst.Name) else None
+        return None
+
+    def _one_iteration_test(self, test: cst.BaseExpression, loop: Loop) -> bool:
+        """The test holds in one iteration of `loop` at most: it is (or, joined
+        by `and`, includes) `i == <value>` where `i` is the loop's counter and
+        `<value>` does not change in the loop (`if i == 0:`, `if step == len(loader) - 1:`)."""
+        name = self.counter(loop)
+        if name is None:
+            return False
+        tests = [test]
+        while tests:
+            current = tests.pop()
+            if isinstance(current, cst.BooleanOperation) and isinstance(current.operator, cst.And):
+                tests += [current.left, current.right]
+                continue
+            if not (
+                isinstance(current, cst.Comparison)
+                and len(current.comparisons) == 1
+                and isinstance(current.comparisons[0].operator, cst.Equal)
+            ):
+                continue
+            left, right = current.left, current.comparisons[0].comparator
+            for side, other in ((left, right), (right, left)):
+                if (
+                    isinstance(side, cst.Name)
+                    and side.value == name
+                    and not any(
+                        isinstance(n, cst.Name) and n.value in loop.targets for n in (other, *descendants(other))
+                    )
+                    and not any(
+                        loop.contains(b.site.order)
+                        for n in (other, *descendants(other))
+                        if isinstance(n, cst.Name)
+                        for b in self.facts.scoped_bindings(n.value, loop.scope)
+                    )
+                ):
+                    return True
+        return False
+
     def _stops_after_first(self, loop: Loop, first: cst.BaseStatement) -> bool:
         """`first` (the body's first statement) is `if n == 1: break` (also `>= 1`,
-        `> 0`) where `n` counts the iterations from 0: the `enumerate` index of
-        the loop, or a name bound to 0 right before the loop whose only binding
-        in it is `n += 1` at the top of its body."""
+        `> 0`) where `n` counts the iterations from 0: the loop's `counter`, or
+        a name bound to 0 right before the loop whose only binding in it is
+        `n += 1` at the top of its body."""
         if not (isinstance(first, cst.If) and first.orelse is None and _only_break(first.body)):
             return False
         test = first.test
@@ -301,17 +366,8 @@ class Loops:
             return False
         name = test.left.value
         node = loop.node
-        if isinstance(node, cst.For) and isinstance(node.target, cst.Tuple) and node.target.elements:
-            index = node.target.elements[0].value
-            it = node.iter
-            if (
-                isinstance(index, cst.Name)
-                and index.value == name
-                and isinstance(it, cst.Call)
-                and dotted_name(it.func) == "enumerate"
-                and len(it.args) == 1
-            ):
-                return True
+        if self.counter(loop, from_zero=True) == name:
+            return True
         inside = [b for b in self.facts.scoped_bindings(name, loop.scope) if loop.contains(b.site.order)]
         before = [b for b in self.facts.scoped_bindings(name, loop.scope) if b.site.order < loop.order]
         if len(inside) != 1 or not before:
@@ -513,7 +569,8 @@ class Loops:
     def occasional_guard(self, site: Site, loop: Optional[Loop] = None) -> bool:
         """`site` runs only now and then in the loop: under a periodic guard, in
         the body of an `if` that then leaves the loop (`if done: x.item(); break`),
-        or in a branch bounded to a few runs (`if shown < 5: shown += 1`)."""
+        in a branch bounded to a few runs (`if shown < 5: shown += 1`), or, given
+        the loop, in a branch of one of its iterations (`if i == 0:` on its counter)."""
         if self.periodic_guard(site, loop):
             return True
         for owner, part in site.region:
@@ -523,6 +580,8 @@ class Loops:
             if loop is not None and if_site is not None and not loop.contains(if_site.order):
                 continue
             if _exits(owner.body) or _bounded_counter(owner):
+                return True
+            if loop is not None and if_site is not None and self._one_iteration_test(owner.test, loop):
                 return True
         return False
 

@@ -47,8 +47,10 @@ class TensorPythonLoop(Rule):
     elements used only to compute an index or slice into something else
     (host-side gathering from a NumPy array), membership tests in a set or
     dict (a tensor hashes by identity: nothing is read), loops that draw or
-    plot each element (matplotlib, PIL: the host values are the point), unit
-    tests and smoke blocks. The iterated value must be known to be a tensor.
+    plot each element (matplotlib, PIL: the host values are the point), loops
+    a training or evaluation loop runs only now and then (under `if i == 0:`
+    on its counter, keeping the first batch's examples, or `if step % N == 0:`),
+    unit tests and smoke blocks. The iterated value must be known to be a tensor.
     Tensors the file makes on the CPU count only where the file uses an
     accelerator and the loop may run every step (a per-sample transform): in
     a script that never selects a device, or run once per run (a kernel
@@ -112,6 +114,9 @@ class TensorPythonLoop(Rule):
         "import torch\nix = torch.randint(100, (8,))\nbatch = torch.stack([torch.from_numpy(data[i:i + 16]) for i in ix])\n",
         # split pieces
         "import torch\nx = torch.randn(8, 4)\nfor piece in x.split(2):\n    out.append(piece.sum())\n",
+        # the first batch's predictions kept for a plot: once per pass, not every step
+        "import torch\nfor i, (x, y) in enumerate(loader):\n    p = model(x.cuda()).argmax(1)\n    if i == 0:\n"
+        "        for j in range(len(p)):\n            shown.append(p[j].item())\n    p.sum().backward()\n",
     )
     INVALID = (
         Invalid("import torch\nt = torch.randn(8, 3, device='cuda')\nfor row in t:\n    total = row.sum()\n", line=3),
@@ -169,6 +174,8 @@ class TensorPythonLoop(Rule):
             site = ctx.facts.site_of_statement(node)
             if site is None or a.roles.excluded(site) or a.roles.in_model_setup(site):
                 continue  # (building a model: its `__init__` runs once)
+            if _now_and_then(a, site):
+                continue  # the first batch's examples kept for a plot (`if i == 0:`), every N steps
             if any(a.values.writes_out(c) for c in a.loops.calls_in(loop)):
                 continue  # each element is shown or written out (matplotlib, PIL, imageio): host I/O, not tensor work
             found = self._elements(ctx, node.iter, node.target, site)
@@ -248,7 +255,7 @@ class TensorPythonLoop(Rule):
                 or id(comp) in seen
             ):
                 continue
-            if a.roles.excluded(b.site) or a.roles.in_model_setup(b.site):
+            if a.roles.excluded(b.site) or a.roles.in_model_setup(b.site) or _now_and_then(a, b.site):
                 continue
             found = self._elements(ctx, comp_for.iter, comp_for.target, b.site)
             if found is None or b.name not in found[1] or _handful(a, comp_for.iter, b.site):
@@ -562,3 +569,9 @@ def _selects_groups(ctx: RuleContext, uses: Iterable[NameUse], names: AbstractSe
         ):
             return True
     return False
+
+
+def _now_and_then(a: Analysis, site: Site) -> bool:
+    """`site` sits in a per-step loop but runs only in some of its iterations."""
+    step = a.loops.step_loop(site)
+    return step is not None and a.loops.occasional_guard(site, step)
