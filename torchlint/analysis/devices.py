@@ -1,6 +1,7 @@
 """What device expressions name: `device_of(expr)` says whether an expression
 names an accelerator (`"cuda"`, `torch.device("cuda" if ... else "cpu")`, a
-`device` variable bound to one), the CPU, or something we cannot tell;
+`device` variable bound to one, an entry of a literal config dict), the CPU,
+or something we cannot tell;
 `move_device` where a move sends its receiver; whether the file puts anything
 on an accelerator at all. The base of `Places` (places.py).
 """
@@ -14,6 +15,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, Part, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers, is_move_call
+from torchlint.analysis.literals import dict_entry
 from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE, HOST, Device, ModuleEvents, Place
 from torchlint.analysis.value_kinds import MODULE
 from torchlint.analysis.values import Values
@@ -128,6 +130,9 @@ class DevicePlaces:
                 return ACCEL if mplace == DEVICE else (HOST if mplace == CPU else None)
             if place is not None or self._holds_tensor(expr.value, site):
                 return None  # the device of a tensor whose place we cannot tell
+        if isinstance(expr, cst.Subscript):
+            entry = dict_entry(self.facts, expr, site)
+            return self.device_of(entry[0], entry[1], depth + 1) if entry is not None else None
         name = dotted_name(expr)
         if name is None:
             return None
@@ -234,7 +239,8 @@ class DevicePlaces:
             return value
         name = dotted_name(value)
         if name is None:
-            return None
+            # `config["device"]`: a device when it names one
+            return value if isinstance(value, cst.Subscript) and self.device_of(value, call.site) is not None else None
         if DEVICE_NAME.search(name.rsplit(".", 1)[-1]) or self.device_of(value, call.site) is not None:
             return value
         return None
@@ -266,6 +272,33 @@ class DevicePlaces:
             for b in self.facts.bindings_of(name)
             if b.value is not None
         )
+
+    def chooses_cpu(self) -> bool:
+        """The file chooses where its work runs, and chooses the CPU: nothing goes
+        to an accelerator, and some move or `device=` names a device held by a
+        variable or a config entry that is the CPU (`device = "cpu"`,
+        `config["training"]["device"]` of a literal config holding `"cpu"`).
+        Pulling results back (`.to("cpu")`, `.cpu()`) is no choice of device, nor
+        is a parameter's default (`device=torch.device("cpu")`): callers pass theirs."""
+        if self.accelerator_in_play():
+            return False
+        for call in self.facts.calls:
+            target = self.move_target(call) if is_move_call(call) else None
+            kw = call.keyword("device")
+            for expr in (target, kw.value if kw is not None else None):
+                if expr is not None and self._chosen(expr, call.site) and self.device_of(expr, call.site) == HOST:
+                    return True
+        return False
+
+    def _chosen(self, expr: cst.BaseExpression, site: Site) -> bool:
+        """`expr` reads a device the code chose: a config entry, or a name every
+        reaching binding of which assigns it (no parameter)."""
+        if isinstance(expr, cst.Subscript):
+            return True
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = self.facts.reaching(expr.value, site)
+        return bool(bindings) and all(b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) for b in bindings)
 
     def _read(self, b: Binding) -> bool:
         """Some read of `b.name` may see binding `b`: a device chosen and then

@@ -249,6 +249,12 @@ def render_rule_markdown(rule: RuleLike, statuses: Statuses = None) -> str:
     if r.REQUIRES_DEVICE:
         lines.append("Fires only where a device is in play (the file selects or uses an accelerator).")
         lines.append("")
+    if r.ACCELERATOR_COST:
+        lines.append(
+            'Silent in a file that chooses the CPU (`device = "cpu"`, a literal config whose '
+            '`"device"` is `"cpu"`): what it reports costs only on an accelerator.'
+        )
+        lines.append("")
     if r.FIX_TITLE:
         lines.append(f"Fix title: {r.FIX_TITLE}")
         lines.append("")
@@ -333,6 +339,7 @@ def render_rule_json(rule: RuleLike) -> Dict[str, object]:
         "fix_applicability": fix_applicabilities(r),
         "fix_title": r.FIX_TITLE,
         "requires_device": r.REQUIRES_DEVICE,
+        "accelerator_cost": r.ACCELERATOR_COST,
         "explanation": explanation,
         "url": rule_url(r),
     }

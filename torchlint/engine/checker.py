@@ -57,6 +57,8 @@ def checked(
         try:
             if rule_cls.REQUIRES_DEVICE and not rule_cls.device_in_play(analysis):
                 continue
+            if rule_cls.ACCELERATOR_COST and analysis.places.chooses_cpu():
+                continue
             ctx.rule = rule_cls()
             before = len(ctx.reports)
             try:

@@ -64,6 +64,9 @@ class Rule:
     APPLICABILITY: ClassVar[Optional[Applicability]] = None
     # (D): fires only where a device is in play.
     REQUIRES_DEVICE: ClassVar[bool] = False
+    # What it reports costs on an accelerator only: silent in a file that chooses the CPU
+    # (`device = "cpu"`, a literal config's `"device": "cpu"`; `Places.chooses_cpu`).
+    ACCELERATOR_COST: ClassVar[bool] = False
     # Silent in test code and dead branches (`Roles.quiet`): its reports there are dropped.
     QUIET_IN_TESTS: ClassVar[bool] = False
     # "warning" for every rule but TL000 ("error": the file could not be analysed).

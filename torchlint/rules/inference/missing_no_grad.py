@@ -123,6 +123,7 @@ class MissingNoGrad(Rule):
     """
 
     CODE = "TL201"
+    ACCELERATOR_COST = True
     NAME = "missing-no-grad"
     MESSAGE = "Model forward in an inference context runs with autograd on; wrap it in `torch.inference_mode()`"
     FIX_TITLE = "Run it without autograd"

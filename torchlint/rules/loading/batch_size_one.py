@@ -212,6 +212,7 @@ class BatchSizeOne(Rule):
     """
 
     CODE = "TL301"
+    ACCELERATOR_COST = True
     NAME = "batch-size-one"
     MESSAGE = "Batch size of 1 leaves the GPU mostly idle; use a larger batch (e.g. 32-256)"
 

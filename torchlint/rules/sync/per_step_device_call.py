@@ -102,6 +102,7 @@ class PerStepDeviceCall(Rule):
     """
 
     CODE = "TL403"
+    ACCELERATOR_COST = True
     NAME = "per-step-device-call"
     MESSAGE = "`{call}` runs every step of the loop{via}: {why}"
     TITLE = "`torch.cuda.empty_cache()`, `torch.cuda.synchronize()` or a checkpoint save runs every step of the loop"

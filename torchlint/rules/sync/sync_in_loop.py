@@ -131,6 +131,7 @@ class SyncInLoop(Rule):
     """
 
     CODE = "TL401"
+    ACCELERATOR_COST = True
     NAME = "sync-in-loop"
     MESSAGE = "Host/device sync every iteration of a hot loop"
     FIX_TITLE = "Accumulate on the device; convert once after the loop"

@@ -93,6 +93,7 @@ class TensorPythonLoop(Rule):
     """
 
     CODE = "TL402"
+    ACCELERATOR_COST = True
     NAME = "tensor-python-loop"
     MESSAGE = "Python loop over a tensor's elements does tensor work per element; vectorize it"
 
