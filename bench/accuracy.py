@@ -95,7 +95,10 @@ def score(corpus: Path, labels_path: Path, cmd: str, verbose: bool) -> dict:
     missing = [f for f in files if not (corpus / f[0] / f[1]).exists()]
     if missing:
         raise SystemExit(f"corpus incomplete: {len(missing)} of {len(files)} files missing under {corpus}")
-    found = run_torchlint(cmd, [str(corpus / c / p) for c, p in files])
+    # Each checkout whole (a project fact, such as a function no file calls, needs every
+    # file) and the labelled files by name (a folder a .gitignore names is otherwise skipped).
+    checkouts = sorted({str(corpus / c) for c, _ in files})
+    found = run_torchlint(cmd, checkouts + [str(corpus / c / p) for c, p in files])
     root = corpus.resolve()
     by_file: Dict[Tuple[str, str], List[Tuple[str, int]]] = collections.defaultdict(list)
     for f in found:

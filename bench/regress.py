@@ -258,8 +258,7 @@ Found = Dict[Path, List[Tuple[str, Optional[int], int]]]  # file -> (code, cell,
 
 
 def lint(cmd: str, files: Sequence[Path]) -> Found:
-    """Every rule's findings in `files` (explicit paths: a folder a .gitignore
-    names would otherwise be skipped whole)."""
+    """Every rule's findings in `files` (folders, and files named explicitly)."""
     found: Found = collections.defaultdict(list)
     chunk = 2000
     for i in range(0, len(files), chunk):
@@ -394,8 +393,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     if "corpus" in names:
         print(corpus_line(args.torchlint, args.verbose))
     judged_sets = sets([n for n in names if n != "corpus"], args.pool, args.wild, args.wild2)
+    # Each repository whole, as a round runs it (a fact about the project, such as a
+    # function no file calls, needs every file), and the rows' files by name (a folder
+    # a .gitignore names would otherwise be skipped).
+    folders = sorted({r.root.resolve() for s in judged_sets for r in s.rows if r.root.is_dir()})
     files = sorted({f.resolve() for s in judged_sets for f in s.files})
-    found = lint(args.torchlint, files) if files else {}
+    found = lint(args.torchlint, [*folders, *files]) if files else {}
     total = Tally()
     first_six = Tally()
     counted = 0

@@ -1588,6 +1588,7 @@ def test_another_files_function_that_returns_a_fresh_cpu_tensor_is_create_then_m
     script = (
         "import torch\nfrom shapes.sampling import draw_cloud\ndevice = torch.device('cuda')\n"
         "def batch(n):\n    return draw_cloud(n, 3).to(device)\n"
+        "for step in range(100):\n    points = batch(64)\n"
     )
     (tmp_path / "shapes").mkdir()
     (tmp_path / "train.py").write_text(script)

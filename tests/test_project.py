@@ -217,6 +217,8 @@ def run(weights, loader):
         with {name}():
             out = model(x.to(device))
         print(out)
+
+run("model.pt", torch.load("batches.pt"))  # (a function nothing calls runs nothing)
 """
 
 
@@ -324,6 +326,8 @@ def run(weights, ds):
     for x, y in {get}(ds, 32):
         out = enc(x.to(device))
         print(out)
+
+run("model.pt", torch.load("data.pt"))
 """
 
 
@@ -832,3 +836,55 @@ def test_a_cached_result_skipped_by_the_precheck_follows_a_new_loader_class(tmp_
     assert findings(proj, **cache) == []
     write(proj, {"data/fast.py": FAST_LOADER.format(base="DataLoader")})
     assert findings(proj, **cache) == [("train.py", 5, "TL303")]
+
+
+# -- functions nothing runs ---------------------------------------------------------------------
+
+SCORES = """
+import torch
+
+def {name}(model, loader):
+    total = 0.0
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        loss.backward()
+        total += loss.item()
+    return total
+{extra}"""
+
+
+@pytest.mark.parametrize(
+    "name,extra,train,reported",
+    [
+        ("fit", "", "", False),  # nothing calls or imports `fit`: it never runs
+        ("fit", "", "from tools.metrics import fit\nfit(model, loader)\n", True),
+        ("fit", "", "from tools import metrics\nmetrics.fit(model, loader)\n", True),  # the module, imported whole
+        ("fit", "", "from tools import metrics\nprint(metrics.other)\n", False),  # ... and nothing reads `fit`
+        ("fit", "", "from tools import metrics as m\nrun_all(m)\n", True),  # ... and handed on whole
+        ("fit", "", "import tools\ntools.metrics.fit(model, loader)\n", True),  # through the package
+        ("fit", "", "def main():\n    from tools.metrics import fit\n    fit(model, loader)\n", True),  # nested
+        ("fit", "", "from tools.metricz import fit\nfit(model, loader)\n", False),  # a misspelt module: not this one
+        ("fit", "", "from mytools.metrics import fit\nfit(model, loader)\n", True),  # installed as another name?
+        ("fit", "__all__ = ['fit']\n", "", True),  # exported by name
+        ("fit", "def outer(m, l):\n    return fit(m, l)\n", "", False),  # called only from dead code
+        ("fit", "def outer(m, l):\n    return fit(m, l)\nouter(net, data)\n", "", True),
+        ("main", "", "", True),  # an entry point's name: a console script may run it
+    ],
+)
+def test_a_function_nothing_calls_or_imports_runs_nothing(tmp_path, name, extra, train, reported):
+    files = {"tools/__init__.py": "", "tools/metrics.py": SCORES.format(name=name, extra=extra)}
+    write(tmp_path, {**files, "train.py": "import torch\n" + train})
+    found = [f for f in findings(tmp_path) if f[0] == "tools/metrics.py" and f[2] == "TL401"]
+    assert found == ([("tools/metrics.py", 8, "TL401")] if reported else [])
+
+
+def test_a_run_over_some_files_of_a_project_cannot_tell_a_function_is_unused(tmp_path):
+    # `torchlint tools/metrics.py` (pre-commit's changed files, an editor's buffer) reads
+    # only the importers it finds: it cannot know that no file uses `fit`.
+    write(tmp_path, {"tools/__init__.py": "", "tools/metrics.py": SCORES.format(name="fit", extra=""), "train.py": ""})
+    assert [f[2] for f in findings(tmp_path, "tools/metrics.py")] == ["TL401"]
+
+
+def test_a_function_of_a_project_of_one_file_may_be_called_from_outside(tmp_path):
+    write(tmp_path, {"metrics.py": SCORES.format(name="fit", extra="")})
+    assert [f for f in findings(tmp_path) if f[2] == "TL401"] == [("metrics.py", 8, "TL401")]

@@ -50,8 +50,9 @@ def test_reparse_equals_a_fresh_parse_after_random_edits(seed):
         incremental += not got.whole_parses
         parsed += 1
         previous = got
-    # (a seed whose first edit leaves the file unparsable for good has nothing to reparse)
-    assert incremental or not parsed or seed % 4, "no edit was parsed incrementally"
+    # (a seed whose first or second edit leaves the file unparsable for good has nothing
+    # to reparse: the first parse after `parse_whole` may itself be whole)
+    assert incremental or parsed <= 1 or seed % 4, "no edit was parsed incrementally"
 
 
 def test_unchanged_statements_keep_their_nodes():

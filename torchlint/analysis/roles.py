@@ -34,6 +34,7 @@ from torchlint.analysis.vocabulary import (
     BENCHMARK_NAME,
     CLOCKS,
     DEBUGGER_BREAKS,
+    ENTRY_POINT_NAME,
     EXPORT_CALLS,
     GRADIENT_CHECKS,
     SUMMARY_CALLS,
@@ -158,7 +159,39 @@ class Roles:
     def quiet(self, site: Site) -> bool:
         """Test code or a branch that never runs: where rules that advise on
         placement (and on speed) stay silent, whatever else the site does."""
-        return in_dead_branch(site, self.facts) or self.in_test(site)
+        return in_dead_branch(site, self.facts) or self.in_test(site) or self.in_unreached(site)
+
+    def in_unreached(self, site: Site) -> bool:
+        """In a top-level function nothing can run: every read of its name in
+        its file is inside such functions, no string names it (`__all__`, a
+        registry key, `getattr`), it has no decorator (a registration, a CLI
+        command), and no project file imports it or its module whole. Without a
+        project index: can't tell, so no."""
+        if self.values.project is None:
+            return False
+        fn = self._top_function(site)
+        if fn is None or fn.name == "<lambda>" or fn.decorators or ENTRY_POINT_NAME.match(fn.name):
+            return False  # (`main`, `cli_main`: a console script's entry point, named in packaging files)
+        return self._cached(("unreached", fn.name), lambda: self._unreached(fn.name))
+
+    def _top_function(self, site: Site) -> Optional[Function]:
+        top = None
+        for scope in site.scope.chain():
+            if scope.kind == ScopeKind.FUNCTION and scope.parent is not None and scope.parent.kind == ScopeKind.MODULE:
+                top = scope
+        return self.facts.function_of(top) if top is not None else None
+
+    def _unreached(self, name: str) -> bool:
+        project = self.values.project
+        if project is None or len(self.facts.bindings_of(name)) != 1:
+            return False
+        if not all(
+            self._top_function(u.site) is not None and self.in_unreached(u.site) for u in self.facts.uses_of(name)
+        ):
+            return False
+        if any(s.evaluated_value == name for s, _ in self.facts.strings if isinstance(s.evaluated_value, str)):
+            return False
+        return not project.used_elsewhere(project.local(name))
 
     # -- model modules and smoke blocks --------------------------------------------------
 

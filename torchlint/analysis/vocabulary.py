@@ -196,6 +196,8 @@ DATA_ARGUMENT_NAME = re.compile(
 TOKEN_PICKS = frozenset({"argmax", "topk", "multinomial", "sample"})
 # Clock reads that time code.
 CLOCKS = _doing(Effect.READS_CLOCK)
+# A console script's entry point (`main`, `cli_main`, `train_main`): packaging files name it, not code.
+ENTRY_POINT_NAME = re.compile(r"^(main|cli|run_cli|\w+_main|main_\w+)$")
 BENCHMARK_NAME = re.compile(r"(bench|latency|throughput|speed|profil|timing|export|onnx|summary|flops)", re.I)
 # Packages that show or write data on the host (plots, images, video): a loop feeding them is I/O.
 HOST_OUTPUT_PACKAGES = frozenset({"matplotlib", "PIL", "imageio", "cv2", "seaborn", "plotly", "wandb", "tensorboardX"})

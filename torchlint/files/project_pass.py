@@ -77,13 +77,15 @@ def build_index(
     project_root: Optional[Union[str, Mapping[str, str]]] = None,
     admit: Callable[[str], bool] = lambda path: True,
     budget: Optional[Budget] = None,
+    whole: Sequence[str] = (),
 ) -> ProjectIndex:
     """The index of a run's files, given as (path, contents); `cache` (see
     `summary_cache`) answers the summaries of unchanged contents, the run's
     and the others'. With `project_root` (one folder, or each file's: see
     project_root.py), the project files under it that the run's files import,
     and those that import them (those `admit` lets in), are summarised too,
-    within `budget` (imports.py)."""
+    within `budget` (imports.py). `whole`: the project roots every file of
+    which is among `files` (`ProjectIndex.whole`)."""
     summaries: Dict[str, ModuleSummary] = {path: _cached_summary(path, data, cache) for path, data in files}
     if project_root is not None and summaries:
 
@@ -96,7 +98,7 @@ def build_index(
             return _cached_summary(path, data, cache)
 
         summaries.update(imported_summaries(summaries, project_root, read, admit, budget=budget))
-    return ProjectIndex(summaries, roots)
+    return ProjectIndex(summaries, roots, whole=whole)
 
 
 def budget_warning(budget: Budget) -> Optional["Problem"]:
@@ -171,7 +173,7 @@ class Workspace:
                     self._index = None
                 path = key
             if self._index is None:
-                self._index = ProjectIndex(self._summaries, self.roots)
+                self._index = ProjectIndex(self._summaries, self.roots, whole=self._indexed)
             return self._index
 
     def _note(self, message: str) -> None:

@@ -271,7 +271,10 @@ def _project_index(
     def admit(path: str) -> bool:
         return not excluded(path, settings, deepest_holding(path, tops) or os.path.abspath(settings.root))
 
-    return build_index(files, roots, summaries, project, admit, budget)
+    # A project root under a folder the run was given is linted whole: every file is in the index.
+    folders = [os.path.realpath(r) for r in roots if os.path.isdir(r)]
+    whole = sorted(top for top in tops if deepest_holding(top, folders) is not None)
+    return build_index(files, roots, summaries, project, admit, budget, whole=whole)
 
 
 def read_all(paths: Iterable[str]) -> List[Tuple[str, bytes]]:

@@ -26,10 +26,11 @@ from __future__ import annotations
 import os
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import torchlint.analysis.project.library as library
+from torchlint.analysis.project.import_uses import WHOLE
 from torchlint.analysis.project.kinds import (
     AssignSummary,
     ClassKind,
@@ -42,7 +43,7 @@ from torchlint.analysis.project.kinds import (
     Question,
     ValueKind,
 )
-from torchlint.analysis.project.modules import AMBIGUOUS, ModuleTable, module_name
+from torchlint.analysis.project.modules import AMBIGUOUS, ModuleTable, module_name, root_of
 from torchlint.analysis.vocabulary import NN_CONTAINER_LAYERS, NO_GRAD_CONTEXTS, STATELESS_LAYER
 
 # `view.local("Net")`: a top-level name of the asking file itself.
@@ -85,6 +86,21 @@ class Defined:
 Target = Union[Library, Defined]
 
 
+@dataclass
+class _Reach:
+    """What the imports of one root's files reach: (module file, name or `*`) ->
+    the importing files; the absolute imports (`import pkg`: any module under
+    `pkg` may be reached through it); the names in imports of packages that are
+    not the project's files (the project itself installed under another name?);
+    whether some file did not parse."""
+
+    files: int = 0
+    unknown: bool = False
+    names: Dict[Tuple[str, str], Set[str]] = field(default_factory=dict)
+    packages: Set[str] = field(default_factory=set)
+    foreign: Set[str] = field(default_factory=set)
+
+
 class ProjectIndex:
     """Summaries of a run's files (or a workspace's), and the questions about them.
 
@@ -98,10 +114,14 @@ class ProjectIndex:
         roots: Sequence[str] = (),
         paths: Optional[Sequence[str]] = None,
         load: Optional[Callable[[], Mapping[str, ModuleSummary]]] = None,
+        whole: Sequence[str] = (),
     ) -> None:
         self._summaries = dict(summaries) if summaries is not None else None
         self._load = load
         self.roots = tuple(roots)
+        # Project roots every file of which is in the index (a run over a folder that holds
+        # them): only there can the index say that no file uses a definition.
+        self.whole = tuple(whole)
         self.paths: Tuple[str, ...] = tuple(sorted(paths if paths is not None else (summaries or {})))
         self.table = ModuleTable(self.paths)
         self._defs: Dict[str, Dict[str, Definition]] = {}
@@ -113,6 +133,7 @@ class ProjectIndex:
         self._lock = threading.RLock()
         self._loader_names: Optional[Tuple[str, ...]] = None
         self._importers: Optional[Dict[str, Set[str]]] = None
+        self._reached: Optional[Dict[Optional[Tuple[str, ...]], _Reach]] = None
 
     # -- construction ----------------------------------------------------------------------
 
@@ -148,10 +169,10 @@ class ProjectIndex:
 
     def __getstate__(self) -> Dict[str, object]:
         # Sent once to each worker process: the summaries, not the memos or the lock.
-        return {"summaries": dict(self.summaries()), "roots": self.roots, "paths": self.paths}
+        return {"summaries": dict(self.summaries()), "roots": self.roots, "paths": self.paths, "whole": self.whole}
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
-        self.__init__(state["summaries"], state["roots"], state["paths"])  # type: ignore[misc]
+        self.__init__(state["summaries"], state["roots"], state["paths"], whole=state["whole"])  # type: ignore[misc]
 
     # -- what a file asked ------------------------------------------------------------------------
 
@@ -510,6 +531,75 @@ class ProjectIndex:
                     return True
         return False
 
+    def _used_elsewhere(self, target: Target, _: object) -> bool:
+        """Code outside the definition's file may use it: another project file
+        imports it by name (at any level: an import inside a function counts),
+        star-imports its module, or imports its module whole and reads it off
+        (`bleu.score`) or hands the module on; or the project is that file
+        alone. Only a project root the index holds whole (`whole`) can tell:
+        elsewhere (a run over some of its files, which reads only the importers
+        it finds) the answer is True; and only that root's files count (another
+        project's imports are not this one's). A library name: True."""
+        if not isinstance(target, Defined):
+            return True
+        root = root_of(target.path, self.whole)
+        reach = self._reach().get(root) if root is not None else None
+        if reach is None or reach.unknown or reach.files < 2:
+            return True
+        module = self.module_name(target.path) or ""
+        if any(module != prefix and (module + ".").startswith(prefix + ".") for prefix in reach.packages):
+            return True  # `import pkg`: `pkg.sub.fn` may be reached through it
+        if target.name in reach.foreign or module.rpartition(".")[2] in reach.foreign:
+            return True
+        importers = reach.names.get((target.path, WHOLE), set()) | reach.names.get((target.path, target.name), set())
+        return bool(importers - {target.path})
+
+    def _reach(self) -> Dict[Optional[Tuple[str, ...]], "_Reach"]:
+        """Per project root held whole, what its files' imports reach
+        (`_used_elsewhere`), computed once for the whole index."""
+        if self._reached is None:
+            found: Dict[Optional[Tuple[str, ...]], _Reach] = {}
+            for path, s in sorted(self.summaries().items()):
+                root = root_of(path, self.whole)
+                if root is None:
+                    continue
+                reach = found.setdefault(root, _Reach())
+                reach.files += 1
+                if not s.parsed:
+                    reach.unknown = True
+                    continue
+                self._definitions(path)
+                for star in s.star_imports:
+                    module = self._star_module(path, star)
+                    if module is not None:
+                        reach.names.setdefault((module, WHOLE), set()).add(path)
+                for imported, attrs in s.import_uses:
+                    self._note_import(reach, path, imported, attrs)
+            self._reached = found
+        return self._reached
+
+    def _note_import(self, reach: "_Reach", path: str, imported: str, attrs: Tuple[str, ...]) -> None:
+        target = self._lookup(path, imported)
+        if isinstance(target, Defined):
+            reach.names.setdefault((target.path, target.name), set()).add(path)
+        module = self._module_of(path, imported)
+        if module is not None and self._names_module(path, imported, module):
+            for attr in attrs:
+                reach.names.setdefault((module, attr), set()).add(path)
+        if not imported.startswith("."):
+            reach.packages.add(imported)
+            if module is None and self._module_of(path, imported.split(".")[0]) is None:
+                # A package the project installs under another name (`facenet_pytorch` for
+                # `models/`): what it names may be any project module or definition.
+                reach.foreign.update(imported.split("."))
+                reach.foreign.update(a for a in attrs if a != WHOLE)
+
+    def _names_module(self, importer: str, imported: str, module_path: str) -> bool:
+        """The import names module `module_path` itself (`import bleu`, `from . import bleu`),
+        not a name inside it (`from bleu import score`)."""
+        head = imported.rpartition(".")[0]
+        return not head.strip(".") or self._module_of(importer, head) != module_path
+
     def _on_accelerator(self, target: Target, _: object) -> bool:
         """The file defining `target`, or a project file that imports it
         (directly or through files that import it), moves something to an
@@ -663,6 +753,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.FORWARD_CONTAINER: ProjectIndex._forward_container,
     Question.HAS_PARAMETERS: ProjectIndex._has_parameters,
     Question.IMPORTED: ProjectIndex._imported,
+    Question.USED_ELSEWHERE: ProjectIndex._used_elsewhere,
     Question.SYNCS_ARGUMENT: ProjectIndex._syncs_argument,
     Question.UNMOVED_CALLERS: ProjectIndex._unmoved_callers,
     Question.ON_ACCELERATOR: ProjectIndex._on_accelerator,
@@ -754,6 +845,11 @@ class FileView:
     def imported(self, qualname: str) -> bool:
         """Another project file imports `qualname` (or its module): it may be used there."""
         return bool(self.index._record(self.path, Question.IMPORTED, qualname, None))
+
+    def used_elsewhere(self, qualname: str) -> bool:
+        """Code outside this file may use `qualname`: a project file imports it
+        (or its module), or this file is the whole project."""
+        return bool(self.index._record(self.path, Question.USED_ELSEWHERE, qualname, None))
 
     def unmoved_callers(self, qualname: str, param: str) -> Tuple[str, ...]:
         """Every project call of plain class `qualname` hands its `__init__`'s

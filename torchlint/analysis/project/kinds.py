@@ -53,6 +53,7 @@ class Question(enum.Enum):
     FORWARD_CONTAINER = "forward_container"
     HAS_PARAMETERS = "has_parameters"
     IMPORTED = "imported"
+    USED_ELSEWHERE = "used_elsewhere"
     SYNCS_ARGUMENT = "syncs_argument"
     LOADER_NAMES = "loader_names"
     UNMOVED_CALLERS = "unmoved_callers"
@@ -185,6 +186,9 @@ class ModuleSummary:
     functions: Tuple[FunctionSummary, ...] = ()
     assigns: Tuple[AssignSummary, ...] = ()
     uses: Tuple[NameUse, ...] = ()  # capitalised names used anywhere (handoffs.py)
+    # every import, module level or nested, with the attributes read off the name it
+    # binds ("*": used whole): (target as written, attributes) (import_uses.py)
+    import_uses: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     parsed: bool = True  # False: the text did not parse (the module knows nothing)
     # its code moves something to an accelerator: `.cuda()`, `.to(<a device>)` (a "cuda"/"mps"
     # string, `torch.device(...)` of one, a name that says device), or `device="cuda"`

@@ -53,6 +53,17 @@ def module_parts(path: str) -> Optional[Tuple[Parts, bool]]:
     return parts[:-1] + (parts[-1][:-3],), False
 
 
+def _nearest_root(parts: Parts, roots: Sequence[str]) -> Optional[Parts]:
+    best: Optional[Parts] = None
+    for root in roots:
+        r = path_parts(root)
+        if os.path.isfile(root):
+            r = r[:-1]
+        if parts[: len(r)] == r and len(r) < len(parts) and (best is None or len(r) > len(best)):
+            best = r
+    return best
+
+
 def module_name(path: str, roots: Sequence[str]) -> Optional[str]:
     """The dotted name of `path` relative to the nearest of the run's `roots`
     that holds it (`models/base.py` under root `.`: "models.base"); None
@@ -61,14 +72,13 @@ def module_name(path: str, roots: Sequence[str]) -> Optional[str]:
     if mod is None:
         return None
     parts, _ = mod
-    best: Optional[Parts] = None
-    for root in roots:
-        r = path_parts(root)
-        if os.path.isfile(root):
-            r = r[:-1]
-        if parts[: len(r)] == r and len(r) < len(parts) and (best is None or len(r) > len(best)):
-            best = r
+    best = _nearest_root(parts, roots)
     return ".".join(parts[len(best) :]) if best is not None else None
+
+
+def root_of(path: str, roots: Sequence[str]) -> Optional[Parts]:
+    """The nearest of the run's `roots` that holds `path` (None: none does)."""
+    return _nearest_root(path_parts(path), roots)
 
 
 class ModuleTable:

@@ -31,6 +31,7 @@ from torchlint.analysis.knowledge import (
     allocates_on_cpu,
 )
 from torchlint.analysis.project.handoffs import dotted, name_uses
+from torchlint.analysis.project.import_uses import import_uses
 from torchlint.analysis.project.items import item_work
 from torchlint.analysis.project.kinds import (
     AssignSummary,
@@ -213,6 +214,7 @@ class _Module:
             functions=functions,
             assigns=tuple(self.assigns),
             uses=name_uses(self.tree, self.text, self.imports),
+            import_uses=import_uses(self.tree),
             accelerates=_accelerates(self.tree, self.text),
         )
 
