@@ -888,3 +888,53 @@ def test_a_run_over_some_files_of_a_project_cannot_tell_a_function_is_unused(tmp
 def test_a_function_of_a_project_of_one_file_may_be_called_from_outside(tmp_path):
     write(tmp_path, {"metrics.py": SCORES.format(name="fit", extra="")})
     assert [f for f in findings(tmp_path) if f[2] == "TL401"] == [("metrics.py", 8, "TL401")]
+
+
+TRAINER = """
+import torch
+
+class Trainer:
+    def __init__(self, model, loader):
+        self.model = model.cuda()
+        self.loader = loader
+
+    def infer(self, batch):
+        return self._one_pass(batch)
+
+    def _one_pass(self, batch):
+        self.model.eval()
+        outs = []
+        for x in self.loader:
+            outs.append(self.model(x.cuda()))
+        return outs
+"""
+CALLBACK = """
+import torch
+
+class Validation:
+    def __init__(self, model):
+        self.model = model
+
+    def on_epoch_end(self, batch):
+        {body}
+"""
+
+
+@pytest.mark.parametrize(
+    "body,reported",
+    [
+        ("with torch.no_grad():\n            return self.model.infer(batch)", False),  # every call is guarded
+        ("with torch.inference_mode():\n            return self.model.infer(batch)", False),
+        ("return self.model.infer(batch)", True),  # a call with autograd on
+    ],
+)
+def test_a_method_every_project_call_of_which_runs_under_no_grad_is_guarded(tmp_path, body, reported):
+    write(tmp_path, {"trainer.py": TRAINER, "callbacks.py": CALLBACK.format(body=body)})
+    found = [f for f in findings(tmp_path) if f[2] == "TL201"]
+    assert found == ([("trainer.py", 15, "TL201")] if reported else [])
+
+
+def test_a_run_over_the_trainer_alone_cannot_see_its_callers_guard(tmp_path):
+    body = "with torch.no_grad():\n            return self.model.infer(batch)"
+    write(tmp_path, {"trainer.py": TRAINER, "callbacks.py": CALLBACK.format(body=body)})
+    assert [f[2] for f in findings(tmp_path, "trainer.py") if f[2] == "TL201"] == ["TL201"]

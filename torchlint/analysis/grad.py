@@ -184,9 +184,24 @@ class Grad:
             return self._guarded_fn[key]
         self._guarded_fn[key] = False
         calls = self.values.callers(fn) if fn.name != "<lambda>" else []
-        result = bool(calls) and all(self.guarded(c.site) for c in calls)
+        result = all(self.guarded(c.site) for c in calls) if calls else self._project_called_guarded(fn)
         self._guarded_fn[key] = result
         return result
+
+    def _project_called_guarded(self, fn: Function) -> bool:
+        """No call of `fn` in its file: every call of it (of a method, by its
+        name) in the other files of its project runs with autograd off (a
+        trainer's `infer()` that only validation callbacks call under no_grad)."""
+        project = self.values.project
+        parent = fn.scope.parent
+        if project is None or parent is None or fn.name.startswith("__") or fn.name in ("forward", "<lambda>"):
+            return False
+        if parent.kind == ScopeKind.MODULE:
+            return project.called_guarded(project.local(fn.name))
+        owner = parent.parent
+        if parent.kind == ScopeKind.CLASS and owner is not None and owner.kind == ScopeKind.MODULE:
+            return project.called_guarded(project.local(parent.name), fn.name)
+        return False
 
     # -- eval mode ----------------------------------------------------------------------------
 

@@ -554,6 +554,30 @@ class ProjectIndex:
         importers = reach.names.get((target.path, WHOLE), set()) | reach.names.get((target.path, target.name), set())
         return bool(importers - {target.path})
 
+    def _called_guarded(self, target: Target, method: object) -> bool:
+        """Every call of function `target` (or, given `method`, of that method of
+        class `target`: any `x.<method>(...)`, by name) in the files of its
+        project root runs with autograd off, and there is one. Only a project
+        root the index holds whole can tell."""
+        if not isinstance(target, Defined):
+            return False
+        root = root_of(target.path, self.whole)
+        if root is None:
+            return False
+        name = method if isinstance(method, str) else target.name
+        guarded = 0
+        for path, s in self.summaries().items():
+            if root_of(path, self.whole) != root:
+                continue
+            if not s.parsed:
+                return False
+            for called, inside, outside in s.guarded_calls:
+                if called == name:
+                    if outside:
+                        return False
+                    guarded += inside
+        return guarded > 0
+
     def _reach(self) -> Dict[Optional[Tuple[str, ...]], "_Reach"]:
         """Per project root held whole, what its files' imports reach
         (`_used_elsewhere`), computed once for the whole index."""
@@ -754,6 +778,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.HAS_PARAMETERS: ProjectIndex._has_parameters,
     Question.IMPORTED: ProjectIndex._imported,
     Question.USED_ELSEWHERE: ProjectIndex._used_elsewhere,
+    Question.CALLED_GUARDED: ProjectIndex._called_guarded,
     Question.SYNCS_ARGUMENT: ProjectIndex._syncs_argument,
     Question.UNMOVED_CALLERS: ProjectIndex._unmoved_callers,
     Question.ON_ACCELERATOR: ProjectIndex._on_accelerator,
@@ -850,6 +875,11 @@ class FileView:
         """Code outside this file may use `qualname`: a project file imports it
         (or its module), or this file is the whole project."""
         return bool(self.index._record(self.path, Question.USED_ELSEWHERE, qualname, None))
+
+    def called_guarded(self, qualname: str, method: Optional[str] = None) -> bool:
+        """Every call in the project of function `qualname` (of method `method`
+        of class `qualname`, by name) runs under no_grad/inference_mode."""
+        return bool(self.index._record(self.path, Question.CALLED_GUARDED, qualname, method))
 
     def unmoved_callers(self, qualname: str, param: str) -> Tuple[str, ...]:
         """Every project call of plain class `qualname` hands its `__init__`'s

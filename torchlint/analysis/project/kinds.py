@@ -54,6 +54,7 @@ class Question(enum.Enum):
     HAS_PARAMETERS = "has_parameters"
     IMPORTED = "imported"
     USED_ELSEWHERE = "used_elsewhere"
+    CALLED_GUARDED = "called_guarded"
     SYNCS_ARGUMENT = "syncs_argument"
     LOADER_NAMES = "loader_names"
     UNMOVED_CALLERS = "unmoved_callers"
@@ -189,6 +190,9 @@ class ModuleSummary:
     # every import, module level or nested, with the attributes read off the name it
     # binds ("*": used whole): (target as written, attributes) (import_uses.py)
     import_uses: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    # every called name (`f(...)`, `x.f(...)`) with its calls inside and outside no-grad
+    # regions (guarded_calls.py)
+    guarded_calls: Tuple[Tuple[str, int, int], ...] = ()
     parsed: bool = True  # False: the text did not parse (the module knows nothing)
     # its code moves something to an accelerator: `.cuda()`, `.to(<a device>)` (a "cuda"/"mps"
     # string, `torch.device(...)` of one, a name that says device), or `device="cuda"`

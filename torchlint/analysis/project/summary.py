@@ -30,6 +30,7 @@ from torchlint.analysis.knowledge import (
     TENSOR_WRAPPERS,
     allocates_on_cpu,
 )
+from torchlint.analysis.project.guarded_calls import guarded_calls
 from torchlint.analysis.project.handoffs import dotted, name_uses
 from torchlint.analysis.project.import_uses import import_uses
 from torchlint.analysis.project.items import item_work
@@ -215,6 +216,7 @@ class _Module:
             assigns=tuple(self.assigns),
             uses=name_uses(self.tree, self.text, self.imports),
             import_uses=import_uses(self.tree),
+            guarded_calls=guarded_calls(self.tree),
             accelerates=_accelerates(self.tree, self.text),
         )
 
