@@ -59,6 +59,45 @@ def test_a_run_says_how_many_preview_rules_are_off_once_at_the_end(proj, only_st
     assert "hint" not in r.stdout
 
 
+ONLY_ALWAYS_REPORTED = ", so this run checked only that the files parse and can be read"
+
+
+def test_with_no_stable_rule_the_hint_says_the_run_only_checked_that_files_parse(proj, no_stable_rule):
+    r = invoke("check", "--no-cache", ".")
+    assert r.exit_code == 0 and r.stdout == "All checks passed!\n", r.output  # as documented: nothing found
+    assert hint_lines(r.stderr) == [
+        f"torchlint: hint: {len(CATALOG) - 2} preview rules are off{ONLY_ALWAYS_REPORTED}; `--preview` "
+        "(or `preview = true` in the configuration) turns them on"
+    ]
+    assert r.stderr.rstrip().splitlines()[-1] == hint_lines(r.stderr)[0] and "Traceback" not in r.output
+    (proj / "b.py").write_text("def f(:\n")  # TL000 is still reported
+    r = invoke("check", "--no-cache", "--output-format", "concise", ".")
+    assert r.exit_code == 1 and "b.py:1:7: TL000" in r.stdout and ONLY_ALWAYS_REPORTED in r.stderr
+    r = invoke("check", "--no-cache", "--preview", ".")
+    assert r.exit_code == 1 and "TL104" in r.stdout and not hint_lines(r.stderr)
+
+
+def test_a_selection_of_preview_rules_only_gets_the_same_hint(proj, only_stable_rule):
+    r = invoke("check", "--no-cache", "--select", "TL104", ".")
+    assert hint_lines(r.stderr) == [
+        f"torchlint: hint: 1 preview rule is off{ONLY_ALWAYS_REPORTED}; `--preview` "
+        "(or `preview = true` in the configuration) turns them on"
+    ]
+    r = invoke("check", "--no-cache", "--select", f"TL104,{only_stable_rule}", ".")
+    assert ONLY_ALWAYS_REPORTED not in r.stderr and hint_lines(r.stderr)[0].startswith("torchlint: hint: 1 preview")
+
+
+def test_the_default_run_hint_for_the_recorded_statuses(proj):
+    """What a user meets now, with the catalog as generated."""
+    r = invoke("check", "--no-cache", ".")
+    off = len(preview_codes())
+    only = ONLY_ALWAYS_REPORTED if off == len(CATALOG) - 2 else ""
+    assert r.exit_code == 0 and hint_lines(r.stderr) == [
+        f"torchlint: hint: {off} preview rules are off{only}; `--preview` (or `preview = true` in the "
+        "configuration) turns them on"
+    ]
+
+
 @pytest.mark.parametrize("fmt", ["json", "sarif", "junit", "concise"])
 def test_the_hint_never_reaches_stdout(proj, fmt):
     r = invoke("check", "--no-cache", "--output-format", fmt, ".")
