@@ -19,6 +19,62 @@ def every_rule(monkeypatch):
     monkeypatch.setenv("TORCHLINT_PREVIEW", "1")
 
 
+# -- rule status ---------------------------------------------------------------------------------
+# Which rules are stable is measured (torchlint/rules/catalog.py, generated from the judged
+# rounds) and changes with every round. A test of what a stable or a preview rule does in the
+# default set (no preview mode) sets the status it needs with one of these fixtures instead of
+# assuming one; a test about the real catalog reads torchlint.rules (status_of, preview_codes).
+# `torchlint.rules.status_of` reads the STATUS dict at each call and nothing caches a result of
+# it (preview_codes, Settings.enabled and the hints compute it again), so patching the dict is
+# enough in this process; a subprocess (the slow CLI tests) sees the real catalog.
+
+STABLE_RULE = "TL303"  # loader-no-pin-memory: one finding per loader, with a safe fix
+
+
+def _judged_codes():
+    from torchlint.rules import CATALOG
+    from torchlint.rules.stability import ALWAYS_REPORTED
+
+    return sorted(set(CATALOG) - ALWAYS_REPORTED)
+
+
+@pytest.fixture
+def stable_rule(monkeypatch) -> str:
+    """TL303 stable (on without preview mode), whatever the catalog says; the
+    other rules keep their recorded status. Returns the code."""
+    from torchlint.rules import catalog, status_of
+    from torchlint.rules.stability import RuleStatus, Stability
+
+    monkeypatch.setitem(
+        catalog.STATUS, STABLE_RULE, RuleStatus(Stability.STABLE, judged=20, tp=20, fixes_wrong=0, rounds=(8, 9))
+    )
+    assert not status_of(STABLE_RULE).is_preview
+    return STABLE_RULE
+
+
+@pytest.fixture
+def only_stable_rule(stable_rule, monkeypatch) -> str:
+    """TL303 the one stable judged rule (every other judged rule preview)."""
+    from torchlint.rules import catalog
+    from torchlint.rules.stability import RuleStatus, Stability
+
+    for code in _judged_codes():
+        if code != stable_rule:
+            monkeypatch.setitem(catalog.STATUS, code, RuleStatus(Stability.PREVIEW))
+    return stable_rule
+
+
+@pytest.fixture
+def no_stable_rule(monkeypatch) -> None:
+    """Every judged rule preview: the default set holds only TL000 and TL001."""
+    from torchlint.rules import catalog, preview_codes
+    from torchlint.rules.stability import RuleStatus, Stability
+
+    for code in _judged_codes():
+        monkeypatch.setitem(catalog.STATUS, code, RuleStatus(Stability.PREVIEW))
+    assert preview_codes() == frozenset(_judged_codes())
+
+
 # -- slow tests ---------------------------------------------------------------------------------
 # `@pytest.mark.slow` marks a test that starts real tools or subprocesses (a CLI run
 # end to end, pre-commit, flake8, Neovim, wheel builds, the fixture scripts with torch)

@@ -12,11 +12,11 @@ from click.testing import CliRunner
 
 from torchlint.config import Settings
 from torchlint.doors.cli import main
-from torchlint.rules import preview_codes
+from torchlint.rules import CATALOG, preview_codes
 
 from helpers import TL104_SRC
 
-# TL303 is stable; the rest of this loader's file reports with preview only.
+# TL303 (`stable_rule`) reports this loader without preview mode; the rest of its findings need preview.
 LOADER = (
     "import torch\n"
     "from torch.utils.data import DataLoader\n"
@@ -45,19 +45,57 @@ def hint_lines(stderr: str):
     return [line for line in stderr.splitlines() if line.startswith("torchlint: hint:")]
 
 
-PREVIEW_OFF = len(preview_codes())
-
-
-def test_a_run_says_how_many_preview_rules_are_off_once_at_the_end(proj):
+def test_a_run_says_how_many_preview_rules_are_off_once_at_the_end(proj, only_stable_rule):
     r = invoke("check", "--no-cache", ".")
     assert r.exit_code == 0 and "All checks passed!" in r.stdout  # TL104 is a preview rule
     hints = hint_lines(r.stderr)
+    off = len(preview_codes())
+    assert off == len(CATALOG) - 3  # all but TL000, TL001 and the stable rule
     assert hints == [
-        f"torchlint: hint: {PREVIEW_OFF} preview rules are off; `--preview` (or `preview = true` in the "
+        f"torchlint: hint: {off} preview rules are off; `--preview` (or `preview = true` in the "
         "configuration) turns them on"
     ]
     assert r.stderr.rstrip().splitlines()[-1] == hints[0]  # last
     assert "hint" not in r.stdout
+
+
+ONLY_ALWAYS_REPORTED = ", so this run checked only that the files parse and can be read"
+
+
+def test_with_no_stable_rule_the_hint_says_the_run_only_checked_that_files_parse(proj, no_stable_rule):
+    r = invoke("check", "--no-cache", ".")
+    assert r.exit_code == 0 and r.stdout == "All checks passed!\n", r.output  # as documented: nothing found
+    assert hint_lines(r.stderr) == [
+        f"torchlint: hint: {len(CATALOG) - 2} preview rules are off{ONLY_ALWAYS_REPORTED}; `--preview` "
+        "(or `preview = true` in the configuration) turns them on"
+    ]
+    assert r.stderr.rstrip().splitlines()[-1] == hint_lines(r.stderr)[0] and "Traceback" not in r.output
+    (proj / "b.py").write_text("def f(:\n")  # TL000 is still reported
+    r = invoke("check", "--no-cache", "--output-format", "concise", ".")
+    assert r.exit_code == 1 and "b.py:1:7: TL000" in r.stdout and ONLY_ALWAYS_REPORTED in r.stderr
+    r = invoke("check", "--no-cache", "--preview", ".")
+    assert r.exit_code == 1 and "TL104" in r.stdout and not hint_lines(r.stderr)
+
+
+def test_a_selection_of_preview_rules_only_gets_the_same_hint(proj, only_stable_rule):
+    r = invoke("check", "--no-cache", "--select", "TL104", ".")
+    assert hint_lines(r.stderr) == [
+        f"torchlint: hint: 1 preview rule is off{ONLY_ALWAYS_REPORTED}; `--preview` "
+        "(or `preview = true` in the configuration) turns them on"
+    ]
+    r = invoke("check", "--no-cache", "--select", f"TL104,{only_stable_rule}", ".")
+    assert ONLY_ALWAYS_REPORTED not in r.stderr and hint_lines(r.stderr)[0].startswith("torchlint: hint: 1 preview")
+
+
+def test_the_default_run_hint_for_the_recorded_statuses(proj):
+    """What a user meets now, with the catalog as generated."""
+    r = invoke("check", "--no-cache", ".")
+    off = len(preview_codes())
+    only = ONLY_ALWAYS_REPORTED if off == len(CATALOG) - 2 else ""
+    assert r.exit_code == 0 and hint_lines(r.stderr) == [
+        f"torchlint: hint: {off} preview rules are off{only}; `--preview` (or `preview = true` in the "
+        "configuration) turns them on"
+    ]
 
 
 @pytest.mark.parametrize("fmt", ["json", "sarif", "junit", "concise"])
@@ -72,7 +110,6 @@ def test_the_hint_never_reaches_stdout(proj, fmt):
         ["-q"],
         ["--quiet"],
         ["--preview"],
-        ["--select", "TL303"],  # selects no preview rule: nothing is off
         ["--stdin-filename", "a.py"],  # an editor's call
     ],
 )
@@ -81,7 +118,14 @@ def test_no_hint(proj, args):
     assert not hint_lines(r.stderr), r.stderr
 
 
-def test_the_hint_counts_the_preview_rules_the_selection_would_run(proj):
+def test_no_hint_when_the_selection_holds_no_preview_rule(proj, stable_rule):
+    r = invoke("check", "--no-cache", "--select", stable_rule, ".")  # nothing is off
+    assert r.exit_code == 0 and not hint_lines(r.stderr), r.stderr
+    r = invoke("check", "--no-cache", "--select", stable_rule, "--extend-select", "TL104", ".")
+    assert hint_lines(r.stderr)[0].startswith("torchlint: hint: 1 preview rule is off;")  # it can fail
+
+
+def test_the_hint_counts_the_preview_rules_the_selection_would_run(proj, only_stable_rule):
     r = invoke("check", "--no-cache", "--select", "TL3", ".")
     off = sorted(c for c in preview_codes() if c.startswith("TL3"))
     assert hint_lines(r.stderr) == [
@@ -93,11 +137,12 @@ def test_the_hint_counts_the_preview_rules_the_selection_would_run(proj):
     assert Settings(select=("TL3",)).preview_rules_off() == frozenset(off)
 
 
-def test_the_hint_after_fix_diff_and_add_noqa(proj):
+def test_the_hint_after_fix_diff_and_add_noqa(proj, stable_rule):
     (proj / "b.py").write_text(LOADER)
     for args in (["--fix"], ["--diff"], ["--fix-only"], ["--add-noqa"]):
         r = invoke("check", "--no-cache", *args, ".")
         assert len(hint_lines(r.stderr)) == 1, (args, r.stderr)
+    assert "pin_memory=" in (proj / "b.py").read_text()  # --fix fixed the stable rule's finding
 
 
 def test_the_hint_is_not_given_when_no_file_was_linted(proj):
@@ -109,7 +154,7 @@ def test_the_hint_is_not_given_when_no_file_was_linted(proj):
 # -- selections that need preview -------------------------------------------------------------
 
 
-def test_a_prefix_of_preview_rules_only_warns_like_an_exact_code(proj):
+def test_a_prefix_of_preview_rules_only_warns_like_an_exact_code(proj, only_stable_rule):
     r = invoke("check", "--no-cache", "--select", "TL1", ".")
     assert (
         "torchlint: warning: selection `TL1` has no effect because preview is not enabled (it selects only "
@@ -120,7 +165,7 @@ def test_a_prefix_of_preview_rules_only_warns_like_an_exact_code(proj):
 
 
 @pytest.mark.parametrize("selector", ["TL3", "TL30", "TL", "ALL", "TL303"])
-def test_a_selector_that_holds_a_stable_rule_does_not_warn(proj, selector):
+def test_a_selector_that_holds_a_stable_rule_does_not_warn(proj, stable_rule, selector):
     r = invoke("check", "--no-cache", "--select", selector, ".")
     assert "has no effect" not in r.stderr
 
@@ -130,7 +175,7 @@ def test_no_selection_warning_in_preview_mode(proj):
     assert "has no effect" not in r.stderr and r.exit_code == 1
 
 
-def test_a_preview_only_selection_in_the_configuration_warns_too(proj):
+def test_a_preview_only_selection_in_the_configuration_warns_too(proj, only_stable_rule):
     (proj / "pyproject.toml").write_text('[tool.torchlint]\nextend-select = ["TL40"]\n')
     r = invoke("check", "--no-cache", ".")
     assert "selection `TL40` has no effect because preview is not enabled" in r.stderr
@@ -149,7 +194,7 @@ def test_a_misspelt_command_is_a_usage_error_with_a_suggestion(proj, word, match
     assert "All checks passed" not in r.stdout
 
 
-def test_a_path_that_looks_like_a_command_is_still_a_path(proj):
+def test_a_path_that_looks_like_a_command_is_still_a_path(proj, stable_rule):
     (proj / "chek").mkdir()
     (proj / "chek" / "b.py").write_text(LOADER)
     r = invoke("chek", "--no-cache", "--output-format", "concise")

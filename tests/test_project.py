@@ -802,11 +802,11 @@ for x, y in it:
     x = x.to(device, non_blocking=True)
     model(x).sum().backward()
 """
-ONLY_TL303 = Settings(select=("TL303",))
+ONLY_TL303 = Settings(select=("TL303",))  # without preview mode: the tests use `stable_rule`
 
 
 @pytest.mark.parametrize("cls", ["Fast", "Quick"])  # a project subclass, and a re-export of it under another name
-def test_a_loader_class_of_another_file_is_found_by_the_default_rules(tmp_path, cls):
+def test_a_loader_class_of_another_file_is_found_by_the_default_rules(tmp_path, stable_rule, cls):
     # The caller never says "loader": TL303's pre-check asks the index which names build one.
     files = {
         "data/__init__.py": "from .fast import Fast as Quick\n",
@@ -822,7 +822,7 @@ def test_a_loader_class_of_another_file_is_found_by_the_default_rules(tmp_path, 
     assert findings(tmp_path, settings=ONLY_TL303) == []
 
 
-def test_a_cached_result_skipped_by_the_precheck_follows_a_new_loader_class(tmp_path):
+def test_a_cached_result_skipped_by_the_precheck_follows_a_new_loader_class(tmp_path, stable_rule):
     proj = tmp_path / "proj"
     write(
         proj,

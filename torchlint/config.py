@@ -192,6 +192,14 @@ class Settings:
             return frozenset()
         return _enabled(self.select, self.extend_select, self.ignore) & preview_codes()
 
+    def runs_only_always_reported(self) -> bool:
+        """The selection runs no rule but TL000 and TL001 (reported whatever
+        is selected): without preview mode, every rule it selects is a
+        preview rule (the default set when no rule is stable)."""
+        from torchlint.rules.stability import ALWAYS_REPORTED
+
+        return not (self.enabled() - ALWAYS_REPORTED)
+
     def rule_url(self, code: str) -> Optional[str]:
         """The URL of a rule's page (`docs-url` + its name + `.md`); None for an
         unknown code."""

@@ -308,6 +308,7 @@ def check_command(
         unsafe_hint=settings.unsafe_fixes is not False,
         docs_url=settings.docs_url,
         preview_off=len(settings.preview_rules_off()),
+        only_always_reported=settings.runs_only_always_reported(),
     )
     if watch:
         raise click.exceptions.Exit(_watch(paths, settings, load, opts, jobs))
@@ -340,6 +341,9 @@ class _Opts:
     # Preview rules the selection leaves off for want of preview mode: the
     # end-of-run hint says how many (0: no hint; the watch turns it off after its first run).
     preview_off: int = 0
+    # The selection runs no rule but TL000 and TL001 (every rule it selects is a preview
+    # rule): the hint says that the run checked only that the files parse and can be read.
+    only_always_reported: bool = False
 
 
 def _report(opts: _Opts, findings, lines, fixes_applied=0, fixed_per_file=None, problems=0, files=None) -> str:
@@ -388,14 +392,18 @@ def _warnings_out(warnings, opts: _Opts) -> None:
 
 def _preview_hint(opts: _Opts, files: int) -> None:
     """Once per run, last on stderr: how many preview rules the selection
-    leaves off, and how to turn them on. Never with -q, on stdin (an editor's
-    call) or for a run that linted nothing; stdout stays the report alone."""
+    leaves off, and how to turn them on; when they are all it selects, that
+    the run checked only that the files parse and can be read. Never with -q,
+    on stdin (an editor's call) or for a run that linted nothing; stdout stays
+    the report alone."""
     if opts.quiet or not opts.preview_off or not files:
         return
     n = opts.preview_off
     rules = "1 preview rule is" if n == 1 else f"{n} preview rules are"
+    only = ", so this run checked only that the files parse and can be read"
     click.echo(
-        f"torchlint: hint: {rules} off; `--preview` (or `preview = true` in the configuration) turns them on",
+        f"torchlint: hint: {rules} off{only if opts.only_always_reported else ''}; "
+        "`--preview` (or `preview = true` in the configuration) turns them on",
         err=True,
     )
 

@@ -59,7 +59,7 @@ ALWAYS_ON = RuleStatus(Stability.STABLE)
 ALWAYS_REPORTED = frozenset({"TL000", "TL001"})
 # The judging guide a round must have used to count towards a status (docs/accuracy.md): rounds
 # judged with an earlier guide measured another thing.
-GUIDE = "v2"
+GUIDE = "v3"
 
 
 def decide(judged: int, tp: int, fixes_wrong: int, rounds: Tuple[int, ...]) -> RuleStatus:
