@@ -159,7 +159,8 @@ def check_show_settings(r: Run):
 
 
 def check_extend_exclude(r: Run):
-    assert r.code == 1 and {f for f, _ in found(r)} == {p for p in ORIGINAL}, r  # not gen/ nor *_pb2.py
+    # not gen/ nor *_pb2.py; train_images.py holds no mistake of its own (it runs the others)
+    assert r.code == 1 and {f for f, _ in found(r)} == {p for p in ORIGINAL if p != "train_images.py"}, r
 
 
 def check_no_preview(r: Run):
