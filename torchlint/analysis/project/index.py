@@ -134,6 +134,7 @@ class ProjectIndex:
         self._loader_names: Optional[Tuple[str, ...]] = None
         self._importers: Optional[Dict[str, Set[str]]] = None
         self._reached: Optional[Dict[Optional[Tuple[str, ...]], _Reach]] = None
+        self._calls: Optional[Dict[Tuple[str, ...], Optional[Dict[str, Tuple[int, int]]]]] = None
 
     # -- construction ----------------------------------------------------------------------
 
@@ -565,18 +566,32 @@ class ProjectIndex:
         if root is None:
             return False
         name = method if isinstance(method, str) else target.name
-        guarded = 0
-        for path, s in self.summaries().items():
-            if root_of(path, self.whole) != root:
-                continue
-            if not s.parsed:
-                return False
-            for called, inside, outside in s.guarded_calls:
-                if called == name:
-                    if outside:
-                        return False
-                    guarded += inside
-        return guarded > 0
+        calls = self._calls_by_root().get(root)
+        if calls is None:
+            return False  # a file of the root did not parse
+        inside, outside = calls.get(name, (0, 0))
+        return inside > 0 and outside == 0
+
+    def _calls_by_root(self) -> Dict[Tuple[str, ...], Optional[Dict[str, Tuple[int, int]]]]:
+        """Per project root held whole: each called name's calls inside and
+        outside no-grad regions, summed over its files (None: a file did not
+        parse), computed once for the whole index."""
+        if self._calls is None:
+            found: Dict[Tuple[str, ...], Optional[Dict[str, Tuple[int, int]]]] = {}
+            for path, s in self.summaries().items():
+                root = root_of(path, self.whole)
+                if root is None or (root in found and found[root] is None):
+                    continue
+                if not s.parsed:
+                    found[root] = None
+                    continue
+                totals = found.setdefault(root, {})
+                assert totals is not None
+                for called, inside, outside in s.guarded_calls:
+                    had = totals.get(called, (0, 0))
+                    totals[called] = (had[0] + inside, had[1] + outside)
+            self._calls = found
+        return self._calls
 
     def _reach(self) -> Dict[Optional[Tuple[str, ...]], "_Reach"]:
         """Per project root held whole, what its files' imports reach
