@@ -289,6 +289,9 @@ class _Collector(cst.CSTVisitor):
         self.f.ifs.append((node, self.site()))
         self.if_stack = self.if_stack + (node,)
 
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self.f.asserts.append((node, self.site()))
+
     def leave_If(self, original_node: cst.If) -> None:
         self.if_stack = self.if_stack[:-1]
         self._leave_region(original_node)

@@ -259,6 +259,7 @@ class Facts:
     strings: List[Tuple[cst.SimpleString, Site]] = field(default_factory=list)
     fstrings: List[Tuple[cst.FormattedString, Site]] = field(default_factory=list)
     ifs: List[Tuple[cst.If, Site]] = field(default_factory=list)
+    asserts: List[Tuple[cst.Assert, Site]] = field(default_factory=list)
     # Statements (small and compound) with their site, in source order.
     statements: List[Tuple[cst.CSTNode, Site]] = field(default_factory=list)
     # `return` statements with their site, in source order.

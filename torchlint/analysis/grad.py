@@ -336,6 +336,12 @@ class Grad:
                             names.add(r)
                             self._containers.setdefault(key, set()).add(r)
                             added = True
+            for b in self.facts.bindings_in(scope):
+                # `kl_loss /= n`: an augmented assignment reads its target, so it holds the result still
+                if b.kind == BindingKind.AUGASSIGN and b.name in names and id(b) not in tainted:
+                    if any(id(r) in tainted for r in self.places.reaching(b.name, b.site)):
+                        tainted.add(id(b))
+                        added = True
             if not added:
                 break
         self._taint[key] = (tainted, names, escapes)

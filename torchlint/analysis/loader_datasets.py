@@ -178,7 +178,7 @@ class LoaderDatasets(LoaderCalls):
             kinds = {self._dataset_at(arg, at, depth + 1) for arg, at in passed}
             if len(kinds) == 1:
                 return kinds.pop()
-        if self.index_sequence(expr, site):
+        if self.index_sequence(raw, site) or self.index_sequence(expr, site):
             return IN_MEMORY, True  # batches of indices: nothing to load per item
         if not isinstance(expr, cst.Call):
             return UNKNOWN_DS, False
@@ -257,6 +257,11 @@ class LoaderDatasets(LoaderCalls):
         index batches for the caller to gather with: it loads nothing per item."""
         if expr is None or depth > 6:
             return False
+        if isinstance(expr, cst.Name):
+            reaching = self.facts.reaching(expr.value, site)
+            if len(reaching) == 1 and reaching[0].kind == BindingKind.ASSIGN and reaching[0].index is None:
+                # `idx = mask.nonzero().view(-1)`, then `idx = idx.split(n)[rank]`: each at its own site
+                return self.index_sequence(reaching[0].value, reaching[0].site, depth + 1)
         if isinstance(expr, (cst.Name, cst.Attribute)) and depth:
             expr = self._resolve(expr, site)
             return (
@@ -279,6 +284,10 @@ class LoaderDatasets(LoaderCalls):
             return True
         if builtin in ("list", "tuple") and len(call.positional) == 1:
             return self.index_sequence(call.positional[0].value, site, depth + 1)
+        if call.method == "nonzero" and call.qualname is None:
+            return True  # `mask.nonzero()`: the indices of a mask (a tensor's or an array's)
+        if call.method in _INDEX_KEEPING and call.qualname is None and call.receiver is not None:
+            return self.index_sequence(call.receiver, site, depth + 1)  # `.view(-1)`, `.split(n)[rank]`
         return call.qualname in INDEX_FACTORIES and call.keyword("device") is None
 
     # -- random items in a seeded run ------------------------------------------------------
@@ -589,6 +598,10 @@ _SAME_PLACE_METHODS = frozenset(
     "float double half bfloat16 long int short bool byte char view view_as reshape reshape_as unsqueeze squeeze "
     "flatten permute transpose contiguous detach clone type_as expand expand_as repeat narrow t".split()
 )
+
+
+# Methods of an index tensor (or array) whose result holds the same indices, reshaped or split.
+_INDEX_KEEPING = frozenset({"view", "reshape", "flatten", "squeeze", "split", "chunk", "long", "cpu", "tolist"})
 
 
 def _join_places(places: Iterable[Optional[Place]]) -> Optional[Place]:

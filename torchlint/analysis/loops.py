@@ -184,8 +184,8 @@ class Loops:
         site = self.facts.site_of_statement(node)
         return site is not None and self.is_data_iterable(node.iter, site)
 
-    def is_data_iterable(self, expr: Optional[cst.BaseExpression], site: Site) -> bool:
-        if expr is None:
+    def is_data_iterable(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> bool:
+        if expr is None or depth > 3:
             return False
         if isinstance(expr, cst.Call):
             call = self.facts.call_for(expr)
@@ -201,7 +201,7 @@ class Loops:
                 or (call.qualname or "").startswith("tqdm")
                 or name == "zip"
             ):
-                return any(self.is_data_iterable(a.value, site) for a in call.positional)
+                return any(self.is_data_iterable(a.value, site, depth + 1) for a in call.positional)
             if name == "range" and len(call.positional) == 3:
                 stop = call.positional[1].value
                 return isinstance(stop, cst.Call) and dotted_name(stop.func) == "len"  # range(0, len(X), bs)
@@ -209,7 +209,7 @@ class Loops:
                 bound = dotted_name(call.positional[0].value) or ""
                 return bool(re.search(r"batch", bound.rsplit(".", 1)[-1], re.I))  # range(num_batches)
             if name == "iter" and call.positional:
-                return self.is_data_iterable(call.positional[0].value, site)
+                return self.is_data_iterable(call.positional[0].value, site, depth + 1)
             # `datamodule.test_dataloader()`, `get_loader(...)`
             if LOADER_NAME.search(name.rsplit(".", 1)[-1]):
                 return True
@@ -230,7 +230,17 @@ class Loops:
                 or last.lower().endswith(("_batches", "_dataset", "_ds", "_dl", "_iter"))
             ):
                 return True
-            return self.values.expr_kind(expr, site) in (LOADER, DATASET)
+            if self.values.expr_kind(expr, site) in (LOADER, DATASET):
+                return True
+            # `progress_bar = tqdm(enumerate(loader))` ... `for i, b in progress_bar:`
+            bindings = self.facts.reaching(expr.value, site) if isinstance(expr, cst.Name) else []
+            return (
+                len(bindings) == 1
+                and bindings[0].kind == BindingKind.ASSIGN
+                and bindings[0].index is None
+                and isinstance(bindings[0].value, cst.Call)
+                and self.is_data_iterable(bindings[0].value, bindings[0].site, depth + 1)
+            )
         return False
 
     def _names_loader(self, expr: cst.BaseExpression, site: Site) -> bool:

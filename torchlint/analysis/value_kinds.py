@@ -454,7 +454,32 @@ class ValueKinds:
             if cls is None:
                 return None
             return self.facts.function_named_in(func.attr.value, cls)
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            # `diffusion.sample_timesteps(n)` where `diffusion = Diffusion(...)` of a same-file class
+            cls_node = self._instance_class(func.value.value, call.site)
+            if cls_node is not None:
+                return next((fn for fn in self.facts.functions_defined_in(cls_node) if fn.name == func.attr.value), None)
         return None
+
+    def _instance_class(self, name: str, site: Site) -> Optional[cst.ClassDef]:
+        """The same-file class every binding of `name` reaching `site` instantiates
+        (`name = Diffusion(...)`); None when any binding is something else."""
+        found: Optional[cst.ClassDef] = None
+        bindings = self.facts.reaching(name, site)
+        for b in bindings:
+            if b.kind != BindingKind.ASSIGN or b.index is not None or not isinstance(b.value, cst.Call):
+                return None
+            made = b.value.func
+            if not isinstance(made, cst.Name):
+                return None
+            classes = self.facts.visible_bindings(made.value, b.site.scope)
+            if len(classes) != 1 or classes[0].kind != BindingKind.CLASS:
+                return None
+            target = classes[0].target
+            if not isinstance(target, cst.ClassDef) or (found is not None and target is not found):
+                return None
+            found = target
+        return found
 
     def callers(self, fn: Function) -> List[Call]:
         """Same-file calls that run `fn`."""

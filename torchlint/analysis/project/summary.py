@@ -26,6 +26,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set,
 
 from torchlint.analysis.knowledge import (
     FRESH_KEEPING_METHODS,
+    HOST_TENSOR_COPIES,
+    HOST_VALUE_READS,
     MODULE_SAME_KIND_METHODS,
     TENSOR_WRAPPERS,
     allocates_on_cpu,
@@ -576,9 +578,8 @@ class _Function:
             func = call.func
             callee = dotted(func)
             if isinstance(func, ast.Attribute) and func.attr in _HOST_READS and not call.args and not call.keywords:
-                for n in ast.walk(func.value):
-                    if isinstance(n, ast.Name) and n.id in derived:
-                        syncs.add((derived[n.id], func.attr))
+                for param in self._read_params(func.value, derived):
+                    syncs.add((param, func.attr))
             if isinstance(func, ast.Attribute):
                 if func.attr in MOVE_METHODS and not (func.attr == "to" and not call.args and not call.keywords):
                     root = _root(func.value)
@@ -618,14 +619,41 @@ class _Function:
             allocates=self._allocates(),
         )
 
+    def _read_params(self, expr: ast.AST, derived: Dict[str, str]) -> Iterator[str]:
+        """The parameters whose values `expr` computes with tensor operations
+        (`torch.eq(y_true, y_pred).sum()`), so that a host read of `expr` reads them.
+        The result of any other function (`assd(a, b)`, a project helper) is not
+        followed: what it returns is not known to be the argument's tensor."""
+        if isinstance(expr, ast.Name):
+            if expr.id in derived:
+                yield derived[expr.id]
+        elif isinstance(expr, (ast.Attribute, ast.Subscript, ast.Starred)):
+            yield from self._read_params(expr.value, derived)
+        elif isinstance(expr, ast.BinOp):
+            yield from self._read_params(expr.left, derived)
+            yield from self._read_params(expr.right, derived)
+        elif isinstance(expr, ast.UnaryOp):
+            yield from self._read_params(expr.operand, derived)
+        elif isinstance(expr, ast.Compare):
+            for part in [expr.left, *expr.comparators]:
+                yield from self._read_params(part, derived)
+        elif isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute) and func.attr not in _HOST_COPIES:
+                yield from self._read_params(func.value, derived)
+            if (self.module.qualify(dotted(func)) or "").startswith("torch."):
+                for arg in [*expr.args, *(kw.value for kw in expr.keywords)]:
+                    yield from self._read_params(arg, derived)
+
     def _derived(self) -> Dict[str, str]:
-        """Names holding a parameter or a part of it: name -> the parameter."""
+        """Names holding a parameter or a part of it: name -> the parameter. A host
+        copy (`y = y.cpu().numpy()`) holds no part of the device value."""
         derived = {p: p for p in self.keywords}
         for _ in range(3):
             changed = False
             for names, value in self.derived_from:
                 root = _root(value)
-                if root not in derived:
+                if root not in derived or _host_copy(value):
                     continue
                 for n in names:
                     if n not in derived:
@@ -796,6 +824,19 @@ _HANDLERS: Dict[type, Callable[[_Function, Any], None]] = {
 
 # Tensor methods that read a value on the host (a device tensor's read waits for the device).
 _HOST_READS = frozenset({"item", "tolist"})
+_HOST_COPIES = HOST_TENSOR_COPIES | HOST_VALUE_READS  # cpu, numpy, item, tolist
+
+
+def _host_copy(expr: Optional[ast.AST]) -> bool:
+    """`x.detach().cpu().numpy()`, `x.tolist()`: the chain copies its receiver to the host."""
+    while isinstance(expr, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(expr, ast.Call):
+            if isinstance(expr.func, ast.Attribute) and expr.func.attr in _HOST_COPIES:
+                return True
+            expr = expr.func
+        else:
+            expr = expr.value
+    return False
 
 
 def _optimizer_name(name: Optional[str]) -> bool:

@@ -61,6 +61,9 @@ class CreateThenMove(Rule):
     factories given an explicit `device=` or a `generator=` (created on the
     CPU on purpose, e.g. for reproducible random streams); unit tests, the
     `__main__` smoke block of a model module, and export or benchmark code.
+    Nor an allocation that runs once for certain (set-up code of a script
+    before its loop, a shape demo, a helper the file calls once from such
+    code): it costs nothing per step.
 
     ## Why is this bad?
     The tensor is first allocated and filled in host memory, then copied over
@@ -74,8 +77,11 @@ class CreateThenMove(Rule):
     import torch
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    num_layers, batch, hidden = 2, 32, 256
-    h0 = torch.zeros(num_layers, batch, hidden).to(device)
+    num_layers, hidden = 2, 256
+    for x, y in loader:
+        h0 = torch.zeros(num_layers, x.size(0), hidden).to(device)
+        loss = criterion(model(x.to(device), h0), y.to(device))
+        loss.backward()
     ```
 
     ## Use instead
@@ -83,8 +89,11 @@ class CreateThenMove(Rule):
     import torch
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    num_layers, batch, hidden = 2, 32, 256
-    h0 = torch.zeros(num_layers, batch, hidden, device=device)
+    num_layers, hidden = 2, 256
+    for x, y in loader:
+        h0 = torch.zeros(num_layers, x.size(0), hidden, device=device)
+        loss = criterion(model(x.to(device), h0), y.to(device))
+        loss.backward()
     ```
 
     ## Fix safety
@@ -140,6 +149,11 @@ class CreateThenMove(Rule):
         "import torch\ng = torch.Generator().manual_seed(0)\nx = torch.randn(3, generator=g).to('cuda')\n",
         # moved to the CPU
         "import torch\nx = torch.zeros(3).to('cpu')\n",
+        # once, for certain: a script's set-up, a helper it calls once
+        "import torch\ndevice = torch.device('cuda')\nh0 = torch.zeros(1, 10).to(device)\n",
+        "import torch\ndef plot(n):\n    ldj = torch.zeros(n).to('cuda')\n    show(ldj)\nplot(8)\n",
+        # read on the CPU before it is moved
+        "import torch\nfor x in loader:\n    h = torch.zeros(4)\n    h[0] = 1\n    h = h.cuda()\n    model(x, h).sum().backward()\n",
         # a unit test
         "import torch\ndef test_shapes():\n    x = torch.zeros(2, 3).cuda()\n    assert x.shape == (2, 3)\n",
         # the smoke block of a model module
@@ -147,12 +161,17 @@ class CreateThenMove(Rule):
         "if __name__ == '__main__':\n    print(Net()(torch.zeros(1, 3).cuda()).shape)\n",
     )
     INVALID = (
-        # a one-off allocation in a function: reported, but no fix (the edit would gain nothing measurable)
-        Invalid("import torch\ndef plot(n):\n    ldj = torch.zeros(n).to('cuda')\n    show(ldj)\nplot(8)\n", line=3),
-        # a script's module-level code is its work: fixed
+        # a function nobody in the file calls (another file may, every step): reported, no fix
+        Invalid("import torch\ndef plot(n):\n    ldj = torch.zeros(n).to('cuda')\n    show(ldj)\n", line=3),
+        # `x = torch.zeros(n)` then `x = x.cuda()`, nothing reading the CPU tensor in between
         Invalid(
-            "import torch\ndevice = torch.device('cuda')\nh0 = torch.zeros(1, 10).to(device)\n",
-            fixed="import torch\ndevice = torch.device('cuda')\nh0 = torch.zeros(1, 10, device=device)\n",
+            _step("import torch\n", "    h = torch.zeros(4)\n    if use_cuda:\n        h = h.cuda()\n"),
+            line=3,
+        ),
+        # a fresh tensor scaled by the step counter (`(torch.ones(n) * i).long()`): reported, no fix
+        Invalid(
+            "import torch\nfor i in range(1000):\n    t = (torch.ones(8) * i).long().to('cuda')\n"
+            "    model(x, t).sum().backward()\n",
             line=3,
         ),
         Invalid(
@@ -231,8 +250,8 @@ class CreateThenMove(Rule):
         def report(
             factory: Call, replacements: Optional[Dict[cst.CSTNode, Replacement]] = None, message: Optional[str] = None
         ) -> None:
-            if id(factory.node) in reported or a.roles.excluded(factory.site):
-                return
+            if id(factory.node) in reported or a.roles.excluded(factory.site) or a.cost.runs_once(factory.site):
+                return  # a one-off allocation (set-up, a shape demo) costs nothing per step
             reported.add(id(factory.node))
             random = (factory.qualname or "") in RANDOM_FACTORIES
             if random and (not a.cost.per_step(factory.site) or _seeds_its_rng(ctx)):
@@ -263,7 +282,7 @@ class CreateThenMove(Rule):
                 continue
             # `m = torch.ones(...)` ... `m.to(device)`: the factory's only use is its move.
             if isinstance(call.receiver, cst.Name):
-                factory = self._only_use_is_move(ctx, call)
+                factory = self._only_use_is_move(ctx, call) or self._moved_before_use(ctx, call)
                 if factory is not None:
                     report(factory)
                     continue
@@ -316,6 +335,10 @@ class CreateThenMove(Rule):
         wrapper on the way)."""
         direct = True
         for _ in range(8):
+            if isinstance(expr, cst.BinaryOperation):
+                # `(torch.ones(n) * i).long()`: a fresh CPU tensor scaled by a number
+                expr = _scaled_operand(ctx, expr, site)
+                direct = False
             if not isinstance(expr, cst.Call):
                 return None, False
             call = ctx.facts.call_for(expr)
@@ -327,7 +350,7 @@ class CreateThenMove(Rule):
                 continue
             if (
                 call.receiver is not None
-                and isinstance(call.receiver, cst.Call)
+                and isinstance(call.receiver, (cst.Call, cst.BinaryOperation))
                 and call.method in FRESH_KEEPING_METHODS
             ):
                 expr = call.receiver
@@ -382,6 +405,29 @@ class CreateThenMove(Rule):
         uses = ctx.facts.scoped_uses(name, scope)
         if len(uses) != 1 or uses[0].node is not use or b.site.order > site.order:
             return None
+        factory, _ = self._factory_under(ctx, b.value, b.site)
+        return factory
+
+    def _moved_before_use(self, ctx: RuleContext, move: Call) -> Optional[Call]:
+        """`x = torch.zeros(n)` ... `x = x.cuda()` (under `if use_cuda:` too): the
+        factory bound to the move's receiver, when the move rebinds the name and
+        nothing reads the CPU tensor in between."""
+        receiver = move.receiver
+        assert isinstance(receiver, cst.Name)
+        name, scope = receiver.value, move.site.scope
+        rebinds = any(
+            b.kind == BindingKind.ASSIGN and b.index is None and b.value is move.node
+            for b in ctx.facts.scoped_bindings(name, scope)
+        )
+        reaching = ctx.facts.reaching(name, move.site)
+        if not rebinds or len(reaching) != 1:
+            return None
+        b = reaching[0]
+        if b.kind != BindingKind.ASSIGN or b.index is not None or b.site.scope is not scope:
+            return None
+        for use in ctx.facts.scoped_uses(name, scope):
+            if use.node is not receiver and b.site.order <= use.site.order <= move.site.order:
+                return None
         factory, _ = self._factory_under(ctx, b.value, b.site)
         return factory
 
@@ -539,6 +585,20 @@ def _size_call(value: cst.BaseExpression) -> bool:
         return False
     func = dotted_name(value.func) or ""
     return func in _SIZE_CALLS or func.rsplit(".", 1)[-1] in ("size", "numel", "dim")
+
+
+def _scaled_operand(ctx: RuleContext, expr: cst.BinaryOperation, site: Site) -> Optional[cst.BaseExpression]:
+    """The call of `call * k`, `k + call`, where the other operand is a number, or
+    a name not known to hold a tensor on the device (a loop counter, a scale:
+    the product of a fresh CPU tensor is on the CPU); None otherwise."""
+    for call, other in ((expr.left, expr.right), (expr.right, expr.left)):
+        if not isinstance(call, cst.Call):
+            continue
+        if isinstance(other, (cst.Integer, cst.Float)):
+            return call
+        if isinstance(other, (cst.Name, cst.Attribute)) and ctx.analysis.places.tensor_place(other, site) != DEVICE:
+            return call
+    return None
 
 
 def _replace_inner(expr: cst.BaseExpression, old: cst.CSTNode, new: cst.CSTNode) -> cst.BaseExpression:

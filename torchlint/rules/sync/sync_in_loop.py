@@ -364,6 +364,16 @@ class SyncInLoop(Rule):
             if hot is None or hot.call is not None:
                 continue
             add(hot, site.order, culprit, self._message("A tensor used as a condition", hot))
+        for check, site in ctx.facts.asserts:
+            # `assert mask.max() <= 1`: Python tests it on the host, every iteration
+            culprit = self._tensor_condition(a, check.test, site)
+            hot = a.loops.hot_context(site) if culprit is not None and not a.roles.excluded(site) else None
+            if culprit is not None and hot is not None and hot.call is None:
+                message = (
+                    "`assert` of a tensor syncs host and device every iteration of the loop: Python reads "
+                    "the value to test it; check it once outside the loop, or only every N steps"
+                )
+                add(hot, site.order, culprit, message)
         for key, items in found.items():
             if _syncs_on_purpose(a, loops[key]):
                 continue  # `torch.cuda.synchronize()` every step (timing): the iteration waits anyway
