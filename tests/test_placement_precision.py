@@ -59,7 +59,7 @@ NEGATIVES = {
             return nn.Linear(4, 4).to(device)
         device = torch.device("cuda")
         model = build_model(device)
-        x = torch.zeros(1, 4)
+        x = torch.from_numpy(features)
         x = x.to(device)
         out = model(x)
     """,
@@ -256,7 +256,7 @@ NEGATIVES = {
     "moved_input_via_cuda": """
         import torch
         model = torch.nn.Linear(2, 2).cuda()
-        x = torch.randn(1, 2)
+        x = torch.tensor(values)
         x = x.cuda()
         y = model(x)
     """,

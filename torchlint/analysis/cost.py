@@ -43,6 +43,7 @@ class Cost:
         self.loops = loops
         self.roles = roles
         self._per_step_functions: Dict[int, bool] = {}
+        self._steps: Optional[bool] = None  # the file has a loop that does per-step work
 
     def frequency(self, site: Site) -> Frequency:
         """How often `site` runs: PER_STEP or ONCE."""
@@ -70,6 +71,17 @@ class Cost:
         several places (a reusable helper), and one nobody in the file calls
         (another file may, in a loop) do not."""
         return self._once(site, 0)
+
+    def set_up(self, site: Site) -> bool:
+        """`site` is set-up: it runs once for certain (`runs_once`) in a file
+        that does its per-step work elsewhere, in a loop over data or one that
+        trains or runs a model. In a file with no such loop (a snippet, a
+        one-off script) the code is the work itself, and is not set-up."""
+        if not self.runs_once(site):
+            return False
+        if self._steps is None:
+            self._steps = any(self.loops.direct_hot(loop) for loop in self.facts.loops)
+        return self._steps
 
     def _once(self, site: Site, depth: int) -> bool:
         loop = site.loop

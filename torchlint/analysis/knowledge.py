@@ -417,7 +417,7 @@ NN_NON_MODULES = (
 STATELESS_LAYER = re.compile(
     r"(Loss|Dropout\w*|\w*Pool\w*|\w*Pad\dd|Flatten|Unflatten|Identity|Softmax\w*|Softmin|LogSoftmax|ReLU6?|"
     r"LeakyReLU|GELU|SiLU|Sigmoid|LogSigmoid|Tanh|ELU|SELU|CELU|Mish|Hard\w+|Softplus|Softsign|Softshrink|"
-    r"Tanhshrink|Threshold|Upsample\w*|PixelShuffle|PixelUnshuffle|ChannelShuffle|CosineSimilarity|"
+    r"Tanhshrink|Threshold|Upsampl\w*|Fold|Unfold|PixelShuffle|PixelUnshuffle|ChannelShuffle|CosineSimilarity|"
     r"PairwiseDistance|GLU)$"
 )
 # `X.from_pretrained(...)` (transformers, diffusers) that does not build a model.

@@ -23,7 +23,7 @@ from typing import Callable, Dict, Hashable, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import Call, Facts, Function, Loop, Part, Scope, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Loop, Part, Scope, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers
 from torchlint.analysis.knowledge import MEMORY_READS, MEMORY_RESETS
 from torchlint.analysis.loops import Loops
@@ -431,7 +431,9 @@ def in_dead_branch(site: Site, facts: Optional[Facts] = None) -> bool:
     """`site` sits in a branch that never runs: the body of `if 0:`/`if False:`,
     or the `else` of `if 1:`/`if True:` (a switch left in the code), or a branch
     on `i == k` that a constant loop `for i in range(...)` around it never (or
-    always) takes (with `facts`: `i` is not rebound inside that loop)."""
+    always) takes (with `facts`: `i` is not rebound inside that loop), or one
+    whose test compares a name that only integer literals reach
+    (`ngpu = 1` ... `if use_cuda and ngpu > 1:`)."""
     ranges: Dict[str, Set[int]] = {}
     for owner, part in site.region:
         if isinstance(owner, cst.For) and part is Part.BODY and facts is not None:
@@ -444,6 +446,8 @@ def in_dead_branch(site: Site, facts: Optional[Facts] = None) -> bool:
         truth = _constant_truth(owner.test)
         if truth is None:
             truth = _range_truth(owner.test, ranges)
+        if truth is None and facts is not None:
+            truth = _literal_truth(owner.test, site, facts)
         if truth is None:
             continue
         if (part is Part.BODY and not truth) or (part is Part.ELSE and truth):
@@ -452,6 +456,60 @@ def in_dead_branch(site: Site, facts: Optional[Facts] = None) -> bool:
 
 
 _MAX_RANGE = 64
+_COMPARE: Dict[type, Callable[[int, int], bool]] = {
+    cst.Equal: lambda a, b: a == b,
+    cst.NotEqual: lambda a, b: a != b,
+    cst.GreaterThan: lambda a, b: a > b,
+    cst.GreaterThanEqual: lambda a, b: a >= b,
+    cst.LessThan: lambda a, b: a < b,
+    cst.LessThanEqual: lambda a, b: a <= b,
+}
+_MIRROR: Dict[type, type] = {
+    cst.GreaterThan: cst.LessThan,
+    cst.LessThan: cst.GreaterThan,
+    cst.GreaterThanEqual: cst.LessThanEqual,
+    cst.LessThanEqual: cst.GreaterThanEqual,
+}
+
+
+def _literal_truth(test: cst.BaseExpression, site: Site, facts: Facts) -> Optional[bool]:
+    """The truth of a test on names that only integer literals reach (`ngpu = 1`
+    in an earlier cell, then `if (device.type == 'cuda') and (ngpu > 1):`),
+    through `and`, `or` and `not`; None when any part that decides it is unknown."""
+    if isinstance(test, cst.BooleanOperation):
+        a, b = _literal_truth(test.left, site, facts), _literal_truth(test.right, site, facts)
+        if isinstance(test.operator, cst.And):
+            return False if False in (a, b) else (True if a is b is True else None)
+        return True if True in (a, b) else (False if a is b is False else None)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _literal_truth(test.expression, site, facts)
+        return None if inner is None else not inner
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    left, target = test.left, test.comparisons[0]
+    right, op = target.comparator, type(target.operator)
+    if isinstance(left, cst.Integer) and isinstance(right, cst.Name):
+        left, right, op = right, left, _MIRROR.get(op, op)
+    if not (isinstance(left, cst.Name) and isinstance(right, cst.Integer)) or op not in _COMPARE:
+        return None
+    values = _literal_values(left.value, site, facts)
+    if not values:
+        return None
+    k = int(right.evaluated_value)
+    truths = {_COMPARE[op](v, k) for v in values}
+    return truths.pop() if len(truths) == 1 else None
+
+
+def _literal_values(name: str, site: Site, facts: Facts) -> Set[int]:
+    """The integers bound to `name` where every binding reaching `site` is
+    `name = <integer literal>`; empty otherwise."""
+    reaching = facts.reaching(name, site)
+    values = set()
+    for b in reaching:
+        if b.kind != BindingKind.ASSIGN or b.index is not None or not isinstance(b.value, cst.Integer):
+            return set()
+        values.add(int(b.value.evaluated_value))
+    return values
 
 
 def _constant_range(loop: cst.For, facts: Facts) -> Optional[Tuple[str, Set[int]]]:

@@ -35,8 +35,8 @@ class MissingNoGrad(Rule):
       `test`, `predict`, `infer`, `sample`, `generate`...) that the file calls
       or that walks the data, or a model's own `predict`-style method;
     - after `model.eval()` (until `.train()`) in code that runs;
-    - in a periodic evaluation inside a training loop
-      (`if step % 100 == 0: val_out = model(x_val)`) on an accelerator;
+    - in a periodic evaluation inside a training loop that walks data
+      (`if step % 100 == 0:` then a loop over `val_loader`) on an accelerator;
     - in a script that never trains and runs a pretrained or checkpointed
       model on real input;
     - and at the call of a same-file evaluation helper
@@ -45,7 +45,9 @@ class MissingNoGrad(Rule):
       of the same helper beside it is the same root cause; forwards the
       helper reaches only through calls it makes under no-grad do not count).
 
-    Not flagged: a forward that runs once per run (not in a loop, at
+    Not flagged: a single forward under a periodic guard of a training loop
+    (`if step % 100 == 0: val_out = model(x_val)`: one graph now and then,
+    freed on the next step); a forward that runs once per run (not in a loop, at
     module level or in a function called once from there: a test forward
     after training, a notebook cell's single prediction, a look at one
     batch), unless it is an inference script's own work (a `.py` script that
@@ -190,11 +192,14 @@ class MissingNoGrad(Rule):
         # a forward in a helper called from two places: reported, but no fix (one graph
         # per call: the edit would gain nothing measurable)
         Invalid(_CKPT + "def show(x):\n    model.eval()\n    print(model(x.cuda()))\nshow(x)\nshow(y)\n", line=8),
+        # a periodic evaluation that walks a loader: a whole pass of graphs
         Invalid(
             "import torch\nfrom torch import nn\nmodel = nn.Linear(2, 2).cuda()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-            "for x, y in loader:\n    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()\n    loss.backward()\n    opt.step()\n"
-            "    if step % 100 == 0:\n        model.eval()\n        val = model(x_val)\n        model.train()\n",
-            line=11,
+            "for step, (x, y) in enumerate(loader):\n    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()\n"
+            "    loss.backward()\n    opt.step()\n"
+            "    if step % 100 == 0:\n        model.eval()\n        for xv in val_loader:\n            val = model(xv.cuda())\n"
+            "        model.train()\n",
+            line=12,
         ),
         # a CPU-only script: graphs cost memory and time there too
         Invalid(
@@ -256,6 +261,8 @@ class MissingNoGrad(Rule):
                 continue
             if a.cost.runs_once(call.site) and not (a.grad.script_work(mc) and not a.cell_rows):
                 continue  # one graph, once per run: a demo, one prediction, a test after training
+            if a.loops.occasional_guard(call.site) and not self._per_batch(ctx, call):
+                continue  # one graph now and then (`if step % 100 == 0: model(x_val)`): freed on the next step
             found.append((call, reason))
         found.extend(self._evaluation_helpers(ctx, {id(c.node) for c, _ in found}))
         # One root cause, one fix: forwards that share a region share its fix. A fix is offered

@@ -126,11 +126,13 @@ class DataParallel(Rule):
         calls = [c for c in ctx.facts.calls if c.qualname in _DATA_PARALLEL]
         if not calls or not self._trains(ctx):
             return
+        wrapped = set()  # scopes already reported: moving them to DDP is one change for all their wraps
         for call in calls:
             if a.roles.excluded(call.site) or a.roles.benchmark_file:
                 continue
-            if _inference_wrap(ctx, call):
+            if _inference_wrap(ctx, call) or id(call.site.scope.node) in wrapped:
                 continue
+            wrapped.add(id(call.site.scope.node))
             ctx.report(call.node, self.MESSAGE.format(call=ctx.code(call.node.func), recipe=_DDP_RECIPE))
 
     @staticmethod

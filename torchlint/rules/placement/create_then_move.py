@@ -61,9 +61,10 @@ class CreateThenMove(Rule):
     factories given an explicit `device=` or a `generator=` (created on the
     CPU on purpose, e.g. for reproducible random streams); unit tests, the
     `__main__` smoke block of a model module, and export or benchmark code.
-    Nor an allocation that runs once for certain (set-up code of a script
-    before its loop, a shape demo, a helper the file calls once from such
-    code): it costs nothing per step.
+    Nor an allocation that runs once for certain in a file whose loop does
+    the per-step work (set-up before the loop, a helper the file calls once
+    from such code): it costs nothing per step. In a file with no such loop
+    (a snippet, a one-off script) the code is the work, and is reported.
 
     ## Why is this bad?
     The tensor is first allocated and filled in host memory, then copied over
@@ -149,9 +150,11 @@ class CreateThenMove(Rule):
         "import torch\ng = torch.Generator().manual_seed(0)\nx = torch.randn(3, generator=g).to('cuda')\n",
         # moved to the CPU
         "import torch\nx = torch.zeros(3).to('cpu')\n",
-        # once, for certain: a script's set-up, a helper it calls once
-        "import torch\ndevice = torch.device('cuda')\nh0 = torch.zeros(1, 10).to(device)\n",
-        "import torch\ndef plot(n):\n    ldj = torch.zeros(n).to('cuda')\n    show(ldj)\nplot(8)\n",
+        # once, for certain, before the loop that does the work: set-up, a helper called once
+        "import torch\ndevice = torch.device('cuda')\nh0 = torch.zeros(1, 10).to(device)\n"
+        "for x, y in loader:\n    model(x.to(device), h0).sum().backward()\n",
+        "import torch\ndef plot(n):\n    ldj = torch.zeros(n).to('cuda')\n    show(ldj)\nplot(8)\n"
+        "for x in loader:\n    model(x.cuda()).sum().backward()\n",
         # read on the CPU before it is moved
         "import torch\nfor x in loader:\n    h = torch.zeros(4)\n    h[0] = 1\n    h = h.cuda()\n    model(x, h).sum().backward()\n",
         # a unit test
@@ -163,6 +166,14 @@ class CreateThenMove(Rule):
     INVALID = (
         # a function nobody in the file calls (another file may, every step): reported, no fix
         Invalid("import torch\ndef plot(n):\n    ldj = torch.zeros(n).to('cuda')\n    show(ldj)\n", line=3),
+        # a one-off allocation in a file with no loop (the snippet is the work): reported, no fix
+        Invalid("import torch\ndef plot(n):\n    ldj = torch.zeros(n).to('cuda')\n    show(ldj)\nplot(8)\n", line=3),
+        # a script's module-level code, with no loop, is its work: fixed
+        Invalid(
+            "import torch\ndevice = torch.device('cuda')\nh0 = torch.zeros(1, 10).to(device)\n",
+            fixed="import torch\ndevice = torch.device('cuda')\nh0 = torch.zeros(1, 10, device=device)\n",
+            line=3,
+        ),
         # `x = torch.zeros(n)` then `x = x.cuda()`, nothing reading the CPU tensor in between
         Invalid(
             _step("import torch\n", "    h = torch.zeros(4)\n    if use_cuda:\n        h = h.cuda()\n"),
@@ -248,10 +259,15 @@ class CreateThenMove(Rule):
         reported = set()
 
         def report(
-            factory: Call, replacements: Optional[Dict[cst.CSTNode, Replacement]] = None, message: Optional[str] = None
+            factory: Call,
+            replacements: Optional[Dict[cst.CSTNode, Replacement]] = None,
+            message: Optional[str] = None,
+            move: Optional[Call] = None,
         ) -> None:
-            if id(factory.node) in reported or a.roles.excluded(factory.site) or a.cost.runs_once(factory.site):
-                return  # a one-off allocation (set-up, a shape demo) costs nothing per step
+            if id(factory.node) in reported or a.roles.excluded(factory.site):
+                return
+            if a.cost.set_up(factory.site) and (move is None or a.cost.set_up(move.site)):
+                return  # set-up before the file's loop (allocated and moved once) costs nothing per step
             reported.add(id(factory.node))
             random = (factory.qualname or "") in RANDOM_FACTORIES
             if random and (not a.cost.per_step(factory.site) or _seeds_its_rng(ctx)):
@@ -284,7 +300,7 @@ class CreateThenMove(Rule):
             if isinstance(call.receiver, cst.Name):
                 factory = self._only_use_is_move(ctx, call) or self._moved_before_use(ctx, call)
                 if factory is not None:
-                    report(factory)
+                    report(factory, move=call)
                     continue
             # `helper(...).to(device)` where the helper returns a fresh CPU factory result.
             if isinstance(call.receiver, cst.Call):

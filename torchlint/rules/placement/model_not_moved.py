@@ -115,6 +115,9 @@ class ModelNotMoved(Rule):
 
     _LOOP = "for x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n"
     VALID = (
+        # a layer with no parameters or buffers runs where its input is
+        "import torch\nfrom torch import nn\ndevice = torch.device('cuda')\nupsample = nn.UpsamplingBilinear2d((299, 299))\n"
+        "for x in loader:\n    y = upsample(x.to(device))\n",
         # moved later, in place
         "import torch\nfrom torch import nn\ndevice = torch.device('cuda')\nmodel = nn.Linear(2, 2)\n"
         "model.to(device)\ny = model(x.to(device))\n",
