@@ -336,14 +336,14 @@ def _run_cells(tmp_path: Path, data: bytes, name: str) -> str:
 def test_notebook_fix_runs_when_the_cells_run_in_order(tmp_path):
     cells = (
         HEAD,
-        "model = nn.Linear(4, 2).to(device)\nx = torch.zeros(8, 4).to(device)\n",
-        "model.eval()\nfor i in range(3):\n    out = model(x + i)\nprint(out.shape)\n",
+        "model = nn.Linear(4, 2).to(device)\n",
+        "model.eval()\nfor i in range(3):\n    x = torch.zeros(8, 4).to(device)\n    out = model(x + i)\nprint(out.shape)\n",
     )
     data = _notebook(*cells)
     outcome = process_bytes(data, "nb.ipynb", mode="fix", unsafe=True)
     assert outcome.new_data is not None
     new_cells = [c["source"] for c in json.loads(outcome.new_data)["cells"]]
-    assert "torch.zeros(8, 4, device=device)" in new_cells[1]
+    assert "torch.zeros(8, 4, device=device)" in new_cells[2]
     assert len(new_cells) == 3 and new_cells[0] == HEAD
     assert _run_cells(tmp_path, data, "before.py") == _run_cells(tmp_path, outcome.new_data, "after.py")
 
