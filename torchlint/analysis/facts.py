@@ -446,7 +446,11 @@ class Facts:
 
     def function_named_in(self, name: str, scope: Scope) -> Optional["Function"]:
         """The first function named `name` defined directly in `scope` (a method of a class body)."""
-        return next((fn for fn in self.functions_defined_in(scope.node) if fn.name == name), None)
+        return self.function_named_in_node(name, scope.node)
+
+    def function_named_in_node(self, name: str, node: cst.CSTNode) -> Optional["Function"]:
+        """The first function named `name` defined directly in `node` (a class body's methods)."""
+        return next((fn for fn in self.functions_defined_in(node) if fn.name == name), None)
 
     def reaching(self, name: str, site: Site) -> List[Binding]:
         """Bindings of `name` that may reach `site`: in the same scope the latest

@@ -458,9 +458,7 @@ class ValueKinds:
             # `diffusion.sample_timesteps(n)` where `diffusion = Diffusion(...)` of a same-file class
             cls_node = self._instance_class(func.value.value, call.site)
             if cls_node is not None:
-                return next(
-                    (fn for fn in self.facts.functions_defined_in(cls_node) if fn.name == func.attr.value), None
-                )
+                return self.facts.function_named_in_node(func.attr.value, cls_node)
         return None
 
     def _instance_class(self, name: str, site: Site) -> Optional[cst.ClassDef]:
