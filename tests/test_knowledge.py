@@ -125,6 +125,9 @@ def test_no_contradictions() -> None:
         (k.TUPLE_METHODS, {"max", "topk", "aminmax"}, {"argmax", "item"}),
         (k.doing(Effect.OPAQUE), {"torch.save", "torch.compile"}, {"torch.load", "torch.jit.save"}),
         (k.doing(Effect.JOINS), {"torch.cat", "torch.column_stack"}, {"torch.split"}),
+        (v.CPU_TENSOR_SOURCES, {"torchvision.transforms.functional.to_tensor"}, {"torchvision.transforms.ToTensor"}),
+        (v.TO_TENSOR_TRANSFORMS, {"torchvision.transforms.ToTensor"}, {"torchvision.transforms.Normalize"}),
+        (v.VOLUME_PIPELINE, {"monai.inferers.sliding_window_inference", "SimpleITK.ReadImage"}, {"PIL.Image.open"}),
     ],
 )
 def test_views_hold_what_they_held(view, members, non_members) -> None:
@@ -135,7 +138,7 @@ def test_views_hold_what_they_held(view, members, non_members) -> None:
 def test_view_sizes() -> None:
     sizes = {
         "ALLOCATING_FACTORIES": 16,
-        "CPU_TENSOR_SOURCES": 22,
+        "CPU_TENSOR_SOURCES": 24,
         "FILE_READERS": 32,
         "TORCHVISION_FILE_DATASETS": 33,
         "LOSS_FUNCTIONS": 19,

@@ -25,8 +25,8 @@ from typing import Iterator, Optional, Set, Tuple, Union
 import libcst as cst
 
 from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, NameUse, Site, dominates
-from torchlint.analysis.helpers import Helpers, is_move_call
-from torchlint.analysis.knowledge import Effect, doing
+from torchlint.analysis.helpers import Helpers
+from torchlint.analysis.knowledge import Effect, doing, is_move_call
 from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE, HOST, WRAPPED, Device
 from torchlint.analysis.places import Places
 from torchlint.analysis.values import Values

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, Part, ScopeKind, Site, dotted_name
-from torchlint.analysis.helpers import Helpers, is_move_call
+from torchlint.analysis.helpers import Helpers
+from torchlint.analysis.knowledge import is_move_call
 from torchlint.analysis.literals import dict_entry
 from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE, HOST, Device, ModuleEvents, Place
 from torchlint.analysis.value_kinds import MODULE

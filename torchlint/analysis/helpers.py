@@ -11,10 +11,10 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Part, Scope, ScopeKind, dotted_name
-from torchlint.analysis.knowledge import HOST_CASTS, HOST_VALUE_READS
+from torchlint.analysis.knowledge import HOST_CASTS, HOST_VALUE_READS, is_move_call
 from torchlint.analysis.value_kinds import MODULE
 from torchlint.analysis.values import Values
-from torchlint.analysis.vocabulary import MOVE_METHODS, PLACING_NAME
+from torchlint.analysis.vocabulary import PLACING_NAME
 
 MAX_DEPTH = 3
 
@@ -29,13 +29,6 @@ class Summary:
     # parameters read on the host every call (`.item()`, `.tolist()` of the parameter or
     # a value computed from it), itself or in a helper: (parameter, what reads it)
     syncs: Tuple[Tuple[str, str], ...] = ()
-
-
-def is_move_call(call: Call) -> bool:
-    """`x.to(...)` (with an argument), `x.cuda()`, `x.to_empty(...)`..."""
-    if call.method not in MOVE_METHODS or call.receiver is None:
-        return False
-    return not (call.method == "to" and not call.node.args)
 
 
 def root_name(expr: Optional[cst.BaseExpression]) -> Optional[str]:

@@ -10,7 +10,10 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Mapping, Optional
+
+if TYPE_CHECKING:
+    from torchlint.analysis.facts import Call
 
 
 class Returns(enum.Enum):
@@ -73,6 +76,8 @@ class Effect(enum.Enum):
     READS_MEMORY = "reads the accelerator's memory counters"
     RESETS_MEMORY = "empties the allocator's cache or resets its counters"
     SYNCS = "waits for the device (on a device tensor)"
+    VOLUMES = "reads, batches or infers 3D volumes (a batch of one volume is the memory-bound norm)"
+    TO_TENSOR_TRANSFORM = "a transform whose instances turn host data (an image, an array) into a CPU tensor"
     # -- methods
     MOVES = "moves the receiver (tensors: a copy; modules: in place)"
     TO_HOST = "copies the receiver's data to the host"
@@ -168,6 +173,17 @@ SYMBOLS: Mapping[str, Symbol] = _build(
         ),
         _d("torch.tensor torch.as_tensor", R.TENSOR, E.FROM_HOST_DATA, E.ACCEPTS_DEVICE),
         _d("torch.from_numpy", R.TENSOR, E.FROM_HOST_DATA),
+        _d(
+            "torchvision.transforms.functional.to_tensor torchvision.transforms.functional.pil_to_tensor",
+            R.TENSOR,
+            E.FROM_HOST_DATA,
+        ),
+        _d(
+            "torchvision.transforms.ToTensor torchvision.transforms.PILToTensor "
+            "torchvision.transforms.transforms.ToTensor torchvision.transforms.transforms.PILToTensor",
+            R.OTHER,
+            E.TO_TENSOR_TRANSFORM,
+        ),
         _d("torch.bernoulli torch.multinomial torch.poisson", R.TENSOR, E.SAMPLES),  # on their tensor argument's device
         _d("torch.arange torch.randperm", R.TENSOR, E.INDICES),
         _d("numpy.arange numpy.random.permutation", R.HOST_ARRAY, E.INDICES),
@@ -273,6 +289,17 @@ SYMBOLS: Mapping[str, Symbol] = _build(
             E.READS_FILE,
         ),
         _d("torch.load", R.OTHER, E.READS_FILE),
+        # 3D volumes: one volume per batch, cut into patches by the collate (MONAI's list_data_collate
+        # stacks each volume's `num_samples` crops) or windows by the inferer (which batches them).
+        _d(
+            "nibabel.load nibabel.save nibabel.Nifti1Image SimpleITK.ReadImage SimpleITK.WriteImage "
+            "SimpleITK.GetImageFromArray SimpleITK.GetArrayFromImage monai.data.DataLoader monai.data.list_data_collate "
+            "monai.data.pad_list_data_collate monai.data.utils.list_data_collate "
+            "monai.inferers.sliding_window_inference monai.inferers.SlidingWindowInferer "
+            "monai.inferers.utils.sliding_window_inference torchio.SubjectsLoader torchio.Queue",
+            R.OTHER,
+            E.VOLUMES,
+        ),
         # torchvision datasets that read (and decode) an image file per item. (The in-memory ones, MNIST or
         # CIFAR, still convert every item to a PIL image and run its transforms: work for workers too.)
         _d(
@@ -527,3 +554,10 @@ PYG_LOADERS = frozenset(n for n in symbols(lambda s: s.returns is R.LOADER) if n
 # Methods that return a tuple of tensors (values, indices).
 TUPLE_METHODS = methods(lambda m: m.returns is R.TENSORS)
 DATA_PARALLEL = doing(E.SCATTERS)
+
+
+def is_move_call(call: "Call") -> bool:
+    """`x.to(...)` (with an argument), `x.cuda()`, `x.to_empty(...)`..."""
+    if call.method not in MOVE_METHODS or call.receiver is None:
+        return False
+    return not (call.method == "to" and not call.node.args)

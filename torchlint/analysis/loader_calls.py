@@ -58,6 +58,7 @@ class LoaderCalls:
         self._seeds: Optional[bool] = None
         self._options: Optional[Dict[str, Optional[cst.BaseExpression]]] = None
         self._required_one: Optional[FrozenSet[str]] = None
+        self._volumes: Optional[bool] = None
         self._settings: Optional[List[cst.CSTNode]] = None
 
     def accumulates_gradients(self) -> bool:

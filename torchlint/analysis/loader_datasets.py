@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Deque, Iterable, Iterator, List, Optional, Tup
 import libcst as cst
 
 from torchlint.analysis.facts import Binding, BindingKind, Call, Function, ScopeKind, Site, dotted_name
-from torchlint.analysis.helpers import is_move_call
-from torchlint.analysis.knowledge import Effect, doing
+from torchlint.analysis.knowledge import Effect, doing, is_move_call
 from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE, HOST, Place
 from torchlint.analysis.project.kinds import ClassKind, ItemWork
 from torchlint.analysis.vocabulary import (

@@ -11,6 +11,7 @@ of answer are loader_kinds.py."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -27,10 +28,11 @@ from torchlint.analysis.facts import (
     dotted_name,
     is_main_guard,
 )
-from torchlint.analysis.helpers import is_move_call, root_name
-from torchlint.analysis.knowledge import Effect, doing
+from torchlint.analysis.helpers import root_name
+from torchlint.analysis.knowledge import Effect, doing, is_move_call
 from torchlint.analysis.place_kinds import DEVICE
-from torchlint.analysis.vocabulary import NON_PLACING, PLACING_NAME
+from torchlint.analysis.value_kinds import DATASET
+from torchlint.analysis.vocabulary import NON_PLACING, PLACING_NAME, VOLUME_PIPELINE
 
 if TYPE_CHECKING:
     pass
@@ -455,6 +457,55 @@ class Loaders(LoaderDatasets):
     def _loop_trains(self, site: Site) -> bool:
         loop = self.loops.loop_for(site.stmt) if site.stmt is not None else None
         return loop is not None and self.loops.trains(loop)
+
+    def volume_pipeline(self) -> bool:
+        """The file reads 3D volumes or feeds them through MONAI's patch pipeline
+        (`list_data_collate`, sliding-window inference, MONAI's DataLoader): its
+        batches count volumes, each cut into patches or windows that are batched
+        further on, and one volume per batch is what fits in memory."""
+        if self._volumes is None:
+            self._volumes = any(c.qualname in VOLUME_PIPELINE for c in self.facts.calls) or any(
+                v in VOLUME_PIPELINE for v in self.facts.aliases.values()
+            )
+        return self._volumes
+
+    def one_item(self, call: Call) -> bool:
+        """The loader's dataset is one item of a dataset (`DataLoader(ds[i])`,
+        `DataLoader(datasets["valid"][idx])`): one sample, looked at."""
+        ds = self.dataset_expr(call)
+        if not isinstance(ds, cst.Subscript) or len(ds.slice) != 1 or not isinstance(ds.slice[0].slice, cst.Index):
+            return False
+        index = ds.slice[0].slice.value
+        if (
+            not isinstance(index, (cst.Integer, cst.Name))
+            or isinstance(index, cst.Name)
+            and not self._int_name(index, call.site)
+        ):
+            return False
+        return (
+            self.values.expr_kind(ds.value, call.site) == DATASET
+            or isinstance(ds.value, cst.Subscript)
+            or bool(re.search(r"data_?set|(^|_)ds$", (dotted_name(ds.value) or "").rsplit(".", 1)[-1], re.I))
+        )
+
+    def _int_name(self, name: cst.Name, site: Site) -> bool:
+        """`idx` bound (only) to an integer: a literal, `randint(...)`, `len(...)` arithmetic."""
+        bindings = self.facts.reaching(name.value, site)
+        if not bindings:
+            return False
+        for b in bindings:
+            value = b.value if b.kind == BindingKind.ASSIGN and b.index is None else None
+            if isinstance(value, cst.Integer):
+                continue
+            call = self.facts.call_for(value) if isinstance(value, cst.Call) else None
+            last = (
+                (call.qualname or dotted_name(value.func) or "")
+                if call is not None and isinstance(value, cst.Call)
+                else ""
+            )
+            if last.rsplit(".", 1)[-1] not in ("randint", "choice", "randrange", "int"):
+                return False
+        return True
 
     def _whole_dataset_batch(self, call: Call) -> bool:
         """`batch_size=len(dataset)`: a single batch per pass."""

@@ -224,6 +224,8 @@ class Loops:
         if isinstance(expr, (cst.Name, cst.Attribute)):
             name = dotted_name(expr) or ""
             last = name.rsplit(".", 1)[-1]
+            if isinstance(expr, cst.Name) and self._chunks(expr, site):
+                return False  # `batches = get_minibatches(rays, chunksize=...)`: one tensor cut in pieces
             if (
                 LOADER_NAME.search(last)
                 or last.lower() in ("batches", "dataset")
@@ -242,6 +244,24 @@ class Loops:
                 and self.is_data_iterable(bindings[0].value, bindings[0].site, depth + 1)
             )
         return False
+
+    def _chunks(self, expr: cst.Name, site: Site) -> bool:
+        """The name is bound only to pieces of one tensor: `x.split(n)`,
+        `x.chunk(n)`, `torch.split(x, n)`, or a call given a chunk size
+        (`get_minibatches(inputs, chunksize=1024)`)."""
+        bindings = self.facts.reaching(expr.value, site)
+        if not bindings:
+            return False
+        for b in bindings:
+            value = b.value if b.kind == BindingKind.ASSIGN and b.index is None else None
+            call = self.facts.call_for(value) if isinstance(value, cst.Call) else None
+            if call is None:
+                return False
+            if call.method in ("split", "chunk", "tensor_split") or call.qualname in ("torch.split", "torch.chunk"):
+                continue
+            if not any(a.keyword is not None and "chunk" in a.keyword.value.lower() for a in call.node.args):
+                return False
+        return True
 
     def _names_loader(self, expr: cst.BaseExpression, site: Site) -> bool:
         """A name for a DataLoader (by its kind, or named like one)."""

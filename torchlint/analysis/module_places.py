@@ -25,7 +25,8 @@ from torchlint.analysis.facts import (
     dotted_name,
     strip_methods,
 )
-from torchlint.analysis.helpers import is_move_call, root_name
+from torchlint.analysis.helpers import root_name
+from torchlint.analysis.knowledge import is_move_call
 from torchlint.analysis.place_kinds import (
     ACCEL,
     CPU,
@@ -46,6 +47,7 @@ from torchlint.analysis.vocabulary import (
     LEGACY_TENSOR_TYPES,
     NON_PLACING,
     PLACERS,
+    TO_TENSOR_TRANSFORMS,
     VARIABLE,
     WRAPPER_CLASSES,
 )
@@ -436,10 +438,15 @@ class ModulePlaces(DevicePlaces):
                 if call.keyword("device") is not None or call.has_star_kwargs or self.under_device_context(call.site):
                     return None
                 return call
-            if self.values.is_tokenizer_call(call):
+            if self.values.is_tokenizer_call(call) or self.to_tensor_transform(call):
                 return call
             return None
         return None
+
+    def to_tensor_transform(self, call: Call) -> bool:
+        """`ToTensor()(image)`: an instance of a to-tensor transform, applied."""
+        inner = self.facts.call_for(call.node.func) if isinstance(call.node.func, cst.Call) else None
+        return inner is not None and inner.qualname in TO_TENSOR_TRANSFORMS
 
 
 def _quantizes(arg: cst.Arg) -> bool:

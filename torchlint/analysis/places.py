@@ -33,8 +33,7 @@ from torchlint.analysis.facts import (
     dominates,
     dotted_name,
 )
-from torchlint.analysis.helpers import is_move_call
-from torchlint.analysis.knowledge import TUPLE_METHODS
+from torchlint.analysis.knowledge import TUPLE_METHODS, is_move_call
 from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE, HOST, TENSOR, Place, SplitMove, join
 from torchlint.analysis.value_kinds import MODULE, TOKENS, ModelCall
 from torchlint.analysis.vocabulary import COPIES, CPU_TENSOR_SOURCES, LEGACY_TENSOR_TYPES, VARIABLE
@@ -308,6 +307,8 @@ class Places(BatchSources):
             if self.under_device_context(call.site) or call.has_star_kwargs:
                 return TENSOR
             return CPU
+        if self.to_tensor_transform(call):
+            return CPU  # `ToTensor()(image)`
         mc = self.values.model_call(call)
         if mc is not None:
             return self._output_place(mc, site)
@@ -438,6 +439,74 @@ class Places(BatchSources):
 
     # -- names ------------------------------------------------------------------------------
 
+    def cpu_input(self, expr: cst.BaseExpression, site: Site) -> Optional[Tuple[Call, Optional[str]]]:
+        """(the creating call, the name it is bound to or None) for a value read
+        at `site` that is certainly created on the CPU and not moved before."""
+        creation = self.cpu_creation(expr)
+        if creation is not None:
+            return creation, None
+        if not isinstance(expr, cst.Name):
+            return None
+        if self.tensor_place(expr, site) != CPU and self.values.expr_kind(expr, site) != TOKENS:
+            return None
+        reaching = self.facts.reaching(expr.value, site)
+        if (
+            len(reaching) != 1
+            or reaching[0].kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+            or reaching[0].index is not None
+        ):
+            return None
+        b = reaching[0]
+        if b.site.scope is not site.scope or self._escapes_between(expr.value, b.site, site):
+            return None
+        if any(
+            c.method == "to" and dotted_name(c.receiver) == expr.value and b.site.order < c.site.order < site.order
+            for c in self.helpers.calls_in_scope(site.scope)
+        ):
+            return None  # tokenizer output moves in place: `inputs.to(device)`
+        if self.moved_by_key(expr.value, b.site.order, site) is not None:
+            return None  # `for k, v in inputs.items(): inputs[k] = v.to(device)`
+        creation = self.cpu_creation(b.value)
+        return (creation, expr.value) if creation is not None else None
+
+    def crashes_on_device(self, mc: ModelCall) -> bool:
+        """The model is on the device and its input (the first argument: others
+        may be host values it wants there, such as `pack_padded_sequence`
+        lengths) is certainly a CPU tensor made in this scope: on a GPU the
+        forward raises a device mismatch (TL102's finding), so nothing after it
+        runs there."""
+        site = mc.call.site
+        args = mc.call.node.args
+        return (
+            bool(args)
+            and not args[0].star
+            and args[0].keyword is None
+            and self.model_place(mc.model, site) == DEVICE
+            and self.cpu_input(args[0].value, site) is not None
+        )
+
+    def _escapes_between(self, name: str, start: Site, end: Site) -> bool:
+        """Between the binding and the use, the name is handed to code that could
+        move or replace its contents (`to_device(x)`; `x.copy_(...)` is fine)."""
+        for use in self.facts.uses_of(name):
+            if use.site.scope is not end.scope or not (start.order < use.site.order < end.order):
+                continue
+            if use.site.stmt is start.stmt:
+                continue  # read by the binding's own value (`y = ToTensor()(y)`)
+            parent = use.site.parent
+            if isinstance(parent, cst.Arg):
+                call = self.facts.call_of_arg(parent)
+                if (
+                    call is None
+                    or self.values.model_call(call) is not None
+                    or (call.qualname or "").startswith("torch.")
+                ):
+                    continue
+                if isinstance(call.node.func, cst.Name) and call.node.func.value in ("print", "len"):
+                    continue
+                return True
+        return False
+
     def single_value(self, name: str, site: Site) -> Optional[Tuple[cst.BaseExpression, Site]]:
         """The value (and where it was bound) of the one plain binding of `name`
         that reaches `site`; None when several may, or it is unpacked or has none."""
@@ -462,6 +531,8 @@ class Places(BatchSources):
     def _name_place(self, name: str, site: Site) -> Optional[Place]:
         if name in self._called_names():
             return None  # `m = fetch().cuda()` then `m(x)`: a model, not a tensor
+        if "." not in name and self.values.elements_moved(name, site):
+            return None  # `targets[i] = targets[i].to(device)`: a list of tensors, not a tensor
         if "." in name:
             bindings = self.facts.bindings_of(name)
         else:

@@ -14,11 +14,12 @@ every same-file caller passes such a value.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Optional, Set
+from typing import TYPE_CHECKING, List, Optional, Set
 
 import libcst as cst
 
 from torchlint.analysis.facts import Binding, BindingKind, Call, Site, dotted_name
+from torchlint.analysis.knowledge import is_move_call
 from torchlint.analysis.project.kinds import ClassKind
 from torchlint.analysis.vocabulary import HOST_OUTPUT_PACKAGES, PLACERS, WRAPPER_CLASSES
 
@@ -90,7 +91,29 @@ class Values(Forwards):
             # The bindings that reach this read (flow order), not every earlier one: a
             # training loop's `batch` must not decide what an evaluation loop's is.
             bindings = self.facts.reaching(expr.value, site)
-            return bool(bindings) and all(self._binds_container(b, depth) for b in bindings)
+            if bindings and all(self._binds_container(b, depth) for b in bindings):
+                return True
+            return self.elements_moved(expr.value, site)
+        return False
+
+    def elements_moved(self, name: str, site: Site) -> bool:
+        """`name[i] = name[i].to(device)` (an integer index) in the scope of `site`: a
+        tensor's elements cannot change device by item assignment, so `name` is a
+        list (of tensors)."""
+        for use in self.facts.uses_of(name):
+            sub = use.site.parent
+            if use.site.scope is not site.scope or not isinstance(sub, cst.Subscript) or sub.value is not use.node:
+                continue
+            index = sub.slice[0].slice if len(sub.slice) == 1 else None
+            if not isinstance(index, cst.Index) or not isinstance(index.value, (cst.Name, cst.Integer)):
+                continue  # `batch["x"] = ...`: a dict batch's entry (what else it holds stays where it was)
+            target = self.facts.parent_of(sub)
+            assign = self.facts.parent_of(target) if isinstance(target, cst.AssignTarget) else None
+            if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Call):
+                continue
+            call = self.facts.call_for(assign.value)
+            if call is not None and is_move_call(call):
+                return True
         return False
 
     def is_hashed(self, expr: cst.BaseExpression, site: Site) -> bool:
@@ -244,11 +267,21 @@ class Values(Forwards):
         if isinstance(expr, (cst.Name, cst.Attribute)):
             name = dotted_name(expr)
             bindings = self.bindings_for(name, site) if name else []
-            answers = []
+            answers: List[object] = []
             for b in bindings:
                 if id(b) in seen:
                     continue  # `self.m = DataParallel(self.m)`: the other bindings answer
                 seen.add(id(b))
+                if b.kind == BindingKind.PARAM:
+                    # `def validate(model, ...)`: what every same-file caller passes
+                    passed = self.passed_arguments(b)
+                    if not passed:
+                        return None
+                    given = [self._forward_container(arg, s, seen) for arg, s in passed]
+                    if any(g is None for g in given):
+                        return None
+                    answers.extend(g for g in given if g is not _CYCLE)
+                    continue
                 if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or b.index is not None or b.value is None:
                     return None
                 answer = self._forward_container(b.value, b.site, seen)

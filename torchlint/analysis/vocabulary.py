@@ -40,6 +40,10 @@ ALLOCATING_FACTORIES = _doing(Effect.ALLOCATES)
 RANDOM_FACTORIES = _doing(Effect.ALLOCATES, Effect.SAMPLES)
 # torch functions that build a tensor from host data (a copy is inherent).
 DATA_CONSTRUCTORS = _doing(Effect.FROM_HOST_DATA)
+# Transforms whose instances turn host data into a CPU tensor: `ToTensor()(image)`.
+TO_TENSOR_TRANSFORMS = _doing(Effect.TO_TENSOR_TRANSFORM)
+# Readers, collates and inferers of 3D volumes (nibabel, SimpleITK, MONAI's patch pipeline).
+VOLUME_PIPELINE = _doing(Effect.VOLUMES)
 # Every torch function that returns a CPU tensor unless given `device=`.
 CPU_TENSOR_SOURCES = _symbols(
     lambda s: (

@@ -134,7 +134,7 @@ class ProjectIndex:
         self._loader_names: Optional[Tuple[str, ...]] = None
         self._importers: Optional[Dict[str, Set[str]]] = None
         self._reached: Optional[Dict[Optional[Tuple[str, ...]], _Reach]] = None
-        self._calls: Optional[Dict[Tuple[str, ...], Optional[Dict[str, Tuple[int, int]]]]] = None
+        self._calls: Optional[Dict[Tuple[str, ...], Optional[Dict[str, List[Tuple[str, int, int, bool]]]]]] = None
 
     # -- construction ----------------------------------------------------------------------
 
@@ -569,15 +569,20 @@ class ProjectIndex:
         calls = self._calls_by_root().get(root)
         if calls is None:
             return False  # a file of the root did not parse
-        inside, outside = calls.get(name, (0, 0))
+        inside = outside = 0
+        for path, g, u, defines in calls.get(name, ()):
+            if defines and path != target.path:
+                continue  # another file's calls of its own function or method of that name
+            inside, outside = inside + g, outside + u
         return inside > 0 and outside == 0
 
-    def _calls_by_root(self) -> Dict[Tuple[str, ...], Optional[Dict[str, Tuple[int, int]]]]:
+    def _calls_by_root(self) -> Dict[Tuple[str, ...], Optional[Dict[str, List[Tuple[str, int, int, bool]]]]]:
         """Per project root held whole: each called name's calls inside and
-        outside no-grad regions, summed over its files (None: a file did not
-        parse), computed once for the whole index."""
+        outside no-grad regions, per file, with whether that file defines the
+        name itself (None: a file did not parse), computed once for the whole
+        index."""
         if self._calls is None:
-            found: Dict[Tuple[str, ...], Optional[Dict[str, Tuple[int, int]]]] = {}
+            found: Dict[Tuple[str, ...], Optional[Dict[str, List[Tuple[str, int, int, bool]]]]] = {}
             for path, s in self.summaries().items():
                 root = root_of(path, self.whole)
                 if root is None or (root in found and found[root] is None):
@@ -587,9 +592,8 @@ class ProjectIndex:
                     continue
                 totals = found.setdefault(root, {})
                 assert totals is not None
-                for called, inside, outside in s.guarded_calls:
-                    had = totals.get(called, (0, 0))
-                    totals[called] = (had[0] + inside, had[1] + outside)
+                for called, inside, outside, defines in s.guarded_calls:
+                    totals.setdefault(called, []).append((path, inside, outside, defines))
             self._calls = found
         return self._calls
 

@@ -191,8 +191,8 @@ class ModuleSummary:
     # binds ("*": used whole): (target as written, attributes) (import_uses.py)
     import_uses: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     # every called name (`f(...)`, `x.f(...)`) with its calls inside and outside no-grad
-    # regions (guarded_calls.py)
-    guarded_calls: Tuple[Tuple[str, int, int], ...] = ()
+    # regions, and whether this file defines a function or method of that name (guarded_calls.py)
+    guarded_calls: Tuple[Tuple[str, int, int, bool], ...] = ()
     parsed: bool = True  # False: the text did not parse (the module knows nothing)
     # its code moves something to an accelerator: `.cuda()`, `.to(<a device>)` (a "cuda"/"mps"
     # string, `torch.device(...)` of one, a name that says device), or `device="cuda"`

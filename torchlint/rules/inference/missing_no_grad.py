@@ -259,6 +259,8 @@ class MissingNoGrad(Rule):
             reason = a.grad.inference_context(mc)
             if reason is None or a.grad.guarded(call.site) or a.grad.grad_needed(call):
                 continue
+            if a.places.crashes_on_device(mc):
+                continue  # a CPU input crashes the moved model on a GPU (TL102's finding) before any graph
             if a.cost.runs_once(call.site) and not (a.grad.script_work(mc) and not a.cell_rows):
                 continue  # one graph, once per run: a demo, one prediction, a test after training
             if a.loops.occasional_guard(call.site) and not self._per_batch(ctx, call):

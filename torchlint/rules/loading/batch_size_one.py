@@ -285,6 +285,8 @@ class BatchSizeOne(Rule):
         a = ctx.analysis
         if a.loaders.accumulates_gradients():
             return  # batch 1 with gradient accumulation: a memory choice, the effective batch is larger
+        if a.loaders.volume_pipeline():
+            return  # one 3D volume per batch, cut into patches or windows that are batched further on
         reported = set()
         online = any(v.split(".")[0] in ONLINE_PACKAGES for v in ctx.facts.aliases.values())
 
@@ -365,8 +367,8 @@ class BatchSizeOne(Rule):
         (variable-size inputs). A training loop with batch 1 is always reported."""
         a = ctx.analysis
         info = a.loaders.info(loader)
-        if not info.used or info.peeked:
-            return False  # never read, or only a batch looked at (`next(iter(loader))`)
+        if not info.used or info.peeked or a.loaders.one_item(loader):
+            return False  # never read, only a batch looked at (`next(iter(loader))`), or one item
         loops = [lp for lp in (self._loop_at(a, s) for s in a.loaders.iterated_in(loader)) if lp is not None]
         if not loops:
             return True  # handed on: used elsewhere

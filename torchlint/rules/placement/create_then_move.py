@@ -8,8 +8,8 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Function, ScopeKind, Site, dotted_name
-from torchlint.analysis.helpers import is_move_call, root_name
-from torchlint.analysis.knowledge import FRESH_KEEPING_METHODS, TENSOR_WRAPPERS, allocates_on_cpu
+from torchlint.analysis.helpers import root_name
+from torchlint.analysis.knowledge import FRESH_KEEPING_METHODS, TENSOR_WRAPPERS, allocates_on_cpu, is_move_call
 from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE
 from torchlint.analysis.vocabulary import (
     ACCEPTS_DEVICE,

@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 import libcst as cst
 
 from torchlint.analysis.attributes import CpuAttribute
-from torchlint.analysis.facts import BindingKind, Call, NameUse, Site, dotted_name
-from torchlint.analysis.place_kinds import CPU, DEVICE
-from torchlint.analysis.value_kinds import TOKENS
+from torchlint.analysis.facts import BindingKind, Call, NameUse
+from torchlint.analysis.place_kinds import DEVICE
 from torchlint.analysis.vocabulary import ACCEPTS_DEVICE, NO_DEVICE_KWARG
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
@@ -279,46 +278,13 @@ class InputNotMoved(Rule):
             if a.places.model_place(mc.model, call.site) != DEVICE:
                 continue  # on the CPU here (or we can't tell): its CPU inputs are right
             for arg in call.node.args:
-                found = self._cpu_input(a, arg.value, call.site)
+                found = a.places.cpu_input(arg.value, call.site)
                 if found is None or id(found[0].node) in reported:
                     continue
                 creation, name = found
                 reported.add(id(creation.node))
                 message = self.MESSAGE.format(name=name) if name else self.INLINE_MESSAGE
                 ctx.report(creation.node, message, replacements=self._complete_fix(a, creation))
-
-    @staticmethod
-    def _cpu_input(a: Analysis, expr: cst.BaseExpression, site: Site) -> Optional[Tuple[Call, Optional[str]]]:
-        """(the creating call, the name it is bound to or None) for an input that
-        is certainly created on the CPU and not moved before this point."""
-        creation = a.places.cpu_creation(expr)
-        if creation is not None:
-            return creation, None
-        if (
-            not isinstance(expr, cst.Name)
-            or a.places.tensor_place(expr, site) != CPU
-            and a.values.expr_kind(expr, site) != TOKENS
-        ):
-            return None
-        reaching = a.places.reaching(expr.value, site)
-        if (
-            len(reaching) != 1
-            or reaching[0].kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
-            or reaching[0].index is not None
-        ):
-            return None
-        b = reaching[0]
-        if b.site.scope is not site.scope or _escapes_between(a, expr.value, b.site, site):
-            return None
-        if any(
-            c.method == "to" and dotted_name(c.receiver) == expr.value and b.site.order < c.site.order < site.order
-            for c in a.helpers.calls_in_scope(site.scope)
-        ):
-            return None  # tokenizer output moves in place: `inputs.to(device)`
-        if a.places.moved_by_key(expr.value, b.site.order, site) is not None:
-            return None  # `for k, v in inputs.items(): inputs[k] = v.to(device)`
-        creation = a.places.cpu_creation(b.value)
-        return (creation, expr.value) if creation is not None else None
 
     def _complete_fix(self, a: Analysis, creation: Call) -> Optional[Dict[cst.CSTNode, Replacement]]:
         """The input's fix, and the same fix for every other tensor created on
@@ -350,7 +316,7 @@ class InputNotMoved(Rule):
             and not isinstance(creation.positional[0].value, (cst.Integer, cst.Float))
         ):
             return {node: with_keyword(node, "device", cst.Name(device), comment_follows(a, node))}
-        if q in NO_DEVICE_KWARG or a.values.is_tokenizer_call(creation):
+        if q in NO_DEVICE_KWARG or a.values.is_tokenizer_call(creation) or a.places.to_tensor_transform(creation):
             return {node: call_with_to(node, device)}
         return None
 
@@ -371,23 +337,6 @@ def _buffer_fix(kept: CpuAttribute) -> Dict[cst.CSTNode, Replacement]:
         ],
     )
     return {kept.assign: cst.Expr(call)}
-
-
-def _escapes_between(a: Analysis, name: str, start: Site, end: Site) -> bool:
-    """Between the binding and the use, the name is handed to code that could
-    move or replace its contents (`to_device(x)`, `x.copy_(...)` is fine)."""
-    for use in a.facts.uses_of(name):
-        if use.site.scope is not end.scope or not (start.order < use.site.order < end.order):
-            continue
-        parent = use.site.parent
-        if isinstance(parent, cst.Arg):
-            call = a.facts.call_of_arg(parent)
-            if call is None or a.values.model_call(call) is not None or (call.qualname or "").startswith("torch."):
-                continue
-            if isinstance(call.node.func, cst.Name) and call.node.func.value in ("print", "len"):
-                continue
-            return True
-    return False
 
 
 def _companions(a: Analysis, creation: Call) -> Optional[List[Call]]:
