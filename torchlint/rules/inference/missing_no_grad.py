@@ -64,7 +64,9 @@ class MissingNoGrad(Rule):
     trains or loads), `__main__` smoke blocks of model modules, export and
     benchmark code; submodule calls inside a model's `forward`; Hugging
     Face-style `model.generate(...)`, which already runs without gradients;
-    Lightning `*_step` hooks; models whose parameters record no graph (frozen
+    Lightning `*_step` hooks; a forward whose input is a CPU tensor made
+    in the same scope while the model is on the device (the GPU run raises
+    there first: TL102's finding); models whose parameters record no graph (frozen
     with `requires_grad_(False)`, or a module class that builds none: buffers
     and parameter-free layers only).
 

@@ -160,7 +160,11 @@ class BatchSizeOne(Rule):
     and model summary code; unit tests; a project-local class or function
     whose `batch_size` parameter defaults to 1; online code that inherently
     handles one sample at a time (reinforcement-learning acting with
-    `gym`/`gymnasium`). A training loop with batch 1 is always reported.
+    `gym`/`gymnasium`); a loader over one dataset item (`DataLoader(ds[i])`);
+    files that work on 3D volumes (MONAI's `list_data_collate` or
+    sliding-window inference, SimpleITK, nibabel), where one volume per
+    batch is what fits and its patches or windows are batched further on.
+    Elsewhere a training loop with batch 1 is always reported.
 
     ## Why is this bad?
     Each step launches the same kernels for one sample as it would for a
