@@ -334,8 +334,15 @@ run("model.pt", torch.load("data.pt"))
 @pytest.mark.parametrize(
     "build,get,expected",
     [
-        ("build", "get_loader", [("run.py", 9, "TL201")]),  # a module, run over a DataLoader's batches
-        ("build_other", "get_loader", []),  # returns something unknown
+        # a module, run over a DataLoader's batches; the loader factory's own file is told that
+        # its loader feeds a GPU elsewhere (no workers, no pinned memory: TL302, TL303)
+        (
+            "build",
+            "get_loader",
+            [("data/__init__.py", 4, "TL302"), ("data/__init__.py", 4, "TL303"), ("run.py", 9, "TL201")],
+        ),
+        # returns something unknown (the loader still feeds a GPU)
+        ("build_other", "get_loader", [("data/__init__.py", 4, "TL302"), ("data/__init__.py", 4, "TL303")]),
         ("build", "get_other", []),  # not a DataLoader
     ],
 )

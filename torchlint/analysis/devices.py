@@ -42,6 +42,10 @@ def _always_runs(site: Site) -> bool:
     return all(isinstance(owner, cst.Try) and part is Part.BODY for owner, part in site.region)
 
 
+# A CUDA tensor type by name: `torch.cuda.FloatTensor`.
+_CUDA_TYPE = re.compile(r"torch\.cuda\.[A-Z][A-Za-z]*Tensor$")
+
+
 class DevicePlaces:
     """The file's device expressions; the state every place question shares."""
 
@@ -214,6 +218,39 @@ class DevicePlaces:
             target = self.move_target(call)
             return self.device_of(target, call.site) if target is not None else None
         return None
+
+    def casts_to_cuda_type(self, call: Call) -> bool:
+        """`x.type(Tensor)` with `Tensor = torch.cuda.FloatTensor if cuda else
+        torch.FloatTensor` (the legacy idiom), `x.type(torch.cuda.FloatTensor)` or
+        `x.type("torch.cuda.FloatTensor")`: a copy to the GPU where one is used."""
+        if call.method != "type" or call.receiver is None or len(call.node.args) != 1:
+            return False
+        arg = call.node.args[0]
+        return arg.keyword is None and not arg.star and self._cuda_type(arg.value, call.site, 0)
+
+    def cuda_type_constructor(self, call: Call) -> bool:
+        """`Tensor(data)` with `Tensor` a CUDA tensor type (`torch.cuda.FloatTensor`, or a
+        name bound to one under a condition, as in `casts_to_cuda_type`): built on the GPU."""
+        return self._cuda_type(call.node.func, call.site, 0)
+
+    def _cuda_type(self, expr: cst.BaseExpression, site: Site, depth: int) -> bool:
+        if isinstance(expr, cst.SimpleString):
+            return _CUDA_TYPE.match(str(expr.evaluated_value)) is not None
+        if isinstance(expr, cst.IfExp):
+            return self._cuda_type(expr.body, site, depth) or self._cuda_type(expr.orelse, site, depth)
+        q = self.facts.qualname(expr) if isinstance(expr, (cst.Attribute, cst.Name)) else None
+        if q is not None and _CUDA_TYPE.match(q):
+            return True
+        if isinstance(expr, cst.Name) and depth < 3:
+            reaching = self.facts.reaching(expr.value, site)
+            return bool(reaching) and all(
+                b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
+                and b.value is not None
+                and b.index is None
+                and self._cuda_type(b.value, b.site, depth + 1)
+                for b in reaching
+            )
+        return False
 
     def move_target(self, call: Call) -> Optional[cst.BaseExpression]:
         """The device expression of `.to(dev)` / `.to(device=dev)` / `.cuda()`,

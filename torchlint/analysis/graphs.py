@@ -16,7 +16,7 @@ from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, Loop, Si
 from torchlint.analysis.grad import Grad
 from torchlint.analysis.helpers import root_name
 from torchlint.analysis.loops import Loops
-from torchlint.analysis.places import Places
+from torchlint.analysis.places import Places, backpropagated
 from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import GRAD_USERS
 
@@ -120,7 +120,8 @@ class Graphs:
         if loop is None:
             return False
         for call in self.loops.calls_in(loop):
-            if call.method == "backward" and isinstance(call.receiver, cst.Name) and call.receiver.value == name:
+            target = backpropagated(call)
+            if isinstance(target, cst.Name) and target.value == name:
                 return True
         return False
 

@@ -11,7 +11,7 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Part, Scope, ScopeKind, dotted_name
-from torchlint.analysis.knowledge import HOST_CASTS, HOST_VALUE_READS, is_move_call
+from torchlint.analysis.knowledge import HOST_CASTS, HOST_VALUE_READS, SCALAR_LOGGERS, is_move_call
 from torchlint.analysis.value_kinds import MODULE
 from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import PLACING_NAME
@@ -204,11 +204,25 @@ _HOST_READS = HOST_VALUE_READS  # item, tolist
 _HOST_CASTS = HOST_CASTS  # float, int, bool
 
 
+def logged_value(call: Call) -> Optional[cst.BaseExpression]:
+    """The value a scalar logger reads on the host (`writer.add_scalar("loss", loss, step)`:
+    `loss`), or None when `call` is no such call."""
+    where = SCALAR_LOGGERS.get(call.method or "")
+    if where is None or call.receiver is None:
+        return None
+    position, keyword = where
+    arg = call.keyword(keyword) or (call.positional[position] if len(call.positional) > position else None)
+    return arg.value if arg is not None else None
+
+
 def _host_read(call: Call, facts: Facts) -> Optional[Tuple[cst.BaseExpression, str]]:
     """(what is read, how) for `t.item()`, `t.tolist()` and `float(t)` / `int(t)` /
-    `bool(t)` (the builtins, not rebound)."""
+    `bool(t)` (the builtins, not rebound), and the value of a scalar logger."""
     if call.method in _HOST_READS and call.receiver is not None and not call.node.args:
         return call.receiver, f"`.{call.method}()`"
+    logged = logged_value(call)
+    if logged is not None:
+        return logged, f"`{call.method}()` of a tensor"
     func = call.node.func
     if (
         isinstance(func, cst.Name)

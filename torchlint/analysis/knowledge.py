@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Mapping, Optional, Tuple
 
 if TYPE_CHECKING:
     from torchlint.analysis.facts import Call
@@ -516,6 +516,15 @@ TENSOR_DEVICE_MOVES = frozenset(n for n in TENSOR_CUDA_OR_HOST_MOVES if METHODS[
 HOST_VALUE_READS = methods(lambda m: E.TO_HOST in m.effects and m.returns in (R.HOST_NUMBER, R.HOST_LIST))
 HOST_TENSOR_COPIES = methods(lambda m: E.TO_HOST in m.effects and m.returns in (R.SAME, R.HOST_ARRAY))
 HOST_COPIES = methods(lambda m: E.TO_HOST in m.effects and m.returns is not R.HOST_NUMBER)
+# NumPy calls that make a fresh array on the host from sizes (and draw it, for `numpy.random.*`).
+NUMPY_ARRAY_FACTORIES = frozenset(
+    "numpy.zeros numpy.ones numpy.full numpy.empty numpy.random.normal numpy.random.random "
+    "numpy.random.rand numpy.random.randn numpy.random.uniform numpy.random.randint "
+    "numpy.random.standard_normal".split()
+)
+# Logging methods that read the value they are handed on the host (TensorBoard's
+# `SummaryWriter.add_scalar` converts a tensor to NumPy): name -> (position, keyword) of the value.
+SCALAR_LOGGERS: Mapping[str, Tuple[int, str]] = {"add_scalar": (1, "scalar_value")}
 # Builtins that read a tensor's value on the host: `float(t)`.
 HOST_CASTS = symbols(lambda s: s.returns is R.HOST_NUMBER and E.SYNCS in s.effects)
 

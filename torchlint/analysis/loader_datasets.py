@@ -172,6 +172,16 @@ class LoaderDatasets(LoaderCalls):
         if place is not None:
             return IN_MEMORY, True  # ... over a tensor (an index tensor): items are rows of memory
         expr = self._resolve(raw, site)
+        if expr is None and depth < 2 and isinstance(raw, cst.Name):
+            # `if mlp: ds = MLPDataset(df)` / `else: ds = LSTMDataset(df)`: what every branch builds, when they agree
+            reaching = self.places.reaching(raw.value, site)
+            if len(reaching) > 1 and all(
+                b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) and b.value is not None and b.index is None
+                for b in reaching
+            ):
+                kinds = {self._dataset_at(b.value, b.site, depth + 1) for b in reaching}
+                if len(kinds) == 1:
+                    return kinds.pop()
         if expr is None and depth < 2:
             passed = self._passed_for(raw, site)
             kinds = {self._dataset_at(arg, at, depth + 1) for arg, at in passed}
@@ -208,6 +218,8 @@ class LoaderDatasets(LoaderCalls):
             cls = func.value
             if self.values.dataset_classes()[cls] is ClassKind.ITERABLE_DATASET:
                 return ITERABLE, True
+            if any(self.data_place(a.value, ds.site) == DEVICE for a in ds.positional):
+                return PLACES, True  # `TrafficDataset(x_train, n)` over tensors already on the device
             if self._indexes_only(cls):
                 sizes = [self._literal_size(a.value, ds.site) for a in ds.positional]
                 if sizes and all(s is not None and s <= TINY_DATASET for s in sizes):
@@ -465,6 +477,10 @@ class LoaderDatasets(LoaderCalls):
             if any(isinstance(e, cst.StarredElement) for e in expr.elements) or not expr.elements:
                 return None
             return _join_places(self.data_place(e.value, site, depth + 1) for e in expr.elements)
+        if isinstance(expr, cst.Dict):
+            if not expr.elements or any(not isinstance(e, cst.DictElement) for e in expr.elements):
+                return None
+            return _join_places(self.data_place(e.value, site, depth + 1) for e in expr.elements)
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
             for seq, count in ((expr.left, expr.right), (expr.right, expr.left)):
                 if isinstance(seq, (cst.List, cst.Tuple)) and self.places.tensor_place(count, site) is None:
@@ -500,7 +516,13 @@ class LoaderDatasets(LoaderCalls):
                         else self.data_place(element.value, b.site, depth + 1)
                     )
                 else:
-                    found.append(self._place_of(expr, site))
+                    # `data, stats = data_gen(...)`: element of the tuple a same-file helper returns
+                    returned = self._returned_element(b)
+                    found.append(
+                        self.data_place(returned[0], returned[1], depth + 1)
+                        if returned is not None
+                        else self._place_of(expr, site)
+                    )
             return _join_places(found)
         return self._place_of(expr, site)
 

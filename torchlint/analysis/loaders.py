@@ -224,6 +224,56 @@ class Loaders(LoaderDatasets):
             return False  # a module of helpers: its functions are for others to call
         return not project.imported(project.local(fn.name))
 
+    def may_feed_any_accelerator(self) -> bool:
+        """Some loader of this file may feed an accelerator (`may_feed_accelerator`)."""
+        return self.places.accelerator_in_play() or any(self.feeds_accelerator_elsewhere(c) for c in self.calls())
+
+    def may_feed_accelerator(self, call: Call) -> bool:
+        """The loader `call` builds may feed an accelerator: this file puts work on
+        one, or the loader is a factory's, handed to files that do."""
+        return self.places.accelerator_in_play() or self.feeds_accelerator_elsewhere(call)
+
+    def feeds_accelerator_elsewhere(self, call: Call) -> bool:
+        """The loader `call` builds is handed back by a top-level function of this
+        file (`return loader`, `return train_loader, val_loader`) that another
+        project file imports, where the project puts work on an accelerator: a
+        loader factory whose batches feed a GPU in its callers' files. Without
+        the project index: can't tell (False)."""
+        project = self.values.project
+        fn = self._returned_by(call) if project is not None else None
+        if fn is None or project is None:
+            return False
+        qualname = project.local(fn.name)
+        return project.imported(qualname) and project.on_accelerator(qualname)
+
+    def _returned_by(self, call: Call) -> Optional[Function]:
+        """The top-level function whose `return` hands back the loader `call` builds:
+        the call itself, or a plain name bound to it, alone or in a returned tuple."""
+        fn_scope = call.site.scope.function
+        if fn_scope is None or fn_scope.parent is None or fn_scope.parent.kind != ScopeKind.MODULE:
+            return None
+        fn = self.facts.function_of(fn_scope)
+        if fn is None or call.site.scope is not fn_scope:
+            return None
+        b = self.binding_of(call)
+        name = b.name if b is not None and b.index is None and "." not in b.name else None
+        for ret, site in self.facts.returns_of(fn):
+            value = ret.value
+            if value is None:
+                continue
+            parts = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+            for part in parts:
+                if part is call.node:
+                    return fn
+                if (
+                    name is not None
+                    and isinstance(part, cst.Name)
+                    and part.value == name
+                    and b in self.places.reaching(name, site)
+                ):
+                    return fn
+        return None
+
     def feeds_no_pass(self, call: Call) -> bool:
         """`only_peeked`, or also walked by `for` loops that do no work with its
         batches (no model run, nothing trained: `for batch in loader: pass`,
@@ -352,7 +402,7 @@ class Loaders(LoaderDatasets):
             return False
         names = {n for n in _target_names(node.target)} if isinstance(node, cst.For) else set()
         for call in self.loops.calls_in(loop):
-            if is_move_call(call) or call.keyword("device") is not None:
+            if is_move_call(call) or call.keyword("device") is not None or self.places.casts_to_cuda_type(call):
                 if not non_blocking:
                     return True
                 flag = call.keyword("non_blocking")
@@ -416,9 +466,10 @@ class Loaders(LoaderDatasets):
         names |= {
             b for name in list(names) for b in items.get(name, ())
         }  # `{k: v.to(device) for k, v in batch.items()}`
+        names |= self._unpacked_in_body(loop, names)
         direct = derived = 0
         for call in self.loops.calls_in(loop):
-            if is_move_call(call) and call.receiver is not None:
+            if (is_move_call(call) or self.places.casts_to_cuda_type(call)) and call.receiver is not None:
                 if _as_loaded(call.receiver, names):
                     direct += 1
                 elif root_name(call.receiver) in names:
@@ -436,6 +487,26 @@ class Loaders(LoaderDatasets):
             elif fn is None and self._project_moves(call, names):
                 direct += 1  # ... or to a function of another project file that moves it
         return direct > 0 and direct >= derived
+
+    def _unpacked_in_body(self, loop: Loop, names: Set[str]) -> Set[str]:
+        """Names the loop's body binds to the batch as loaded, in order: `img, label =
+        data`, `x = batch[0]`, `img = img.view(n, -1)` (a view of the same memory)."""
+        found: Set[str] = set()
+        for b in self.facts.bindings_in(loop.scope):
+            if not loop.contains(b.site.order) or b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN):
+                continue
+            if "." in b.name:
+                continue
+            if b.value is not None and _as_loaded(b.value, names | found):
+                found.add(b.name)
+            elif not self._is_move(b.value):
+                found.discard(b.name)  # `x = augment(x)`: made on the host from the batch
+        return found
+
+    def _is_move(self, expr: Optional[cst.BaseExpression]) -> bool:
+        """`x.cuda()`, `x.to(device)`, `x.type(torch.cuda.FloatTensor)`."""
+        call = self.facts.call_for(expr) if isinstance(expr, cst.Call) else None
+        return call is not None and (is_move_call(call) or self.places.casts_to_cuda_type(call))
 
     def _comprehension_items(self) -> Dict[str, List[str]]:
         """Names a comprehension binds from `<name>.items()` / `.values()`, by that name."""

@@ -427,11 +427,11 @@ class Places(BatchSources):
         if b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN) or "." in b.name:
             return False
         for c in self.helpers.calls_in_scope(b.site.scope):
+            target = backpropagated(c)
             if (
-                c.method == "backward"
-                and c.site.order > b.site.order
-                and isinstance(c.receiver, cst.Name)
-                and c.receiver.value == b.name
+                c.site.order > b.site.order
+                and isinstance(target, cst.Name)
+                and target.value == b.name
                 and self.reaching(b.name, c.site) == [b]
             ):
                 return True
@@ -788,3 +788,31 @@ def _iterates_keys_of(it: Optional[cst.BaseExpression], name: str) -> bool:
             and it.func.value.value == name
         )
     return isinstance(it, cst.Name) and it.value == name
+
+
+def backpropagated(call: "Call") -> Optional[cst.BaseExpression]:
+    """What `call` runs backward from, when it is `t.backward()`: `t`, also through
+    AMP's loss scaling (`scaler.scale(loss).backward()`) and a scaling by a number
+    (`(loss / accum_steps).backward()`). None for any other call."""
+    if call.method != "backward" or call.receiver is None:
+        return None
+    expr = call.receiver
+    while True:
+        if (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value == "scale"
+            and len(expr.args) == 1
+            and expr.args[0].keyword is None
+            and not expr.args[0].star
+        ):
+            expr = expr.args[0].value
+        elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Divide, cst.Multiply)):
+            if isinstance(expr.right, (cst.Integer, cst.Float, cst.Name, cst.Attribute)) and not isinstance(
+                expr.left, (cst.Integer, cst.Float)
+            ):
+                expr = expr.left
+            else:
+                return expr
+        else:
+            return expr

@@ -243,7 +243,14 @@ class Roles:
                     scopes.add(id(fn.scope.node))
             module = self.facts.module_scope
             trains = any(self.values.is_train_call(c) for c in self.facts.calls)
-            if module is not None and (tool_calls or self.benchmark_file) and not trains:
+            # a work loop outside the functions that time or export (`evaluate()` beside them); a
+            # tool call in module code makes every loop the tool's
+            at_module = any(c.site.scope.function is None for c in tool_calls)
+            other_work = not at_module and any(
+                self.loops.role(loop) is not None and not any(id(s.node) in scopes for s in loop.scope.chain())
+                for loop in self.facts.loops
+            )
+            if module is not None and ((tool_calls and not other_work) or self.benchmark_file) and not trains:
                 scopes.add(id(module.node))  # a script that only exports, benchmarks or profiles
             measuring = [loop for loop in self.facts.loops if self._measures_memory(loop)]
             for loop in measuring:

@@ -14,6 +14,7 @@ from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import comment_follows, module_at, with_keyword
 
 if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
     from torchlint.analysis.project import FileView
 
 _NO_BENEFIT_YET = (
@@ -28,11 +29,17 @@ class LoaderNoPinMemory(Rule):
     an expression that could enable it) whose batches are copied to a CUDA
     device: the file puts something on an accelerator, and the loader's
     batches are moved to the device in this file (or the loader is handed on,
-    returned or stored, to be used elsewhere).
+    returned or stored, to be used elsewhere). A loader factory's loader (a
+    top-level function returns it) counts too in a file that names no
+    device, when another project file imports the function and the project
+    puts work on an accelerator. A batch cast to a CUDA tensor type
+    (`imgs.type(torch.cuda.FloatTensor)`, or a name bound to one under a
+    condition) is copied to the device.
 
     Not flagged: loaders whose `collate_fn` we cannot see into, or that
     places batches on the device itself (pinning a CUDA tensor raises),
-    datasets whose items are already on the device, loaders iterated here
+    datasets whose items are already on the device (also a dataset class
+    of the file built over tensors a helper already moved), loaders iterated here
     whose batches are never moved to the device nor fed to a model on it, loaders that are never used
     or only peeked at (`next(iter(loader))` outside a loop),
     calls passing `**kwargs` that could carry `pin_memory`, TPU/XLA code
@@ -137,6 +144,11 @@ class LoaderNoPinMemory(Rule):
     APPLICABILITY = Applicability.SAFE
     REQUIRES_DEVICE = True
 
+    @classmethod
+    def device_in_play(cls, analysis: "Analysis") -> bool:
+        """Also a file of loader factories whose callers' files put work on an accelerator."""
+        return analysis.loaders.may_feed_any_accelerator()
+
     _LOOP = "for x, y in loader:\n    x = x.cuda(non_blocking=True)\n    loss = model(x).sum()\n    loss.backward()\n"
     VALID = (
         "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=True)\n" + _LOOP,
@@ -221,7 +233,7 @@ class LoaderNoPinMemory(Rule):
             kw = call.keyword("pin_memory")
             if kw is not None and not (isinstance(kw.value, cst.Name) and kw.value.value == "False"):
                 continue
-            if a.roles.excluded(call.site):
+            if a.roles.excluded(call.site) or not a.loaders.may_feed_accelerator(call):
                 continue
             info = a.loaders.info(call)
             if not info.used or info.dataset == PLACES:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import TYPE_CHECKING, Dict, Optional
 
 import libcst as cst
 
@@ -24,6 +24,9 @@ from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import comment_follows, module_at, with_keyword
 
+if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
+
 _WORKERS = "min(8, {os}.cpu_count() or 1)"
 
 
@@ -36,7 +39,10 @@ class LoaderNoWorkers(Rule):
     ## What it does
     Flags a `torch.utils.data.DataLoader` built without `num_workers` (or with
     `num_workers=0`) in a file that puts something on an accelerator, when
-    the loader is used (iterated, handed on, returned or stored).
+    the loader is used (iterated, handed on, returned or stored). A loader
+    factory's loader (a top-level function returns it) counts too in a file
+    that names no device, when another project file imports the function
+    and the project puts work on an accelerator.
 
     Not flagged: loaders whose dataset has nothing for workers to do (a
     `TensorDataset`, a tensor, a dataset of the file or of another project
@@ -150,6 +156,11 @@ class LoaderNoWorkers(Rule):
     FIX_TITLE = "Set `num_workers=min(8, os.cpu_count() or 1)`"
     APPLICABILITY = Applicability.UNSAFE
     REQUIRES_DEVICE = True
+
+    @classmethod
+    def device_in_play(cls, analysis: "Analysis") -> bool:
+        """Also a file of loader factories whose callers' files put work on an accelerator."""
+        return analysis.loaders.may_feed_any_accelerator()
 
     _HEAD = "import torch\nfrom torch.utils.data import DataLoader\nfrom torchvision.datasets import ImageFolder\n"
     _LOOP = "for x, y in loader:\n    loss = model(x.cuda()).sum()\n    loss.backward()\n"
@@ -272,7 +283,7 @@ class LoaderNoWorkers(Rule):
             if a.loaders.workers(call) is not Workers.NONE:
                 continue
             kw = call.keyword("num_workers")
-            if a.roles.excluded(call.site) or a.places.xla:
+            if a.roles.excluded(call.site) or a.places.xla or not a.loaders.may_feed_accelerator(call):
                 continue
             info = a.loaders.info(call)
             if not info.used or info.dataset in (TINY, PLACES) or info.whole_dataset_batch:

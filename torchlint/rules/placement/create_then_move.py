@@ -9,7 +9,13 @@ import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Function, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import root_name
-from torchlint.analysis.knowledge import FRESH_KEEPING_METHODS, TENSOR_WRAPPERS, allocates_on_cpu, is_move_call
+from torchlint.analysis.knowledge import (
+    FRESH_KEEPING_METHODS,
+    NUMPY_ARRAY_FACTORIES,
+    TENSOR_WRAPPERS,
+    allocates_on_cpu,
+    is_move_call,
+)
 from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE
 from torchlint.analysis.vocabulary import (
     ACCEPTS_DEVICE,
@@ -41,6 +47,10 @@ def _step(head: str, body: str) -> str:
     return head + "for x in loader:\n" + body + "    model(x, h).sum().backward()\n"
 
 
+_NUMPY_MESSAGE = (
+    "Array is made with NumPy on the host every step and copied to the GPU by the CUDA tensor type; "
+    "create it with torch on the device (`torch.randn(..., device=...)`, `torch.ones(..., device=...)`)"
+)
 _EQ = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 
 
@@ -54,7 +64,11 @@ class CreateThenMove(Rule):
     is its move, or one handed to a same-file helper that moves it. Also a
     call moved to an accelerator of a function (of this file or another
     project file) whose every `return` hands back such a fresh CPU tensor:
-    `get_points(n, 3).to(device)`, reported at the call.
+    `get_points(n, 3).to(device)`, reported at the call. And, every step of
+    a loop, an array NumPy makes from sizes on the host and hands to a CUDA
+    tensor type (`Tensor(np.random.normal(0, 1, (b, d)))` with `Tensor =
+    torch.cuda.FloatTensor if cuda else torch.FloatTensor`), reported at the
+    NumPy call, without a fix.
 
     Not flagged: data constructors (`torch.tensor(host_list)`,
     `torch.from_numpy(array)`), where the host-to-device copy is inherent;
@@ -313,6 +327,17 @@ class CreateThenMove(Rule):
                     message = self._project_allocation(ctx, inner)
                     if message is not None:
                         report(inner, message=message)
+        # `Tensor(np.random.normal(0, 1, shape))` with `Tensor = torch.cuda.FloatTensor if cuda else ...`:
+        # an array drawn on the host every step, then copied to the GPU.
+        for call in ctx.facts.calls:
+            if len(call.node.args) != 1 or call.node.args[0].keyword is not None or call.node.args[0].star:
+                continue
+            data = call.node.args[0].value
+            array = ctx.facts.call_for(data) if isinstance(data, cst.Call) else None
+            if array is None or array.qualname not in NUMPY_ARRAY_FACTORIES or not a.cost.per_step(call.site):
+                continue
+            if a.places.cuda_type_constructor(call):
+                report(array, message=_NUMPY_MESSAGE)
         # `torch.ones(1, 1).type_as(t)` with `t` on the device: a move, spelled as a type change.
         for call in ctx.facts.calls:
             if call.method != "type_as" or len(call.node.args) != 1 or call.receiver is None:

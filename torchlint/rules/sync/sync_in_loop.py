@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
 import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Loop, Site, dotted_name
+from torchlint.analysis.helpers import logged_value
 from torchlint.analysis.knowledge import HOST_CASTS, HOST_TENSOR_COPIES, HOST_VALUE_READS
 from torchlint.analysis.loops import HotContext
 from torchlint.analysis.place_kinds import DEVICE
@@ -30,7 +31,9 @@ class SyncInLoop(Rule):
     per-batch loop: `.item()`, `.tolist()`, `float(t)`, `int(t)`, `bool(t)`,
     a tensor used as an `if`/`while` condition or compared in one, `.cpu()`
     of a value that is then reduced on the host (`pred.eq(y).cpu().sum()`),
-    and, in training loops, `.cpu()`, `.numpy()` and `print(t)` of a tensor.
+    TensorBoard's `writer.add_scalar(tag, t, step)` of a device tensor (it
+    converts the value to NumPy), and, in training loops, `.cpu()`, `.numpy()`
+    and `print(t)` of a tensor.
     A same-file helper the loop calls every iteration and that syncs inside
     is reported where the device read shows: a `train_step` returning
     `loss.item()` of its own forward's loss at that `.item()`; a helper
@@ -39,7 +42,8 @@ class SyncInLoop(Rule):
 
     Only values on the accelerator count: a loss, a model output (also
     unpacked from a tuple, `loss, logits = model(x)`), a loss returned by a
-    same-file helper or computed by a criterion passed in as a parameter,
+    same-file helper or computed by a criterion passed in as a parameter, a
+    value that reaches `.backward()` (also through `scaler.scale(loss)`),
     metric tensors such as `(pred == y).sum()`, and tensors whose place we
     cannot tell in a file that uses an accelerator. Python numbers
     (`float(scheduler.get_last_lr()[0])`), tensors known to live on the CPU,
@@ -434,6 +438,9 @@ class SyncInLoop(Rule):
                         # `correct += pred.eq(y).cpu().sum()`: a copy only to reduce it on the host.
                         return "`.cpu()` of a value then reduced on the host", False
                     return f"`.{call.method}()`", call.method in _TRAINING_ONLY
+            logged = logged_value(call)  # `writer.add_scalar("loss", loss, step)`: read as NumPy
+            if logged is not None and a.places.on_accelerator(logged, call.site):
+                return f"`{call.method}()` of a tensor", False
             return None
         func = call.node.func
         if isinstance(func, cst.Name) and not a.facts.bindings_of(func.value):
