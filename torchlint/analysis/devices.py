@@ -15,7 +15,7 @@ import libcst as cst
 
 from torchlint.analysis.facts import Binding, BindingKind, Call, Facts, Part, ScopeKind, Site, dotted_name
 from torchlint.analysis.helpers import Helpers
-from torchlint.analysis.knowledge import is_move_call
+from torchlint.analysis.knowledge import LEGACY_TENSOR_TYPES, is_move_call
 from torchlint.analysis.literals import dict_entry
 from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE, HOST, Device, ModuleEvents, Place
 from torchlint.analysis.value_kinds import MODULE
@@ -42,8 +42,10 @@ def _always_runs(site: Site) -> bool:
     return all(isinstance(owner, cst.Try) and part is Part.BODY for owner, part in site.region)
 
 
-# A CUDA tensor type by name: `torch.cuda.FloatTensor`.
-_CUDA_TYPE = re.compile(r"torch\.cuda\.[A-Z][A-Za-z]*Tensor$")
+def _is_cuda_type(name: str) -> bool:
+    """`name` is a CUDA tensor type's: `torch.cuda.FloatTensor`, `torch.cuda.BFloat16Tensor`."""
+    head, _, tail = name.rpartition(".")
+    return head == "torch.cuda" and tail in LEGACY_TENSOR_TYPES
 
 
 class DevicePlaces:
@@ -222,7 +224,9 @@ class DevicePlaces:
     def casts_to_cuda_type(self, call: Call) -> bool:
         """`x.type(Tensor)` with `Tensor = torch.cuda.FloatTensor if cuda else
         torch.FloatTensor` (the legacy idiom), `x.type(torch.cuda.FloatTensor)` or
-        `x.type("torch.cuda.FloatTensor")`: a copy to the GPU where one is used."""
+        `x.type("torch.cuda.FloatTensor")`: a copy to the GPU where one is used (a
+        name bound to a CUDA type in one branch of an `if` counts as in a conditional
+        expression)."""
         if call.method != "type" or call.receiver is None or len(call.node.args) != 1:
             return False
         arg = call.node.args[0]
@@ -235,20 +239,20 @@ class DevicePlaces:
 
     def _cuda_type(self, expr: cst.BaseExpression, site: Site, depth: int) -> bool:
         if isinstance(expr, cst.SimpleString):
-            return _CUDA_TYPE.match(str(expr.evaluated_value)) is not None
+            return _is_cuda_type(str(expr.evaluated_value))
         if isinstance(expr, cst.IfExp):
             return self._cuda_type(expr.body, site, depth) or self._cuda_type(expr.orelse, site, depth)
         q = self.facts.qualname(expr) if isinstance(expr, (cst.Attribute, cst.Name)) else None
-        if q is not None and _CUDA_TYPE.match(q):
+        if q is not None and _is_cuda_type(q):
             return True
         if isinstance(expr, cst.Name) and depth < 3:
-            reaching = self.facts.reaching(expr.value, site)
-            return bool(reaching) and all(
+            # as for `a if cuda else b`: a CUDA type in one branch is the type a GPU run uses
+            return any(
                 b.kind in (BindingKind.ASSIGN, BindingKind.ANNASSIGN)
                 and b.value is not None
                 and b.index is None
                 and self._cuda_type(b.value, b.site, depth + 1)
-                for b in reaching
+                for b in self.facts.reaching(expr.value, site)
             )
         return False
 

@@ -204,11 +204,15 @@ _HOST_READS = HOST_VALUE_READS  # item, tolist
 _HOST_CASTS = HOST_CASTS  # float, int, bool
 
 
-def logged_value(call: Call) -> Optional[cst.BaseExpression]:
+def logged_value(call: Call, facts: Facts) -> Optional[cst.BaseExpression]:
     """The value a scalar logger reads on the host (`writer.add_scalar("loss", loss, step)`:
-    `loss`), or None when `call` is no such call."""
+    `loss`), or None when `call` is no such call: also when a class of the file
+    defines a method of that name (the receiver may be the project's own logger,
+    which may keep the tensor) or an argument is starred (can't tell which)."""
     where = SCALAR_LOGGERS.get(call.method or "")
-    if where is None or call.receiver is None:
+    if where is None or call.receiver is None or any(a.star for a in call.node.args):
+        return None
+    if any(facts.function_named_in_node(call.method or "", c.node) for c in facts.classes.values()):
         return None
     position, keyword = where
     arg = call.keyword(keyword) or (call.positional[position] if len(call.positional) > position else None)
@@ -220,7 +224,7 @@ def _host_read(call: Call, facts: Facts) -> Optional[Tuple[cst.BaseExpression, s
     `bool(t)` (the builtins, not rebound), and the value of a scalar logger."""
     if call.method in _HOST_READS and call.receiver is not None and not call.node.args:
         return call.receiver, f"`.{call.method}()`"
-    logged = logged_value(call)
+    logged = logged_value(call, facts)
     if logged is not None:
         return logged, f"`{call.method}()` of a tensor"
     func = call.node.func

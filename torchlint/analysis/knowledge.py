@@ -516,11 +516,15 @@ TENSOR_DEVICE_MOVES = frozenset(n for n in TENSOR_CUDA_OR_HOST_MOVES if METHODS[
 HOST_VALUE_READS = methods(lambda m: E.TO_HOST in m.effects and m.returns in (R.HOST_NUMBER, R.HOST_LIST))
 HOST_TENSOR_COPIES = methods(lambda m: E.TO_HOST in m.effects and m.returns in (R.SAME, R.HOST_ARRAY))
 HOST_COPIES = methods(lambda m: E.TO_HOST in m.effects and m.returns is not R.HOST_NUMBER)
-# NumPy calls that make a fresh array on the host from sizes (and draw it, for `numpy.random.*`).
+# NumPy calls that make a fresh array on the host (`numpy.random.*` draws its numbers there too).
 NUMPY_ARRAY_FACTORIES = frozenset(
     "numpy.zeros numpy.ones numpy.full numpy.empty numpy.random.normal numpy.random.random "
     "numpy.random.rand numpy.random.randn numpy.random.uniform numpy.random.randint "
     "numpy.random.standard_normal".split()
+)
+# The legacy typed tensor classes (`torch.FloatTensor`, `torch.cuda.FloatTensor`): their names.
+LEGACY_TENSOR_TYPES = frozenset(
+    f"{kind}Tensor" for kind in "Float Double Half BFloat16 Long Int Short Char Byte Bool".split()
 )
 # Logging methods that read the value they are handed on the host (TensorBoard's
 # `SummaryWriter.add_scalar` converts a tensor to NumPy): name -> (position, keyword) of the value.

@@ -32,7 +32,9 @@ from torchlint.analysis.helpers import root_name
 from torchlint.analysis.knowledge import Effect, doing, is_move_call
 from torchlint.analysis.place_kinds import DEVICE
 from torchlint.analysis.value_kinds import DATASET
+from torchlint.analysis.values import bound_value
 from torchlint.analysis.vocabulary import NON_PLACING, PLACING_NAME, VOLUME_PIPELINE
+from torchlint.analysis.walk import mentions
 
 if TYPE_CHECKING:
     pass
@@ -236,15 +238,15 @@ class Loaders(LoaderDatasets):
     def feeds_accelerator_elsewhere(self, call: Call) -> bool:
         """The loader `call` builds is handed back by a top-level function of this
         file (`return loader`, `return train_loader, val_loader`) that another
-        project file imports, where the project puts work on an accelerator: a
-        loader factory whose batches feed a GPU in its callers' files. Without
+        project file names and that file puts work on an accelerator: a loader
+        factory whose batches feed a GPU in its callers' files. A file that
+        imports this module for another of its names does not count. Without
         the project index: can't tell (False)."""
         project = self.values.project
         fn = self._returned_by(call) if project is not None else None
         if fn is None or project is None:
             return False
-        qualname = project.local(fn.name)
-        return project.imported(qualname) and project.on_accelerator(qualname)
+        return project.named_on_accelerator(project.local(fn.name))
 
     def _returned_by(self, call: Call) -> Optional[Function]:
         """The top-level function whose `return` hands back the loader `call` builds:
@@ -466,13 +468,14 @@ class Loaders(LoaderDatasets):
         names |= {
             b for name in list(names) for b in items.get(name, ())
         }  # `{k: v.to(device) for k, v in batch.items()}`
-        names |= self._unpacked_in_body(loop, names)
+        unpacked, remade = self._unpacked_in_body(loop, names)
+        names |= unpacked
         direct = derived = 0
         for call in self.loops.calls_in(loop):
             if (is_move_call(call) or self.places.casts_to_cuda_type(call)) and call.receiver is not None:
                 if _as_loaded(call.receiver, names):
                     direct += 1
-                elif root_name(call.receiver) in names:
+                elif root_name(call.receiver) in names | remade:
                     derived += 1
                 continue
             if not any(_as_loaded(a.value, names) for a in call.node.args):
@@ -486,22 +489,31 @@ class Loaders(LoaderDatasets):
                 direct += 1  # handed as it is to a same-file helper that moves it
             elif fn is None and self._project_moves(call, names):
                 direct += 1  # ... or to a function of another project file that moves it
-        return direct > 0 and direct >= derived
+        return direct > derived
 
-    def _unpacked_in_body(self, loop: Loop, names: Set[str]) -> Set[str]:
-        """Names the loop's body binds to the batch as loaded, in order: `img, label =
-        data`, `x = batch[0]`, `img = img.view(n, -1)` (a view of the same memory)."""
+    def _unpacked_in_body(self, loop: Loop, names: Set[str]) -> Tuple[Set[str], Set[str]]:
+        """Names the loop's body binds, in order, to the batch as loaded (`img, label =
+        data`, `x = batch[0]`, `img = img.view(n, -1)`: the same memory), and names
+        it binds to tensors made on the host from the batch (`img = augment(img)`)."""
         found: Set[str] = set()
+        remade: Set[str] = set()
         for b in self.facts.bindings_in(loop.scope):
             if not loop.contains(b.site.order) or b.kind not in (BindingKind.ASSIGN, BindingKind.ANNASSIGN):
                 continue
-            if "." in b.name:
+            value = bound_value(b) or b.value  # `x, y = batch[0].to(dev), batch[1]`: its element
+            if "." in b.name or value is None or self._is_move(value):
                 continue
-            if b.value is not None and _as_loaded(b.value, names | found):
+            if _as_loaded(value, names | found):
                 found.add(b.name)
-            elif not self._is_move(b.value):
-                found.discard(b.name)  # `x = augment(x)`: made on the host from the batch
-        return found
+                remade.discard(b.name)
+            else:
+                made_from_batch = mentions(value, names | found | remade)
+                found.discard(b.name)
+                if made_from_batch:
+                    remade.add(b.name)  # `x = augment(x)`: made on the host from the batch
+                else:
+                    remade.discard(b.name)
+        return found, remade
 
     def _is_move(self, expr: Optional[cst.BaseExpression]) -> bool:
         """`x.cuda()`, `x.to(device)`, `x.type(torch.cuda.FloatTensor)`."""

@@ -19,7 +19,7 @@ report (`Rule.QUIET_IN_TESTS`).
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Hashable, Optional, Set, Tuple
+from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -238,14 +238,25 @@ class Roles:
                     if scope.kind == ScopeKind.FUNCTION:
                         scopes.add(id(scope.node))
                         break
+            at_module = any(c.site.scope.function is None for c in tool_calls)
+            clocks = {
+                id(c.site.scope.function.node) for c in tool_calls if c.qualname in CLOCKS and c.site.scope.function
+            }
+            for c in self._calls_of_clock_helpers(clocks):
+                caller = c.site.scope.function
+                if caller is None:
+                    at_module = True
+                else:
+                    fn = self.facts.function_of(caller)
+                    if fn is not None and not self._function_trains(fn):
+                        scopes.add(id(caller.node))  # times its loop with `now()`, a helper that syncs
             for fn in self.facts.functions:
                 if fn.name != "<lambda>" and BENCHMARK_NAME.search(fn.name) and not self._function_trains(fn):
                     scopes.add(id(fn.scope.node))
             module = self.facts.module_scope
             trains = any(self.values.is_train_call(c) for c in self.facts.calls)
-            # a work loop outside the functions that time or export (`evaluate()` beside them); a
-            # tool call in module code makes every loop the tool's
-            at_module = any(c.site.scope.function is None for c in tool_calls)
+            # a work loop outside the functions that time, export or summarise (`evaluate()`
+            # beside them); a tool call in module code makes every loop the tool's
             other_work = not at_module and any(
                 self.loops.role(loop) is not None and not any(id(s.node) in scopes for s in loop.scope.chain())
                 for loop in self.facts.loops
@@ -259,6 +270,17 @@ class Roles:
                 scopes.add(id(module.node))  # a memory-measurement harness: its settings are what it measures
             self._tooling_scopes = scopes
         return any(id(s.node) in self._tooling_scopes for s in site.scope.chain())
+
+    def _calls_of_clock_helpers(self, clocks: Set[int]) -> List[Call]:
+        """Calls, from outside it, of a same-file function (by its node's id in
+        `clocks`) whose body reads a clock for timing: `now()`, which synchronizes
+        and returns `time.perf_counter()`."""
+        out = []
+        for c in self.facts.calls:
+            fn = self.helpers.function(c) if clocks else None
+            if fn is not None and id(fn.node) in clocks and not any(s.node is fn.node for s in c.site.scope.chain()):
+                out.append(c)
+        return out
 
     def _measures_memory(self, loop: Loop) -> bool:
         """Every iteration of `loop` reads the accelerator's memory

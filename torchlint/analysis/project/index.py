@@ -663,6 +663,21 @@ class ProjectIndex:
                     todo.append(other)
         return False
 
+    def _named_on_accelerator(self, target: Target, _: object) -> bool:
+        """A project file other than the definition's names `target` (imports it
+        by name, or imports its module and reads it off or hands the module on)
+        and runs on an accelerator (`_on_accelerator` of that file). A file that
+        imports the module for another of its names does not count; a file that
+        did not parse, a root not held whole or a library name: False."""
+        if not isinstance(target, Defined):
+            return False
+        root = root_of(target.path, self.whole)
+        reach = self._reach().get(root) if root is not None else None
+        if reach is None:
+            return False
+        importers = reach.names.get((target.path, WHOLE), set()) | reach.names.get((target.path, target.name), set())
+        return any(self._on_accelerator(Defined(path, ""), None) for path in sorted(importers - {target.path}))
+
     def importers(self) -> Mapping[str, Set[str]]:
         """Project file -> the project files whose module-level imports name it
         (a module, a name in it, or a star import of it)."""
@@ -801,6 +816,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.SYNCS_ARGUMENT: ProjectIndex._syncs_argument,
     Question.UNMOVED_CALLERS: ProjectIndex._unmoved_callers,
     Question.ON_ACCELERATOR: ProjectIndex._on_accelerator,
+    Question.NAMED_ON_ACCELERATOR: ProjectIndex._named_on_accelerator,
     Question.ALLOCATES: ProjectIndex._allocates,
     Question.DATASET_ITEMS: ProjectIndex._dataset_items,
 }
@@ -912,6 +928,11 @@ class FileView:
         """The project runs the code of `qualname` on an accelerator: its file, or
         a project file that imports it (transitively), moves something to one."""
         return bool(self.index._record(self.path, Question.ON_ACCELERATOR, qualname, None))
+
+    def named_on_accelerator(self, qualname: str) -> bool:
+        """Another project file that names `qualname` itself (not just its module
+        for another name) runs on an accelerator."""
+        return bool(self.index._record(self.path, Question.NAMED_ON_ACCELERATOR, qualname, None))
 
     def trains(self, qualname: str) -> bool:
         """Function `qualname` calls `.backward()` or an optimizer step (itself or

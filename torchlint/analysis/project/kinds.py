@@ -50,6 +50,7 @@ class Question(enum.Enum):
     TRAINS = "trains"
     PLACES_ITSELF = "places_itself"
     ON_ACCELERATOR = "on_accelerator"
+    NAMED_ON_ACCELERATOR = "named_on_accelerator"
     FORWARD_CONTAINER = "forward_container"
     HAS_PARAMETERS = "has_parameters"
     IMPORTED = "imported"

@@ -39,7 +39,9 @@ class LoaderNoPinMemory(Rule):
     Not flagged: loaders whose `collate_fn` we cannot see into, or that
     places batches on the device itself (pinning a CUDA tensor raises),
     datasets whose items are already on the device (also a dataset class
-    of the file built over tensors a helper already moved), loaders iterated here
+    of the file handed any argument already on the device, as a tensor a
+    helper moved), batches the loop remakes on the host before it copies
+    them (`img = augment(img)`), loaders iterated here
     whose batches are never moved to the device nor fed to a model on it, loaders that are never used
     or only peeked at (`next(iter(loader))` outside a loop),
     calls passing `**kwargs` that could carry `pin_memory`, TPU/XLA code

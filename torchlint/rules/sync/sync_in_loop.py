@@ -32,7 +32,8 @@ class SyncInLoop(Rule):
     a tensor used as an `if`/`while` condition or compared in one, `.cpu()`
     of a value that is then reduced on the host (`pred.eq(y).cpu().sum()`),
     TensorBoard's `writer.add_scalar(tag, t, step)` of a device tensor (it
-    converts the value to NumPy), and, in training loops, `.cpu()`, `.numpy()`
+    converts the value to NumPy; not where a class of the file defines its own
+    `add_scalar`), and, in training loops, `.cpu()`, `.numpy()`
     and `print(t)` of a tensor.
     A same-file helper the loop calls every iteration and that syncs inside
     is reported where the device read shows: a `train_step` returning
@@ -438,7 +439,7 @@ class SyncInLoop(Rule):
                         # `correct += pred.eq(y).cpu().sum()`: a copy only to reduce it on the host.
                         return "`.cpu()` of a value then reduced on the host", False
                     return f"`.{call.method}()`", call.method in _TRAINING_ONLY
-            logged = logged_value(call)  # `writer.add_scalar("loss", loss, step)`: read as NumPy
+            logged = logged_value(call, a.facts)  # `writer.add_scalar("loss", loss, step)`: read as NumPy
             if logged is not None and a.places.on_accelerator(logged, call.site):
                 return f"`{call.method}()` of a tensor", False
             return None
