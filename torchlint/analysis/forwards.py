@@ -154,13 +154,26 @@ class Forwards(ValueKinds):
 
     @cached_property
     def _library_trainers(self) -> Set[str]:
-        """Names bound (somewhere in the file) to an imported `...Trainer` class's
-        instance; the file's own `Trainer` may do anything."""
+        """Names bound (somewhere in the file) to an instance of an imported
+        `...Trainer` class, or of a class of the file deriving from one
+        (`class DistillationTrainer(Trainer):` overriding `compute_loss`); the
+        file's own `Trainer` may do anything."""
+
+        def imported_trainer(qualname: Optional[str]) -> bool:
+            return qualname is not None and "." in qualname and qualname.rsplit(".", 1)[1].endswith("Trainer")
+
+        subclasses = {
+            name
+            for name, info in self.facts.classes.items()
+            if any(imported_trainer(self.facts.qualname(base)) for base in info.bases)
+        }
         out: Set[str] = set()
         for b in self.facts.bindings:
             built = self.facts.call_for(b.value) if isinstance(b.value, cst.Call) else None
-            qualname = built.qualname if built is not None else None
-            if qualname and "." in qualname and qualname.rsplit(".", 1)[1].endswith("Trainer"):
+            if built is None:
+                continue
+            func = built.node.func
+            if imported_trainer(built.qualname) or (isinstance(func, cst.Name) and func.value in subclasses):
                 out.add(b.name)
         return out
 

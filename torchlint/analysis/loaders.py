@@ -33,7 +33,7 @@ from torchlint.analysis.knowledge import Effect, doing, is_move_call
 from torchlint.analysis.place_kinds import DEVICE
 from torchlint.analysis.value_kinds import DATASET
 from torchlint.analysis.values import bound_value
-from torchlint.analysis.vocabulary import NON_PLACING, PLACING_NAME, VOLUME_PIPELINE
+from torchlint.analysis.vocabulary import ITER_WRAPPERS, NON_PLACING, PLACING_NAME, VOLUME_PIPELINE
 from torchlint.analysis.walk import mentions
 
 if TYPE_CHECKING:
@@ -286,8 +286,9 @@ class Loaders(LoaderDatasets):
         """What `call` returns (a loader, or loaders from a builder, bound to a
         name or unpacked into names) is only turned into an iterator to look at
         a batch or two (`next(iter(loader))`, `it = iter(loader)` then
-        `next(it)`), outside any loop of the code that does it: never looped
-        over, handed on or returned. Names nobody reads before they are rebound
+        `next(it)`, a `for` over it that stops after a few batches), outside
+        any loop of the code that does it: never otherwise looped over, handed
+        on or returned. Names nobody reads before they are rebound
         count as unused; at least one must be peeked at."""
         if self._peek(call.node):
             return True  # `next(iter(DataLoader(...)))`
@@ -305,11 +306,27 @@ class Loaders(LoaderDatasets):
             if b.name not in names:
                 continue
             for use in self.reads(b):
-                if self._peek(use.node) or (idle_loops and self._idle_loop_over(use)):
+                if self._peek(use.node) or self._brief_loop_over(use) or (idle_loops and self._idle_loop_over(use)):
                     peeked = True
                 elif not _measured(self, use):
                     return False
         return peeked
+
+    def _brief_loop_over(self, use: NameUse) -> bool:
+        """`use` is what a `for` iterates (also through `enumerate`/`tqdm`), and
+        that loop stops after its first batch or first few (`loops.runs_once`):
+        a look at them, as `next(iter(loader))` is."""
+        node: cst.CSTNode = use.node
+        parent = self.facts.parent_of(node)
+        while isinstance(parent, cst.Arg):
+            outer = self.facts.call_of_arg(parent)
+            if outer is None or (dotted_name(outer.node.func) or "") not in ITER_WRAPPERS:
+                return False
+            node, parent = outer.node, self.facts.parent_of(outer.node)
+        if not (isinstance(parent, cst.For) and parent.iter is node):
+            return False
+        loop = self.loops.loop_for(parent)
+        return loop is not None and self.loops.runs_once(loop)
 
     def _idle_loop_over(self, use: NameUse) -> bool:
         """`use` is what a `for` iterates, and that loop neither trains nor runs

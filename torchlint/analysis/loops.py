@@ -278,9 +278,9 @@ class Loops:
         return self._roles[key]
 
     def runs_once(self, loop: Loop) -> bool:
-        """The loop's body runs once: it holds an unconditional `break` (a look
-        at the first batch), it starts with `if <count> >= 1: break` on a count
-        of its iterations (the `enumerate` index, or a counter set to 0 before
+        """The loop's body runs once (or a few times): it holds an unconditional
+        `break` (a look at the first batch), it starts with `if <count> >= 1:
+        break` (or `== 5`: up to ten) on a count of its iterations (the `enumerate` index, or a counter set to 0 before
         the loop and incremented in it), or it walks a loader built with
         `batch_size=len(...)` (one batch holds the whole dataset)."""
         return self._cached(("once", id(loop.node)), lambda: self._runs_once(loop))
@@ -377,7 +377,8 @@ class Loops:
 
     def _stops_after_first(self, loop: Loop, first: cst.BaseStatement) -> bool:
         """`first` (the body's first statement) is `if n == 1: break` (also `>= 1`,
-        `> 0`) where `n` counts the iterations from 0: the loop's `counter`, or
+        `> 0`, or a few iterations: `if n == 5: break`, a look at the first
+        batches) where `n` counts the iterations from 0: the loop's `counter`, or
         a name bound to 0 right before the loop whose only binding in it is
         `n += 1` at the top of its body."""
         if not (isinstance(first, cst.If) and first.orelse is None and _only_break(first.body)):
@@ -390,8 +391,8 @@ class Loops:
             return False
         limit = int(bound.evaluated_value)
         if not (
-            (isinstance(op, (cst.Equal, cst.GreaterThanEqual)) and limit == 1)
-            or (isinstance(op, cst.GreaterThan) and limit == 0)
+            (isinstance(op, (cst.Equal, cst.GreaterThanEqual)) and 1 <= limit <= _FEW)
+            or (isinstance(op, cst.GreaterThan) and 0 <= limit < _FEW)
         ):
             return False
         name = test.left.value

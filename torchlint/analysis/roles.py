@@ -19,11 +19,22 @@ report (`Rule.QUIET_IN_TESTS`).
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Hashable, List, Optional, Set, Tuple
 
 import libcst as cst
 
-from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Loop, Part, Scope, ScopeKind, Site, dotted_name
+from torchlint.analysis.facts import (
+    BindingKind,
+    Call,
+    Facts,
+    Function,
+    Loop,
+    Part,
+    Scope,
+    ScopeKind,
+    Site,
+    dotted_name,
+)
 from torchlint.analysis.helpers import Helpers
 from torchlint.analysis.knowledge import MEMORY_READS, MEMORY_RESETS
 from torchlint.analysis.loops import Loops
@@ -60,6 +71,7 @@ class Roles:
         self._work_functions: Optional[Set[int]] = None
         self._tooling_scopes: Optional[Set[int]] = None
         self._memo: Dict[Tuple[Hashable, ...], bool] = {}
+        self._unreached: Optional[FrozenSet[str]] = None
 
     # -- tests ------------------------------------------------------------------------
 
@@ -162,17 +174,71 @@ class Roles:
         return in_dead_branch(site, self.facts) or self.in_test(site) or self.in_unreached(site)
 
     def in_unreached(self, site: Site) -> bool:
-        """In a top-level function nothing can run: every read of its name in
-        its file is inside such functions, no string names it (`__all__`, a
-        registry key, `getattr`), it has no decorator (a registration, a CLI
-        command), and no project file imports it or its module whole. Without a
-        project index: can't tell, so no."""
+        """In a top-level function nothing can run (`unreached_names`), or in a
+        function or class nested in one. Without a project index: can't tell,
+        so no."""
         if self.values.project is None:
             return False
-        fn = self._top_function(site)
-        if fn is None or fn.name == "<lambda>" or fn.decorators or ENTRY_POINT_NAME.match(fn.name):
-            return False  # (`main`, `cli_main`: a console script's entry point, named in packaging files)
-        return self._cached(("unreached", fn.name), lambda: self._unreached(fn.name))
+        top = self._top_definition(site)
+        return top is not None and top[0] in self.unreached_names()
+
+    def unreached_names(self) -> FrozenSet[str]:
+        """The file's top-level functions nothing can run: no read of the name
+        in the file lies in module code or in a top-level function or class
+        that can run, no string names it (`__all__`, a registry key,
+        `getattr`), it has no decorator (a registration, a CLI command) and is
+        not an entry point's name (`main`: named in packaging files), and no
+        other project file may use it (imports it, or its module whole:
+        `used_elsewhere`). Functions that only call each other are unreached
+        together. Classes are never unreached: a model class no file imports
+        is still one a user swaps in by editing an import."""
+        if self._unreached is None:
+            self._unreached = frozenset(self._compute_unreached())
+        return self._unreached
+
+    def _compute_unreached(self) -> Set[str]:
+        project = self.values.project
+        if project is None:
+            return set()
+        strings = {s.evaluated_value for s, _ in self.facts.strings if isinstance(s.evaluated_value, str)}
+        tops: Dict[str, cst.CSTNode] = {}
+        for fn in self.facts.functions:
+            if fn.scope.parent is self.facts.module_scope and fn.name != "<lambda>":
+                tops[fn.name] = fn.node
+        candidates: Set[str] = set()
+        for name, node in tops.items():
+            decorated = bool(getattr(node, "decorators", ()))
+            if decorated or ENTRY_POINT_NAME.match(name) or name in strings or len(self.facts.bindings_of(name)) != 1:
+                continue
+            if project.used_elsewhere(project.local(name)):
+                continue
+            candidates.add(name)
+        # what each candidate's reads come from: module code (None) or a top-level definition
+        readers: Dict[str, Set[Optional[str]]] = {}
+        for name in candidates:
+            found: Set[Optional[str]] = set()
+            for use in self.facts.uses_of(name):
+                top = self._top_definition(use.site)
+                found.add(top[0] if top is not None else None)
+            found.discard(name)
+            readers[name] = found
+        unreached = set(candidates)
+        changed = True
+        while changed:
+            changed = False
+            for name in sorted(unreached):
+                if any(r is None or r not in unreached for r in readers[name]):
+                    unreached.discard(name)
+                    changed = True
+        return unreached
+
+    def _top_definition(self, site: Site) -> Optional[Tuple[str, cst.CSTNode]]:
+        """The top-level function or class whose body holds `site` (name, node)."""
+        top: Optional[Scope] = None
+        for scope in site.scope.chain():
+            if scope.kind in (ScopeKind.FUNCTION, ScopeKind.CLASS) and scope.parent is self.facts.module_scope:
+                top = scope
+        return (top.name, top.node) if top is not None else None
 
     def _top_function(self, site: Site) -> Optional[Function]:
         top = None
@@ -180,18 +246,6 @@ class Roles:
             if scope.kind == ScopeKind.FUNCTION and scope.parent is not None and scope.parent.kind == ScopeKind.MODULE:
                 top = scope
         return self.facts.function_of(top) if top is not None else None
-
-    def _unreached(self, name: str) -> bool:
-        project = self.values.project
-        if project is None or len(self.facts.bindings_of(name)) != 1:
-            return False
-        if not all(
-            self._top_function(u.site) is not None and self.in_unreached(u.site) for u in self.facts.uses_of(name)
-        ):
-            return False
-        if any(s.evaluated_value == name for s, _ in self.facts.strings if isinstance(s.evaluated_value, str)):
-            return False
-        return not project.used_elsewhere(project.local(name))
 
     # -- model modules and smoke blocks --------------------------------------------------
 
@@ -201,9 +255,29 @@ class Roles:
     def in_smoke_block(self, site: Site) -> bool:
         """In the `__main__` block of a module whose job is to define things
         (models, losses, datasets: classes) and whose `__main__` block does no
-        real work (no training, no loop over data): a smoke test of those."""
-        if not site.in_main_guard or not self.facts.classes:
+        real work (no training, no loop over data): a smoke test of those. A
+        top-level function that only that block calls (`def main():` under a
+        `# Test code` comment) is part of it."""
+        if not self.facts.classes:
             return False
+        if not site.in_main_guard:
+            fn = self._top_function(site)
+            return fn is not None and self._cached(("smoke-only", id(fn.node)), lambda: self._smoke_only(fn))
+        return self._smoke_main()
+
+    def _smoke_only(self, fn: Function) -> bool:
+        """`fn` is called only from the module's `__main__` block (and handed to nothing)."""
+        callers = self.values.callers(fn)
+        if not callers or len(self.facts.uses_of(fn.name)) != len(callers):
+            return False
+        if not all(c.site.scope is self.facts.module_scope and c.site.in_main_guard for c in callers):
+            return False
+        project = self.values.project
+        if project is not None and project.named_elsewhere(project.local(fn.name)):
+            return False
+        return self._smoke_main()
+
+    def _smoke_main(self) -> bool:
         return self._cached(
             ("smoke",),
             lambda: (
@@ -217,11 +291,14 @@ class Roles:
         )
 
     def _main_calls_work(self) -> bool:
-        """The `__main__` block calls a same-file function that does real work."""
+        """The `__main__` block trains (`trainer.train()`), or calls a same-file
+        function that does real work or trains."""
         for call in self.facts.calls:
             if call.site.scope is self.facts.module_scope and call.site.in_main_guard:
+                if self.values.is_train_call(call):
+                    return True
                 fn = self.helpers.function(call)
-                if fn is not None and self.function_does_work(fn):
+                if fn is not None and (self.function_does_work(fn) or self._function_trains(fn)):
                     return True
         return False
 

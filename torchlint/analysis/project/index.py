@@ -669,14 +669,37 @@ class ProjectIndex:
         and runs on an accelerator (`_on_accelerator` of that file). A file that
         imports the module for another of its names does not count; a file that
         did not parse, a root not held whole or a library name: False."""
+        importers = self._namers(target)
+        return any(self._on_accelerator(Defined(path, ""), None) for path in sorted(importers or ()))
+
+    def _named_elsewhere(self, target: Target, _: object) -> bool:
+        """A project file other than the definition's may name `target` itself
+        (as `_named_on_accelerator` reads it; a star import of its module
+        counts): unlike `_used_elsewhere`, a file importing the module for
+        another of its names does not. Unknown (a root not held whole, a file
+        that did not parse, a library name): True."""
         if not isinstance(target, Defined):
-            return False
+            return True
+        root = root_of(target.path, self.whole)
+        reach = self._reach().get(root) if root is not None else None
+        if reach is None or reach.unknown:
+            return True
+        module = self.module_name(target.path) or ""
+        if module.rpartition(".")[2] in reach.foreign:
+            return True  # the module imported as a package the project installs
+        return bool(self._namers(target))
+
+    def _namers(self, target: Target) -> Optional[Set[str]]:
+        """The project files other than the definition's that name `target`
+        (None: a library name, or a root not held whole)."""
+        if not isinstance(target, Defined):
+            return None
         root = root_of(target.path, self.whole)
         reach = self._reach().get(root) if root is not None else None
         if reach is None:
-            return False
+            return None
         importers = reach.names.get((target.path, WHOLE), set()) | reach.names.get((target.path, target.name), set())
-        return any(self._on_accelerator(Defined(path, ""), None) for path in sorted(importers - {target.path}))
+        return importers - {target.path}
 
     def importers(self) -> Mapping[str, Set[str]]:
         """Project file -> the project files whose module-level imports name it
@@ -817,6 +840,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.UNMOVED_CALLERS: ProjectIndex._unmoved_callers,
     Question.ON_ACCELERATOR: ProjectIndex._on_accelerator,
     Question.NAMED_ON_ACCELERATOR: ProjectIndex._named_on_accelerator,
+    Question.NAMED_ELSEWHERE: ProjectIndex._named_elsewhere,
     Question.ALLOCATES: ProjectIndex._allocates,
     Question.DATASET_ITEMS: ProjectIndex._dataset_items,
 }
@@ -933,6 +957,12 @@ class FileView:
         """Another project file that names `qualname` itself (not just its module
         for another name) runs on an accelerator."""
         return bool(self.index._record(self.path, Question.NAMED_ON_ACCELERATOR, qualname, None))
+
+    def named_elsewhere(self, qualname: str) -> bool:
+        """Another project file may name `qualname` itself (imports it by name,
+        star-imports or reads it off its module); a file importing the module
+        for another of its names does not count. Unknown: True."""
+        return bool(self.index._record(self.path, Question.NAMED_ELSEWHERE, qualname, None))
 
     def trains(self, qualname: str) -> bool:
         """Function `qualname` calls `.backward()` or an optimizer step (itself or

@@ -51,6 +51,7 @@ class Question(enum.Enum):
     PLACES_ITSELF = "places_itself"
     ON_ACCELERATOR = "on_accelerator"
     NAMED_ON_ACCELERATOR = "named_on_accelerator"
+    NAMED_ELSEWHERE = "named_elsewhere"
     FORWARD_CONTAINER = "forward_container"
     HAS_PARAMETERS = "has_parameters"
     IMPORTED = "imported"

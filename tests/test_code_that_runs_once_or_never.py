@@ -1,0 +1,168 @@
+"""Smoke tests written as functions, and loops that look at the first few batches
+(rounds 10 and 3 of docs/accuracy/rounds/, and wild: each a fact of the analysis, with
+the near miss that must still be reported)."""
+
+from torchlint import api
+
+from helpers import lint_source
+
+
+def rule(src: str, code_: str, path: str = "model.py", project=None):
+    return [f.row for f in lint_source(src, path, project=project) if f.code == code_]
+
+
+# -- a model module's `main()` that only its `__main__` block calls (R10-001) ----------------
+
+_MODEL = (
+    "import torch\nimport torch.nn as nn\n"
+    "class UNet(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.conv = nn.Conv2d(3, 1, 3)\n    def forward(self, x):\n        return self.conv(x)\n"
+    "# Test code\ndef main():\n    device = 'cuda:0' if torch.cuda.is_available() else 'cpu'\n"
+    "    x = torch.rand(1, 3, 32, 32).to(device)\n    model = UNet().to(device)\n"
+    "    print(model(x).shape)\n"
+    "if __name__ == '__main__':\n    main()\n"
+)
+
+
+def _project(tmp_path, other: str):
+    (tmp_path / "model.py").write_text(_MODEL)
+    (tmp_path / "run.py").write_text(other)
+    return api.project_index([str(tmp_path)])
+
+
+def test_a_function_only_the_smoke_block_of_a_model_module_calls_is_the_smoke_test(tmp_path):
+    # hebbian-skin-cancer-segmentation models/HUNet.py:239: one forward of a random input;
+    # the project's other files import the model, not `main`
+    index = _project(tmp_path, "from model import UNet\nnet = UNet()\n")
+    assert rule(_MODEL, "TL104", str(tmp_path / "model.py"), index) == []
+    # the file alone: another file may import `main` and call it in a loop
+    assert rule(_MODEL, "TL104") == [12]
+
+
+def test_the_same_lines_in_the_main_block_itself_are_a_smoke_test_too():
+    inline = _MODEL.replace("if __name__ == '__main__':\n    main()\n", "").replace(
+        "# Test code\ndef main():\n", "if __name__ == '__main__':\n"
+    )
+    assert rule(inline, "TL104") == []
+
+
+def _lint_in_project(tmp_path, src: str):
+    (tmp_path / "model.py").write_text(src)
+    (tmp_path / "run.py").write_text("from model import UNet\nnet = UNet()\n")
+    return rule(src, "TL104", str(tmp_path / "model.py"), api.project_index([str(tmp_path)]))
+
+
+def test_a_main_that_is_also_called_elsewhere_in_the_file_or_trains_is_not_a_smoke_test(tmp_path):
+    twice = _MODEL + "def again():\n    main()\n"
+    assert _lint_in_project(tmp_path, twice) == [12]
+    trains = _MODEL.replace(
+        "    print(model(x).shape)\n",
+        "    for step in range(100):\n        y = torch.rand(1, 3, 32, 32).to(device)\n"
+        "        model(y).sum().backward()\n",
+    )
+    assert 15 in _lint_in_project(tmp_path, trains)
+    # a library trainer's run (`trainer.train()`) is real work as well
+    hf = (
+        "import torch\nfrom transformers import Trainer\nclass Collator:\n    pass\n"
+        "def main():\n    batch_size = 1\n    trainer = Trainer(model=model, args=args)\n"
+        "    ids = torch.zeros(8).to('cuda')\n    trainer.train()\n"
+        "if __name__ == '__main__':\n    main()\n"
+    )
+    assert _lint_in_project(tmp_path, hf) == [8]
+
+
+def test_a_main_another_project_file_imports_is_not_a_smoke_test(tmp_path):
+    for other in ("from model import main\nfor i in range(10):\n    main()\n", "import model\nmodel.main()\n"):
+        index = _project(tmp_path, other)
+        assert rule(_MODEL, "TL104", str(tmp_path / "model.py"), index) == [12]
+
+
+# -- a loop that looks at the first few batches (R10-006) --------------------------------------
+
+_PEEK = (
+    "import torch\nfrom torch.utils.data import DataLoader\n"
+    "device = torch.device('cuda')\nmodel = Net().to(device)\n"
+    "loader = DataLoader(ImageFolder('data'), batch_size=8)\n"
+    "for counter, (x, y) in enumerate(loader):\n    if counter == 5:\n        break\n"
+    "    print(model(x.to(device)).sum().item())\n"
+)
+
+
+def test_a_loop_that_stops_after_a_few_batches_is_no_per_step_work():
+    # segmentation_dataset.py:217: `if counter == 5: break` draws five batches to look at
+    assert rule(_PEEK, "TL302", "show.py") == []
+    assert rule(_PEEK, "TL401", "show.py") == []
+
+
+def test_a_loop_bounded_by_a_larger_count_or_a_variable_is_still_per_step_work():
+    assert rule(_PEEK.replace("counter == 5", "counter == 500"), "TL302", "show.py") == [5]
+    assert rule(_PEEK.replace("counter == 5", "counter == max_steps"), "TL302", "show.py") == [5]
+
+
+# -- functions nothing runs, together; classes nobody imports stay reachable (round 11, round 2) --
+
+_HELPERS = (
+    "import torch\n"
+    "def evaluate(model, loader, again):\n    for x, y in loader:\n"
+    "        torch.cuda.empty_cache()\n        print(model(x.cuda()).sum().item())\n"
+    "    if again:\n        report(model, loader)\n"
+    "def report(model, loader):\n    for x, y in loader:\n"
+    "        torch.cuda.empty_cache()\n        print(model(x.cuda()).mean().item())\n"
+    "    evaluate(model, loader, False)\n"
+)
+
+
+def _lint_helpers(tmp_path, src: str, other: str):
+    (tmp_path / "bleu.py").write_text(src)
+    (tmp_path / "train.py").write_text(other)
+    return [
+        (f.code, f.row)
+        for f in lint_source(src, str(tmp_path / "bleu.py"), project=api.project_index([str(tmp_path)]))
+        if f.code in ("TL401", "TL403")
+    ]
+
+
+def test_functions_that_only_call_each_other_and_that_nothing_else_calls_never_run(tmp_path):
+    # neural-network-and-deeplearning bleu.py: `compute_average_bleu_over_dataset` is called
+    # by nobody; here two such functions call each other, so neither is reached
+    assert _lint_helpers(tmp_path, _HELPERS, "import torch\nprint(torch.__version__)\n") == []
+
+
+def test_the_same_functions_called_by_another_file_run(tmp_path):
+    other = "from bleu import evaluate\nevaluate(model, loader)\n"
+    assert _lint_helpers(tmp_path, _HELPERS, other) != []
+
+
+def test_a_model_class_no_file_imports_is_still_reported(tmp_path):
+    # Text-Classification-Pytorch models/selfAttention.py:89: `main.py` imports another model,
+    # but the class is the one a user swaps in by editing the import: its forward's cost counts
+    model = (
+        "import torch\nimport torch.nn as nn\nclass SelfAttention(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.lstm = nn.LSTM(8, 8)\n"
+        "    def forward(self, x):\n        h_0 = torch.zeros(1, x.size(1), 8).cuda()\n"
+        "        return self.lstm(x, (h_0, h_0))\n"
+    )
+    (tmp_path / "self_attention.py").write_text(model)
+    (tmp_path / "main.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n")
+    index = api.project_index([str(tmp_path)])
+    assert rule(model, "TL104", str(tmp_path / "self_attention.py"), index) == [8]
+
+
+def test_a_main_that_trains_through_the_files_own_subclass_of_a_library_trainer_is_real_work(tmp_path):
+    # peft examples/cartridge_self_study/train_distill.py:140: `class DistillationTrainer(Trainer)`
+    # overrides `compute_loss`, and `main()` runs `trainer.train()` from the `__main__` block
+    src = (
+        "import argparse\nimport torch\nfrom transformers import Trainer\n"
+        "class DistillationTrainer(Trainer):\n    def compute_loss(self, model, inputs):\n"
+        "        return model(**inputs).loss\n"
+        "def main():\n    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('--per_device_train_batch_size', type=int, default=1)\n"
+        "    args = parser.parse_args()\n"
+        "    trainer = DistillationTrainer(model=torch.nn.Linear(2, 2).to('cuda'), args=args)\n"
+        "    trainer.train()\n"
+        "if __name__ == '__main__':\n    main()\n"
+    )
+    (tmp_path / "train.py").write_text(src)
+    (tmp_path / "data.py").write_text("import json\n")
+    index = api.project_index([str(tmp_path)])
+    assert rule(src, "TL301", str(tmp_path / "train.py"), index) == [9]
