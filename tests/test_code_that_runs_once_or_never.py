@@ -166,3 +166,34 @@ def test_a_main_that_trains_through_the_files_own_subclass_of_a_library_trainer_
     (tmp_path / "data.py").write_text("import json\n")
     index = api.project_index([str(tmp_path)])
     assert rule(src, "TL301", str(tmp_path / "train.py"), index) == [9]
+
+
+_BLEU = (
+    "import torch\n"
+    "def compute_average_bleu_over_dataset(model, dataloader, device):\n"
+    "    for images, captions in dataloader:\n        torch.cuda.empty_cache()\n"
+    "        print(model(images.to(device)).sum().item())\n"
+)
+
+
+def _bleu_project(tmp_path, other: str):
+    (tmp_path / "bleu.py").write_text(_BLEU)
+    (tmp_path / "train.py").write_text("import torch\nimport bleu\nmodel = torch.nn.Linear(2, 2).cuda()\n")
+    (tmp_path / "eval.py").write_text(other)
+    index = api.project_index([str(tmp_path)])
+    return [
+        f.code for f in lint_source(_BLEU, str(tmp_path / "bleu.py"), project=index) if f.code in ("TL401", "TL403")
+    ]
+
+
+def test_a_librarys_module_of_the_same_name_does_not_reach_the_projects(tmp_path):
+    # neural-network-and-deeplearning bleu.py:14, :21: nothing calls the function; another
+    # file's `from pycocoevalcap.bleu.bleu import Bleu` is the library's own `bleu` module
+    assert _bleu_project(tmp_path, "from pycocoevalcap.bleu.bleu import Bleu\n") == []
+
+
+def test_the_project_perhaps_installed_under_another_name_may_reach_it(tmp_path):
+    # `from captioning.bleu import compute_average_bleu_over_dataset`: the project's own
+    # `bleu.py`, installed as a package named `captioning`
+    other = "from captioning.bleu import compute_average_bleu_over_dataset\n"
+    assert sorted(_bleu_project(tmp_path, other)) == ["TL401", "TL403"]

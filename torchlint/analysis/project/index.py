@@ -631,11 +631,33 @@ class ProjectIndex:
                 reach.names.setdefault((module, attr), set()).add(path)
         if not imported.startswith("."):
             reach.packages.add(imported)
-            if module is None and self._module_of(path, imported.split(".")[0]) is None:
+            if (
+                module is None
+                and self._module_of(path, imported.split(".")[0]) is None
+                and self._could_be_installed_project(path, imported)
+            ):
                 # A package the project installs under another name (`facenet_pytorch` for
                 # `models/`): what it names may be any project module or definition.
                 reach.foreign.update(imported.split("."))
                 reach.foreign.update(a for a in attrs if a != WHOLE)
+
+    def _could_be_installed_project(self, importer: str, imported: str) -> bool:
+        """`imported` (`pkg.sub.Name`, its package not a project module) could
+        name the project installed as `pkg`: nothing follows the package
+        (`from facenet_pytorch import MTCNN`), or what follows names a project
+        module and, after it, a definition of that module (`pkg.models.mtcnn.MTCNN`).
+        `pycocoevalcap.bleu.bleu.Bleu` in a project with a `bleu.py` that
+        defines no `bleu` is a library's own module."""
+        tail = imported.split(".")[1:]
+        if not tail:
+            return True
+        for k in range(len(tail), 0, -1):
+            module = self.table.absolute(importer, tail[:k])
+            if module is AMBIGUOUS:
+                return True
+            if isinstance(module, str):
+                return k == len(tail) or tail[k] in self._definitions(module)
+        return False
 
     def _names_module(self, importer: str, imported: str, module_path: str) -> bool:
         """The import names module `module_path` itself (`import bleu`, `from . import bleu`),
