@@ -197,3 +197,28 @@ def test_the_project_perhaps_installed_under_another_name_may_reach_it(tmp_path)
     # `bleu.py`, installed as a package named `captioning`
     other = "from captioning.bleu import compute_average_bleu_over_dataset\n"
     assert sorted(_bleu_project(tmp_path, other)) == ["TL401", "TL403"]
+
+
+# -- a loop over a display of one element (R12-017) ---------------------------------------------
+
+_PASSES = (
+    "import torch\ndevice = torch.device('cuda')\nmodel = Net().to(device)\n"
+    "def rollouts(model, batch):\n    torch.cuda.empty_cache()\n    return model(batch.to(device))\n"
+    "def eval_model(batch):\n    pass_at = [\n        1,\n    ]  # 3, 5, 10]\n"
+    "    for npass in pass_at:\n        rollouts(model, batch)\n"
+    "for epoch in range(10):\n    eval_model(batch)\n"
+)
+
+
+def test_a_loop_over_a_one_element_list_runs_once():
+    # mini-grpo cli.py:356: `pass_at = [1]` (the other values commented out), then
+    # `for npass in pass_at:` calls a helper that empties the cache once per evaluation
+    assert rule(_PASSES, "TL403", "cli.py") == []
+    assert rule(_PASSES.replace("for npass in pass_at:", "for npass in [1]:"), "TL403", "cli.py") == []
+
+
+def test_a_loop_over_a_longer_list_or_one_that_grows_runs_again_and_again():
+    longer = _PASSES.replace("        1,\n", "        1, 3, 5,\n")
+    assert rule(longer, "TL403", "cli.py") == [12]
+    grows = _PASSES.replace("    for npass", "    pass_at.append(5)\n    for npass")
+    assert rule(grows, "TL403", "cli.py") == [13]

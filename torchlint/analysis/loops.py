@@ -280,9 +280,12 @@ class Loops:
     def runs_once(self, loop: Loop) -> bool:
         """The loop's body runs once (or a few times): it holds an unconditional
         `break` (a look at the first batch), it starts with `if <count> >= 1:
-        break` (or `== 5`: up to ten) on a count of its iterations (the `enumerate` index, or a counter set to 0 before
-        the loop and incremented in it), or it walks a loader built with
-        `batch_size=len(...)` (one batch holds the whole dataset)."""
+        break` (or `== 5`: up to ten) on a count of its iterations (the
+        `enumerate` index, or a counter set to 0 before the loop and
+        incremented in it), it walks a display of one element (`for npass in
+        [1]:`, also through a name bound once to one that nothing grows), or
+        it walks a loader built with `batch_size=len(...)` (one batch holds the
+        whole dataset)."""
         return self._cached(("once", id(loop.node)), lambda: self._runs_once(loop))
 
     def _runs_once(self, loop: Loop) -> bool:
@@ -298,10 +301,14 @@ class Loops:
         expr = loop.iter
         while isinstance(expr, cst.Call) and expr.args and (dotted_name(expr.func) or "") in ITER_WRAPPERS:
             expr = expr.args[0].value
+        if _one_element_literal(expr):
+            return True  # `for npass in [1]:`
         if not isinstance(expr, cst.Name):
             return False
         site = self.facts.site_of_statement(loop.node)
         bindings = self.facts.visible_bindings(expr.value, loop.scope) if site is not None else []
+        if len(bindings) == 1 and _one_element_literal(bindings[0].value) and not self._mutated(expr.value, loop):
+            return True  # `pass_at = [1]` ... `for npass in pass_at:`
         if len(bindings) != 1 or not isinstance(bindings[0].value, cst.Call):
             return False
         call = self.facts.call_for(bindings[0].value)
@@ -309,6 +316,14 @@ class Loops:
             return False
         arg = call.keyword("batch_size") or (call.positional[1] if len(call.positional) > 1 else None)
         return arg is not None and isinstance(arg.value, cst.Call) and dotted_name(arg.value.func) == "len"
+
+    def _mutated(self, name: str, loop: Loop) -> bool:
+        """A method of `name` is called in the loop's scope (`.append(...)`): it may grow."""
+        return any(
+            isinstance(c.receiver, cst.Name) and c.receiver.value == name and c.site.scope is loop.scope
+            for c in self.facts.calls
+            if c.receiver is not None
+        )
 
     def counter(self, loop: Loop, from_zero: bool = False) -> Optional[str]:
         """The name that counts the loop's iterations, taking each value once:
@@ -727,6 +742,13 @@ class Loops:
                         break
         self._helper[key] = result
         return result
+
+
+def _one_element_literal(expr: Optional[cst.BaseExpression]) -> bool:
+    """A list, tuple or set display of at most one element, none starred."""
+    return isinstance(expr, (cst.List, cst.Tuple, cst.Set)) and (
+        len(expr.elements) <= 1 and not any(isinstance(e, cst.StarredElement) for e in expr.elements)
+    )
 
 
 def _only_break(block: cst.BaseSuite) -> bool:
