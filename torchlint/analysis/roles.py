@@ -201,18 +201,15 @@ class Roles:
         if project is None:
             return set()
         strings = {s.evaluated_value for s, _ in self.facts.strings if isinstance(s.evaluated_value, str)}
-        tops: Dict[str, cst.CSTNode] = {}
-        for fn in self.facts.functions:
-            if fn.scope.parent is self.facts.module_scope and fn.name != "<lambda>":
-                tops[fn.name] = fn.node
         candidates: Set[str] = set()
-        for name, node in tops.items():
-            decorated = bool(getattr(node, "decorators", ()))
-            if decorated or ENTRY_POINT_NAME.match(name) or name in strings or len(self.facts.bindings_of(name)) != 1:
+        for fn in self.facts.functions:
+            name = fn.name
+            if fn.scope.parent is not self.facts.module_scope or name == "<lambda>" or fn.decorators:
                 continue
-            if project.used_elsewhere(project.local(name)):
+            if ENTRY_POINT_NAME.match(name) or name in strings or len(self.facts.bindings_of(name)) != 1:
                 continue
-            candidates.add(name)
+            if not project.used_elsewhere(project.local(name)):
+                candidates.add(name)
         # what each candidate's reads come from: module code (None) or a top-level definition
         readers: Dict[str, Set[Optional[str]]] = {}
         for name in candidates:
@@ -273,8 +270,8 @@ class Roles:
         if not all(c.site.scope is self.facts.module_scope and c.site.in_main_guard for c in callers):
             return False
         project = self.values.project
-        if project is not None and project.named_elsewhere(project.local(fn.name)):
-            return False
+        if project is None or project.named_elsewhere(project.local(fn.name)):
+            return False  # another file may call it (in a loop); without an index, can't tell
         return self._smoke_main()
 
     def _smoke_main(self) -> bool:
