@@ -5,7 +5,7 @@ import inspect
 import json
 import types
 from pathlib import Path
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 from bench._training_script import generate as _generate_training_script
 from torchlint import api as _api
@@ -58,6 +58,16 @@ process_bytes = api.process_bytes
 lint_paths = api.lint_paths
 run = api.run
 decode_source = _api.decode_source
+
+
+def lint_in_project(root: Path, files: Dict[str, str], target: str) -> list:
+    """The findings of file `target` of `files`, written under `root` and linted
+    with the project index of all of them (every rule on)."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    index = api.project_index([str(root)])
+    return lint_source(files[target], str(root / target), project=index)
 
 
 def code(source, count=None, outputs=(), metadata=None) -> dict:

@@ -1,14 +1,19 @@
-"""Smoke tests written as functions, and loops that look at the first few batches
-(rounds 10 and 3 of docs/accuracy/rounds/, and wild: each a fact of the analysis, with
+"""Code that runs once or never: smoke tests written as functions, loops that look at
+the first few batches or walk one element, functions nothing calls (rounds 9, 10 and 12
+of docs/accuracy/rounds/, round 2 and peft of round 3: each a fact of the analysis, with
 the near miss that must still be reported)."""
 
-from torchlint import api
-
-from helpers import lint_source
+from helpers import lint_in_project, lint_source
 
 
-def rule(src: str, code_: str, path: str = "model.py", project=None):
-    return [f.row for f in lint_source(src, path, project=project) if f.code == code_]
+def rule(src: str, code_: str, path: str = "model.py"):
+    """Rows of `code_` in `src` linted alone."""
+    return [f.row for f in lint_source(src, path) if f.code == code_]
+
+
+def rows(tmp_path, files, code_: str, target: str = "model.py"):
+    """Rows of `code_` in `target` linted with the project of `files`."""
+    return [f.row for f in lint_in_project(tmp_path, files, target) if f.code == code_]
 
 
 # -- a model module's `main()` that only its `__main__` block calls (R10-001) ----------------
@@ -24,17 +29,13 @@ _MODEL = (
 )
 
 
-def _project(tmp_path, other: str):
-    (tmp_path / "model.py").write_text(_MODEL)
-    (tmp_path / "run.py").write_text(other)
-    return api.project_index([str(tmp_path)])
+_USES_THE_MODEL = "from model import UNet\nnet = UNet()\n"
 
 
 def test_a_function_only_the_smoke_block_of_a_model_module_calls_is_the_smoke_test(tmp_path):
     # hebbian-skin-cancer-segmentation models/HUNet.py:239: one forward of a random input;
     # the project's other files import the model, not `main`
-    index = _project(tmp_path, "from model import UNet\nnet = UNet()\n")
-    assert rule(_MODEL, "TL104", str(tmp_path / "model.py"), index) == []
+    assert rows(tmp_path, {"model.py": _MODEL, "run.py": _USES_THE_MODEL}, "TL104") == []
     # the file alone: another file may import `main` and call it in a loop
     assert rule(_MODEL, "TL104") == [12]
 
@@ -47,9 +48,7 @@ def test_the_same_lines_in_the_main_block_itself_are_a_smoke_test_too():
 
 
 def _lint_in_project(tmp_path, src: str):
-    (tmp_path / "model.py").write_text(src)
-    (tmp_path / "run.py").write_text("from model import UNet\nnet = UNet()\n")
-    return rule(src, "TL104", str(tmp_path / "model.py"), api.project_index([str(tmp_path)]))
+    return rows(tmp_path, {"model.py": src, "run.py": _USES_THE_MODEL}, "TL104")
 
 
 def test_a_main_that_is_also_called_elsewhere_in_the_file_or_trains_is_not_a_smoke_test(tmp_path):
@@ -73,8 +72,7 @@ def test_a_main_that_is_also_called_elsewhere_in_the_file_or_trains_is_not_a_smo
 
 def test_a_main_another_project_file_imports_is_not_a_smoke_test(tmp_path):
     for other in ("from model import main\nfor i in range(10):\n    main()\n", "import model\nmodel.main()\n"):
-        index = _project(tmp_path, other)
-        assert rule(_MODEL, "TL104", str(tmp_path / "model.py"), index) == [12]
+        assert rows(tmp_path, {"model.py": _MODEL, "run.py": other}, "TL104") == [12]
 
 
 # -- a loop that looks at the first few batches (R10-006) --------------------------------------
@@ -112,25 +110,22 @@ _HELPERS = (
 )
 
 
-def _lint_helpers(tmp_path, src: str, other: str):
-    (tmp_path / "bleu.py").write_text(src)
-    (tmp_path / "train.py").write_text(other)
-    return [
-        (f.code, f.row)
-        for f in lint_source(src, str(tmp_path / "bleu.py"), project=api.project_index([str(tmp_path)]))
-        if f.code in ("TL401", "TL403")
-    ]
+def _syncs_and_cache_calls(tmp_path, files) -> list:
+    """(code, row) of the TL401 and TL403 findings of `bleu.py` in the project of `files`."""
+    found = lint_in_project(tmp_path, files, "bleu.py")
+    return sorted((f.code, f.row) for f in found if f.code in ("TL401", "TL403"))
 
 
 def test_functions_that_only_call_each_other_and_that_nothing_else_calls_never_run(tmp_path):
     # neural-network-and-deeplearning bleu.py: `compute_average_bleu_over_dataset` is called
     # by nobody; here two such functions call each other, so neither is reached
-    assert _lint_helpers(tmp_path, _HELPERS, "import torch\nprint(torch.__version__)\n") == []
+    other = "import torch\nprint(torch.__version__)\n"
+    assert _syncs_and_cache_calls(tmp_path, {"bleu.py": _HELPERS, "train.py": other}) == []
 
 
 def test_the_same_functions_called_by_another_file_run(tmp_path):
     other = "from bleu import evaluate\nevaluate(model, loader)\n"
-    assert _lint_helpers(tmp_path, _HELPERS, other) != []
+    assert _syncs_and_cache_calls(tmp_path, {"bleu.py": _HELPERS, "train.py": other}) != []
 
 
 def test_a_model_class_no_file_imports_is_still_reported(tmp_path):
@@ -142,10 +137,8 @@ def test_a_model_class_no_file_imports_is_still_reported(tmp_path):
         "    def forward(self, x):\n        h_0 = torch.zeros(1, x.size(1), 8).cuda()\n"
         "        return self.lstm(x, (h_0, h_0))\n"
     )
-    (tmp_path / "self_attention.py").write_text(model)
-    (tmp_path / "main.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n")
-    index = api.project_index([str(tmp_path)])
-    assert rule(model, "TL104", str(tmp_path / "self_attention.py"), index) == [8]
+    files = {"self_attention.py": model, "main.py": "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"}
+    assert rows(tmp_path, files, "TL104", "self_attention.py") == [8]
 
 
 def test_a_main_that_trains_through_the_files_own_subclass_of_a_library_trainer_is_real_work(tmp_path):
@@ -162,10 +155,7 @@ def test_a_main_that_trains_through_the_files_own_subclass_of_a_library_trainer_
         "    trainer.train()\n"
         "if __name__ == '__main__':\n    main()\n"
     )
-    (tmp_path / "train.py").write_text(src)
-    (tmp_path / "data.py").write_text("import json\n")
-    index = api.project_index([str(tmp_path)])
-    assert rule(src, "TL301", str(tmp_path / "train.py"), index) == [9]
+    assert rows(tmp_path, {"train.py": src, "data.py": "import json\n"}, "TL301", "train.py") == [9]
 
 
 _BLEU = (
@@ -177,13 +167,9 @@ _BLEU = (
 
 
 def _bleu_project(tmp_path, other: str):
-    (tmp_path / "bleu.py").write_text(_BLEU)
-    (tmp_path / "train.py").write_text("import torch\nimport bleu\nmodel = torch.nn.Linear(2, 2).cuda()\n")
-    (tmp_path / "eval.py").write_text(other)
-    index = api.project_index([str(tmp_path)])
-    return [
-        f.code for f in lint_source(_BLEU, str(tmp_path / "bleu.py"), project=index) if f.code in ("TL401", "TL403")
-    ]
+    train = "import torch\nimport bleu\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+    found = _syncs_and_cache_calls(tmp_path, {"bleu.py": _BLEU, "train.py": train, "eval.py": other})
+    return [code for code, _ in found]
 
 
 def test_a_librarys_module_of_the_same_name_does_not_reach_the_projects(tmp_path):
@@ -196,7 +182,7 @@ def test_the_project_perhaps_installed_under_another_name_may_reach_it(tmp_path)
     # `from captioning.bleu import compute_average_bleu_over_dataset`: the project's own
     # `bleu.py`, installed as a package named `captioning`
     other = "from captioning.bleu import compute_average_bleu_over_dataset\n"
-    assert sorted(_bleu_project(tmp_path, other)) == ["TL401", "TL403"]
+    assert _bleu_project(tmp_path, other) == ["TL401", "TL403"]
 
 
 # -- a loop over a display of one element (R12-017) ---------------------------------------------

@@ -179,8 +179,7 @@ class Roles:
         so no."""
         if self.values.project is None:
             return False
-        top = self._top_definition(site)
-        return top is not None and top[0] in self.unreached_names()
+        return self._top_definition(site) in self.unreached_names()
 
     def unreached_names(self) -> FrozenSet[str]:
         """The file's top-level functions nothing can run: no read of the name
@@ -201,41 +200,36 @@ class Roles:
         if project is None:
             return set()
         strings = {s.evaluated_value for s, _ in self.facts.strings if isinstance(s.evaluated_value, str)}
-        candidates: Set[str] = set()
+        # each candidate's readers: the top-level definitions its reads lie in
+        readers: Dict[str, Set[str]] = {}
         for fn in self.facts.functions:
             name = fn.name
             if fn.scope.parent is not self.facts.module_scope or name == "<lambda>" or fn.decorators:
                 continue
             if ENTRY_POINT_NAME.match(name) or name in strings or len(self.facts.bindings_of(name)) != 1:
                 continue
-            if not project.used_elsewhere(project.local(name)):
-                candidates.add(name)
-        # what each candidate's reads come from: module code (None) or a top-level definition
-        readers: Dict[str, Set[Optional[str]]] = {}
-        for name in candidates:
-            found: Set[Optional[str]] = set()
-            for use in self.facts.uses_of(name):
-                top = self._top_definition(use.site)
-                found.add(top[0] if top is not None else None)
-            found.discard(name)
-            readers[name] = found
+            tops = [self._top_definition(use.site) for use in self.facts.uses_of(name)]
+            if None in tops:
+                continue  # read in module code: it runs
+            readers[name] = {top for top in tops if top is not None} - {name}
+        candidates = {name for name in readers if not project.used_elsewhere(project.local(name))}
         unreached = set(candidates)
         changed = True
         while changed:
             changed = False
             for name in sorted(unreached):
-                if any(r is None or r not in unreached for r in readers[name]):
+                if any(r not in unreached for r in readers[name]):
                     unreached.discard(name)
                     changed = True
         return unreached
 
-    def _top_definition(self, site: Site) -> Optional[Tuple[str, cst.CSTNode]]:
-        """The top-level function or class whose body holds `site` (name, node)."""
+    def _top_definition(self, site: Site) -> Optional[str]:
+        """The name of the top-level function or class whose body holds `site`."""
         top: Optional[Scope] = None
         for scope in site.scope.chain():
             if scope.kind in (ScopeKind.FUNCTION, ScopeKind.CLASS) and scope.parent is self.facts.module_scope:
                 top = scope
-        return (top.name, top.node) if top is not None else None
+        return top.name if top is not None else None
 
     def _top_function(self, site: Site) -> Optional[Function]:
         top = None

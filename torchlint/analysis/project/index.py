@@ -543,8 +543,7 @@ class ProjectIndex:
         project's imports are not this one's). A library name: True."""
         if not isinstance(target, Defined):
             return True
-        root = root_of(target.path, self.whole)
-        reach = self._reach().get(root) if root is not None else None
+        reach = self._reach_of(target)
         if reach is None or reach.unknown or reach.files < 2:
             return True
         module = self.module_name(target.path) or ""
@@ -552,8 +551,7 @@ class ProjectIndex:
             return True  # `import pkg`: `pkg.sub.fn` may be reached through it
         if target.name in reach.foreign or module.rpartition(".")[2] in reach.foreign:
             return True
-        importers = reach.names.get((target.path, WHOLE), set()) | reach.names.get((target.path, target.name), set())
-        return bool(importers - {target.path})
+        return bool(self._namers(target))
 
     def _called_guarded(self, target: Target, method: object) -> bool:
         """Every call of function `target` (or, given `method`, of that method of
@@ -596,6 +594,12 @@ class ProjectIndex:
                     totals.setdefault(called, []).append((path, inside, outside, defines))
             self._calls = found
         return self._calls
+
+    def _reach_of(self, target: Defined) -> Optional["_Reach"]:
+        """What the imports of the files of `target`'s project root reach (None:
+        a root the index does not hold whole)."""
+        root = root_of(target.path, self.whole)
+        return self._reach().get(root) if root is not None else None
 
     def _reach(self) -> Dict[Optional[Tuple[str, ...]], "_Reach"]:
         """Per project root held whole, what its files' imports reach
@@ -702,8 +706,7 @@ class ProjectIndex:
         that did not parse, a library name): True."""
         if not isinstance(target, Defined):
             return True
-        root = root_of(target.path, self.whole)
-        reach = self._reach().get(root) if root is not None else None
+        reach = self._reach_of(target)
         if reach is None or reach.unknown:
             return True
         module = self.module_name(target.path) or ""
@@ -716,8 +719,7 @@ class ProjectIndex:
         (None: a library name, or a root not held whole)."""
         if not isinstance(target, Defined):
             return None
-        root = root_of(target.path, self.whole)
-        reach = self._reach().get(root) if root is not None else None
+        reach = self._reach_of(target)
         if reach is None:
             return None
         importers = reach.names.get((target.path, WHOLE), set()) | reach.names.get((target.path, target.name), set())
