@@ -139,6 +139,28 @@ def test_helper_summary_moves_its_argument():
     assert fn is not None and "batch" in a.helpers.summary(fn).moves
 
 
+def test_helper_summary_reads_under_a_test_of_the_arguments_type_every_call():
+    # `if isinstance(val, torch.Tensor):` picks the branch by what the caller hands: a read
+    # there runs every call; under a test of a setting it runs only on some calls
+    a = analyse(
+        """
+        import torch
+        def as_number(val):
+            if isinstance(val, torch.Tensor) and val.dim() == 0:
+                val = val.item()
+            return val
+        def logged(val, verbose):
+            if verbose:
+                print(val.item())
+        as_number(loss)
+        logged(loss, True)
+        """
+    )
+    read = a.helpers.summary(a.helpers.function(call_at(a, "as_number(loss)")))
+    assert read.syncs == (("val", "`.item()`"),)
+    assert a.helpers.summary(a.helpers.function(call_at(a, "logged(loss, True)"))).syncs == ()
+
+
 def test_model_factories_are_not_forwards():
     # `load_model(...)` / `get_model(...)` build a model; `model(x)` runs one.
     a = analyse(

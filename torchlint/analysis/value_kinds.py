@@ -461,6 +461,23 @@ class ValueKinds:
                 return self.facts.function_named_in_node(func.attr.value, cls_node)
         return None
 
+    def instance_qualname(self, name: str, site: Site) -> Optional[str]:
+        """The qualified name of what every binding of `name` reaching `site` calls
+        to make it (`meter = metrics.DiceAverage(n)`: `utils.metrics.DiceAverage`):
+        for a class of another file, what its methods run on; None when a binding
+        is something else, or they differ."""
+        found: Optional[str] = None
+        bindings = self.facts.reaching(name, site)
+        for b in bindings:
+            if b.kind != BindingKind.ASSIGN or b.index is not None or not isinstance(b.value, cst.Call):
+                return None
+            made = self.facts.call_for(b.value)
+            q = made.qualname if made is not None else None
+            if q is None or (found is not None and q != found):
+                return None
+            found = q
+        return found
+
     def _instance_class(self, name: str, site: Site) -> Optional[cst.ClassDef]:
         """The same-file class every binding of `name` reaching `site` instantiates
         (`name = Diffusion(...)`); None when any binding is something else."""

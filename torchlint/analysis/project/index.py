@@ -39,6 +39,8 @@ from torchlint.analysis.project.kinds import (
     FunctionSummary,
     GuardNeed,
     ItemWork,
+    MethodBinding,
+    MethodSummary,
     ModuleSummary,
     Question,
     ValueKind,
@@ -196,6 +198,10 @@ class ProjectIndex:
         if question is Question.LOADER_NAMES:
             return self.loader_names()
         with self._lock:
+            if question is Question.METHOD_SYNCS_ARGUMENT:  # `qualname`: the class, then the method
+                owner, _, method = qualname.rpartition(".")
+                found = self._lookup(path, owner) if owner else None
+                return self._ask(question, found, (method, arg, False)) if found is not None else False
             target = self._lookup(path, qualname)
             if target is None:
                 return None if question in _OPTIONAL else False
@@ -448,13 +454,83 @@ class ProjectIndex:
         found = self._definition(target)
         if not isinstance(found, FunctionSummary):
             return None
+        assert isinstance(target, Defined)
+        return self._function_syncs(target.path, found, position, None)
+
+    def _method_syncs_argument(self, target: Target, arg: object) -> Optional[str]:
+        """Method `name` of class `target` (or of a project base) reads its argument at
+        `position` on the host every call; `on_class`: called on the class itself
+        (`Metrics.dice(a, b)`), where an instance method's first argument is the instance."""
+        assert isinstance(arg, tuple)
+        name: str = arg[0]
+        position: object = arg[1]
+        on_class: bool = arg[2]
+        found = self._method(target, name, 0)
+        if found is None:
+            return None
+        owner, method = found
+        if on_class and method.binding is MethodBinding.INSTANCE:
+            if not isinstance(position, int) or isinstance(position, bool) or position < 1:
+                return None
+            position -= 1
+        return self._function_syncs(owner.path, method.function, position, owner)
+
+    def _method(self, target: Target, name: str, depth: int) -> Optional[Tuple[Defined, MethodSummary]]:
+        """Method `name` as an instance of class `target` finds it: its own, else
+        its project bases' (first found, in order)."""
+        found = self._definition(target)
+        if not isinstance(found, ClassSummary) or depth > MAX_DEPTH:
+            return None
+        assert isinstance(target, Defined)
+        for method in found.methods:
+            if method.function.name == name:
+                return target, method
+        for base in found.bases:
+            resolved = self._resolve_in(target.path, base)
+            inherited = self._method(resolved, name, depth + 1) if isinstance(resolved, Defined) else None
+            if inherited is not None:
+                return inherited
+        return None
+
+    def _function_syncs(
+        self, path: str, found: FunctionSummary, position: object, owner: Optional[Defined]
+    ) -> Optional[str]:
+        """`found` (of file `path`; a method of class `owner`) reads the argument at
+        `position` on the host every call: itself, or in a project function or a
+        method it hands the argument to on every call."""
         if isinstance(position, int) and not isinstance(position, bool):
             param = found.params[position] if 0 <= position < len(found.params) else None
         else:
             param = position if position in found.keywords else None
+        if param is None:
+            return None
         for p, method in found.syncs:
             if p == param:
                 return method
+        for handed in found.passes:
+            if handed.param != param or not handed.always:
+                continue
+            answer = self._callee_syncs(path, handed.callee, handed.position, owner)
+            if isinstance(answer, str):
+                return answer
+        return None
+
+    def _callee_syncs(self, path: str, callee: str, position: object, owner: Optional[Defined]) -> Answer:
+        """What `callee` (as file `path` writes it) reads on the host of the argument
+        at `position`: a function, `self.method` of class `owner`, or a method called
+        on a project class (`Metrics.dice`)."""
+        head, _, name = callee.partition(".")
+        if head == "self":
+            if owner is None or "." in name:
+                return None  # a method of what an attribute holds: not followed
+            return self._ask(Question.METHOD_SYNCS_ARGUMENT, owner, (name, position, False))
+        resolved = self._resolve_in(path, callee)
+        if isinstance(resolved, Defined):
+            return self._ask(Question.SYNCS_ARGUMENT, resolved, position)
+        cls, _, name = callee.rpartition(".")
+        resolved = self._resolve_in(path, cls) if cls else None
+        if isinstance(resolved, Defined):
+            return self._ask(Question.METHOD_SYNCS_ARGUMENT, resolved, (name, position, True))
         return None
 
     def _allocates(self, target: Target, _: object) -> Optional[Tuple[str, ...]]:
@@ -861,6 +937,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.USED_ELSEWHERE: ProjectIndex._used_elsewhere,
     Question.CALLED_GUARDED: ProjectIndex._called_guarded,
     Question.SYNCS_ARGUMENT: ProjectIndex._syncs_argument,
+    Question.METHOD_SYNCS_ARGUMENT: ProjectIndex._method_syncs_argument,
     Question.UNMOVED_CALLERS: ProjectIndex._unmoved_callers,
     Question.ON_ACCELERATOR: ProjectIndex._on_accelerator,
     Question.NAMED_ON_ACCELERATOR: ProjectIndex._named_on_accelerator,
@@ -918,6 +995,13 @@ class FileView:
         """Function `qualname` reads its argument at position `index` (or keyword
         `index`) on the host every call: the method (`item`, `tolist`), or None."""
         answer = self.index._record(self.path, Question.SYNCS_ARGUMENT, qualname, index)
+        return answer if isinstance(answer, str) else None
+
+    def method_syncs_argument(self, cls: str, method: str, index: Union[int, str]) -> Optional[str]:
+        """Method `method` of class `cls`, called on an instance, reads its argument at
+        position `index` (or keyword `index`; `self` not counted) on the host every
+        call: the method (`item`, `tolist`), or None."""
+        answer = self.index._record(self.path, Question.METHOD_SYNCS_ARGUMENT, f"{cls}.{method}", index)
         return answer if isinstance(answer, str) else None
 
     def allocates(self, qualname: str) -> Optional[Tuple[str, ...]]:

@@ -58,6 +58,7 @@ class Question(enum.Enum):
     USED_ELSEWHERE = "used_elsewhere"
     CALLED_GUARDED = "called_guarded"
     SYNCS_ARGUMENT = "syncs_argument"
+    METHOD_SYNCS_ARGUMENT = "method_syncs_argument"
     LOADER_NAMES = "loader_names"
     UNMOVED_CALLERS = "unmoved_callers"
     ALLOCATES = "allocates"
@@ -88,6 +89,7 @@ class Pass:
     callee: str
     position: Union[int, str]
     param: str
+    always: bool = True  # the call runs on every call of the function (not under an `if`, nor in a handler)
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,8 @@ class ClassSummary:
     init_params: Optional[Tuple[str, ...]] = None
     # What its own `__getitem__` does per item (None: no `__getitem__`, or other work we can't name).
     item_work: Optional[ItemWork] = None
+    # Its own methods (not `__init__`), as the index follows host reads through them.
+    methods: Tuple["MethodSummary", ...] = ()
 
 
 @dataclass(frozen=True)
@@ -133,14 +137,33 @@ class FunctionSummary:
     passes: Tuple[Pass, ...] = ()  # parameters handed on to other calls
     trains: bool = False  # calls .backward(), torch.autograd.grad/backward or an optimizer's step()
     callees: Tuple[str, ...] = ()  # dotted callees of its calls (for `trains` through helpers)
-    # parameters read on the host: `.item()`/`.tolist()` of a value computed from one
-    # (`torch.eq(y_true, y_pred).sum().item()`): (parameter, the method)
+    # parameters read on the host on every call: `.item()`/`.tolist()` of a value computed
+    # from one (`torch.eq(y_true, y_pred).sum().item()`, `dice = 2 * torch.sum(a * b)`, then
+    # `dice.item()`), not under an `if` nor in a handler: (parameter, the method)
     syncs: Tuple[Tuple[str, str], ...] = ()
     # Every `return` hands back a tensor freshly allocated on the CPU (knowledge.allocates_on_cpu:
     # a factory given no `device=`/`generator=`, outside `with torch.device(...)`, through
     # shape/dtype methods and wrappers, or a name assigned once to one): each return's
     # factory, qualified (`torch.rand`). None: some return is not that evident.
     allocates: Optional[Tuple[str, ...]] = None
+
+
+class MethodBinding(enum.Enum):
+    """What a method's first parameter is bound to."""
+
+    INSTANCE = "instance"  # `self`: called on an instance, or on the class with the instance first
+    CLASS = "class"  # `@classmethod`: `cls`
+    STATIC = "static"  # `@staticmethod`: nothing bound
+
+
+@dataclass(frozen=True)
+class MethodSummary:
+    """One method of a class: its summary as a function whose parameters leave
+    out the bound `self` or `cls` (so position 0 is the first argument of
+    `obj.method(...)`); calls it makes on `self` are passes to `self.<name>`."""
+
+    binding: MethodBinding
+    function: "FunctionSummary"
 
 
 @dataclass(frozen=True)

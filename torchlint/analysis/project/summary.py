@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import re
 import warnings
+from dataclasses import replace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from torchlint.analysis.knowledge import (
@@ -29,6 +30,7 @@ from torchlint.analysis.knowledge import (
     HOST_TENSOR_COPIES,
     HOST_VALUE_READS,
     MODULE_SAME_KIND_METHODS,
+    TENSOR_METADATA,
     TENSOR_WRAPPERS,
     allocates_on_cpu,
 )
@@ -41,6 +43,8 @@ from torchlint.analysis.project.kinds import (
     ClassSummary,
     FunctionSummary,
     GuardNeed,
+    MethodBinding,
+    MethodSummary,
     ModuleSummary,
     Pass,
 )
@@ -65,6 +69,8 @@ _OPT_NAME = re.compile(r"^(opt|optimi[sz]er)(_\w+)?$|^\w+_opt$")
 # Text that a class which places something must contain (a cheap pre-check of `_places`).
 _PLACING_TEXT = re.compile(r"\.(" + "|".join(sorted(MOVE_METHODS)) + r")\b|\bdevice\s*=")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Text that a class whose methods read a tensor on the host must contain (a cheap pre-check).
+_HOST_READ_TEXT = re.compile(r"\.(" + "|".join(sorted(HOST_VALUE_READS)) + r")\s*\(")
 # Text that a module which moves something to an accelerator must contain (a cheap pre-check).
 _ACCELERATOR_TEXT = re.compile(r"\.(cuda|to)\b|device\s*=")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -297,7 +303,36 @@ class _Module:
             builds_layers=self._builds_layers(node),
             init_params=init_params,
             item_work=item_work(node, self.qualify),
+            methods=self._methods(node),
         )
+
+    def _methods(self, node: ast.ClassDef) -> Tuple[MethodSummary, ...]:
+        """The summaries of its methods, when its lines read a tensor on the host
+        (`.item()`, `.tolist()`): what the index asks of methods."""
+        end = getattr(node, "end_lineno", None) or len(self.lines)
+        text = "\n".join(self.lines[node.lineno - 1 : end]) if self.lines else None
+        if text is not None and not _HOST_READ_TEXT.search(text):
+            return ()
+        return tuple(m for m in (self._method(s) for s in node.body if isinstance(s, _FUNCTIONS)) if m)
+
+    def _method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> Optional[MethodSummary]:
+        """A method's summary (its host reads and what it hands on), or None for
+        `__init__` and a method with nothing bound to its first parameter."""
+        if node.name == "__init__":
+            return None
+        decorators = {dotted(d) for d in node.decorator_list}
+        binding = (
+            MethodBinding.STATIC
+            if "staticmethod" in decorators
+            else MethodBinding.CLASS
+            if "classmethod" in decorators
+            else MethodBinding.INSTANCE
+        )
+        positional = [*node.args.posonlyargs, *node.args.args]
+        if binding is not MethodBinding.STATIC and not positional:
+            return None
+        bound = positional[0].arg if binding is not MethodBinding.STATIC else None
+        return MethodSummary(binding, _Function(node, self, bound).calls_summary())
 
     def _builds_layers(self, node: ast.ClassDef) -> bool:
         """Its own code calls a torch.nn layer that has parameters, or `nn.Parameter`."""
@@ -337,6 +372,40 @@ class _Module:
             return
         for name in names:
             self.assigns.append(AssignSummary(name, options))
+
+
+def _argument_dispatch(test: ast.AST, params: Set[str]) -> bool:
+    """`test` asks only about the type or shape of parameters: `isinstance(x, T)`,
+    `x.dim() == 4`, `len(labels.size()) == 1`, `x.shape[0] > 1` (and `and`/`or`/`not` of those)."""
+    if isinstance(test, ast.BoolOp):
+        return all(_argument_dispatch(v, params) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _argument_dispatch(test.operand, params)
+    if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance":
+        return len(test.args) == 2 and isinstance(test.args[0], ast.Name) and test.args[0].id in params
+    if isinstance(test, ast.Compare):
+        operands = [test.left, *test.comparators]
+        shapes = [_parameter_shape(o, params) for o in operands]
+        return any(shapes) and all(s or isinstance(o, ast.Constant) for s, o in zip(shapes, operands))
+    return False
+
+
+def _parameter_shape(expr: ast.AST, params: Set[str]) -> bool:
+    """`x.dim()`, `x.size(0)`, `x.shape[0]`, `len(x.size())`, `len(x)` of a parameter `x`."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "len" and len(expr.args) == 1:
+        expr = expr.args[0]
+        if isinstance(expr, ast.Name):
+            return expr.id in params
+    if isinstance(expr, ast.Subscript):
+        expr = expr.value
+    if isinstance(expr, ast.Call):
+        expr = expr.func
+    return (
+        isinstance(expr, ast.Attribute)
+        and expr.attr in TENSOR_METADATA
+        and isinstance(expr.value, ast.Name)
+        and expr.value.id in params
+    )
 
 
 _CONTAINERS = (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp)
@@ -488,13 +557,17 @@ def _value_options(expr: Optional[ast.AST]) -> Optional[Tuple[Tuple[str, bool], 
 
 
 class _Function:
-    """One module-level function's summary."""
+    """One module-level function's summary (or a method's, with `bound` the
+    name of its `self` or `cls`: left out of its parameters)."""
 
-    def __init__(self, node: ast.AST, module: _Module) -> None:
+    def __init__(self, node: ast.AST, module: _Module, bound: Optional[str] = None) -> None:
         self.node = node
         self.module = module
+        self.bound = bound
         args = node.args  # type: ignore[attr-defined]
         self.params = tuple(a.arg for a in list(args.posonlyargs) + list(args.args))
+        if bound is not None:
+            self.params = self.params[1:]
         self.keywords = self.params + tuple(a.arg for a in args.kwonlyargs)
         self.returns: List[ast.Return] = []
         self.yields = False
@@ -506,6 +579,7 @@ class _Function:
         self.nested: Dict[str, ast.AST] = {}
         self.locals: Set[str] = set(self.keywords)
         self.when_grad_off: Set[int] = set()  # ids of returns under `if torch.is_inference_mode_enabled():`
+        self.branches: List[ast.AST] = []  # `if` statements and expressions, `try` statements
         for n in own_nodes(node):
             handle = _HANDLERS.get(type(n))
             if handle is not None:
@@ -546,7 +620,11 @@ class _Function:
     def _import(self, n: Union[ast.Import, ast.ImportFrom]) -> None:
         self.module._import(n)  # a function-level import binds as the facts record it
 
+    def _branch(self, n: ast.AST) -> None:
+        self.branches.append(n)
+
     def _if(self, n: ast.If) -> None:
+        self.branches.append(n)
         if self._grad_already_off(n.test):
             self.when_grad_off.update(id(r) for b in n.body for r in ast.walk(b) if isinstance(r, ast.Return))
 
@@ -567,8 +645,21 @@ class _Function:
         self.derived_from.append((names, value))
 
     def summary(self) -> FunctionSummary:
+        return replace(
+            self.calls_summary(),
+            guard_called=self._guard_called(),
+            guard_bare=_bare_guard(self.node, self),
+            returns=self._returns(),
+            allocates=self._allocates(),
+        )
+
+    def calls_summary(self) -> FunctionSummary:
+        """What its calls do: moves, passes, training, host reads (no guards,
+        returns or allocations)."""
         name = self.node.name  # type: ignore[attr-defined]
         derived = self._derived()
+        computed = self._computed(derived)
+        occasional = self._occasional()
         moves: Set[str] = set()
         passes: Set[Pass] = set()
         callees: Set[str] = set()
@@ -577,8 +668,15 @@ class _Function:
         for call in self.calls:
             func = call.func
             callee = dotted(func)
-            if isinstance(func, ast.Attribute) and func.attr in _HOST_READS and not call.args and not call.keywords:
-                for param in self._read_params(func.value, derived):
+            always = id(call) not in occasional
+            if (
+                always
+                and isinstance(func, ast.Attribute)
+                and func.attr in _HOST_READS
+                and not call.args
+                and not call.keywords
+            ):
+                for param in self._read_params(func.value, computed):
                     syncs.add((param, func.attr))
             if isinstance(func, ast.Attribute):
                 if func.attr in MOVE_METHODS and not (func.attr == "to" and not call.args and not call.keywords):
@@ -591,33 +689,73 @@ class _Function:
                 continue
             if self.module.qualify(callee) in GRAD_USERS:
                 trains = True
-            if callee.split(".")[0] in self.locals or callee.startswith("self."):
+            head, _, attr = callee.partition(".")
+            if head == self.bound and attr:
+                callee = "self." + attr  # a method of its own class (or of what `self.x` holds)
+            elif head in self.locals or head == "self":
                 continue  # a local value or its method: nothing the index can name
-            callees.add(callee)
+            else:
+                callees.add(callee)
             for i, arg in enumerate(call.args):
                 if isinstance(arg, ast.Starred):
                     break
                 root = _root(arg)
                 if root in derived:
-                    passes.add(Pass(callee, i, derived[root]))
+                    passes.add(Pass(callee, i, derived[root], always))
             for kw in call.keywords:
                 root = _root(kw.value)
                 if kw.arg is not None and root in derived:
-                    passes.add(Pass(callee, kw.arg, derived[root]))
+                    passes.add(Pass(callee, kw.arg, derived[root], always))
         return FunctionSummary(
             name=name,
             params=self.params,
             keywords=self.keywords,
-            guard_called=self._guard_called(),
-            guard_bare=_bare_guard(self.node, self),
-            returns=self._returns(),
             moves=tuple(sorted(moves)),
-            passes=tuple(sorted(passes, key=lambda p: (p.callee, str(p.position), p.param))),
+            passes=tuple(sorted(passes, key=lambda p: (p.callee, str(p.position), p.param, p.always))),
             trains=trains,
             callees=tuple(sorted(callees)),
             syncs=tuple(sorted(syncs)),
-            allocates=self._allocates(),
         )
+
+    def _occasional(self) -> Set[int]:
+        """Ids of the nodes that run only on some calls: in a branch of an `if`
+        (statement or expression) or in a `try` statement's handlers. A test of a
+        parameter's type or shape (`isinstance(val, torch.Tensor)`, `len(x.size()) == 1`)
+        picks the same branch at every call of a site: its branches run every call."""
+        found: Set[int] = set()
+        params = set(self.keywords)
+        for n in self.branches:
+            parts: List[ast.AST]
+            if isinstance(n, (ast.If, ast.IfExp)) and _argument_dispatch(n.test, params):
+                continue  # the branch is picked by what the caller hands, the same at every call
+            if isinstance(n, ast.If):
+                parts = [*n.body, *n.orelse]
+            elif isinstance(n, ast.IfExp):
+                parts = [n.body, n.orelse]
+            else:
+                parts = list(getattr(n, "handlers", []))
+            for part in parts:
+                found.update(id(x) for x in ast.walk(part))
+        return found
+
+    def _computed(self, derived: Dict[str, str]) -> Dict[str, str]:
+        """`derived`, plus names computed from those with tensor operations
+        (`inter = torch.sum(a * b)`, `dice = (2 * inter + 1) / (union + 1)`): name ->
+        the parameter. Only for host reads: a value computed from an argument is
+        not the argument, so a move of it moves nothing."""
+        computed = dict(derived)
+        for _ in range(3):
+            changed = False
+            for names, value in self.derived_from:
+                if len(names) != 1 or names[0] in computed or value is None:
+                    continue
+                param = next(self._read_params(value, computed), None)
+                if param is not None:
+                    computed[names[0]] = param
+                    changed = True
+            if not changed:
+                break
+        return computed
 
     def _read_params(self, expr: ast.AST, derived: Dict[str, str]) -> Iterator[str]:
         """The parameters whose values `expr` computes with tensor operations
@@ -819,6 +957,8 @@ _HANDLERS: Dict[type, Callable[[_Function, Any], None]] = {
     ast.Import: _Function._import,
     ast.ImportFrom: _Function._import,
     ast.If: _Function._if,
+    ast.IfExp: _Function._branch,
+    ast.Try: _Function._branch,
 }
 
 

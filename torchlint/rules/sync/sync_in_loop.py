@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple, Union
 
 import libcst as cst
 
@@ -480,15 +480,29 @@ class SyncInLoop(Rule):
     @staticmethod
     def _project_sync(a: Analysis, call: Call) -> Optional[str]:
         """A function of another project file that reads what it is handed on the host
-        (`.item()` of `torch.eq(y_true, y_pred).sum()`), handed a value on the accelerator."""
+        (`.item()` of `torch.eq(y_true, y_pred).sum()`), or a method of an instance of a
+        class of another file (`dice.update(output, target)`, `dice = metrics.DiceAverage(n)`),
+        handed a value on the accelerator."""
         project = a.values.project
-        if project is None or call.qualname is None:
+        if project is None:
             return None
-        head = dotted_name(call.node.func)
-        if head is None or any(
-            b.kind != BindingKind.IMPORT for b in a.facts.visible_bindings(head.split(".")[0], call.site.scope)
-        ):
-            return None  # a parameter or local that shadows the import (`accuracy_fn` handed in)
+        syncs: Callable[[Union[int, str]], Optional[str]]
+        if call.qualname is not None:
+            head = dotted_name(call.node.func)
+            if head is None or any(
+                b.kind != BindingKind.IMPORT for b in a.facts.visible_bindings(head.split(".")[0], call.site.scope)
+            ):
+                return None  # a parameter or local that shadows the import (`accuracy_fn` handed in)
+            qualname = call.qualname
+            syncs = lambda where: project.syncs_argument(qualname, where)  # noqa: E731
+        elif call.method is not None and isinstance(call.receiver, cst.Name):
+            cls = a.values.instance_qualname(call.receiver.value, call.site)
+            if cls is None:
+                return None
+            method = call.method
+            syncs = lambda where: project.method_syncs_argument(cls, method, where)  # noqa: E731
+        else:
+            return None
         position = 0
         for arg in call.node.args:
             if arg.star:
@@ -496,9 +510,9 @@ class SyncInLoop(Rule):
             where = arg.keyword.value if arg.keyword is not None else position
             if arg.keyword is None:
                 position += 1
-            method = project.syncs_argument(call.qualname, where)
-            if method is not None and a.places.on_accelerator(arg.value, call.site):
-                return f"`.{method}()`"
+            read = syncs(where)
+            if read is not None and a.places.on_accelerator(arg.value, call.site):
+                return f"`.{read}()`"
         return None
 
     @staticmethod
