@@ -518,3 +518,50 @@ def test_no_grad_around_model_eval_only_in_an_evaluation_script(tmp_path, loop, 
     # a checkpointed model evaluated at module level
     src = EVAL_SCRIPT.format(loop=loop.strip("\n"))
     assert lint(tmp_path, {"eval.py": src}) == expected
+
+
+PARALLEL = """
+import torch
+import torch.nn as nn
+
+def DataParallel(module, device_ids=None, chunk_sizes=None):
+    if chunk_sizes is None:
+        return torch.nn.DataParallel(module, device_ids)
+    return _ChunkedParallel(module, device_ids, chunk_sizes)
+
+def Distributed(module, rank):
+    return nn.parallel.DistributedDataParallel(module, device_ids=[rank])
+
+class _ChunkedParallel(nn.Module):
+    def __init__(self, module, device_ids, chunk_sizes):
+        super().__init__()
+        self.module = module
+"""
+WRAPPED_BY_A_PROJECT_FUNCTION = (
+    """
+import torch
+import torch.nn as nn
+from parallel import {wrap}
+
+device = torch.device("cuda")
+model = {wrap}(nn.Linear(16, 4), {args}).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = torch.utils.data.DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=True)
+"""
+    + STEP
+)
+
+
+@pytest.mark.parametrize(
+    "wrap, args, expected",
+    [
+        # a function of another file named like torch's, returning torch's on one path
+        ("DataParallel", "device_ids=[0, 1], chunk_sizes=[16, 16]", [("train.py", 6, "TL601")]),
+        # a function of another file returning DistributedDataParallel: the recommended wrap
+        ("Distributed", "0", []),
+    ],
+)
+def test_data_parallel_built_by_a_function_of_another_file(tmp_path, wrap, args, expected):
+    src = WRAPPED_BY_A_PROJECT_FUNCTION.format(wrap=wrap, args=args)
+    found = lint(tmp_path, {"parallel.py": PARALLEL, "train.py": src})
+    assert [f for f in found if f[2] == "TL601"] == expected

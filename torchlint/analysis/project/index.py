@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 import torchlint.analysis.project.library as library
+from torchlint.analysis.knowledge import DATA_PARALLEL
 from torchlint.analysis.project.import_uses import WHOLE
 from torchlint.analysis.project.kinds import (
     AssignSummary,
@@ -429,6 +430,26 @@ class ProjectIndex:
             return ValueKind.of_class(kind) if isinstance(kind, ClassKind) else None
         answer = self._ask(Question.RETURNS, resolved)
         return answer if isinstance(answer, ValueKind) else None
+
+    def _builds_data_parallel(self, target: Target, _: object) -> bool:
+        """A call of `target` builds a torch DataParallel: it is one, a project class
+        subclassing one, or a project function some `return` of which calls one
+        (`def DataParallel(module, ...): return torch.nn.DataParallel(module, ...)`)."""
+        if isinstance(target, Library):
+            return target.name in DATA_PARALLEL
+        found = self._definition(target)
+        assert isinstance(target, Defined)
+        if isinstance(found, ClassSummary):
+            refs: Tuple[str, ...] = found.bases
+        elif isinstance(found, FunctionSummary):
+            refs = found.returns or ()
+        else:
+            return False
+        for ref in refs:
+            resolved = self._resolve_in(target.path, ref)
+            if resolved is not None and self._ask(Question.BUILDS_DATA_PARALLEL, resolved) is True:
+                return True
+        return False
 
     def _moves_argument(self, target: Target, position: object) -> bool:
         found = self._definition(target)
@@ -938,6 +959,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.CALLED_GUARDED: ProjectIndex._called_guarded,
     Question.SYNCS_ARGUMENT: ProjectIndex._syncs_argument,
     Question.METHOD_SYNCS_ARGUMENT: ProjectIndex._method_syncs_argument,
+    Question.BUILDS_DATA_PARALLEL: ProjectIndex._builds_data_parallel,
     Question.UNMOVED_CALLERS: ProjectIndex._unmoved_callers,
     Question.ON_ACCELERATOR: ProjectIndex._on_accelerator,
     Question.NAMED_ON_ACCELERATOR: ProjectIndex._named_on_accelerator,
@@ -1003,6 +1025,11 @@ class FileView:
         call: the method (`item`, `tolist`), or None."""
         answer = self.index._record(self.path, Question.METHOD_SYNCS_ARGUMENT, f"{cls}.{method}", index)
         return answer if isinstance(answer, str) else None
+
+    def builds_data_parallel(self, qualname: str) -> bool:
+        """A call of `qualname` builds a `torch.nn.DataParallel`: a project subclass
+        of it, or a project function that returns one (on some path)."""
+        return bool(self.index._record(self.path, Question.BUILDS_DATA_PARALLEL, qualname, None))
 
     def allocates(self, qualname: str) -> Optional[Tuple[str, ...]]:
         """Function `qualname` returns, in every `return`, a tensor it allocates

@@ -59,6 +59,7 @@ class Question(enum.Enum):
     CALLED_GUARDED = "called_guarded"
     SYNCS_ARGUMENT = "syncs_argument"
     METHOD_SYNCS_ARGUMENT = "method_syncs_argument"
+    BUILDS_DATA_PARALLEL = "builds_data_parallel"
     LOADER_NAMES = "loader_names"
     UNMOVED_CALLERS = "unmoved_callers"
     ALLOCATES = "allocates"

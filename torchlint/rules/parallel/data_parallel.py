@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from torchlint.analysis.facts import Call
+import libcst as cst
+
+from torchlint.analysis import Analysis
+from torchlint.analysis.facts import BindingKind, Call
 from torchlint.analysis.knowledge import DATA_PARALLEL
 from torchlint.rules.base import Invalid, Rule, RuleContext
 
@@ -16,7 +19,9 @@ class DataParallel(Rule):
     Flags `nn.DataParallel(model)` (`torch.nn.DataParallel`,
     `torch.nn.parallel.DataParallel`) in a file that trains: a loop in it
     calls `.backward()` or `optimizer.step()` (directly or through a
-    same-file helper).
+    same-file helper). Also a project's own subclass of it, and a project
+    function that returns one (`DataParallel(model, chunk_sizes=...)` of a
+    `models/data_parallel.py`), at the call in the training file.
 
     Not flagged: files that do not train (a library that only builds or
     wraps models, an inference script, a script that takes gradients only to
@@ -113,6 +118,11 @@ class DataParallel(Rule):
     )
     INVALID = (
         Invalid(_HEAD + "model = nn.DataParallel(net).cuda()\n" + _TRAIN, line=5),
+        # a project subclass of it
+        Invalid(
+            _HEAD + "class Parallel(nn.DataParallel):\n    pass\nmodel = Parallel(net).cuda()\n" + _TRAIN,
+            line=7,
+        ),
         Invalid(
             "import torch\nfrom torch.nn.parallel import DataParallel as DP\nnet = torch.nn.Linear(2, 2)\n"
             "opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
@@ -123,7 +133,7 @@ class DataParallel(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         a = ctx.analysis
-        calls = [c for c in ctx.facts.calls if c.qualname in _DATA_PARALLEL]
+        calls = [c for c in ctx.facts.calls if _builds_data_parallel(a, c)]
         if not calls or not self._trains(ctx):
             return
         wrapped = set()  # scopes already reported: moving them to DDP is one change for all their wraps
@@ -149,6 +159,27 @@ class DataParallel(Rule):
             if site is not None and a.loops.trains(loop) and not a.roles.excluded(site):
                 return True
         return False
+
+
+def _builds_data_parallel(a: Analysis, call: Call) -> bool:
+    """`call` builds a torch DataParallel: torch's own, or (asked of the project
+    index) a project subclass of it or a function of another project file
+    returning one (a function of this file shows its own `nn.DataParallel` call)."""
+    if call.qualname in _DATA_PARALLEL:
+        return True
+    project = a.values.project
+    if project is None:
+        return False
+    qualname = call.qualname
+    func = call.node.func
+    if qualname is None and isinstance(func, cst.Name):
+        bindings = a.facts.visible_bindings(func.value, call.site.scope)
+        if len(bindings) != 1 or bindings[0].kind != BindingKind.CLASS:
+            return False
+        qualname = project.local(func.value)
+    if qualname is None or qualname.startswith("torch."):
+        return False
+    return project.builds_data_parallel(qualname)
 
 
 def _inference_wrap(ctx: RuleContext, call: Call) -> bool:
