@@ -447,6 +447,35 @@ def test_timing_comparison_scripts_are_tooling():
     assert [c for c in codes(plain) if c[0] == "TL402"]
 
 
+def test_a_training_main_that_prints_a_model_summary_is_no_tooling():
+    # `summary(model, ...)` once before the epoch loop: the function still trains
+    src = """
+        import torch
+        from torch.utils.data import DataLoader
+        from torchsummary import summary
+        def train_one_epoch(model, loader, opt):
+            for x, y in loader:
+                loss = model(x.cuda()).sum()
+                loss.backward()
+                opt.step()
+        def main():
+            model = torch.nn.Linear(4, 2).cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            loader = DataLoader(ds, batch_size=32, num_workers=4, pin_memory=True)
+            summary(model, (4,))
+            for epoch in range(10):
+                train_one_epoch(model, loader, opt)
+        main()
+        """
+    assert ("TL304", 13) in codes(src)
+    # a function that only summarises the model and runs it over the data is tooling
+    only = src.replace(
+        "                train_one_epoch(model, loader, opt)\n",
+        "                for x, y in loader:\n                    model(x.cuda())\n",
+    )
+    assert [c for c in codes(only) if c[0] == "TL304"] == []
+
+
 def test_validation_before_training_in_the_same_epoch_loop_is_not_a_demo():
     src = """
         import torch

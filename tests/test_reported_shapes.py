@@ -565,3 +565,50 @@ def test_data_parallel_built_by_a_function_of_another_file(tmp_path, wrap, args,
     src = WRAPPED_BY_A_PROJECT_FUNCTION.format(wrap=wrap, args=args)
     found = lint(tmp_path, {"parallel.py": PARALLEL, "train.py": src})
     assert [f for f in found if f[2] == "TL601"] == expected
+
+
+HELD_BY_A_TRAINER = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader
+
+class Trainer:
+    def __init__(self, train_loader, epochs):
+        self.train_loader = train_loader
+        self.epochs = epochs
+        self.model = nn.Linear(16, 4).cuda()
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def train(self):
+        for epoch in range(self.epochs):
+            self.train_epoch()
+
+    def train_epoch(self):
+        for x, y in self.train_loader:
+            loss = nn.functional.cross_entropy(self.model(x.cuda()), y.cuda())
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+
+loader = DataLoader(dataset, batch_size=32, shuffle=True, num_workers=4, pin_memory=True)
+Trainer(loader, 90).train()
+"""
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        # the loader kept by a trainer of the same file, iterated in a method every epoch
+        (("", ""), [("train.py", 23, "TL304")]),
+        # the trainer builds its own loader again each pass: which one a loop sees is not known
+        (
+            ("    def train(self):\n", "    def train(self):\n        self.train_loader = DataLoader(dataset)\n"),
+            [],
+        ),
+        # persistent workers
+        (("pin_memory=True)", "pin_memory=True, persistent_workers=True)"), []),
+    ],
+)
+def test_a_loader_kept_by_a_trainer_class(tmp_path, change, expected):
+    src = HELD_BY_A_TRAINER.replace(*change)
+    assert [f for f in lint(tmp_path, {"train.py": src}) if f[2] == "TL304"] == expected

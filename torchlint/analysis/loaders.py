@@ -617,12 +617,14 @@ class Loaders(LoaderDatasets):
         """The `for` loops that iterate the loader `call` builds: where the name it
         is bound to is visible as that binding, and in same-file functions it is
         passed to, over the parameter that receives it (not a same-named
-        parameter that receives something else)."""
+        parameter that receives something else), and in the methods of a
+        same-file class whose instance keeps it (`Trainer(train_loader)`)."""
         return [site for site, _ in self._passes(call)]
 
     def _passes(self, call: Call) -> List[Tuple[Site, Optional[Call]]]:
         """`loops_over`, each with the call of the same-file function that holds
-        the loop and receives the loader (None: the loop reads the loader's own name)."""
+        the loop and receives the loader (None: the loop reads the loader's own
+        name, or the attribute of a same-file class's instance that keeps it)."""
         b = self.binding_of(call)
         if b is None:
             return []
@@ -642,6 +644,10 @@ class Loaders(LoaderDatasets):
                 continue
             outer = self.facts.call_of_arg(parent)
             fn = self.helpers.function(outer) if outer is not None else None
+            if outer is not None and fn is None:
+                for site in self._kept_by_instance(outer, use.node):
+                    if all(site is not s for s, _ in out):
+                        out.append((site, None))  # the loop reads the attribute holding the loader
             if outer is None or fn is None:
                 continue
             for param in fn.params:
@@ -651,6 +657,30 @@ class Loaders(LoaderDatasets):
                             site = self.facts.site_of_statement(loop.node)
                             if site is not None and all(site is not s for s, _ in out):
                                 out.append((site, outer))
+        return out
+
+    def _kept_by_instance(self, built: Call, arg: cst.BaseExpression) -> List[Site]:
+        """`Trainer(train_loader, ...)` of a same-file class whose `__init__` keeps the
+        argument as an attribute (`self.train_loader = train_loader`, the attribute's
+        only binding in the class): the `for` loops over that attribute in the
+        class's methods."""
+        cls = self.values.constructed_class(built.node, built.site.scope)
+        init = self.facts.function_named_in_node("__init__", cls) if cls is not None else None
+        if cls is None or init is None:
+            return []
+        out = []
+        for param in init.params:
+            if self.values.argument_for(built, init, param) is not arg:
+                continue
+            for b in self.facts.bindings_under(init.scope):
+                if not (b.name.startswith("self.") and isinstance(b.value, cst.Name) and b.value.value == param):
+                    continue
+                if len(self.facts.attribute_bindings(b.name, [cls])) != 1:
+                    continue  # bound again elsewhere in the class: which loader a loop sees is unknown
+                for loop in self._loops_over().get(b.name, []):
+                    site = self.facts.site_of_statement(loop.node)
+                    if site is not None and any(s.node is cls for s in loop.scope.chain()):
+                        out.append(site)
         return out
 
     def restarted_each_pass(self, call: Call) -> Optional[Site]:

@@ -304,7 +304,9 @@ class Roles:
             for c in tool_calls:
                 for scope in c.site.scope.chain():
                     if scope.kind == ScopeKind.FUNCTION:
-                        scopes.add(id(scope.node))
+                        fn = self.facts.function_of(scope)
+                        if not (self._describes_model(c) and fn is not None and self._function_trains(fn)):
+                            scopes.add(id(scope.node))  # (a training `main()` that prints a summary first is not)
                         break
             at_module = any(c.site.scope.function is None for c in tool_calls)
             clocks = {
@@ -368,11 +370,20 @@ class Roles:
 
     def _is_tool_call(self, call: Call) -> bool:
         q = call.qualname or ""
-        if q in EXPORT_CALLS or q in SUMMARY_CALLS or q in BENCHMARK_CALLS:
-            return True
-        if q.startswith(("torch.onnx.", "torchsummary.", "torchinfo.", "thop.", "torch.utils.benchmark.")):
+        if self._describes_model(call) or q in BENCHMARK_CALLS or q.startswith("torch.utils.benchmark."):
             return True
         return q in CLOCKS and (self._timed_forward(call) or self._timing_comparison(call))
+
+    @staticmethod
+    def _describes_model(call: Call) -> bool:
+        """An export or a summary of a model (`torch.onnx.export`, `torchsummary.summary`,
+        `thop.profile`): a one-off beside training, unlike a benchmark's timing."""
+        q = call.qualname or ""
+        return (
+            q in EXPORT_CALLS
+            or q in SUMMARY_CALLS
+            or q.startswith(("torch.onnx.", "torchsummary.", "torchinfo.", "thop."))
+        )
 
     def _timed_forward(self, call: Call) -> bool:
         """A clock read in the same scope as `torch.cuda.synchronize()`: latency timing."""

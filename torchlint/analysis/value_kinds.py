@@ -24,6 +24,7 @@ from torchlint.analysis.facts import (
     Call,
     Facts,
     Function,
+    Scope,
     ScopeKind,
     Site,
     class_of,
@@ -486,17 +487,21 @@ class ValueKinds:
         for b in bindings:
             if b.kind != BindingKind.ASSIGN or b.index is not None or not isinstance(b.value, cst.Call):
                 return None
-            made = b.value.func
-            if not isinstance(made, cst.Name):
-                return None
-            classes = self.facts.visible_bindings(made.value, b.site.scope)
-            if len(classes) != 1 or classes[0].kind != BindingKind.CLASS:
-                return None
-            target = classes[0].target
-            if not isinstance(target, cst.ClassDef) or (found is not None and target is not found):
+            target = self.constructed_class(b.value, b.site.scope)
+            if target is None or (found is not None and target is not found):
                 return None
             found = target
         return found
+
+    def constructed_class(self, node: cst.Call, scope: Scope) -> Optional[cst.ClassDef]:
+        """The same-file class a call in `scope` constructs (`Trainer(...)`), if any."""
+        if not isinstance(node.func, cst.Name):
+            return None
+        classes = self.facts.visible_bindings(node.func.value, scope)
+        if len(classes) != 1 or classes[0].kind != BindingKind.CLASS:
+            return None
+        target = classes[0].target
+        return target if isinstance(target, cst.ClassDef) else None
 
     def callers(self, fn: Function) -> List[Call]:
         """Same-file calls that run `fn`."""

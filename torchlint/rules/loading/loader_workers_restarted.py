@@ -23,7 +23,10 @@ class LoaderWorkersRestarted(Rule):
     `persistent_workers=True`, in a file that puts something on an
     accelerator, when a `for` over it runs again and again: in an epoch loop
     (`for epoch in ...: for x, y in loader:`), or in a function that such a
-    loop calls (`train_one_epoch(model, loader)`, `self.train_epoch()`).
+    loop calls (`train_one_epoch(model, loader)`, `self.train_epoch()`),
+    also over the attribute of a same-file class whose instance keeps the
+    loader (`Trainer(train_loader).train()`, `self.train_loader =
+    train_loader` in its `__init__`).
 
     Not flagged: loaders built anew in each pass (their workers start anyway),
     loaders whose workers come from an expression we cannot read (or an option
