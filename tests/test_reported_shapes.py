@@ -612,3 +612,50 @@ Trainer(loader, 90).train()
 def test_a_loader_kept_by_a_trainer_class(tmp_path, change, expected):
     src = HELD_BY_A_TRAINER.replace(*change)
     assert [f for f in lint(tmp_path, {"train.py": src}) if f[2] == "TL304"] == expected
+
+
+VALIDATION = """
+import torch
+
+def validate(val_loader, model, verbose=False):
+    model.eval()
+    with torch.no_grad():
+        for i, (images, target) in enumerate(val_loader):
+            model(images.cuda(non_blocking=True))
+
+def maybe_validate(val_loader, model, verbose=False):
+    if verbose:
+        for images, target in val_loader:
+            model(images.cuda(non_blocking=True))
+"""
+VALIDATED_EACH_EPOCH = (
+    """
+import torch
+import torch.nn as nn
+from validation import {helper}
+
+device = torch.device("cuda")
+model = nn.Linear(16, 4).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = torch.utils.data.DataLoader(dataset, batch_size=32, num_workers=4, pin_memory=True, persistent_workers=True)
+val_loader = torch.utils.data.DataLoader(valset, batch_size=32, num_workers=4, pin_memory=True)
+for epoch in range(90):
+"""
+    + textwrap.indent(STEP.strip("\n"), "    ")
+    + "\n    {helper}(val_loader, model)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "helper, expected",
+    [
+        # a function of another file iterating the loader it is handed, called every epoch
+        ("validate", [("train.py", 9, "TL304")]),
+        # one that iterates it only under a setting
+        ("maybe_validate", []),
+    ],
+)
+def test_a_loader_iterated_by_a_function_of_another_file_every_epoch(tmp_path, helper, expected):
+    src = VALIDATED_EACH_EPOCH.replace("{helper}", helper)
+    found = lint(tmp_path, {"validation.py": VALIDATION, "train.py": src})
+    assert [f for f in found if f[2] == "TL304"] == expected

@@ -199,6 +199,21 @@ class Call:
     def positional(self) -> List[cst.Arg]:
         return [a for a in self.node.args if a.keyword is None and not a.star]
 
+    def position_of(self, arg: cst.Arg) -> Optional[Union[int, str]]:
+        """Where `arg` binds: its keyword, or its index among the positional
+        arguments (None: a starred argument, or one at or after one)."""
+        if arg.keyword is not None:
+            return arg.keyword.value
+        index = 0
+        for a in self.node.args:
+            if a.star:
+                return None
+            if a is arg:
+                return index
+            if a.keyword is None:
+                index += 1
+        return None
+
     @property
     def has_star_kwargs(self) -> bool:
         return any(a.star == "**" for a in self.node.args)

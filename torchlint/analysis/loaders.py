@@ -689,7 +689,8 @@ class Loaders(LoaderDatasets):
         `for`: `for epoch in ...: train_one_epoch(loader)`, `self.train_epoch()`)
         that does not build the loader anew, not only now and then (`if epoch %
         10 == 0: evaluate(...)`). Each such pass starts the loader's worker
-        processes again. Returns that `for`'s site."""
+        processes again. Returns that `for`'s site, or the site of the call of a
+        function of another project file that holds the `for`."""
         for site, via in self._passes(call):
             loop = self.loops.loop_for(site.stmt) if site.stmt is not None else None
             if loop is None or self.loops.runs_once(loop):
@@ -698,7 +699,34 @@ class Loaders(LoaderDatasets):
                 return site
             if via is not None and (self._repeats(site, call.site, 3) or self._repeats(via.site, call.site, 0)):
                 return site
+        for outer in self._handed_to_other_files(call):
+            if self._repeats(outer.site, call.site, 0):
+                return outer.site
         return None
+
+    def _handed_to_other_files(self, call: Call) -> List[Call]:
+        """The calls that hand the loader `call` binds to a function of another
+        project file that iterates it with a `for` on every call
+        (`validate(test_loader, model)` of `utils/validation.py`)."""
+        b = self.binding_of(call)
+        project = self.values.project
+        if b is None or "." in b.name or project is None:
+            return []
+        out = []
+        for use in self.reads(b):
+            parent = use.site.parent
+            if not isinstance(parent, cst.Arg) or parent.value is not use.node:
+                continue
+            outer = self.facts.call_of_arg(parent)
+            if outer is None or outer.qualname is None or self.helpers.function(outer) is not None:
+                continue
+            head = (dotted_name(outer.node.func) or "").split(".")[0]
+            if any(x.kind != BindingKind.IMPORT for x in self.facts.visible_bindings(head, outer.site.scope)):
+                continue  # a parameter or local of that name, not the import
+            position = outer.position_of(parent)
+            if position is not None and project.iterates_argument(outer.qualname, position):
+                out.append(outer)
+        return out
 
     def _repeats(self, site: Site, built: Site, depth: int) -> bool:
         """`site` runs in every iteration of a loop that does not hold `built`,

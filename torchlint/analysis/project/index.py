@@ -431,6 +431,25 @@ class ProjectIndex:
         answer = self._ask(Question.RETURNS, resolved)
         return answer if isinstance(answer, ValueKind) else None
 
+    def _iterates_argument(self, target: Target, position: object) -> bool:
+        """Function `target` iterates its argument at `position` with a `for` on
+        every call, itself or in a project function it hands it to on every call."""
+        found = self._definition(target)
+        if not isinstance(found, FunctionSummary):
+            return False
+        assert isinstance(target, Defined)
+        param = _parameter(found, position)
+        if param is None:
+            return False
+        if param in found.iterates:
+            return True
+        for handed in found.passes:
+            if handed.param == param and handed.always:
+                resolved = self._resolve_in(target.path, handed.callee)
+                if isinstance(resolved, Defined) and self._ask(Question.ITERATES_ARGUMENT, resolved, handed.position):
+                    return True
+        return False
+
     def _builds_data_parallel(self, target: Target, _: object) -> bool:
         """A call of `target` builds a torch DataParallel: it is one, a project class
         subclassing one, or a project function some `return` of which calls one
@@ -456,10 +475,7 @@ class ProjectIndex:
         if not isinstance(found, FunctionSummary):
             return False
         assert isinstance(target, Defined)
-        if isinstance(position, int) and not isinstance(position, bool):
-            param = found.params[position] if 0 <= position < len(found.params) else None
-        else:
-            param = position if position in found.keywords else None
+        param = _parameter(found, position)
         if param is None:
             return False
         if param in found.moves:
@@ -519,10 +535,7 @@ class ProjectIndex:
         """`found` (of file `path`; a method of class `owner`) reads the argument at
         `position` on the host every call: itself, or in a project function or a
         method it hands the argument to on every call."""
-        if isinstance(position, int) and not isinstance(position, bool):
-            param = found.params[position] if 0 <= position < len(found.params) else None
-        else:
-            param = position if position in found.keywords else None
+        param = _parameter(found, position)
         if param is None:
             return None
         for p, method in found.syncs:
@@ -944,6 +957,13 @@ class ProjectIndex:
         return False
 
 
+def _parameter(found: FunctionSummary, position: object) -> Optional[str]:
+    """The parameter of `found` an argument at `position` (an index, or a keyword) binds."""
+    if isinstance(position, int) and not isinstance(position, bool):
+        return found.params[position] if 0 <= position < len(found.params) else None
+    return position if isinstance(position, str) and position in found.keywords else None
+
+
 _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.CLASS_KIND: ProjectIndex._class_kind,
     Question.BUILDS_LOADER: ProjectIndex._builds_loader,
@@ -960,6 +980,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.SYNCS_ARGUMENT: ProjectIndex._syncs_argument,
     Question.METHOD_SYNCS_ARGUMENT: ProjectIndex._method_syncs_argument,
     Question.BUILDS_DATA_PARALLEL: ProjectIndex._builds_data_parallel,
+    Question.ITERATES_ARGUMENT: ProjectIndex._iterates_argument,
     Question.UNMOVED_CALLERS: ProjectIndex._unmoved_callers,
     Question.ON_ACCELERATOR: ProjectIndex._on_accelerator,
     Question.NAMED_ON_ACCELERATOR: ProjectIndex._named_on_accelerator,
@@ -1025,6 +1046,11 @@ class FileView:
         call: the method (`item`, `tolist`), or None."""
         answer = self.index._record(self.path, Question.METHOD_SYNCS_ARGUMENT, f"{cls}.{method}", index)
         return answer if isinstance(answer, str) else None
+
+    def iterates_argument(self, qualname: str, index: Union[int, str]) -> bool:
+        """Function `qualname` iterates its argument at position `index` (or keyword
+        `index`) with a `for` on every call (itself or through project helpers)."""
+        return bool(self.index._record(self.path, Question.ITERATES_ARGUMENT, qualname, index))
 
     def builds_data_parallel(self, qualname: str) -> bool:
         """A call of `qualname` builds a `torch.nn.DataParallel`: a project subclass

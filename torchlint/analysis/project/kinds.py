@@ -60,6 +60,7 @@ class Question(enum.Enum):
     SYNCS_ARGUMENT = "syncs_argument"
     METHOD_SYNCS_ARGUMENT = "method_syncs_argument"
     BUILDS_DATA_PARALLEL = "builds_data_parallel"
+    ITERATES_ARGUMENT = "iterates_argument"
     LOADER_NAMES = "loader_names"
     UNMOVED_CALLERS = "unmoved_callers"
     ALLOCATES = "allocates"
@@ -142,6 +143,9 @@ class FunctionSummary:
     # from one (`torch.eq(y_true, y_pred).sum().item()`, `dice = 2 * torch.sum(a * b)`, then
     # `dice.item()`), not under an `if` nor in a handler: (parameter, the method)
     syncs: Tuple[Tuple[str, str], ...] = ()
+    # parameters a `for` of its own body iterates on every call (through `enumerate`/`tqdm`),
+    # not under an `if` on a setting nor in a handler: a loader handed in makes one pass
+    iterates: Tuple[str, ...] = ()
     # Every `return` hands back a tensor freshly allocated on the CPU (knowledge.allocates_on_cpu:
     # a factory given no `device=`/`generator=`, outside `with torch.device(...)`, through
     # shape/dtype methods and wrappers, or a name assigned once to one): each return's

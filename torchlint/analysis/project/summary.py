@@ -54,6 +54,7 @@ from torchlint.analysis.vocabulary import (
     DEVICE_NAME,
     DEVICE_STRING,
     GRAD_USERS,
+    ITER_WRAPPERS,
     MOVE_METHODS,
     NN_CONTAINER_LAYERS,
     NN_NON_MODULES,
@@ -580,6 +581,7 @@ class _Function:
         self.locals: Set[str] = set(self.keywords)
         self.when_grad_off: Set[int] = set()  # ids of returns under `if torch.is_inference_mode_enabled():`
         self.branches: List[ast.AST] = []  # `if` statements and expressions, `try` statements
+        self.fors: List[Union[ast.For, ast.AsyncFor]] = []
         for n in own_nodes(node):
             handle = _HANDLERS.get(type(n))
             if handle is not None:
@@ -612,6 +614,8 @@ class _Function:
 
     def _loop(self, n: Union[ast.For, ast.AsyncFor, ast.comprehension]) -> None:
         self._bind(n.target, n.iter)
+        if not isinstance(n, ast.comprehension):
+            self.fors.append(n)
 
     def _def(self, n: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
         self.nested[n.name] = n
@@ -651,7 +655,27 @@ class _Function:
             guard_bare=_bare_guard(self.node, self),
             returns=self._returns(),
             allocates=self._allocates(),
+            iterates=self._iterates(),
         )
+
+    def _iterates(self) -> Tuple[str, ...]:
+        """The parameters a `for` of the body iterates on every call: `for x in loader:`,
+        through `enumerate(...)`/`tqdm(...)` (their first argument)."""
+        occasional = self._occasional()
+        found = set()
+        for loop in self.fors:
+            expr: ast.AST = loop.iter
+            while isinstance(expr, ast.Call) and expr.args and self._wraps_iterable(expr):
+                expr = expr.args[0]
+            if isinstance(expr, ast.Name) and expr.id in self.keywords and id(loop) not in occasional:
+                found.add(expr.id)
+        return tuple(sorted(found))
+
+    def _wraps_iterable(self, call: ast.Call) -> bool:
+        name = dotted(call.func)
+        if name is None or name.split(".")[0] in self.locals:
+            return False
+        return name in ITER_WRAPPERS or (self.module.qualify(name) or "") in ITER_WRAPPERS
 
     def calls_summary(self) -> FunctionSummary:
         """What its calls do: moves, passes, training, host reads (no guards,

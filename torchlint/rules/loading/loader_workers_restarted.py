@@ -26,7 +26,9 @@ class LoaderWorkersRestarted(Rule):
     loop calls (`train_one_epoch(model, loader)`, `self.train_epoch()`),
     also over the attribute of a same-file class whose instance keeps the
     loader (`Trainer(train_loader).train()`, `self.train_loader =
-    train_loader` in its `__init__`).
+    train_loader` in its `__init__`), or in a function of another project
+    file that iterates the loader it is handed on every call, called in such
+    a loop (`validate(val_loader, model)` of `utils/validation.py`).
 
     Not flagged: loaders built anew in each pass (their workers start anyway),
     loaders whose workers come from an expression we cannot read (or an option
