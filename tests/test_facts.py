@@ -140,25 +140,37 @@ def test_helper_summary_moves_its_argument():
 
 
 def test_helper_summary_reads_under_a_test_of_the_arguments_type_every_call():
-    # `if isinstance(val, torch.Tensor):` picks the branch by what the caller hands: a read
+    # `if isinstance(val, torch.Tensor):` is the branch a call handed a tensor takes: a read
     # there runs every call; under a test of a setting it runs only on some calls
     a = analyse(
         """
         import torch
         def as_number(val):
-            if isinstance(val, torch.Tensor) and val.dim() == 0:
+            if isinstance(val, torch.Tensor):
                 val = val.item()
             return val
         def logged(val, verbose):
             if verbose:
                 print(val.item())
+        def scalar(val):
+            if val.dim() == 0:
+                return val.item()
+            return val
+        def other(val):
+            if not isinstance(val, torch.Tensor):
+                return val.item()
+            return val
         as_number(loss)
         logged(loss, True)
+        scalar(loss)
+        other(loss)
         """
     )
     read = a.helpers.summary(a.helpers.function(call_at(a, "as_number(loss)")))
     assert read.syncs == (("val", "`.item()`"),)
-    assert a.helpers.summary(a.helpers.function(call_at(a, "logged(loss, True)"))).syncs == ()
+    # a setting, a test of the shape (which branch is taken is not known), the branch a tensor skips
+    for call in ("logged(loss, True)", "scalar(loss)", "other(loss)"):
+        assert a.helpers.summary(a.helpers.function(call_at(a, call))).syncs == (), call
 
 
 def test_model_factories_are_not_forwards():
@@ -474,6 +486,51 @@ def test_a_training_main_that_prints_a_model_summary_is_no_tooling():
         "                for x, y in loader:\n                    model(x.cuda())\n",
     )
     assert [c for c in codes(only) if c[0] == "TL304"] == []
+
+
+def test_a_call_handed_a_loss_and_an_optimizer_steps():
+    # mae engine_pretrain.py: `loss_scaler(loss, optimizer, ...)` runs backward and the step
+    a = analyse(
+        """
+        from util.misc import NativeScaler
+        loss_scaler = NativeScaler()
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss /= accum_iter
+            loss_scaler(loss, optimizer, parameters=model.parameters())
+            log(out, optimizer)
+            out = model(x)
+            loss_scaler(out, optimizer)
+        """
+    )
+    assert a.values.is_train_call(call_at(a, "loss_scaler(loss, optimizer, parameters=model.parameters())"))
+    # a model output is no loss, and neither is a name with no binding
+    assert not a.values.is_train_call(call_at(a, "loss_scaler(out, optimizer)"))
+    assert not a.values.is_train_call(call_at(a, "log(out, optimizer)"))
+    # a criterion is no loss: `engine.train(model, loader, optimizer, loss_fn)` is not read as a step
+    c = analyse(
+        """
+        import torch
+        from going_modular import engine
+        loss_fn = torch.nn.CrossEntropyLoss()
+        focal = FocalLoss(gamma=2)
+        engine.train(model, loader, optimizer, loss_fn)
+        engine.train(model, loader, optimizer, focal)
+        """
+    )
+    assert not c.values.is_train_call(call_at(c, "engine.train(model, loader, optimizer, loss_fn)"))
+    assert not c.values.is_train_call(call_at(c, "engine.train(model, loader, optimizer, focal)"))
+    # a same-file function is read instead of guessed
+    b = analyse(
+        """
+        def report(loss, optimizer):
+            print(loss, optimizer)
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            report(loss, optimizer)
+        """
+    )
+    assert not b.values.is_train_call(call_at(b, "report(loss, optimizer)"))
 
 
 def test_validation_before_training_in_the_same_epoch_loop_is_not_a_demo():

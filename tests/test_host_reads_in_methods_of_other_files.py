@@ -43,6 +43,9 @@ class LossAverage(object):
     def update(self, val, n=1):
         self.sum += val * n
         self.count += n
+
+    def average(self):
+        return self.sum.item() / self.count
 """
 
 _TRAIN = """\
@@ -87,6 +90,7 @@ def test_a_metrics_method_of_another_file_reading_its_argument_every_step(tmp_pa
 
 def test_a_metrics_method_that_keeps_the_tensor_reads_nothing(tmp_path):
     # `LossAverage.update(loss)`: `self.sum += val * n` adds the tensor up on the device
+    # (the class reads `self.sum` on the host in `average()`, not what `update` is handed)
     train = _TRAIN.replace("metrics.DiceAverage(n_labels)", "metrics.LossAverage()")
     assert _tl401_lines(tmp_path, train=train.replace(_CALL, "        dice.update(loss, data.size(0))\n")) == []
 
@@ -121,14 +125,33 @@ def test_a_read_under_a_test_of_the_arguments_type_runs_every_call(tmp_path):
     train = train.replace(_CALL, "        dice.update(loss, data.size(0))\n")
     line = _line_of(train, "        dice.update(loss, data.size(0))\n")
     assert _tl401_lines(tmp_path, metrics=_METER_OF_ANY_VALUE, train=train) == [line]
-    # the same meter in the training file itself
-    same_file = train.replace("from utils import metrics\n", "").replace("metrics.AverageMeter()", "AverageMeter()")
-    same_file = _METER_OF_ANY_VALUE + same_file.replace("import torch\n", "", 1)
-    (tmp_path / "solo").mkdir()
-    found = lint_in_project(tmp_path / "solo", {"train.py": same_file}, "train.py")
-    assert [f.row for f in found if f.code == "TL401"] == [
-        _line_of(same_file, "        dice.update(loss, data.size(0))\n")
-    ]
+    # the read on the branch a tensor does not take: not a read of what the loop hands it
+    other = _METER_OF_ANY_VALUE.replace("if isinstance(val, torch.Tensor):", "if not isinstance(val, torch.Tensor):")
+    assert _tl401_lines(tmp_path, metrics=other, train=train) == []
+    # a test of the argument's shape: which branch a call takes is not known
+    shaped = _METER_OF_ANY_VALUE.replace("if isinstance(val, torch.Tensor):", "if val.dim() == 0:")
+    assert _tl401_lines(tmp_path, metrics=shaped, train=train) == []
+
+
+def test_a_read_after_an_early_return_runs_on_some_calls(tmp_path):
+    metrics = _METRICS.replace(
+        "    def update(self, logits, targets):\n",
+        "    def update(self, logits, targets, verbose=False):\n        if not verbose:\n            return\n",
+    )
+    assert _tl401_lines(tmp_path, metrics=metrics) == []
+
+
+def test_a_subclass_overriding_the_method_reads_what_its_own_method_reads(tmp_path):
+    # `Dice(DiceAverage)` overrides `update` without reading: the base's read is not run
+    plain = _METRICS + "\nclass Dice(DiceAverage):\n    def update(self, logits, targets):\n        self.count += 1\n"
+    train = _TRAIN.replace("metrics.DiceAverage(n_labels)", "metrics.Dice(n_labels)")
+    assert _tl401_lines(tmp_path, metrics=plain, train=train) == []
+    # it overrides the static method the base's `update` calls through `self`
+    via_self = _METRICS.replace("DiceAverage.get_dices(logits, targets)", "self.get_dices(logits, targets)")
+    quiet = via_self + (
+        "\nclass Dice(DiceAverage):\n    @staticmethod\n    def get_dices(logits, targets):\n        return logits.sum()\n"
+    )
+    assert _tl401_lines(tmp_path, metrics=quiet, train=train) == []
 
 
 def test_host_values_handed_to_the_method_are_no_sync(tmp_path):

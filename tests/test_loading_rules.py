@@ -401,3 +401,47 @@ def test_a_builder_loader_whose_batches_go_nowhere_feeds_no_pass():
     # a loop that hands its batches to code we cannot see may train on them
     handed = head + "for batch in loader:\n    train_step(model, batch)\n"
     assert rows(handed, "TL301") == [3]
+
+
+_COLLATE_FACTORY = (
+    "import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader\n"
+    "device = torch.device('cuda')\n"
+    "def get_collate_fn(pad_index):\n"
+    "    def collate_fn(batch):\n"
+    "        ids = [example['ids'] for example in batch]\n"
+    "        return {'ids': nn.utils.rnn.pad_sequence(ids, padding_value=pad_index)}\n"
+    "    return collate_fn\n"
+    "def get_data_loader(dataset, batch_size, pad_index, shuffle=False):\n"
+    "    collate_fn = get_collate_fn(pad_index)\n"
+    "    return DataLoader(dataset, batch_size=batch_size, collate_fn=collate_fn, shuffle=shuffle, num_workers=4)\n"
+    "loader = get_data_loader(train_data, 128, 0, shuffle=True)\n"
+    "for epoch in range(10):\n"
+    "    for batch in loader:\n"
+    "        loss = model(batch['ids'].to(device)).sum()\n"
+    "        loss.backward()\n"
+)
+
+
+def test_tl303_reads_the_collate_a_same_file_factory_returns():
+    # released wild pytorch-seq2seq notebook 1, cell 74: `collate_fn = get_collate_fn(pad_index)`
+    # returns a nested def that pads on the host: the batches are host tensors, worth pinning
+    assert rows(_COLLATE_FACTORY, "TL303") == [12]
+    # the returned collate moves each batch to the device: pinning would raise
+    placing = _COLLATE_FACTORY.replace(
+        "return {'ids': nn.utils.rnn.pad_sequence(ids, padding_value=pad_index)}",
+        "return {'ids': nn.utils.rnn.pad_sequence(ids, padding_value=pad_index).to(device)}",
+    )
+    assert rows(placing, "TL303") == []
+    # a factory returning something we cannot read (an imported collate) stays unknown
+    unread = _COLLATE_FACTORY.replace(
+        "    return collate_fn\n", "    return other.collate if pad_index else collate_fn\n"
+    )
+    assert rows(unread, "TL303") == []
+
+
+def test_tl302_offers_no_workers_fix_for_a_nested_collate():
+    # a nested function cannot be pickled for spawned workers: reported, no fix
+    src = _COLLATE_FACTORY.replace(", num_workers=4", "")
+    found = [f for f in lint_source(src, "example.py") if f.code == "TL302"]
+    assert [f.row for f in found] == [12]
+    assert all(f.fix is None for f in found)

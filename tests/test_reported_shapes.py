@@ -556,7 +556,7 @@ loader = torch.utils.data.DataLoader(dataset, batch_size=32, num_workers=4, pin_
     "wrap, args, expected",
     [
         # a function of another file named like torch's, returning torch's on one path
-        ("DataParallel", "device_ids=[0, 1], chunk_sizes=[16, 16]", [("train.py", 6, "TL601")]),
+        ("DataParallel", "device_ids=[0, 1]", [("train.py", 6, "TL601")]),
         # a function of another file returning DistributedDataParallel: the recommended wrap
         ("Distributed", "0", []),
     ],
@@ -627,6 +627,18 @@ def maybe_validate(val_loader, model, verbose=False):
     if verbose:
         for images, target in val_loader:
             model(images.cuda(non_blocking=True))
+
+def run_over(items, model):
+    for images, target in items:
+        model(images.cuda(non_blocking=True))
+
+def validate_dataset(val_loader, model):
+    run_over(val_loader.dataset, model)
+
+def validate_rebatched(val_loader, model):
+    val_loader = torch.utils.data.DataLoader(val_loader.dataset, batch_size=64)
+    for images, target in val_loader:
+        model(images.cuda(non_blocking=True))
 """
 VALIDATED_EACH_EPOCH = (
     """
@@ -653,6 +665,9 @@ for epoch in range(90):
         ("validate", [("train.py", 9, "TL304")]),
         # one that iterates it only under a setting
         ("maybe_validate", []),
+        # one that hands a part of it on (its dataset), or iterates a loader of its own
+        ("validate_dataset", []),
+        ("validate_rebatched", []),
     ],
 )
 def test_a_loader_iterated_by_a_function_of_another_file_every_epoch(tmp_path, helper, expected):

@@ -506,6 +506,16 @@ class Facts:
                 )
         return out
 
+    def calls_import(self, call: Call) -> bool:
+        """The callee is a dotted name whose head (`metrics` of `metrics.accuracy(...)`)
+        no binding but an import (or a star import: none) makes where the call is:
+        the call runs what the import names, not a parameter or local of that name
+        (`accuracy_fn` handed in)."""
+        head = dotted_name(call.node.func)
+        if head is None:
+            return False
+        return all(b.kind == BindingKind.IMPORT for b in self.visible_bindings(head.split(".")[0], call.site.scope))
+
     def visible_bindings(self, name: str, scope: Scope) -> List[Binding]:
         """Bindings of `name` in `scope` or, if it binds none there, the nearest
         enclosing scope that does (Python's lexical rule, class bodies skipped)."""

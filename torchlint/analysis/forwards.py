@@ -130,10 +130,14 @@ class Forwards(ValueKinds):
         """`optimizer.step()` on an optimizer (by kind, or by a name like `optim`, `opt_g`)."""
         if call.method != "step" or call.receiver is None:
             return False
-        last = (dotted_name(call.receiver) or "").rsplit(".", 1)[-1].lower()
-        if "optim" in last or _OPT_NAME.match(last):
+        return self.names_optimizer(call.receiver, call.site)
+
+    def names_optimizer(self, expr: cst.BaseExpression, site: Site) -> bool:
+        """An optimizer, by kind or by a name like `optim`, `opt_g`."""
+        last = (dotted_name(expr) or "").rsplit(".", 1)[-1].lower()
+        if last and ("optim" in last or _OPT_NAME.match(last)):
             return True
-        return self.expr_kind(call.receiver, call.site) == OPTIMIZER
+        return self.expr_kind(expr, site) == OPTIMIZER
 
     def is_train_call(self, call: Call) -> bool:
         """`.backward()`, `torch.autograd.grad`/`backward`, an optimizer step, or a
@@ -144,7 +148,47 @@ class Forwards(ValueKinds):
             or call.qualname in GRAD_USERS
             or self.is_optimizer_step(call)
             or self.library_trainer_run(call)
+            or self._steps_through(call)
         )
+
+    def _steps_through(self, call: Call) -> bool:
+        """`loss_scaler(loss, optimizer, clip_grad=...)`: a call handed an optimizer
+        and a loss (a value a loss call computed, perhaps scaled in place) runs the
+        backward pass and the step for it (an AMP scaler object, a
+        `backward_and_step(loss, opt)` of another file). A same-file function is
+        read instead."""
+        if self.local_function(call) is not None or not call.node.args:
+            return False
+        values = [a.value for a in call.node.args if not a.star]
+        return any(self.names_optimizer(v, call.site) for v in values) and any(
+            self._loss_value(v, call.site, 0) for v in values
+        )
+
+    def _loss_value(self, expr: cst.BaseExpression, site: Site, depth: int) -> bool:
+        """Every binding of the name reaching `site` is a loss call's result
+        (`loss = criterion(out, y)`), or scales one in place (`loss /= accum_iter`)."""
+        if not isinstance(expr, cst.Name) or depth > 3:
+            return False
+        bindings = self.facts.reaching(expr.value, site)
+        if not bindings:
+            return False
+        for b in bindings:
+            if b.kind == BindingKind.AUGASSIGN and b.site is not site:
+                if not self._loss_value(expr, b.site, depth + 1):
+                    return False
+                continue
+            made = self.facts.call_for(b.value) if isinstance(b.value, cst.Call) else None
+            if b.kind != BindingKind.ASSIGN or b.index is not None or made is None or not self.is_loss_call(made):
+                return False
+            if self._makes_loss_module(made):
+                return False  # `loss_fn = nn.CrossEntropyLoss()`: the criterion, not a loss
+        return True
+
+    def _makes_loss_module(self, call: Call) -> bool:
+        """`nn.CrossEntropyLoss()`, `FocalLoss(gamma=2)`: a class (a capitalised
+        name, or one known as a loss module) constructed, not a loss computed."""
+        name = dotted_name(call.node.func) or ""
+        return name.rsplit(".", 1)[-1][:1].isupper() or self.expr_kind(call.node, call.site) == LOSS_FN
 
     def library_trainer_run(self, call: Call) -> bool:
         """`trainer.train()` / `trainer.fit(...)` of an imported `...Trainer` class."""

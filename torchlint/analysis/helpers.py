@@ -11,10 +11,11 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 import libcst as cst
 
 from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Part, Scope, ScopeKind, dotted_name
-from torchlint.analysis.knowledge import HOST_CASTS, HOST_VALUE_READS, SCALAR_LOGGERS, TENSOR_METADATA, is_move_call
+from torchlint.analysis.knowledge import HOST_CASTS, HOST_VALUE_READS, SCALAR_LOGGERS, is_move_call
 from torchlint.analysis.value_kinds import MODULE
 from torchlint.analysis.values import Values
 from torchlint.analysis.vocabulary import PLACING_NAME
+from torchlint.analysis.walk import contains
 
 MAX_DEPTH = 3
 
@@ -139,13 +140,16 @@ class Helpers:
     @staticmethod
     def _occasional(call: Call, fn: Function) -> bool:
         """`call` runs only on some calls of `fn`: under an `if`, or in a `try`
-        handler (a read on one branch is not a read every call). An `if` on a
-        parameter's type or shape (`isinstance(val, torch.Tensor)`, `x.dim() == 4`)
-        takes the same branch at every call of a site: not occasional."""
+        handler (a read on one branch is not a read every call). The branch of
+        `if isinstance(val, torch.Tensor):` that a tensor takes runs on every
+        call handed one."""
         params = set(fn.params)
-        return any(not _argument_dispatch(i.test, params) for i in call.site.ifs) or any(
-            part is not Part.BODY for _, part in call.site.region
-        )
+        for i in call.site.ifs:
+            taken = _tensor_branch(i.test, params)
+            in_body = contains(i.body, call.node)
+            if taken is None or taken is not in_body:
+                return True
+        return any(part is not Part.BODY for _, part in call.site.region)
 
     def _derived(self, fn: Function, params: Set[str]) -> Dict[str, str]:
         """Names in `fn` that hold a parameter or a part of it (`x, y = batch`,
@@ -245,51 +249,23 @@ def _host_read(call: Call, facts: Facts) -> Optional[Tuple[cst.BaseExpression, s
     return None
 
 
-def _argument_dispatch(test: cst.BaseExpression, params: Set[str]) -> bool:
-    """`test` asks only about the type or shape of parameters: `isinstance(x, T)`,
-    `x.dim() == 4`, `len(labels.size()) == 1`, `x.shape[0] > 1` (and `and`/`or`/`not` of those).
-    (The project summaries ask the same of another file's code.)"""
-    if isinstance(test, cst.BooleanOperation):
-        return _argument_dispatch(test.left, params) and _argument_dispatch(test.right, params)
+def _tensor_branch(test: cst.BaseExpression, params: Set[str]) -> Optional[bool]:
+    """For `if isinstance(val, torch.Tensor):` on a parameter: True (its body is
+    what a call handed a tensor runs), False for `if not isinstance(...)`; None
+    for any other test. (The project summaries ask the same of another file.)"""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return _argument_dispatch(test.expression, params)
+        inner = _tensor_branch(test.expression, params)
+        return None if inner is None else not inner
     if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance":
         args = test.args
-        return len(args) == 2 and isinstance(args[0].value, cst.Name) and args[0].value.value in params
-    if isinstance(test, cst.Comparison):
-        operands = [test.left, *(c.comparator for c in test.comparisons)]
-        shapes = [_parameter_shape(o, params) for o in operands]
-        return any(shapes) and all(shape or _constant(o) for shape, o in zip(shapes, operands))
-    return False
-
-
-def _constant(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)) or (
-        isinstance(expr, cst.Name) and expr.value in ("None", "True", "False")
-    )
-
-
-def _parameter_shape(expr: cst.BaseExpression, params: Set[str]) -> bool:
-    """`x.dim()`, `x.size(0)`, `x.shape[0]`, `len(x.size())`, `len(x)` of a parameter `x`."""
-    if (
-        isinstance(expr, cst.Call)
-        and isinstance(expr.func, cst.Name)
-        and expr.func.value == "len"
-        and len(expr.args) == 1
-    ):
-        expr = expr.args[0].value
-        if isinstance(expr, cst.Name):
-            return expr.value in params
-    if isinstance(expr, cst.Subscript):
-        expr = expr.value
-    if isinstance(expr, cst.Call):
-        expr = expr.func
-    return (
-        isinstance(expr, cst.Attribute)
-        and expr.attr.value in TENSOR_METADATA
-        and isinstance(expr.value, cst.Name)
-        and expr.value.value in params
-    )
+        if (
+            len(args) == 2
+            and isinstance(args[0].value, cst.Name)
+            and args[0].value.value in params
+            and (dotted_name(args[1].value) or "").rsplit(".", 1)[-1] == "Tensor"
+        ):
+            return True
+    return None
 
 
 def _operand_roots(expr: cst.BaseExpression) -> List[str]:

@@ -427,7 +427,6 @@ METHODS: Mapping[str, Method] = _method_table(
     _methods("item", R.HOST_NUMBER, _TENSOR, E.TO_HOST, E.SYNCS),
     _methods("tolist", R.HOST_LIST, _TENSOR, E.TO_HOST, E.SYNCS),
     _methods("numpy", R.HOST_ARRAY, _TENSOR, E.TO_HOST),
-    _methods("size dim numel", R.OTHER, _TENSOR, E.READS_METADATA),
 )
 
 
@@ -517,8 +516,6 @@ TENSOR_DEVICE_MOVES = frozenset(n for n in TENSOR_CUDA_OR_HOST_MOVES if METHODS[
 HOST_VALUE_READS = methods(lambda m: E.TO_HOST in m.effects and m.returns in (R.HOST_NUMBER, R.HOST_LIST))
 HOST_TENSOR_COPIES = methods(lambda m: E.TO_HOST in m.effects and m.returns in (R.SAME, R.HOST_ARRAY))
 HOST_COPIES = methods(lambda m: E.TO_HOST in m.effects and m.returns is not R.HOST_NUMBER)
-# A tensor's metadata, read without its values (no sync): the methods of the table, and attributes.
-TENSOR_METADATA = methods(lambda m: E.READS_METADATA in m.effects) | {"shape", "ndim", "dtype", "device", "is_cuda"}
 # NumPy calls that make a fresh array on the host (`numpy.random.*` draws its numbers there too).
 NUMPY_ARRAY_FACTORIES = frozenset(
     "numpy.zeros numpy.ones numpy.full numpy.empty numpy.random.normal numpy.random.random "

@@ -45,7 +45,8 @@ class CollateKind(enum.Enum):
     NONE = "none"  # the default collate
     CPU = "cpu"  # a module-level function that keeps batches on the host
     DEVICE = "device"  # places batches on the device
-    LOCAL = "local"  # a lambda or nested function (not picklable for spawned workers)
+    LOCAL = "local"  # a lambda (not picklable for spawned workers; what it returns unread)
+    NESTED = "nested"  # a nested function we read that keeps batches on the host (not picklable)
     UNKNOWN = "unknown"
 
 
@@ -77,11 +78,12 @@ IN_MEMORY, TINY, ITERABLE, PLACES, READS, UNKNOWN_DS = (
 )
 
 
-NO_COLLATE, CPU_COLLATE, DEVICE_COLLATE, LOCAL_COLLATE, UNKNOWN_COLLATE = (
+NO_COLLATE, CPU_COLLATE, DEVICE_COLLATE, LOCAL_COLLATE, NESTED_COLLATE, UNKNOWN_COLLATE = (
     CollateKind.NONE,
     CollateKind.CPU,
     CollateKind.DEVICE,
     CollateKind.LOCAL,
+    CollateKind.NESTED,
     CollateKind.UNKNOWN,
 )
 

@@ -23,6 +23,7 @@ from torchlint.analysis.facts import (
     Function,
     Loop,
     NameUse,
+    Scope,
     ScopeKind,
     Site,
     dotted_name,
@@ -44,6 +45,7 @@ from torchlint.analysis.loader_kinds import (
     CPU_COLLATE,
     DEVICE_COLLATE,
     LOCAL_COLLATE,
+    NESTED_COLLATE,
     NO_COLLATE,
     UNKNOWN_COLLATE,
     BatchUse,
@@ -95,18 +97,41 @@ class Loaders(LoaderDatasets):
         name = dotted_name(value)
         if name is None:
             return UNKNOWN_COLLATE
-        if isinstance(value, cst.Name):
-            bs = self.facts.visible_bindings(value.value, call.site.scope)
-            if len(bs) == 1 and bs[0].kind == BindingKind.DEF:
-                fn = self.facts.function_for_def(bs[0].target)
-                if fn is None:
-                    return UNKNOWN_COLLATE
-                if any(is_move_call(c) or c.keyword("device") is not None for c in self.helpers.calls_in(fn)):
-                    return DEVICE_COLLATE
-                if fn.scope.parent is not None and fn.scope.parent.kind != ScopeKind.MODULE:
-                    return LOCAL_COLLATE
-                return CPU_COLLATE
-        return UNKNOWN_COLLATE
+        fn = self._named_function(value, call.site.scope) if isinstance(value, cst.Name) else None
+        if fn is None:
+            return UNKNOWN_COLLATE
+        if any(is_move_call(c) or c.keyword("device") is not None for c in self.helpers.calls_in(fn)):
+            return DEVICE_COLLATE
+        if fn.scope.parent is not None and fn.scope.parent.kind != ScopeKind.MODULE:
+            return NESTED_COLLATE
+        return CPU_COLLATE
+
+    def _named_function(self, name: cst.Name, scope: Scope) -> Optional[Function]:
+        """The same-file function a name bound once holds: a `def`, or what a call of
+        a same-file factory returns when its every `return` names one nested `def`
+        of it (`collate_fn = get_collate_fn(pad_index)`)."""
+        bs = self.facts.visible_bindings(name.value, scope)
+        if len(bs) != 1:
+            return None
+        b = bs[0]
+        if b.kind == BindingKind.DEF:
+            return self.facts.function_for_def(b.target)
+        made = self.facts.call_for(b.value) if b.kind == BindingKind.ASSIGN and isinstance(b.value, cst.Call) else None
+        factory = self.helpers.function(made) if made is not None and b.index is None else None
+        if factory is None:
+            return None
+        found: Optional[Function] = None
+        for ret, site in self.facts.returns_of(factory):
+            if not isinstance(ret.value, cst.Name):
+                return None
+            inner = self.facts.visible_bindings(ret.value.value, site.scope)
+            if len(inner) != 1 or inner[0].kind != BindingKind.DEF or inner[0].site.scope is not factory.scope:
+                return None
+            fn = self.facts.function_for_def(inner[0].target)
+            if fn is None or (found is not None and fn is not found):
+                return None
+            found = fn
+        return found
 
     def _collate_works(self, call: Call) -> bool:
         """The loader's `collate_fn` is a same-file function, or a method of the
@@ -146,8 +171,7 @@ class Loaders(LoaderDatasets):
         arg = self.argument(call, "collate_fn", COLLATE_POSITION)
         value = arg.value if arg is not None else None
         if isinstance(value, cst.Name):
-            bs = self.facts.visible_bindings(value.value, call.site.scope)
-            return self.facts.function_for_def(bs[0].target) if len(bs) == 1 and bs[0].kind == BindingKind.DEF else None
+            return self._named_function(value, call.site.scope)
         if not (isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name)):
             return None
         owner = self._resolve(value.value, call.site)
@@ -720,8 +744,7 @@ class Loaders(LoaderDatasets):
             outer = self.facts.call_of_arg(parent)
             if outer is None or outer.qualname is None or self.helpers.function(outer) is not None:
                 continue
-            head = (dotted_name(outer.node.func) or "").split(".")[0]
-            if any(x.kind != BindingKind.IMPORT for x in self.facts.visible_bindings(head, outer.site.scope)):
+            if not self.facts.calls_import(outer):
                 continue  # a parameter or local of that name, not the import
             position = outer.position_of(parent)
             if position is not None and project.iterates_argument(outer.qualname, position):

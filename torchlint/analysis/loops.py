@@ -16,7 +16,7 @@ from torchlint.analysis.facts import BindingKind, Call, Facts, Function, Loop, P
 from torchlint.analysis.helpers import Helpers
 from torchlint.analysis.value_kinds import DATASET, LOADER, ForwardMethod
 from torchlint.analysis.values import Values
-from torchlint.analysis.vocabulary import INFERENCE_NAME, ITER_WRAPPERS, LOADER_NAME, TOKEN_PICKS
+from torchlint.analysis.vocabulary import CLOCKS, INFERENCE_NAME, ITER_WRAPPERS, LOADER_NAME, TOKEN_PICKS
 from torchlint.analysis.walk import children, contains, descendants, mentions
 
 
@@ -183,6 +183,26 @@ class Loops:
             return any(isinstance(c.node.func, cst.Name) and c.node.func.value == "next" for c in self.own_calls(loop))
         site = self.facts.site_of_statement(node)
         return site is not None and self.is_data_iterable(node.iter, site)
+
+    def iterates_timer(self, loop: Loop) -> bool:
+        """The loop iterates what a logger's method yields and times
+        (`for x, y in metric_logger.log_every(loader, 10):`, whose `log_every` reads
+        a clock around each step it yields; through `enumerate`/`tqdm`): a method
+        of a same-file class, or of another file's (the project index)."""
+        expr = loop.iter
+        while isinstance(expr, cst.Call) and expr.args and (dotted_name(expr.func) or "") in ITER_WRAPPERS:
+            expr = expr.args[0].value
+        call = self.facts.call_for(expr) if isinstance(expr, cst.Call) else None
+        if call is None or call.method is None or not isinstance(call.receiver, cst.Name):
+            return False
+        owner = call.receiver.value
+        cls = self.values.instance_class(owner, call.site)
+        if cls is not None:
+            method = self.facts.function_named_in_node(call.method, cls)
+            return method is not None and any(c.qualname in CLOCKS for c in self.helpers.calls_in(method))
+        qualname = self.values.instance_qualname(owner, call.site)
+        project = self.values.project
+        return qualname is not None and project is not None and project.method_times(qualname, call.method)
 
     def is_data_iterable(self, expr: Optional[cst.BaseExpression], site: Site, depth: int = 0) -> bool:
         if expr is None or depth > 3:

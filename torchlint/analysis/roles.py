@@ -305,7 +305,7 @@ class Roles:
                 for scope in c.site.scope.chain():
                     if scope.kind == ScopeKind.FUNCTION:
                         fn = self.facts.function_of(scope)
-                        if not (self._describes_model(c) and fn is not None and self._function_trains(fn)):
+                        if not (self._incidental(c) and fn is not None and self._function_trains(fn)):
                             scopes.add(id(scope.node))  # (a training `main()` that prints a summary first is not)
                         break
             at_module = any(c.site.scope.function is None for c in tool_calls)
@@ -373,6 +373,16 @@ class Roles:
         if self._describes_model(call) or q in BENCHMARK_CALLS or q.startswith("torch.utils.benchmark."):
             return True
         return q in CLOCKS and (self._timed_forward(call) or self._timing_comparison(call))
+
+    def _incidental(self, call: Call) -> bool:
+        """A tool call a training function may make without being tooling: an
+        export or a summary of the model, or a `torch.cuda.synchronize()` with no
+        clock read in its scope (nothing is timed)."""
+        if self._describes_model(call):
+            return True
+        return call.qualname == "torch.cuda.synchronize" and not any(
+            c.qualname in CLOCKS for c in self.helpers.calls_in_scope(call.site.scope)
+        )
 
     @staticmethod
     def _describes_model(call: Call) -> bool:

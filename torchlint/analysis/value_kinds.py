@@ -457,7 +457,7 @@ class ValueKinds:
             return self.facts.function_named_in(func.attr.value, cls)
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             # `diffusion.sample_timesteps(n)` where `diffusion = Diffusion(...)` of a same-file class
-            cls_node = self._instance_class(func.value.value, call.site)
+            cls_node = self.instance_class(func.value.value, call.site)
             if cls_node is not None:
                 return self.facts.function_named_in_node(func.attr.value, cls_node)
         return None
@@ -479,7 +479,7 @@ class ValueKinds:
             found = q
         return found
 
-    def _instance_class(self, name: str, site: Site) -> Optional[cst.ClassDef]:
+    def instance_class(self, name: str, site: Site) -> Optional[cst.ClassDef]:
         """The same-file class every binding of `name` reaching `site` instantiates
         (`name = Diffusion(...)`); None when any binding is something else."""
         found: Optional[cst.ClassDef] = None

@@ -67,6 +67,8 @@ _OPTIONAL = frozenset(
         Question.DATASET_ITEMS,
     }
 )
+# Questions about a method: asked of "<class>.<method>".
+_METHOD_QUESTIONS = frozenset({Question.METHOD_SYNCS_ARGUMENT, Question.METHOD_TIMES})
 Answer = Union[None, bool, str, ClassKind, ValueKind, Tuple[str, ...]]
 Arg = Union[None, int, str, bool]  # a question's argument besides the name
 
@@ -199,10 +201,13 @@ class ProjectIndex:
         if question is Question.LOADER_NAMES:
             return self.loader_names()
         with self._lock:
-            if question is Question.METHOD_SYNCS_ARGUMENT:  # `qualname`: the class, then the method
+            if question in _METHOD_QUESTIONS:  # `qualname`: the class, then the method
                 owner, _, method = qualname.rpartition(".")
                 found = self._lookup(path, owner) if owner else None
-                return self._ask(question, found, (method, arg, False)) if found is not None else False
+                if found is None:
+                    return False
+                on_instance = (method, arg, False) if question is Question.METHOD_SYNCS_ARGUMENT else method
+                return self._ask(question, found, on_instance)
             target = self._lookup(path, qualname)
             if target is None:
                 return None if question in _OPTIONAL else False
@@ -432,23 +437,14 @@ class ProjectIndex:
         return answer if isinstance(answer, ValueKind) else None
 
     def _iterates_argument(self, target: Target, position: object) -> bool:
-        """Function `target` iterates its argument at `position` with a `for` on
-        every call, itself or in a project function it hands it to on every call."""
+        """Function `target` iterates its argument at `position` with a `for` of
+        its own on every call (what it hands on may be a part of the argument)."""
         found = self._definition(target)
         if not isinstance(found, FunctionSummary):
             return False
         assert isinstance(target, Defined)
         param = _parameter(found, position)
-        if param is None:
-            return False
-        if param in found.iterates:
-            return True
-        for handed in found.passes:
-            if handed.param == param and handed.always:
-                resolved = self._resolve_in(target.path, handed.callee)
-                if isinstance(resolved, Defined) and self._ask(Question.ITERATES_ARGUMENT, resolved, handed.position):
-                    return True
-        return False
+        return param is not None and param in found.iterates
 
     def _builds_data_parallel(self, target: Target, _: object) -> bool:
         """A call of `target` builds a torch DataParallel: it is one, a project class
@@ -510,7 +506,14 @@ class ProjectIndex:
             if not isinstance(position, int) or isinstance(position, bool) or position < 1:
                 return None
             position -= 1
-        return self._function_syncs(owner.path, method.function, position, owner)
+        # names in the method resolve in its own file, `self.m` on the class the call named
+        assert isinstance(target, Defined)
+        return self._function_syncs(owner.path, method.function, position, target)
+
+    def _method_times(self, target: Target, name: object) -> bool:
+        """Method `name` of class `target` (or of a project base) reads a clock."""
+        found = self._method(target, name, 0) if isinstance(name, str) else None
+        return found is not None and found[1].function.times
 
     def _method(self, target: Target, name: str, depth: int) -> Optional[Tuple[Defined, MethodSummary]]:
         """Method `name` as an instance of class `target` finds it: its own, else
@@ -532,9 +535,9 @@ class ProjectIndex:
     def _function_syncs(
         self, path: str, found: FunctionSummary, position: object, owner: Optional[Defined]
     ) -> Optional[str]:
-        """`found` (of file `path`; a method of class `owner`) reads the argument at
-        `position` on the host every call: itself, or in a project function or a
-        method it hands the argument to on every call."""
+        """`found` (of file `path`; a method run on an instance of class `owner`)
+        reads the argument at `position` on the host every call: itself, or in a
+        project function or a method it hands the argument to on every call."""
         param = _parameter(found, position)
         if param is None:
             return None
@@ -979,6 +982,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.CALLED_GUARDED: ProjectIndex._called_guarded,
     Question.SYNCS_ARGUMENT: ProjectIndex._syncs_argument,
     Question.METHOD_SYNCS_ARGUMENT: ProjectIndex._method_syncs_argument,
+    Question.METHOD_TIMES: ProjectIndex._method_times,
     Question.BUILDS_DATA_PARALLEL: ProjectIndex._builds_data_parallel,
     Question.ITERATES_ARGUMENT: ProjectIndex._iterates_argument,
     Question.UNMOVED_CALLERS: ProjectIndex._unmoved_callers,
@@ -1047,9 +1051,14 @@ class FileView:
         answer = self.index._record(self.path, Question.METHOD_SYNCS_ARGUMENT, f"{cls}.{method}", index)
         return answer if isinstance(answer, str) else None
 
+    def method_times(self, cls: str, method: str) -> bool:
+        """Method `method` of class `cls` reads a clock (`MetricLogger.log_every`,
+        which times each step it yields)."""
+        return bool(self.index._record(self.path, Question.METHOD_TIMES, f"{cls}.{method}", None))
+
     def iterates_argument(self, qualname: str, index: Union[int, str]) -> bool:
         """Function `qualname` iterates its argument at position `index` (or keyword
-        `index`) with a `for` on every call (itself or through project helpers)."""
+        `index`) with a `for` of its own on every call."""
         return bool(self.index._record(self.path, Question.ITERATES_ARGUMENT, qualname, index))
 
     def builds_data_parallel(self, qualname: str) -> bool:

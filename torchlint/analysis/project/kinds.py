@@ -59,6 +59,7 @@ class Question(enum.Enum):
     CALLED_GUARDED = "called_guarded"
     SYNCS_ARGUMENT = "syncs_argument"
     METHOD_SYNCS_ARGUMENT = "method_syncs_argument"
+    METHOD_TIMES = "method_times"
     BUILDS_DATA_PARALLEL = "builds_data_parallel"
     ITERATES_ARGUMENT = "iterates_argument"
     LOADER_NAMES = "loader_names"
@@ -151,6 +152,8 @@ class FunctionSummary:
     # shape/dtype methods and wrappers, or a name assigned once to one): each return's
     # factory, qualified (`torch.rand`). None: some return is not that evident.
     allocates: Optional[Tuple[str, ...]] = None
+    # it reads a clock (`time.time()`, `time.perf_counter()`): a logger that times each step
+    times: bool = False
 
 
 class MethodBinding(enum.Enum):

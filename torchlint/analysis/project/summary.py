@@ -30,7 +30,6 @@ from torchlint.analysis.knowledge import (
     HOST_TENSOR_COPIES,
     HOST_VALUE_READS,
     MODULE_SAME_KIND_METHODS,
-    TENSOR_METADATA,
     TENSOR_WRAPPERS,
     allocates_on_cpu,
 )
@@ -49,6 +48,7 @@ from torchlint.analysis.project.kinds import (
     Pass,
 )
 from torchlint.analysis.vocabulary import (
+    CLOCKS,
     CPU_STRING,
     DEVICE_CONTEXTS,
     DEVICE_NAME,
@@ -72,6 +72,8 @@ _PLACING_TEXT = re.compile(r"\.(" + "|".join(sorted(MOVE_METHODS)) + r")\b|\bdev
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Text that a class whose methods read a tensor on the host must contain (a cheap pre-check).
 _HOST_READ_TEXT = re.compile(r"\.(" + "|".join(sorted(HOST_VALUE_READS)) + r")\s*\(")
+# Text that a class whose methods read a clock must contain (a cheap pre-check).
+_CLOCK_TEXT = re.compile(r"\b(" + "|".join(sorted({c.rsplit(".", 1)[-1] for c in CLOCKS})) + r")\s*\(")
 # Text that a module which moves something to an accelerator must contain (a cheap pre-check).
 _ACCELERATOR_TEXT = re.compile(r"\.(cuda|to)\b|device\s*=")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -308,19 +310,17 @@ class _Module:
         )
 
     def _methods(self, node: ast.ClassDef) -> Tuple[MethodSummary, ...]:
-        """The summaries of its methods, when its lines read a tensor on the host
-        (`.item()`, `.tolist()`): what the index asks of methods."""
+        """Its methods but `__init__`, each by name (an override hides its bases'
+        method), summarised when the class's lines read a tensor on the host
+        (`.item()`, `.tolist()`) or a clock: what the index asks of methods."""
         end = getattr(node, "end_lineno", None) or len(self.lines)
         text = "\n".join(self.lines[node.lineno - 1 : end]) if self.lines else None
-        if text is not None and not _HOST_READ_TEXT.search(text):
-            return ()
-        return tuple(m for m in (self._method(s) for s in node.body if isinstance(s, _FUNCTIONS)) if m)
+        read = text is None or bool(_HOST_READ_TEXT.search(text) or _CLOCK_TEXT.search(text))
+        return tuple(self._method(s, read) for s in node.body if isinstance(s, _FUNCTIONS) and s.name != "__init__")
 
-    def _method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> Optional[MethodSummary]:
-        """A method's summary (its host reads and what it hands on), or None for
-        `__init__` and a method with nothing bound to its first parameter."""
-        if node.name == "__init__":
-            return None
+    def _method(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef], summarise: bool) -> MethodSummary:
+        """A method's summary (its host reads and what it hands on); only its name
+        when not `summarise`d or when nothing is bound to its first parameter."""
         decorators = {dotted(d) for d in node.decorator_list}
         binding = (
             MethodBinding.STATIC
@@ -330,10 +330,11 @@ class _Module:
             else MethodBinding.INSTANCE
         )
         positional = [*node.args.posonlyargs, *node.args.args]
-        if binding is not MethodBinding.STATIC and not positional:
-            return None
+        if not summarise or (binding is not MethodBinding.STATIC and not positional):
+            return MethodSummary(binding, FunctionSummary(node.name, (), ()))
         bound = positional[0].arg if binding is not MethodBinding.STATIC else None
-        return MethodSummary(binding, _Function(node, self, bound).calls_summary())
+        function = _Function(node, self, bound, self_calls=binding is MethodBinding.INSTANCE)
+        return MethodSummary(binding, function.calls_summary())
 
     def _builds_layers(self, node: ast.ClassDef) -> bool:
         """Its own code calls a torch.nn layer that has parameters, or `nn.Parameter`."""
@@ -375,38 +376,24 @@ class _Module:
             self.assigns.append(AssignSummary(name, options))
 
 
-def _argument_dispatch(test: ast.AST, params: Set[str]) -> bool:
-    """`test` asks only about the type or shape of parameters: `isinstance(x, T)`,
-    `x.dim() == 4`, `len(labels.size()) == 1`, `x.shape[0] > 1` (and `and`/`or`/`not` of those)."""
-    if isinstance(test, ast.BoolOp):
-        return all(_argument_dispatch(v, params) for v in test.values)
+def _tensor_branch(test: ast.AST, params: Set[str]) -> Optional[bool]:
+    """For `if isinstance(val, torch.Tensor):` on a parameter: True (its body is
+    what a call handed a tensor runs), False for `if not isinstance(...)` (its
+    `else`); None for any other test (which branch a call takes is not known)."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _argument_dispatch(test.operand, params)
-    if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance":
-        return len(test.args) == 2 and isinstance(test.args[0], ast.Name) and test.args[0].id in params
-    if isinstance(test, ast.Compare):
-        operands = [test.left, *test.comparators]
-        shapes = [_parameter_shape(o, params) for o in operands]
-        return any(shapes) and all(s or isinstance(o, ast.Constant) for s, o in zip(shapes, operands))
-    return False
-
-
-def _parameter_shape(expr: ast.AST, params: Set[str]) -> bool:
-    """`x.dim()`, `x.size(0)`, `x.shape[0]`, `len(x.size())`, `len(x)` of a parameter `x`."""
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "len" and len(expr.args) == 1:
-        expr = expr.args[0]
-        if isinstance(expr, ast.Name):
-            return expr.id in params
-    if isinstance(expr, ast.Subscript):
-        expr = expr.value
-    if isinstance(expr, ast.Call):
-        expr = expr.func
-    return (
-        isinstance(expr, ast.Attribute)
-        and expr.attr in TENSOR_METADATA
-        and isinstance(expr.value, ast.Name)
-        and expr.value.id in params
-    )
+        inner = _tensor_branch(test.operand, params)
+        return None if inner is None else not inner
+    if (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "isinstance"
+        and len(test.args) == 2
+        and isinstance(test.args[0], ast.Name)
+        and test.args[0].id in params
+        and (dotted(test.args[1]) or "").rsplit(".", 1)[-1] == "Tensor"
+    ):
+        return True
+    return None
 
 
 _CONTAINERS = (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp)
@@ -561,10 +548,11 @@ class _Function:
     """One module-level function's summary (or a method's, with `bound` the
     name of its `self` or `cls`: left out of its parameters)."""
 
-    def __init__(self, node: ast.AST, module: _Module, bound: Optional[str] = None) -> None:
+    def __init__(self, node: ast.AST, module: _Module, bound: Optional[str] = None, self_calls: bool = False) -> None:
         self.node = node
         self.module = module
         self.bound = bound
+        self.self_calls = self_calls  # `self.m(...)` calls a method of the instance's class
         args = node.args  # type: ignore[attr-defined]
         self.params = tuple(a.arg for a in list(args.posonlyargs) + list(args.args))
         if bound is not None:
@@ -667,8 +655,10 @@ class _Function:
             expr: ast.AST = loop.iter
             while isinstance(expr, ast.Call) and expr.args and self._wraps_iterable(expr):
                 expr = expr.args[0]
-            if isinstance(expr, ast.Name) and expr.id in self.keywords and id(loop) not in occasional:
-                found.add(expr.id)
+            if not isinstance(expr, ast.Name) or id(loop) in occasional:
+                continue
+            if expr.id in self.keywords and expr.id not in self.bindings:
+                found.add(expr.id)  # (a parameter bound again, `loader = DataLoader(...)`, is another value)
         return tuple(sorted(found))
 
     def _wraps_iterable(self, call: ast.Call) -> bool:
@@ -687,12 +677,13 @@ class _Function:
         moves: Set[str] = set()
         passes: Set[Pass] = set()
         callees: Set[str] = set()
-        trains = False
+        trains = times = False
         syncs: Set[Tuple[str, str]] = set()
         for call in self.calls:
             func = call.func
             callee = dotted(func)
             always = id(call) not in occasional
+            times = times or (callee is not None and self.module.qualify(callee) in CLOCKS)
             if (
                 always
                 and isinstance(func, ast.Attribute)
@@ -714,9 +705,9 @@ class _Function:
             if self.module.qualify(callee) in GRAD_USERS:
                 trains = True
             head, _, attr = callee.partition(".")
-            if head == self.bound and attr:
-                callee = "self." + attr  # a method of its own class (or of what `self.x` holds)
-            elif head in self.locals or head == "self":
+            if head == self.bound and attr and self.self_calls:
+                callee = "self." + attr  # a method of the instance's class (or of what `self.x` holds)
+            elif head in self.locals or head in ("self", self.bound):
                 continue  # a local value or its method: nothing the index can name
             else:
                 callees.add(callee)
@@ -739,27 +730,34 @@ class _Function:
             trains=trains,
             callees=tuple(sorted(callees)),
             syncs=tuple(sorted(syncs)),
+            times=times,
         )
 
     def _occasional(self) -> Set[int]:
         """Ids of the nodes that run only on some calls: in a branch of an `if`
-        (statement or expression) or in a `try` statement's handlers. A test of a
-        parameter's type or shape (`isinstance(val, torch.Tensor)`, `len(x.size()) == 1`)
-        picks the same branch at every call of a site: its branches run every call."""
+        (statement or expression), in a `try` statement's handlers, or after a
+        top-level `if` that may return or raise (`if not verbose: return`). The
+        branch of `if isinstance(val, torch.Tensor):` that a tensor takes runs on
+        every call handed one."""
         found: Set[int] = set()
         params = set(self.keywords)
         for n in self.branches:
             parts: List[ast.AST]
-            if isinstance(n, (ast.If, ast.IfExp)) and _argument_dispatch(n.test, params):
-                continue  # the branch is picked by what the caller hands, the same at every call
-            if isinstance(n, ast.If):
-                parts = [*n.body, *n.orelse]
-            elif isinstance(n, ast.IfExp):
-                parts = [n.body, n.orelse]
+            if isinstance(n, (ast.If, ast.IfExp)):
+                body: List[ast.AST] = list(n.body) if isinstance(n.body, list) else [n.body]
+                orelse: List[ast.AST] = list(n.orelse) if isinstance(n.orelse, list) else [n.orelse]
+                taken = _tensor_branch(n.test, params)
+                parts = orelse if taken is True else body if taken is False else body + orelse
             else:
                 parts = list(getattr(n, "handlers", []))
             for part in parts:
                 found.update(id(x) for x in ast.walk(part))
+        body = getattr(self.node, "body", [])
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, ast.If) and any(isinstance(x, (ast.Return, ast.Raise)) for x in ast.walk(stmt)):
+                for later in body[i + 1 :]:
+                    found.update(id(x) for x in ast.walk(later))
+                break
         return found
 
     def _computed(self, derived: Dict[str, str]) -> Dict[str, str]:

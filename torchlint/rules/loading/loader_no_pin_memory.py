@@ -8,7 +8,15 @@ import libcst as cst
 
 from torchlint.analysis.facts import Call
 from torchlint.analysis.loader_calls import could_call_loader
-from torchlint.analysis.loader_kinds import CPU_COLLATE, NO_COLLATE, PIN_MEMORY_POSITION, PLACES, BatchUse, Workers
+from torchlint.analysis.loader_kinds import (
+    CPU_COLLATE,
+    NESTED_COLLATE,
+    NO_COLLATE,
+    PIN_MEMORY_POSITION,
+    PLACES,
+    BatchUse,
+    Workers,
+)
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import comment_follows, module_at, with_keyword
@@ -36,7 +44,9 @@ class LoaderNoPinMemory(Rule):
     (`imgs.type(torch.cuda.FloatTensor)`, or a name bound to one under a
     condition) is copied to the device.
 
-    Not flagged: loaders whose `collate_fn` we cannot see into, or that
+    Not flagged: loaders whose `collate_fn` we cannot see into (a same-file
+    function is read, and so is the nested one a same-file factory returns:
+    `collate_fn = get_collate_fn(pad_index)`), or that
     places batches on the device itself (pinning a CUDA tensor raises),
     datasets whose items are already on the device (also a dataset class
     of the file handed any argument already on the device, as a tensor a
@@ -245,7 +255,7 @@ class LoaderNoPinMemory(Rule):
             if info.batches is not BatchUse.ELSEWHERE or a.loaders.loops_over(call):
                 if not info.copied_as_loaded:
                     continue  # the copies are of tensors made on the host first (sliced, converted): pinning buys nothing
-            if info.collate not in (NO_COLLATE, CPU_COLLATE):
+            if info.collate not in (NO_COLLATE, CPU_COLLATE, NESTED_COLLATE):
                 continue  # a collate_fn whose output device we cannot see, or that places batches
             # Pinning needs host tensors: no fix where a TensorDataset's tensors may be on the device.
             # It pays off where the pinning runs beside the step (worker processes: the loader's pin

@@ -12,6 +12,7 @@ from torchlint.analysis.loader_kinds import (
     IN_MEMORY,
     ITERABLE,
     LOCAL_COLLATE,
+    NESTED_COLLATE,
     NUM_WORKERS_POSITION,
     PLACES,
     TINY,
@@ -304,7 +305,7 @@ class LoaderNoWorkers(Rule):
         (each worker yields the whole stream), a dataset or collate_fn that is
         a lambda or a local function, or a dataset class we cannot see (it
         might hold CUDA tensors or unpicklable state)."""
-        if info.dataset == ITERABLE or info.collate in (LOCAL_COLLATE, DEVICE_COLLATE, UNKNOWN_COLLATE):
+        if info.dataset == ITERABLE or info.collate in (LOCAL_COLLATE, NESTED_COLLATE, DEVICE_COLLATE, UNKNOWN_COLLATE):
             return None
         if not info.local_dataset or _lambda_in_dataset(ctx, call):
             return None

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
-from torchlint.analysis import Analysis
 from torchlint.analysis.facts import BindingKind, Call
 from torchlint.analysis.knowledge import DATA_PARALLEL
 from torchlint.rules.base import Invalid, Rule, RuleContext
+
+if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
 
 _DATA_PARALLEL = DATA_PARALLEL
 _DDP_RECIPE = "https://pytorch.org/tutorials/intermediate/ddp_tutorial.html"
@@ -133,9 +137,10 @@ class DataParallel(Rule):
 
     def check(self, ctx: RuleContext) -> None:
         a = ctx.analysis
-        calls = [c for c in ctx.facts.calls if _builds_data_parallel(a, c)]
-        if not calls or not self._trains(ctx):
+        direct = any(c.qualname in _DATA_PARALLEL for c in ctx.facts.calls)
+        if not (direct or a.values.project is not None) or not self._trains(ctx):
             return
+        calls = [c for c in ctx.facts.calls if _builds_data_parallel(a, c)]
         wrapped = set()  # scopes already reported: moving them to DDP is one change for all their wraps
         for call in calls:
             if a.roles.excluded(call.site) or a.roles.benchmark_file:

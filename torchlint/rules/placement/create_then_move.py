@@ -494,10 +494,9 @@ class CreateThenMove(Rule):
         that returns, in every `return`, a tensor it allocates on the CPU (the
         project index's `allocates`); None when it does not, or is not known to."""
         project = ctx.analysis.values.project
-        head = dotted_name(call.node.func)
-        if project is None or call.qualname is None or head is None:
+        if project is None or call.qualname is None:
             return None
-        if any(b.kind != BindingKind.IMPORT for b in ctx.facts.visible_bindings(head.split(".")[0], call.site.scope)):
+        if not ctx.facts.calls_import(call):
             return None  # a parameter or local that shadows the import
         factories = project.allocates(call.qualname)
         if not factories:

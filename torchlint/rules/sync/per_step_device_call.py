@@ -30,8 +30,10 @@ class PerStepDeviceCall(Rule):
 
     - `torch.cuda.empty_cache()`;
     - `torch.cuda.synchronize()`, outside timing code (a loop or a function
-      that reads a clock or CUDA events, a benchmark, a profile; a function
-      that synchronizes is taken as timing code);
+      that reads a clock or CUDA events, a loop over what a logger's method
+      yields and times, `metric_logger.log_every(loader, 10)`, a benchmark, a
+      profile; a function that synchronizes and does not train is taken as
+      timing code);
     - `torch.save(...)` of a model, a `state_dict()` or a dict holding one.
 
     Not flagged: calls under an `if` in the loop (a periodic guard such as
@@ -181,9 +183,13 @@ class PerStepDeviceCall(Rule):
 
     @staticmethod
     def _timed(a: Analysis, loop: Loop, call: Call) -> bool:
-        """The loop (or the function holding the call) reads a clock or CUDA events: timing code."""
+        """The loop (or the function holding the call) reads a clock or CUDA events, or
+        a loop around the call iterates a logger that times each step: timing code."""
         calls = list(a.loops.calls_in(loop)) + a.helpers.calls_in_scope(call.site.scope)
-        return any(c.qualname in CLOCKS or c.method in _TIMERS or "profil" in (c.qualname or "") for c in calls)
+        if any(c.qualname in CLOCKS or c.method in _TIMERS or "profil" in (c.qualname or "") for c in calls):
+            return True
+        around = [*loop.chain(), *(call.site.loop.chain() if call.site.loop is not None else ())]
+        return any(a.loops.iterates_timer(each) for each in around)
 
     @staticmethod
     def _saves_state(a: Analysis, call: Call) -> bool:

@@ -488,10 +488,7 @@ class SyncInLoop(Rule):
             return None
         syncs: Callable[[Union[int, str]], Optional[str]]
         if call.qualname is not None:
-            head = dotted_name(call.node.func)
-            if head is None or any(
-                b.kind != BindingKind.IMPORT for b in a.facts.visible_bindings(head.split(".")[0], call.site.scope)
-            ):
+            if not a.facts.calls_import(call):
                 return None  # a parameter or local that shadows the import (`accuracy_fn` handed in)
             qualname = call.qualname
             syncs = lambda where: project.syncs_argument(qualname, where)  # noqa: E731
@@ -503,13 +500,10 @@ class SyncInLoop(Rule):
             syncs = lambda where: project.method_syncs_argument(cls, method, where)  # noqa: E731
         else:
             return None
-        position = 0
         for arg in call.node.args:
-            if arg.star:
+            where = call.position_of(arg)
+            if where is None:
                 return None
-            where = arg.keyword.value if arg.keyword is not None else position
-            if arg.keyword is None:
-                position += 1
             read = syncs(where)
             if read is not None and a.places.on_accelerator(arg.value, call.site):
                 return f"`.{read}()`"
