@@ -488,6 +488,23 @@ def test_a_training_main_that_prints_a_model_summary_is_no_tooling():
     assert [c for c in codes(only) if c[0] == "TL304"] == []
 
 
+def test_an_amp_scalers_step_is_an_optimizer_step():
+    # yolov7 train.py: `scaler.step(optimizer)` is the script's only optimizer step
+    a = analyse(
+        """
+        scaler = torch.cuda.amp.GradScaler()
+        for x, y in loader:
+            scaler.scale(criterion(model(x), y)).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            scheduler.step(epoch)
+        """
+    )
+    assert a.values.is_optimizer_step(call_at(a, "scaler.step(optimizer)"))
+    assert not a.values.is_optimizer_step(call_at(a, "scheduler.step(epoch)"))
+    assert not a.values.is_optimizer_step(call_at(a, "scaler.update()"))
+
+
 def test_a_call_handed_a_loss_and_an_optimizer_steps():
     # mae engine_pretrain.py: `loss_scaler(loss, optimizer, ...)` runs backward and the step
     a = analyse(

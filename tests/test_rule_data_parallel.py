@@ -124,3 +124,19 @@ def test_inference_wraps_and_gradients_only_read_are_not_training():
             scores += head_mask.grad.abs()
         """
     assert rows(src.replace("opt = torch.optim", "# opt = torch.optim")) == []
+
+
+def test_a_script_whose_optimizer_steps_through_an_amp_scaler_trains():
+    # yolov7 train.py:237: the only step is `scaler.step(optimizer)`
+    src = """\
+        scaler = torch.cuda.amp.GradScaler()
+        if torch.cuda.device_count() > 1:
+            model = torch.nn.DataParallel(net)
+        for x, y in loader:
+            scaler.scale(model(x.cuda()).sum()).backward()
+            scaler.step(opt)
+            scaler.update()
+        """
+    assert rows(src) == [7]
+    # gradients scaled and read, no optimizer stepped: no training
+    assert rows(src.replace("scaler.step(opt)", "scaler.unscale_(opt)")) == []

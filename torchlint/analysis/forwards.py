@@ -127,10 +127,14 @@ class Forwards(ValueKinds):
         return self.expr_kind(func, call.site) == LOSS_FN
 
     def is_optimizer_step(self, call: Call) -> bool:
-        """`optimizer.step()` on an optimizer (by kind, or by a name like `optim`, `opt_g`)."""
+        """`optimizer.step()` on an optimizer (by kind, or by a name like `optim`, `opt_g`),
+        or an AMP scaler's `scaler.step(optimizer)`, handed one."""
         if call.method != "step" or call.receiver is None:
             return False
-        return self.names_optimizer(call.receiver, call.site)
+        if self.names_optimizer(call.receiver, call.site):
+            return True
+        first = call.positional[0].value if len(call.positional) == 1 else None
+        return first is not None and self.names_optimizer(first, call.site)
 
     def names_optimizer(self, expr: cst.BaseExpression, site: Site) -> bool:
         """An optimizer, by kind or by a name like `optim`, `opt_g`."""

@@ -15,7 +15,7 @@ from torchlint.findings import Finding
 class Command(str, Enum):
     # Every safe fix in the document (what source.fixAll.torchlint does).
     APPLY_AUTOFIX = "torchlint.applyAutofix"
-    # `# noqa: CODE` on every line with findings, merged into the comments
+    # A noqa comment naming the codes on every line with findings, merged into the comments
     # already there (what `torchlint --add-noqa` does).
     APPLY_ORGANIZE_NOQA = "torchlint.applyOrganizeNoqa"
     # The server's version, settings and open documents, to the log.

@@ -22,8 +22,8 @@ class DataParallel(Rule):
     ## What it does
     Flags `nn.DataParallel(model)` (`torch.nn.DataParallel`,
     `torch.nn.parallel.DataParallel`) in a file that trains: a loop in it
-    calls `.backward()` or `optimizer.step()` (directly or through a
-    same-file helper). Also a project's own subclass of it, and a project
+    calls `.backward()` or `optimizer.step()` (or an AMP scaler's
+    `scaler.step(optimizer)`; directly or through a same-file helper). Also a project's own subclass of it, and a project
     function that returns one (`DataParallel(model, chunk_sizes=...)` of a
     `models/data_parallel.py`), at the call in the training file.
 
