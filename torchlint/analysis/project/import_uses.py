@@ -15,42 +15,49 @@ WHOLE = "*"  # the bound name is used other than by reading an attribute off it
 ImportUse = Tuple[str, Tuple[str, ...]]  # (target as written, attributes read, sorted)
 
 
-def _targets(tree: ast.Module) -> List[Tuple[str, str]]:
-    """(local name, target) of every import in the file."""
-    out: List[Tuple[str, str]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    out.append((alias.asname, alias.name))
-                else:
-                    root = alias.name.split(".")[0]
-                    out.append((root, root))
-        elif isinstance(node, ast.ImportFrom):
-            base = "." * (node.level or 0) + (node.module or "")
-            for alias in node.names:
-                if alias.name == "*":
-                    continue
-                local = alias.asname or alias.name
-                target = base + alias.name if base.endswith(".") or not base else f"{base}.{alias.name}"
-                out.append((local, target))
-    return out
+def _import_targets(node: ast.AST, out: List[Tuple[str, str]]) -> None:
+    """(local name, target) of each name an import statement binds."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                out.append((alias.asname, alias.name))
+            else:
+                root = alias.name.split(".")[0]
+                out.append((root, root))
+    elif isinstance(node, ast.ImportFrom):
+        base = "." * (node.level or 0) + (node.module or "")
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            local = alias.asname or alias.name
+            target = base + alias.name if base.endswith(".") or not base else f"{base}.{alias.name}"
+            out.append((local, target))
 
 
 def import_uses(tree: ast.Module) -> Tuple[ImportUse, ...]:
-    """Every import of the file with what is read off the name it binds."""
-    targets = _targets(tree)
+    """Every import of the file with what is read off the name it binds (one walk:
+    imports, attributes read off a name, and names loaded, matched afterwards)."""
+    targets: List[Tuple[str, str]] = []
+    read_off: List[Tuple[str, str, int]] = []  # (name, attribute, id of the name node)
+    loaded: List[ast.Name] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                loaded.append(node)
+        elif isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name):
+                read_off.append((node.value.id, node.attr, id(node.value)))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            _import_targets(node, targets)
     if not targets:
         return ()
-    locals_ = {local for local, _ in targets}
-    attrs: Dict[str, Set[str]] = {local: set() for local in locals_}
+    attrs: Dict[str, Set[str]] = {local: set() for local, _ in targets}
     bases: Set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in locals_:
-            attrs[node.value.id].add(node.attr)
-            bases.add(id(node.value))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id in locals_ and id(node) not in bases:
-            if isinstance(node.ctx, ast.Load):
-                attrs[node.id].add(WHOLE)
+    for name, attr, node_id in read_off:
+        if name in attrs:
+            attrs[name].add(attr)
+            bases.add(node_id)
+    for n in loaded:
+        if n.id in attrs and id(n) not in bases:
+            attrs[n.id].add(WHOLE)
     return tuple(sorted({(target, tuple(sorted(attrs[local]))) for local, target in targets}))
