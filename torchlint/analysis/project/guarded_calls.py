@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Tuple
 
+from torchlint.analysis.project.tree_walk import children
+
 # (called name, guarded calls, other calls, the file defines a function or method of that name)
 GuardedCalls = Tuple[Tuple[str, int, int, bool], ...]
 
@@ -43,5 +45,5 @@ def guarded_calls(tree: ast.Module) -> GuardedCalls:
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
             if name is not None:
                 counts.setdefault(name, [0, 0])[0 if guarded else 1] += 1
-        stack.extend((child, guarded) for child in ast.iter_child_nodes(node))
+        stack.extend((child, guarded) for child in children(node))
     return tuple(sorted((name, g, u, name in defined) for name, (g, u) in counts.items()))

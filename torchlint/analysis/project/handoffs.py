@@ -22,6 +22,7 @@ import re
 from typing import Dict, List, Mapping, Optional, Set, Tuple
 
 from torchlint.analysis.project.kinds import Handed, NameUse
+from torchlint.analysis.project.tree_walk import all_nodes
 
 # Methods of a module that leave it (and its parameters) where they are.
 KEEPING_METHODS = frozenset(
@@ -72,7 +73,7 @@ class _Scope:
         while stack:
             n = stack.pop()
             if isinstance(n, _NESTED):
-                self.shared.update(x.id for x in ast.walk(n) if isinstance(x, ast.Name))
+                self.shared.update(x.id for x in all_nodes(n) if isinstance(x, ast.Name))
                 if not isinstance(n, ast.Lambda):
                     self.stores.setdefault(n.name, []).append(n)
                 continue

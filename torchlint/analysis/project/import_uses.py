@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, Set, Tuple
 
+from torchlint.analysis.project.tree_walk import all_nodes
+
 WHOLE = "*"  # the bound name is used other than by reading an attribute off it
 
 ImportUse = Tuple[str, Tuple[str, ...]]  # (target as written, attributes read, sorted)
@@ -40,7 +42,7 @@ def import_uses(tree: ast.Module) -> Tuple[ImportUse, ...]:
     targets: List[Tuple[str, str]] = []
     read_off: List[Tuple[str, str, int]] = []  # (name, attribute, id of the name node)
     loaded: List[ast.Name] = []
-    for node in ast.walk(tree):
+    for node in all_nodes(tree):
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, ast.Load):
                 loaded.append(node)

@@ -47,6 +47,7 @@ from torchlint.analysis.project.kinds import (
     ModuleSummary,
     Pass,
 )
+from torchlint.analysis.project.tree_walk import all_nodes, child_fields
 from torchlint.analysis.vocabulary import (
     CLOCKS,
     CPU_STRING,
@@ -114,7 +115,7 @@ def _accelerates(tree: ast.Module, text: str) -> bool:
     `Places.accelerator_in_play` reads one file, from its text alone)."""
     if not _ACCELERATOR_TEXT.search(text):
         return False
-    for node in ast.walk(tree):
+    for node in all_nodes(tree):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
@@ -168,17 +169,6 @@ def _target_names(target: ast.AST) -> Iterator[str]:
 
 
 # Fields that never hold a node worth visiting (expression contexts, type comments).
-_SKIP_FIELDS = frozenset({"ctx", "type_comment", "kind"})
-_FIELDS: Dict[type, Tuple[str, ...]] = {}
-
-
-def _child_fields(cls: type) -> Tuple[str, ...]:
-    found = _FIELDS.get(cls)
-    if found is None:
-        found = _FIELDS[cls] = tuple(f for f in cls._fields if f not in _SKIP_FIELDS)  # type: ignore[attr-defined]
-    return found
-
-
 def own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a function's (or lambda's) own body: nested functions,
     lambdas and classes are yielded but not entered."""
@@ -189,7 +179,7 @@ def own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
         yield node
         if isinstance(node, _SCOPES):
             continue
-        for name in _child_fields(type(node)):
+        for name in child_fields(type(node)):
             value = getattr(node, name, None)
             if type(value) is list:
                 stack.extend(v for v in value if isinstance(v, AST))
@@ -338,7 +328,7 @@ class _Module:
 
     def _builds_layers(self, node: ast.ClassDef) -> bool:
         """Its own code calls a torch.nn layer that has parameters, or `nn.Parameter`."""
-        for n in ast.walk(node):
+        for n in all_nodes(node):
             if not isinstance(n, ast.Call):
                 continue
             q = self.qualify(dotted(n.func)) or ""
@@ -430,7 +420,7 @@ def _returns_container(fn: ast.AST) -> bool:
 def _places(node: ast.ClassDef) -> bool:
     """Code in the class moves something (`.to(d)`, `.cuda()`) or passes
     `device=` (as places.class_places asks of a same-file class)."""
-    for n in ast.walk(node):
+    for n in all_nodes(node):
         if not isinstance(n, ast.Call):
             continue
         func = n.func
@@ -553,6 +543,7 @@ class _Function:
         self.module = module
         self.bound = bound
         self.self_calls = self_calls  # `self.m(...)` calls a method of the instance's class
+        self._occasional_ids: Optional[Set[int]] = None
         args = node.args  # type: ignore[attr-defined]
         self.params = tuple(a.arg for a in list(args.posonlyargs) + list(args.args))
         if bound is not None:
@@ -738,7 +729,9 @@ class _Function:
         (statement or expression), in a `try` statement's handlers, or after a
         top-level `if` that may return or raise (`if not verbose: return`). The
         branch of `if isinstance(val, torch.Tensor):` that a tensor takes runs on
-        every call handed one."""
+        every call handed one. Computed once per function."""
+        if self._occasional_ids is not None:
+            return self._occasional_ids
         found: Set[int] = set()
         params = set(self.keywords)
         for n in self.branches:
@@ -751,13 +744,14 @@ class _Function:
             else:
                 parts = list(getattr(n, "handlers", []))
             for part in parts:
-                found.update(id(x) for x in ast.walk(part))
+                found.update(id(x) for x in all_nodes(part))
         body = getattr(self.node, "body", [])
         for i, stmt in enumerate(body):
-            if isinstance(stmt, ast.If) and any(isinstance(x, (ast.Return, ast.Raise)) for x in ast.walk(stmt)):
+            if isinstance(stmt, ast.If) and any(isinstance(x, (ast.Return, ast.Raise)) for x in all_nodes(stmt)):
                 for later in body[i + 1 :]:
-                    found.update(id(x) for x in ast.walk(later))
+                    found.update(id(x) for x in all_nodes(later))
                 break
+        self._occasional_ids = found
         return found
 
     def _computed(self, derived: Dict[str, str]) -> Dict[str, str]:

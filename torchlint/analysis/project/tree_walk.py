@@ -1,0 +1,46 @@
+"""A faster `ast.walk` for the project pass: every node under a root, in no
+particular order, skipping the fields that hold no code (`ctx`, type
+comments), with each node class's child fields looked up once."""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterator, List, Tuple
+
+SKIP_FIELDS = frozenset({"ctx", "type_comment", "kind"})
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def child_fields(cls: type) -> Tuple[str, ...]:
+    """The fields of node class `cls` that may hold code."""
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = tuple(f for f in cls._fields if f not in SKIP_FIELDS)  # type: ignore[attr-defined]
+    return found
+
+
+def children(node: ast.AST) -> List[ast.AST]:
+    """The nodes directly under `node` that may hold code."""
+    out: List[ast.AST] = []
+    for name in child_fields(type(node)):
+        value = getattr(node, name, None)
+        if type(value) is list:
+            out.extend(v for v in value if isinstance(v, ast.AST))
+        elif isinstance(value, ast.AST):
+            out.append(value)
+    return out
+
+
+def all_nodes(root: ast.AST) -> Iterator[ast.AST]:
+    """`root` and every node under it (depth first; use where order does not matter)."""
+    AST = ast.AST
+    stack: List[ast.AST] = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        for name in child_fields(type(node)):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                stack.extend(v for v in value if isinstance(v, AST))
+            elif isinstance(value, AST):
+                stack.append(value)
