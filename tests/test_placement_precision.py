@@ -630,3 +630,48 @@ def test_suppression_comment():
 def test_deterministic_across_runs():
     src = textwrap.dedent(POSITIVES["tl103_tuple_one_finding"][0])
     assert lint_source(src) == lint_source(src)
+
+
+_TYPE_CAST_GAN = """\
+import torch
+import torch.nn as nn
+from torch.autograd import Variable
+from torchvision import datasets, transforms
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 100)
+        self.fc = nn.Linear(100, 784)
+    def forward(self, z, labels):
+        return self.fc(z * self.emb(labels))
+cuda = torch.cuda.is_available()
+dataloader = torch.utils.data.DataLoader(
+    datasets.MNIST("data", train=True, download=True, transform=transforms.ToTensor()), batch_size=64
+)
+generator = Generator()
+if cuda:
+    generator.cuda()
+FloatTensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+LongTensor = torch.cuda.LongTensor if cuda else torch.LongTensor
+optimizer = torch.optim.Adam(generator.parameters())
+for epoch in range(10):
+    for i, (imgs, labels) in enumerate(dataloader):
+        real_imgs = Variable(imgs.type(FloatTensor))
+        labels = Variable(labels.type(LongTensor))
+        z = Variable(torch.randn(imgs.shape[0], 100).type(FloatTensor))
+        loss = generator(z, labels).mean() + real_imgs.mean()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_cast_to_a_cuda_tensor_type_is_a_move():
+    # released wild-turn4 PyTorch-GAN acgan.py:208, cgan.py:184, munit.py:178: `labels.type(LongTensor)`
+    # with `LongTensor = torch.cuda.LongTensor if cuda else torch.LongTensor` copies to the GPU
+    found = [(f.code, f.row) for f in lint_source(_TYPE_CAST_GAN, "acgan.py") if f.code in ("TL102", "TL103")]
+    assert found == []
+    # cast to a host type: the batch stays on the CPU while the generator is on the GPU
+    host = _TYPE_CAST_GAN.replace(
+        "LongTensor = torch.cuda.LongTensor if cuda else torch.LongTensor", "LongTensor = torch.LongTensor"
+    )
+    assert [f.code for f in lint_source(host, "acgan.py") if f.code == "TL103"] == ["TL103"]

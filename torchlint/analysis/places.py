@@ -338,6 +338,11 @@ class Places(BatchSources):
         if call.method is not None and call.receiver is not None and q is None:
             if call.method in _NON_TENSOR_METHODS:
                 return None
+            if self.casts_to_cuda_type(call) and self.values.expr_kind(call.receiver, call.site) not in (
+                MODULE,
+                TOKENS,
+            ):
+                return DEVICE  # `x.type(Tensor)`, `Tensor = torch.cuda.FloatTensor if cuda else ...`: its GPU copy
             base = self.tensor_place(call.receiver, call.site)
             if base is None:
                 # `x.to(device)` / `x.cuda()` of something we can't type (a batch of an unknown

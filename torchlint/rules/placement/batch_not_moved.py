@@ -44,7 +44,10 @@ class BatchNotMoved(Rule):
     widens TL103 beyond a loader's loop on purpose: the fact is the same, a
     CPU batch in every iteration, and no other rule reports it.)
 
-    Not flagged: batches moved by a same-file helper they are handed to (its
+    Not flagged: batches cast to a CUDA tensor type (`labels.type(LongTensor)`
+    with `LongTensor = torch.cuda.LongTensor if cuda else torch.LongTensor`,
+    the legacy idiom: a copy to the GPU where one is used), batches moved by
+    a same-file helper they are handed to (its
     body is read: `calc_loss(batch, model, device)` that moves its argument),
     or handed to code we cannot see (`to_device(batch)`), loaders with a
     custom `collate_fn` or a dataset that places its items, loaders prepared
