@@ -4,7 +4,7 @@ import textwrap
 
 import libcst as cst
 
-from helpers import api, code, fix_source, lint_source, notebook, process_bytes
+from helpers import api, code, fix_source, lint_in_project, lint_source, notebook, process_bytes
 
 
 def rows(src, code):
@@ -445,3 +445,35 @@ def test_tl302_offers_no_workers_fix_for_a_nested_collate():
     found = [f for f in lint_source(src, "example.py") if f.code == "TL302"]
     assert [f.row for f in found] == [12]
     assert all(f.fix is None for f in found)
+
+
+_ESTIMATOR = (
+    "import argparse\nimport math\n{extra}"
+    "def main():\n"
+    "    p = argparse.ArgumentParser()\n"
+    "    p.add_argument('--batch_size', default=1, type=int)\n"
+    "    args = p.parse_args()\n"
+    "    print(args.batch_size * 2 * math.prod((1024, 4096)))\n"
+    "main()\n"
+)
+
+
+def test_tl301_silent_on_a_calculator_that_runs_no_model(tmp_path):
+    # released wild LLMs-from-scratch ch04 memory_estimator_gqa.py:40, plot_memory_estimates_swa.py:111:
+    # a KV-cache memory estimator (standard library, numpy, matplotlib) whose --batch_size is arithmetic
+    def tl301(files, target="estimate.py"):
+        files = {"train.py": "import torch\nmodel = torch.nn.Linear(4, 2)\n", **files}  # a project of several files
+        return [f.row for f in lint_in_project(tmp_path, files, target) if f.code == "TL301"]
+
+    assert tl301({"estimate.py": _ESTIMATOR.format(extra="")}) == []
+    assert (
+        tl301({"estimate.py": _ESTIMATOR.format(extra="import numpy as np\nimport matplotlib.pyplot as plt\n")}) == []
+    )
+    # the same parser in a script that imports torch: its batches run on the GPU
+    assert tl301({"estimate.py": _ESTIMATOR.format(extra="import torch\n")}) == [6]
+    # a stdlib-only config module whose parser the training script imports (st-gcn's stgcn/config.py)
+    config = _ESTIMATOR.format(extra="").replace("def main():", "def get_args():").replace("main()\n", "")
+    train = "import torch\nfrom config import get_args\nargs = get_args()\n"
+    assert tl301({"config.py": config, "train.py": train}, "config.py") == [5]
+    # linted alone, nothing says who imports it: reported
+    assert rows(_ESTIMATOR.format(extra=""), "TL301") == [5]

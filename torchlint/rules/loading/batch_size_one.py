@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from typing import TYPE_CHECKING, AbstractSet, Callable, Optional, Set
 
 import libcst as cst
@@ -136,6 +137,10 @@ def _is_one(node: Optional[cst.BaseExpression]) -> bool:
     return isinstance(node, cst.Integer) and node.value == "1"
 
 
+# Packages that compute or plot without running a model.
+_NO_MODEL_PACKAGES = frozenset({"numpy", "pandas", "scipy", "matplotlib", "seaborn"})
+
+
 class BatchSizeOne(Rule):
     """
     ## What it does
@@ -157,7 +162,10 @@ class BatchSizeOne(Rule):
     (`x[0]`, `x.squeeze(0)`, `x.item()`, beam search's `x.expand(k, ...)`)
     or that evaluates with batch 1 in a file that trains with larger batches
     (variable-size inputs that cannot be stacked); export, latency benchmark
-    and model summary code; unit tests; a project-local class or function
+    and model summary code; a `--batch_size` parsed in a function of a script
+    that imports only the standard library and numeric or plotting packages,
+    which no other project file imports (a memory estimator: it runs no
+    model); unit tests; a project-local class or function
     whose `batch_size` parameter defaults to 1; online code that inherently
     handles one sample at a time (reinforcement-learning acting with
     `gym`/`gymnasium`); a loader over one dataset item (`DataLoader(ds[i])`);
@@ -321,9 +329,11 @@ class BatchSizeOne(Rule):
                         call.site,
                         kw.value.value,
                     )
+        no_model = _runs_no_model(ctx)
         for call in ctx.facts.calls:
             if call.method == "add_argument":
-                self._argparse(call, report)
+                if not no_model(call):
+                    self._argparse(call, report)
             elif call.qualname not in DATALOADER:
                 self._keyword_config(ctx, call, report)
         self._config_dicts(ctx, report)
@@ -517,6 +527,29 @@ class BatchSizeOne(Rule):
                 long = [o for o in options if o.startswith("--")]
                 name = (long or options)[0].lstrip("-").replace("-", "_")  # argparse's dest
             report(kw.value, "an argparse default", call.site, name)
+
+
+def _runs_no_model(ctx: RuleContext) -> Callable[[Call], bool]:
+    """For a call in a function of this file: the file imports only the standard
+    library and numeric or plotting packages, and no other project file imports
+    the function (a memory estimator's `main()`; not a `get_args()` that the
+    training script imports): its `--batch_size` is arithmetic, no model runs."""
+    project = ctx.analysis.values.project
+    if project is None or not all(
+        v.split(".")[0] in sys.stdlib_module_names or v.split(".")[0] in _NO_MODEL_PACKAGES
+        for v in ctx.facts.aliases.values()
+    ):
+        return lambda call: False
+
+    def no_model(call: Call) -> bool:
+        scope = call.site.scope
+        while scope.parent is not None and scope.parent.kind != ScopeKind.MODULE:
+            scope = scope.parent
+        if scope.kind != ScopeKind.FUNCTION or scope.parent is None:
+            return False
+        return not project.used_elsewhere(project.local(scope.name))
+
+    return no_model
 
 
 def _first_dim(call: Call) -> bool:
