@@ -47,7 +47,7 @@ from torchlint.analysis.project.kinds import (
     ModuleSummary,
     Pass,
 )
-from torchlint.analysis.project.tree_walk import all_nodes, child_fields
+from torchlint.analysis.project.tree_walk import all_nodes, push_children
 from torchlint.analysis.vocabulary import (
     CLOCKS,
     CPU_STRING,
@@ -173,18 +173,11 @@ def own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a function's (or lambda's) own body: nested functions,
     lambdas and classes are yielded but not entered."""
     stack: List[ast.AST] = [fn.body] if isinstance(fn, ast.Lambda) else list(fn.body)  # type: ignore[attr-defined]
-    AST = ast.AST
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, _SCOPES):
-            continue
-        for name in child_fields(type(node)):
-            value = getattr(node, name, None)
-            if type(value) is list:
-                stack.extend(v for v in value if isinstance(v, AST))
-            elif isinstance(value, AST):
-                stack.append(value)
+        if not isinstance(node, _SCOPES):
+            push_children(node, stack)
 
 
 class _Module:

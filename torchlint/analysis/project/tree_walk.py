@@ -19,28 +19,27 @@ def child_fields(cls: type) -> Tuple[str, ...]:
     return found
 
 
-def children(node: ast.AST) -> List[ast.AST]:
-    """The nodes directly under `node` that may hold code."""
-    out: List[ast.AST] = []
+def push_children(node: ast.AST, stack: List[ast.AST]) -> None:
+    """Append the nodes directly under `node` that may hold code to `stack`."""
     for name in child_fields(type(node)):
         value = getattr(node, name, None)
         if type(value) is list:
-            out.extend(v for v in value if isinstance(v, ast.AST))
+            stack.extend(v for v in value if isinstance(v, ast.AST))
         elif isinstance(value, ast.AST):
-            out.append(value)
+            stack.append(value)
+
+
+def children(node: ast.AST) -> List[ast.AST]:
+    """The nodes directly under `node` that may hold code."""
+    out: List[ast.AST] = []
+    push_children(node, out)
     return out
 
 
 def all_nodes(root: ast.AST) -> Iterator[ast.AST]:
     """`root` and every node under it (depth first; use where order does not matter)."""
-    AST = ast.AST
     stack: List[ast.AST] = [root]
     while stack:
         node = stack.pop()
         yield node
-        for name in child_fields(type(node)):
-            value = getattr(node, name, None)
-            if type(value) is list:
-                stack.extend(v for v in value if isinstance(v, AST))
-            elif isinstance(value, AST):
-                stack.append(value)
+        push_children(node, stack)
