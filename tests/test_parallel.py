@@ -95,3 +95,29 @@ def test_unusable_pool_falls_back(always_pool, monkeypatch):
 
     monkeypatch.setattr(parallel, "ProcessPoolExecutor", Broken)
     assert parallel_map(_square, [1, 2, 3], jobs=2) == [1, 4, 9]
+
+
+def _sleep_long(_: int) -> int:
+    import time
+
+    time.sleep(60)
+    return 0
+
+
+def test_stop_leaves_no_pool_thread_to_race_the_exit_hook():
+    """Issue 27's Ctrl-C path: the pool's manager thread closes its wake-up
+    pipe when the workers die, and the interpreter's exit hook writes to that
+    pipe unlocked; a thread still closing it at exit printed "OSError: Bad file
+    descriptor" after "interrupted". `_stop` ends the workers and that thread."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork"))
+    for i in range(4):
+        pool.submit(_sleep_long, i)
+    manager = pool._executor_manager_thread
+    workers = list(pool._processes.values())
+    assert manager is not None and manager.is_alive() and workers
+    parallel._stop(pool)
+    assert not any(w.is_alive() for w in workers)
+    assert not manager.is_alive()

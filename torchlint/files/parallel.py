@@ -100,12 +100,14 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     Before Python 3.14 there is no public way to end the workers: their list
     (`_processes`) is read before `shutdown()`, which sets it to None; read
     after, no worker would be terminated and the process would wait at exit
-    for the items they are on (issue 27: 16-17 s after "interrupted")."""
+    for the items they are on (issue 27: 16-17 s after "interrupted").
+    Its manager thread, read before `shutdown()` too, is joined."""
     terminate = getattr(pool, "terminate_workers", None)  # Python 3.14+
     if terminate is not None:
         terminate()
         return
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in processes:
         try:
@@ -114,6 +116,13 @@ def _stop(pool: ProcessPoolExecutor) -> None:
             pass
     for proc in processes:
         proc.join(timeout=5)
+    # The pool's manager thread closes its wake-up pipe when it sees the
+    # workers gone; the interpreter's exit hook writes to that pipe without a
+    # lock. Left running, the two race and the exit prints "OSError: Bad file
+    # descriptor" after "interrupted". Joined here, the pipe is closed (and
+    # the hook's write skipped) before the exit hook runs.
+    if manager is not None:
+        manager.join(timeout=5)
 
 
 def parallel_map(
