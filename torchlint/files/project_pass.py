@@ -10,6 +10,7 @@ import os
 import threading
 from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
+from torchlint.analysis.project.import_names import imported_names
 from torchlint.analysis.project.imports import Budget, imported_summaries
 from torchlint.analysis.project.index import ProjectIndex
 from torchlint.analysis.project.kinds import ModuleSummary
@@ -31,21 +32,37 @@ MAX_WORKSPACE_FILES = 5000
 def summarize_bytes(path: str, data: bytes) -> ModuleSummary:
     """The summary of a file's contents: Python decoded as Python does, a
     notebook's code cells; anything unreadable knows nothing."""
+    text = _source_text(path, data)
+    if text is None:
+        return ModuleSummary(parsed=False)
+    return summarize(text) if text else ModuleSummary()
+
+
+def imported_names_bytes(path: str, data: bytes) -> Tuple[str, ...]:
+    """The names a file's import statements bind (import_names.py), read as
+    `summarize_bytes` reads the file; none when it is unreadable."""
+    text = _source_text(path, data)
+    return imported_names(text) if text else ()
+
+
+def _source_text(path: str, data: bytes) -> Optional[str]:
+    """The Python source of a file's contents (a notebook's code cells, "" for a
+    notebook without any); None when it cannot be read."""
     if path.endswith(".ipynb"):
         from torchlint.source import notebook
 
         try:
             cells = notebook.read(data)
         except notebook.NotebookError:
-            return ModuleSummary(parsed=False)
-        return summarize(cells.source) if cells is not None else ModuleSummary()
+            return None
+        return cells.source if cells is not None else ""
     from torchlint.source.decode import DecodeError, decode_source
 
     try:
         text = decode_source(data).text
     except DecodeError:
-        return ModuleSummary(parsed=False)
-    return summarize(text.lstrip("\ufeff"))
+        return None
+    return text.lstrip("\ufeff")
 
 
 # The summaries' subfolder of the results cache's folder (`.torchlint_cache/project/`).
@@ -59,6 +76,26 @@ def summary_cache(cache_root: str, cache_dir: Optional[str] = None) -> "Cache":
 
     folder = cache_dir if cache_dir is not None else os.path.join(cache_root, CACHE_DIR_NAME)
     return Cache(cache_root, SUMMARY_CACHE_KEY, cache_dir=os.path.join(folder, SUMMARY_FOLDER))
+
+
+# The variant prefix of a file's imported names in the summary cache (beside its summary's, its path).
+NAMES_VARIANT = "imported-names:"
+
+
+def _cached_names(path: str, cache: Optional["Cache"]) -> Tuple[str, ...]:
+    """`imported_names_bytes` of the file at `path`, cached by its contents
+    (a warm run asks the importer search's test without parsing)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return ()
+    found = cache.get(data, NAMES_VARIANT + path) if cache is not None else None
+    if not isinstance(found, tuple):
+        found = imported_names_bytes(path, data)
+        if cache is not None:
+            cache.put(data, NAMES_VARIANT + path, found)
+    return found
 
 
 def _cached_summary(path: str, data: bytes, cache: Optional["Cache"]) -> ModuleSummary:
@@ -97,7 +134,10 @@ def build_index(
                 return None
             return _cached_summary(path, data, cache)
 
-        summaries.update(imported_summaries(summaries, project_root, read, admit, budget=budget))
+        def names(path: str) -> Tuple[str, ...]:
+            return _cached_names(path, cache)
+
+        summaries.update(imported_summaries(summaries, project_root, read, admit, budget=budget, names=names))
     return ProjectIndex(summaries, roots, whole=whole)
 
 
@@ -242,7 +282,14 @@ class Workspace:
             except OSError:
                 return None
 
-        found = imported_summaries({path: self._summaries[path]}, {path: root}, read, self._admit(root), budget=budget)
+        found = imported_summaries(
+            {path: self._summaries[path]},
+            {path: root},
+            read,
+            self._admit(root),
+            budget=budget,
+            names=lambda other: _cached_names(other, None),
+        )
         warning = budget_warning(budget)
         if warning is not None:
             self._note(f"torchlint: {warning.message}")

@@ -30,10 +30,12 @@ not searched: such a run reads only what its files import). A listed file
 whose text names a run file's module as a whole word in an import statement
 (`loss` for `training/loss.py`; the folder's name for a package's
 `__init__.py`: a cheap test before parsing, each file's text read once) is
-summarised, and it is an
-importer when one of its imports names that file as the forward search would
-find it (`from .loss import X`, `from nanofold.training import loss`,
-`import training.loss as L`); other files are left out of the index.
+an importer when one of its imports names that file as the forward search
+would find it (`from .loss import X`, `from nanofold.training import loss`,
+`import training.loss as L`). Given `names` (a path's imported names,
+import_names.py: a parse without the summary's walk), that is asked first,
+and only an importer is summarised; other files are left out of the index
+(`from torch.utils.data import DataLoader` names no project `data.py`).
 Importers of importers are found the same way, `IMPORTER_LEVELS` deep
 (a package's `__init__.py` re-exporting the class, then its users); then
 what the importers import is followed as above (trainer.py imports the
@@ -69,6 +71,7 @@ MAX_SECONDS = 5.0  # CPU seconds (of the searching thread) the whole search may 
 _UNLISTED = frozenset({"__pycache__", "site-packages", "dist-packages", "node_modules"})
 
 Summarise = Callable[[str], Optional[ModuleSummary]]  # a path's summary; None: unreadable
+ImportedNames = Callable[[str], Tuple[str, ...]]  # a path's imported names (import_names.py); () if unreadable
 
 # Why a search stopped short (`Budget.crossed`).
 FILES, SECONDS, LISTING = "files", "seconds", "listing"
@@ -212,6 +215,7 @@ def imported_summaries(
     importers: int = MAX_IMPORTERS,
     listed: Optional[int] = None,
     budget: Optional[Budget] = None,
+    names: Optional[ImportedNames] = None,
 ) -> Dict[str, ModuleSummary]:
     """The summaries of the project files (under each run file's project root,
     see above) that the run's files (`run`: path -> summary) import, directly or
@@ -219,6 +223,8 @@ def imported_summaries(
     the run's files and of what they import (at most `importers`; none when 0),
     keyed by absolute path; a root with more than `listed` files (`MAX_LISTED`)
     is not searched for importers; all within `budget` (a fresh `Budget()` when None).
+    `names`: a cheap superset of a path's imported names, asked before a
+    candidate importer is summarised (None: every candidate is summarised).
 
     `root`: each run file's project root (path -> folder), or one folder for all
     (a run's file outside it has the folder its top-level package sits in)."""
@@ -229,7 +235,7 @@ def imported_summaries(
     else:
         roots = {p: os.path.realpath(root[p]) for p in run}
     budget = budget if budget is not None else Budget()
-    walk = _Walk(folders, dict(run), {os.path.realpath(p) for p in run}, summarise, admit, budget)
+    walk = _Walk(folders, dict(run), {os.path.realpath(p) for p in run}, summarise, admit, budget, names)
     found = walk.follow([(p, roots[p]) for p in sorted(run)], limit)
     if importers > 0:
         found.update(walk.importers(roots, importers, MAX_LISTED if listed is None else listed))
@@ -247,12 +253,15 @@ class _Walk:
         summarise: Summarise,
         admit: Callable[[str], bool],
         budget: Budget,
+        names: Optional[ImportedNames] = None,
     ) -> None:
         self.folders = folders
         self.summaries = summaries
         self.seen = seen  # real paths, read or passed over
         self.passed: Dict[str, ModuleSummary] = {}  # read for importers, found none (real path -> summary)
         self.words: Dict[str, FrozenSet[bytes]] = {}  # real path -> the words of its import statements
+        self.names = names
+        self.named: Dict[str, Tuple[str, ...]] = {}  # real path -> its imported names (`names`)
         self._real: Dict[str, str] = {}  # path -> real path
         self.summarise = summarise
         self.admit = admit
@@ -351,6 +360,8 @@ class _Walk:
             if summary is None:
                 if real in self.seen or not _under(real, here) or self._import_words(real).isdisjoint(words):
                     continue
+                if not self._may_import(path, real, here, targets):
+                    continue
                 summary = self.read(path, here)
                 if summary is None:
                     continue
@@ -366,6 +377,17 @@ class _Walk:
             if len(found) >= limit:
                 break
         return found
+
+    def _may_import(self, path: str, real: str, here: str, targets: Dict[str, str]) -> bool:
+        """Whether one of the names `path` imports (the `names` superset; True
+        without it) names one of `targets`, as the summary's imports are tested."""
+        if self.names is None:
+            return True
+        found = self.named.get(real)
+        if found is None:
+            found = self.named[real] = self.names(path)
+        absolute = os.path.abspath(path)
+        return any(_named(self.folders, absolute, name, here) in targets for name in found)
 
     def _import_words(self, real: str) -> FrozenSet[bytes]:
         found = self.words.get(real)

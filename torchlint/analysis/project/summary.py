@@ -35,6 +35,7 @@ from torchlint.analysis.knowledge import (
 )
 from torchlint.analysis.project.guarded_calls import guarded_calls
 from torchlint.analysis.project.handoffs import dotted, name_uses
+from torchlint.analysis.project.import_names import record_import
 from torchlint.analysis.project.import_uses import import_uses
 from torchlint.analysis.project.items import item_work
 from torchlint.analysis.project.kinds import (
@@ -231,24 +232,7 @@ class _Module:
     # -- imports -------------------------------------------------------------------------
 
     def _import(self, node: Union[ast.Import, ast.ImportFrom]) -> None:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    self.imports[alias.asname] = alias.name
-                else:
-                    root = alias.name.split(".")[0]
-                    self.imports[root] = root
-            return
-        base = "." * (node.level or 0) + (node.module or "")
-        for alias in node.names:
-            if alias.name == "*":
-                self.stars.append(base)
-                continue
-            local = alias.asname or alias.name
-            if base.endswith(".") or not base:
-                self.imports[local] = base + alias.name  # `from . import x`: ".x"
-            else:
-                self.imports[local] = f"{base}.{alias.name}"
+        record_import(node, self.imports, self.stars)
 
     def qualify(self, name: Optional[str]) -> Optional[str]:
         """A dotted name through this module's absolute imports (`nn.Module` ->
