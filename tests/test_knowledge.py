@@ -125,6 +125,7 @@ def test_no_contradictions() -> None:
         (k.TUPLE_METHODS, {"max", "topk", "aminmax"}, {"argmax", "item"}),
         (k.doing(Effect.OPAQUE), {"torch.save", "torch.compile"}, {"torch.load", "torch.jit.save"}),
         (k.doing(Effect.JOINS), {"torch.cat", "torch.column_stack"}, {"torch.split"}),
+        (v.GRAD_NORMS, {"torch.nn.utils.clip_grad_norm_"}, {"torch.nn.utils.clip_grad_value_"}),
         (v.CPU_TENSOR_SOURCES, {"torchvision.transforms.functional.to_tensor"}, {"torchvision.transforms.ToTensor"}),
         (v.TO_TENSOR_TRANSFORMS, {"torchvision.transforms.ToTensor"}, {"torchvision.transforms.Normalize"}),
         (v.VOLUME_PIPELINE, {"monai.inferers.sliding_window_inference", "SimpleITK.ReadImage"}, {"PIL.Image.open"}),

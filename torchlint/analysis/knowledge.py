@@ -69,6 +69,7 @@ class Effect(enum.Enum):
     LOSS = "computes a loss"
     LEGACY_PROFILER = "the autograd profiler torch.profiler replaces"
     JOINS = "joins a sequence of tensors into one, where they are"
+    NORMS_GRADIENTS = "returns the total norm of the gradients of the parameters it is handed, where they are"
     COLLATES = "stacks a list of samples into a batch, where they are (default_collate)"
     OPAQUE = "stores, traces or compiles what it is handed: no tensor where its inputs were"
     READS_METADATA = "reads a tensor's metadata, wherever it lives"
@@ -270,6 +271,12 @@ SYMBOLS: Mapping[str, Symbol] = _build(
             _torch("torch.", "stack cat concat concatenate vstack hstack dstack row_stack column_stack"),
             R.TENSOR,
             E.JOINS,
+        ),
+        _d(
+            "torch.nn.utils.clip_grad_norm_ torch.nn.utils.clip_grad.clip_grad_norm_ "
+            "torch.nn.utils.clip_grad_norm torch.nn.utils.clip_grad.clip_grad_norm",
+            R.TENSOR,
+            E.NORMS_GRADIENTS,
         ),
         _d("torch.utils.data.Dataset torch.utils.data.dataset.Dataset", R.DATASET, E.SUBCLASSED),
         _d(

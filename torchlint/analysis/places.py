@@ -36,7 +36,7 @@ from torchlint.analysis.facts import (
 from torchlint.analysis.knowledge import TUPLE_METHODS, is_move_call
 from torchlint.analysis.place_kinds import ACCEL, CPU, DEVICE, HOST, TENSOR, Place, SplitMove, join
 from torchlint.analysis.value_kinds import MODULE, TOKENS, ModelCall
-from torchlint.analysis.vocabulary import COPIES, CPU_TENSOR_SOURCES, LEGACY_TENSOR_TYPES, VARIABLE
+from torchlint.analysis.vocabulary import COPIES, CPU_TENSOR_SOURCES, GRAD_NORMS, LEGACY_TENSOR_TYPES, VARIABLE
 
 # Tensor methods that do not return a tensor.
 _NON_TENSOR_METHODS = frozenset(
@@ -203,6 +203,18 @@ class Places(BatchSources):
             return self.tensor_place(expr.expression, site)
         return None
 
+    def _grad_norm_place(self, call: Call) -> Place:
+        """`clip_grad_norm_(model.parameters(), ...)`: the total norm is a tensor
+        where the model's parameters are (DEVICE, CPU; TENSOR: can't tell)."""
+        arg = call.positional[0] if call.positional else call.keyword("parameters")
+        value = arg.value if arg is not None else None
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and not value.args:
+            if value.func.attr.value == "parameters":
+                place = self.model_place(value.func.value, call.site)
+                if place in (DEVICE, CPU):
+                    return place
+        return TENSOR
+
     def _stored_entry(self, expr: cst.Subscript, site: Site) -> Optional[Place]:
         """For `d["k"]` read after `d["k"] = v` (since `d`'s reaching binding): where
         `v` is, when that one store dominates the read; TENSOR (can't tell) for
@@ -309,6 +321,8 @@ class Places(BatchSources):
             return CPU
         if self.to_tensor_transform(call):
             return CPU  # `ToTensor()(image)`
+        if q in GRAD_NORMS:
+            return self._grad_norm_place(call)
         mc = self.values.model_call(call)
         if mc is not None:
             return self._output_place(mc, site)

@@ -57,6 +57,9 @@ NO_DEVICE_KWARG = CPU_TENSOR_SOURCES - ACCEPTS_DEVICE
 # Legacy typed constructors: `torch.FloatTensor(np_array)`, `torch.cuda.FloatTensor(...)`.
 LEGACY_TENSOR_TYPES = frozenset(n.rsplit(".", 1)[1] for n in _doing(Effect.LEGACY_TYPE))
 
+# `clip_grad_norm_(model.parameters(), ...)`: the gradients' total norm, a tensor where the parameters are.
+GRAD_NORMS = _doing(Effect.NORMS_GRADIENTS)
+
 # `Variable(t)`: since PyTorch 0.4 the tensor itself.
 VARIABLE = _doing(Effect.VARIABLE)
 
