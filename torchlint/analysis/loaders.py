@@ -267,14 +267,28 @@ class Loaders(LoaderDatasets):
         imports this module for another of its names does not count. Without
         the project index: can't tell (False)."""
         project = self.values.project
-        fn = self._returned_by(call) if project is not None else None
-        if fn is None or project is None:
+        found = self._returned_by(call) if project is not None else None
+        if found is None or project is None:
             return False
-        return project.named_on_accelerator(project.local(fn.name))
+        return project.named_on_accelerator(project.local(found[0].name))
 
-    def _returned_by(self, call: Call) -> Optional[Function]:
+    def iterated_again_by_callers(self, call: Call) -> Optional[str]:
+        """The loader `call` builds is handed back by a top-level function of this
+        file that another project file calls, iterating the loader it gets in a
+        loop that repeats (`train_loader, val_loader = get_dataloaders(...)`,
+        then `for epoch ...: for x, y in train_loader:`): that function's name.
+        Without the project index: None (can't tell)."""
+        project = self.values.project
+        found = self._returned_by(call) if project is not None else None
+        if found is None or project is None:
+            return None
+        fn, element = found
+        return fn.name if project.result_iterated_again(project.local(fn.name), element) else None
+
+    def _returned_by(self, call: Call) -> Optional[Tuple[Function, int]]:
         """The top-level function whose `return` hands back the loader `call` builds:
-        the call itself, or a plain name bound to it, alone or in a returned tuple."""
+        the call itself, or a plain name bound to it, alone (element -1) or in a
+        returned tuple (its position there)."""
         fn_scope = call.site.scope.function
         if fn_scope is None or fn_scope.parent is None or fn_scope.parent.kind != ScopeKind.MODULE:
             return None
@@ -285,19 +299,24 @@ class Loaders(LoaderDatasets):
         name = b.name if b is not None and b.index is None and "." not in b.name else None
         for ret, site in self.facts.returns_of(fn):
             value = ret.value
-            if value is None:
-                continue
+            if (
+                value is None
+                or isinstance(value, cst.Tuple)
+                and any(isinstance(e, cst.StarredElement) for e in value.elements)
+            ):
+                continue  # `return *loaders, n`: positions unknown
             parts = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
-            for part in parts:
+            for i, part in enumerate(parts):
+                element = i if isinstance(value, cst.Tuple) else -1
                 if part is call.node:
-                    return fn
+                    return fn, element
                 if (
                     name is not None
                     and isinstance(part, cst.Name)
                     and part.value == name
                     and b in self.places.reaching(name, site)
                 ):
-                    return fn
+                    return fn, element
         return None
 
     def feeds_no_pass(self, call: Call) -> bool:

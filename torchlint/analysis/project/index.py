@@ -446,6 +446,20 @@ class ProjectIndex:
         param = _parameter(found, position)
         return param is not None and param in found.iterates
 
+    def _result_iterated_again(self, target: Target, element: object) -> bool:
+        """A project file other than the definition's that names function
+        `target` iterates its result (`element` of it; -1: the whole) in a loop
+        that repeats (`ModuleSummary.result_passes`): a loader it returns is
+        passed over again and again. A root not held whole: False."""
+        for path in sorted(self._namers(target) or ()):
+            s = self.summary(path)
+            if s is None or not s.parsed:
+                continue
+            for callee, index in s.result_passes:
+                if index == element and self._resolve_in(path, callee) == target:
+                    return True
+        return False
+
     def _builds_data_parallel(self, target: Target, _: object) -> bool:
         """A call of `target` builds a torch DataParallel: it is one, a project class
         subclassing one, or a project function some `return` of which calls one
@@ -991,6 +1005,7 @@ _QUESTIONS: Dict[Question, Callable[[ProjectIndex, Target, object], Answer]] = {
     Question.NAMED_ELSEWHERE: ProjectIndex._named_elsewhere,
     Question.ALLOCATES: ProjectIndex._allocates,
     Question.DATASET_ITEMS: ProjectIndex._dataset_items,
+    Question.RESULT_ITERATED_AGAIN: ProjectIndex._result_iterated_again,
 }
 
 
@@ -1122,6 +1137,11 @@ class FileView:
         """The project runs the code of `qualname` on an accelerator: its file, or
         a project file that imports it (transitively), moves something to one."""
         return bool(self.index._record(self.path, Question.ON_ACCELERATOR, qualname, None))
+
+    def result_iterated_again(self, qualname: str, element: int) -> bool:
+        """Another project file iterates the result of function `qualname`
+        (`element` of it; -1: the whole) in a loop that repeats."""
+        return bool(self.index._record(self.path, Question.RESULT_ITERATED_AGAIN, qualname, element))
 
     def named_on_accelerator(self, qualname: str) -> bool:
         """Another project file that names `qualname` itself (not just its module

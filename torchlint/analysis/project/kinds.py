@@ -66,6 +66,7 @@ class Question(enum.Enum):
     UNMOVED_CALLERS = "unmoved_callers"
     ALLOCATES = "allocates"
     DATASET_ITEMS = "dataset_items"
+    RESULT_ITERATED_AGAIN = "result_iterated_again"
 
 
 class ItemWork(enum.Enum):
@@ -226,6 +227,9 @@ class ModuleSummary:
     # every called name (`f(...)`, `x.f(...)`) with its calls inside and outside no-grad
     # regions, and whether this file defines a function or method of that name (guarded_calls.py)
     guarded_calls: Tuple[Tuple[str, int, int, bool], ...] = ()
+    # the calls (as written) whose result, or an element of it (-1: the whole), a scope
+    # iterates in a loop that repeats: `for epoch ...: for x in train_loader` (result_passes.py)
+    result_passes: Tuple[Tuple[str, int], ...] = ()
     parsed: bool = True  # False: the text did not parse (the module knows nothing)
     # its code moves something to an accelerator: `.cuda()`, `.to(<a device>)` (a "cuda"/"mps"
     # string, `torch.device(...)` of one, a name that says device), or `device="cuda"`

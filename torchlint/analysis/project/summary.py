@@ -48,6 +48,7 @@ from torchlint.analysis.project.kinds import (
     ModuleSummary,
     Pass,
 )
+from torchlint.analysis.project.result_passes import result_passes
 from torchlint.analysis.project.tree_walk import all_nodes, push_children
 from torchlint.analysis.vocabulary import (
     CLOCKS,
@@ -212,6 +213,7 @@ class _Module:
             uses=name_uses(self.tree, self.text, self.imports),
             import_uses=import_uses(self.tree),
             guarded_calls=guarded_calls(self.tree),
+            result_passes=result_passes(self.tree, self.qualify),
             accelerates=_accelerates(self.tree, self.text),
         )
 

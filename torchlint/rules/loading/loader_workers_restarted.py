@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import TYPE_CHECKING, Dict, Optional
 
 import libcst as cst
 
@@ -11,6 +11,9 @@ from torchlint.analysis.loader_kinds import NUM_WORKERS_POSITION, SAMPLER_POSITI
 from torchlint.findings import Applicability
 from torchlint.rules.base import Invalid, Replacement, Rule, RuleContext
 from torchlint.rules.nodes import comment_follows, with_keyword
+
+if TYPE_CHECKING:
+    from torchlint.analysis import Analysis
 
 
 class LoaderWorkersRestarted(Rule):
@@ -28,7 +31,12 @@ class LoaderWorkersRestarted(Rule):
     loader (`Trainer(train_loader).train()`, `self.train_loader =
     train_loader` in its `__init__`), or in a function of another project
     file that iterates the loader it is handed on every call, called in such
-    a loop (`validate(val_loader, model)` of `utils/validation.py`).
+    a loop (`validate(val_loader, model)` of `utils/validation.py`). A loader
+    that a top-level function returns (alone or in a tuple) is reported in
+    the function's file when another project file that puts work on an
+    accelerator calls it and walks that loader in such a loop
+    (`train_loader, val_loader = get_dataloaders(...)`, then `for epoch in
+    range(epochs): for x, y in train_loader:`).
 
     Not flagged: loaders built anew in each pass (their workers start anyway),
     loaders whose workers come from an expression we cannot read (or an option
@@ -117,6 +125,11 @@ class LoaderWorkersRestarted(Rule):
     generator; with them it does not, so from the second epoch a seeded run's
     shuffle order, augmentations and numbers change.
 
+    No fix is offered for a loader a factory returns to the callers that
+    walk it: the passes happen in their files, and whether those seed their
+    generators or change the dataset between epochs cannot be seen from the
+    factory's.
+
     The fix adds `persistent_workers=True` where `num_workers` is a positive
     literal or `min(8, os.cpu_count() or 1)`; where it is an option such as
     `args.workers` (which may be given as 0, and `persistent_workers=True`
@@ -132,6 +145,11 @@ class LoaderWorkersRestarted(Rule):
     MESSAGE = (
         "DataLoader's worker processes are started again at every pass over it (`{loop}`"
         " runs again and again) without `persistent_workers=True`: the GPU waits while they start"
+    )
+    CALLERS_MESSAGE = (
+        "DataLoader's worker processes are started again at every pass over it (the callers of `{function}`"
+        " iterate the loader it returns again and again) without `persistent_workers=True`: the GPU waits"
+        " while they start"
     )
     TITLE = "A DataLoader's worker processes are started again at every pass over it (no `persistent_workers=True`)"
     FIX_TITLE = "Add `persistent_workers=True`"
@@ -214,8 +232,14 @@ class LoaderWorkersRestarted(Rule):
         ),
     )
 
+    @classmethod
+    def device_in_play(cls, analysis: "Analysis") -> bool:
+        """Also a file of loader factories whose callers' files put work on an accelerator."""
+        return analysis.loaders.may_feed_any_accelerator()
+
     def check(self, ctx: RuleContext) -> None:
         a = ctx.analysis
+        here = a.places.accelerator_in_play()
         for call in a.loaders.calls():
             if call.has_star_kwargs or any(arg.star for arg in call.node.args):
                 continue
@@ -224,14 +248,17 @@ class LoaderWorkersRestarted(Rule):
                 continue
             if a.loaders.workers_as_written(call) is not Workers.SOME or a.roles.excluded(call.site):
                 continue  # no workers, or none known as the script is written (`args.workers` defaulting to 0)
-            site = a.loaders.restarted_each_pass(call)
-            if site is None or site.stmt is None:
-                continue
-            ctx.report(
-                call.node,
-                self.MESSAGE.format(loop=_header(a.module, site.stmt)),
-                replacements=self._fix(ctx, call),
-            )
+            site = a.loaders.restarted_each_pass(call) if here else None
+            if site is not None and site.stmt is not None:
+                message = self.MESSAGE.format(loop=_header(a.module, site.stmt))
+                fix = self._fix(ctx, call)
+            else:
+                function = a.loaders.iterated_again_by_callers(call)
+                if function is None or not a.loaders.feeds_accelerator_elsewhere(call):
+                    continue
+                message = self.CALLERS_MESSAGE.format(function=function)
+                fix = None  # the passes are in another file, whose seeding and dataset changes this one cannot see
+            ctx.report(call.node, message, replacements=fix)
 
     @staticmethod
     def _fix(ctx: RuleContext, call: Call) -> Optional[Dict[cst.CSTNode, Replacement]]:
