@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import ast
 import warnings
-from typing import Dict, Iterator, List, Sequence, Set, Tuple, Union
+from typing import Dict, List, Set, Tuple, Union
 
-# The statement fields that hold statement lists (bodies, branches, handlers, cases).
-_BODY_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+from torchlint.analysis.project.tree_walk import all_statements
 
 
 def record_import(node: Union[ast.Import, ast.ImportFrom], imports: Dict[str, str], stars: List[str]) -> None:
@@ -56,7 +55,7 @@ def imported_names(text: str) -> Tuple[str, ...]:
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return ()
     names: Set[str] = set()
-    for node in _statements(tree.body):
+    for node in all_statements(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             imports: Dict[str, str] = {}
             stars: List[str] = []
@@ -64,16 +63,3 @@ def imported_names(text: str) -> Tuple[str, ...]:
             names.update(imports.values())
             names.update(stars)
     return tuple(sorted(names))
-
-
-def _statements(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
-    """Every statement in `body`, at any depth (function, class, branch,
-    handler and case bodies), with no expression visited."""
-    stack = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        for field in _BODY_FIELDS:
-            inner = getattr(node, field, None)
-            if inner:
-                stack.extend(reversed(inner))

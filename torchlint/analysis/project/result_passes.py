@@ -19,7 +19,7 @@ import ast
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from torchlint.analysis.project.handoffs import dotted
-from torchlint.analysis.project.tree_walk import push_children
+from torchlint.analysis.project.tree_walk import BODY_FIELDS, all_statements, push_children
 from torchlint.analysis.vocabulary import ITER_WRAPPERS
 
 # (the callee as written, `get_dataloaders` or `utils.load_dataset`; the element of its result, -1 for the whole)
@@ -27,7 +27,6 @@ ResultPasses = Tuple[Tuple[str, int], ...]
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def result_passes(tree: ast.Module, qualify: Callable[[Optional[str]], Optional[str]]) -> ResultPasses:
@@ -47,17 +46,11 @@ def result_passes(tree: ast.Module, qualify: Callable[[Optional[str]], Optional[
 def _scopes(tree: ast.Module) -> Iterator[Tuple[Sequence[ast.stmt], Sequence[str]]]:
     """The module's body, then every function's (at any depth), with its parameters."""
     yield tree.body, ()
-    stack: List[ast.AST] = list(tree.body)
-    while stack:
-        node = stack.pop()
+    for node in all_statements(tree.body):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             a = node.args
             params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]]
             yield node.body, params
-        for field in _BODIES:
-            inner = getattr(node, field, None)
-            if inner:
-                stack.extend(inner)
 
 
 class _Scope:
@@ -108,7 +101,7 @@ class _Scope:
                 self._bind(stmt, path)
             elif isinstance(stmt, (ast.For, ast.AsyncFor)) and path:
                 self._pass(stmt, path)
-            for field in _BODIES:
+            for field in BODY_FIELDS:
                 inner = getattr(stmt, field, None)
                 if inner:
                     self._walk(inner, path + [stmt])

@@ -5,9 +5,11 @@ comments), with each node class's child fields looked up once."""
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 SKIP_FIELDS = frozenset({"ctx", "type_comment", "kind"})
+# The statement fields that hold statement lists (bodies, branches, handlers, cases).
+BODY_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 _FIELDS: Dict[type, Tuple[str, ...]] = {}
 
 
@@ -43,3 +45,16 @@ def all_nodes(root: ast.AST) -> Iterator[ast.AST]:
         node = stack.pop()
         yield node
         push_children(node, stack)
+
+
+def all_statements(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
+    """Every statement in `body`, at any depth (function, class, branch,
+    handler and case bodies), with no expression visited."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        for field in BODY_FIELDS:
+            inner = getattr(node, field, None)
+            if inner:
+                stack.extend(reversed(inner))
