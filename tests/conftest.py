@@ -1,4 +1,6 @@
+import os
 from pathlib import Path
+from typing import List
 
 import pytest
 
@@ -8,6 +10,32 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+class Summarised(List[str]):
+    """The paths the project pass summarised (`project_pass.summarize_bytes`), in order."""
+
+    def names(self) -> List[str]:
+        return [os.path.basename(p) for p in self]
+
+    def relative(self, root: Path) -> List[str]:
+        return [os.path.relpath(p, root) for p in self]
+
+
+@pytest.fixture
+def summarised(monkeypatch) -> Summarised:
+    """Record every file the project pass summarises from here on."""
+    from torchlint.files import project_pass
+
+    found = Summarised()
+    real = project_pass.summarize_bytes
+
+    def spy(path, data):
+        found.append(path)
+        return real(path, data)
+
+    monkeypatch.setattr(project_pass, "summarize_bytes", spy)
+    return found
 
 
 @pytest.fixture(autouse=True)

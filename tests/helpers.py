@@ -3,6 +3,7 @@
 import functools
 import inspect
 import json
+import textwrap
 import types
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -128,3 +129,11 @@ def run_fixed_pair(tmp_path: Path, source: str, name: str = "script.py"):
         assert proc.returncode == 0, f"{path} failed:\n{proc.stderr[-3000:]}"
         outputs.append("\n".join(line for line in proc.stdout.splitlines() if not line.startswith("USDT:")))
     return fixed, outputs[0], outputs[1]
+
+
+def write_files(root: Path, files: Dict[str, str]) -> None:
+    """Write each `name: source` under `root` (folders made, sources dedented)."""
+    for name, src in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(src).lstrip("\n"), encoding="utf-8")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import textwrap
 from pathlib import Path
-from typing import Dict, List
+from typing import List
 
 from click.testing import CliRunner
 
@@ -16,6 +16,8 @@ from torchlint.analysis.project.imports import imported_summaries
 from torchlint.analysis.project.kinds import ModuleSummary
 from torchlint.analysis.project.summary import summarize
 from torchlint.doors.cli import main
+
+from helpers import write_files as write
 
 EVERYWHERE = textwrap.dedent(
     """
@@ -70,13 +72,6 @@ def test_an_unparseable_text_names_nothing():
     assert imported_names("") == ()
 
 
-def write(root: Path, files: Dict[str, str]) -> None:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-
-
 FILES = {
     "data.py": "import torch\nclass Images(torch.utils.data.Dataset):\n    pass\n",
     "train.py": "from torch.utils.data import DataLoader\nfrom data import Images\n",
@@ -110,24 +105,14 @@ def test_the_search_summarises_only_files_importing_a_run_file(tmp_path):
     assert sorted(read_paths) == ["plot.py", "train.py"]
 
 
-def test_a_cold_run_parses_no_file_that_only_mentions_a_run_files_name(tmp_path, monkeypatch):
+def test_a_cold_run_parses_no_file_that_only_mentions_a_run_files_name(tmp_path, monkeypatch, summarised):
     """`from torch.utils.data import DataLoader` beside a project `data.py`: not summarised."""
-    from torchlint.files import project_pass
-
     write(tmp_path, dict(FILES, **{"setup.cfg": ""}))
     monkeypatch.chdir(tmp_path)
-    parsed: List[str] = []
-    real = project_pass.summarize_bytes
-
-    def spy(path, data):
-        parsed.append(os.path.basename(path))
-        return real(path, data)
-
-    monkeypatch.setattr(project_pass, "summarize_bytes", spy)
     args = ["check", "--preview", "--output-format", "concise", "data.py"]
     first = CliRunner().invoke(main, args)
     assert first.exit_code in (0, 1), first.output
-    assert sorted(parsed) == ["data.py", "plot.py", "train.py"]
-    parsed.clear()
+    assert sorted(summarised.names()) == ["data.py", "plot.py", "train.py"]
+    summarised.clear()
     again = CliRunner().invoke(main, args + ["--no-cache"])
-    assert again.stdout == first.stdout and "evaluate.py" not in parsed
+    assert again.stdout == first.stdout and "evaluate.py" not in summarised.names()

@@ -23,15 +23,9 @@ from torchlint.files.project_pass import build_index, summarize_bytes
 from torchlint.files.runner import run as run_files
 
 from helpers import EVERY_RULE, api
+from helpers import write_files as write
 
 Found = List[Tuple[str, int, str]]
-
-
-def write(root: Path, files: Dict[str, str]) -> None:
-    for name, src in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(src).lstrip("\n"), encoding="utf-8")
 
 
 def findings(root: Path, target: str = "", settings: Settings = EVERY_RULE, **kwargs) -> Found:

@@ -3,7 +3,6 @@
 `torchlint .` finds in train.py; nothing outside the project root is read."""
 
 import os
-import textwrap
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -15,6 +14,8 @@ from torchlint.analysis.project.kinds import ModuleSummary
 from torchlint.analysis.project.summary import summarize
 from torchlint.doors.cli import main
 from torchlint.files.project_pass import build_index
+
+from helpers import write_files as write
 
 BASE = """
 import torch.nn as nn
@@ -43,13 +44,6 @@ for x, y in loader:
     out = net(x)
     out.sum().backward()
 """
-
-
-def write(root: Path, files: Dict[str, str]) -> None:
-    for name, src in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(src).lstrip("\n"), encoding="utf-8")
 
 
 def check(*args: str) -> List[Tuple[str, str]]:
@@ -433,30 +427,20 @@ def test_the_time_budget_stops_the_search(tmp_path):
     assert budget.crossed == [(str(tmp_path), SECONDS)] and budget.read < 8
 
 
-def test_a_second_cold_run_parses_no_file_outside_it_again(tmp_path, monkeypatch):
+def test_a_second_cold_run_parses_no_file_outside_it_again(tmp_path, monkeypatch, summarised):
     """Summaries of the files outside the run are cached by contents like the run's."""
-    from torchlint.files import project_pass
-
     write(tmp_path, {"setup.cfg": "", "heads.py": HEAD, "fit.py": FIT, "base.py": BASE, "model.py": MODEL})
     monkeypatch.chdir(tmp_path)
-    parsed: List[str] = []
-    real = project_pass.summarize_bytes
-
-    def spy(path, data):
-        parsed.append(os.path.basename(path))
-        return real(path, data)
-
-    monkeypatch.setattr(project_pass, "summarize_bytes", spy)
     args = ["check", "--preview", "--output-format", "concise", "heads.py"]
     first = CliRunner().invoke(main, args)
-    assert "fit.py" in parsed
-    parsed.clear()
+    assert "fit.py" in summarised.names()
+    summarised.clear()
     (tmp_path / "heads.py").write_text((tmp_path / "heads.py").read_text() + "# edited\n")  # the run's file misses
     again = CliRunner().invoke(main, args)
-    assert parsed == ["heads.py"] and again.stdout == first.stdout
+    assert summarised.names() == ["heads.py"] and again.stdout == first.stdout
 
 
-def test_the_workspace_index_obeys_the_same_bound(tmp_path, monkeypatch):
+def test_the_workspace_index_obeys_the_same_bound(tmp_path, monkeypatch, summarised):
     """A workspace folder too big to index whole: an open file reads what
     `torchlint check FILE` reads (its imports, its importers, in its project)."""
     from torchlint.doors.lsp.project import WorkspaceProject
@@ -468,28 +452,20 @@ def test_the_workspace_index_obeys_the_same_bound(tmp_path, monkeypatch):
     write(tmp_path, {"ws/train.py": TRAIN, "outside.py": FIT.replace("from heads", "from ws.heads")})
     write(tmp_path, {f"ws/pad/m{i}.py": "x = 1\n" for i in range(10)})
     monkeypatch.setattr(project_pass, "MAX_WORKSPACE_FILES", 5)
-    parsed: List[str] = []
-    real = project_pass.summarize_bytes
-
-    def spy(path, data):
-        parsed.append(os.path.relpath(path, tmp_path))
-        return real(path, data)
-
-    monkeypatch.setattr(project_pass, "summarize_bytes", spy)
     server = WorkspaceProject()
     server.warm([str(tmp_path / "ws")])
-    assert parsed == []  # nothing indexed: too many files
+    assert summarised == []  # nothing indexed: too many files
     train = str(tmp_path / "ws" / "train.py")
     text = (tmp_path / "ws" / "train.py").read_text()
     index = server.index_for(train, text)
     assert [f.code for f in api.lint_source(text, train, project=index)] == ["TL101"]
-    assert set(parsed) == {"ws/train.py", "ws/model.py", "ws/base.py"}  # its imports; nothing imports it
-    parsed.clear()
+    assert set(summarised.relative(tmp_path)) == {"ws/train.py", "ws/model.py", "ws/base.py"}  # nothing imports it
+    summarised.clear()
     heads = str(tmp_path / "ws" / "heads.py")
     head_text = (tmp_path / "ws" / "heads.py").read_text()
     index = server.index_for(heads, head_text)
     assert [f.code for f in api.lint_source(head_text, heads, project=index)] == ["TL102"]
-    assert "outside.py" not in parsed and "ws/fit.py" in parsed
+    assert "outside.py" not in summarised.relative(tmp_path) and "ws/fit.py" in summarised.relative(tmp_path)
     assert server.index_for(heads, head_text) is index  # searched once
     notes = server._workspace.notes if server._workspace is not None else []
     assert len(notes) == 1 and "not indexed whole" in notes[0]
